@@ -1,0 +1,1 @@
+"""Pure-Python SKALD core: no Airflow import anywhere below this package."""

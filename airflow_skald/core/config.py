@@ -1,0 +1,375 @@
+"""The run configuration (SPEC §2): YAML loaded, validated, and overridden by CLI flags/params.
+
+Validation is strict (unknown keys are errors) because a typo in a privacy setting must never
+silently fall back to a default.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.hierarchies import Hierarchy
+
+FORMATS = ("parquet", "csv")
+OVERRIDE_KEYS = (
+    "input_path",
+    "output_path",
+    "k",
+    "suppression_limit",
+    "histogram_bins",
+    "chunk_rows",
+    "suppressed_records",
+)
+
+
+@dataclass(frozen=True)
+class DataLocation:
+    """Where chunks are read from or a release is written to."""
+
+    path: str
+    format: str = "parquet"
+    delimiter: str = ","
+
+
+@dataclass(frozen=True)
+class QidSpec:
+    """One quasi-identifier as configured; `hierarchy` is set for categorical QIDs."""
+
+    name: str
+    type: str  # "categorical" | "numerical"
+    hierarchy: Hierarchy | None = None
+    min_width: Fraction | None = None
+    widths: tuple[Fraction, ...] | None = None
+    encode: bool = False
+
+    def describe(self) -> dict[str, Any]:
+        """JSON-safe summary (hierarchies hashed, not copied) for manifests."""
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.type == "categorical":
+            digest = hashlib.sha256(json.dumps(self.hierarchy.table.tolist()).encode()).hexdigest()
+            out["hierarchy_sha256"] = digest
+            out["hierarchy_levels"] = self.hierarchy.top_level + 1
+        else:
+            out["min_width"] = str(self.min_width)
+            out["widths"] = [str(w) for w in self.widths] if self.widths else None
+            out["encode"] = self.encode
+        return out
+
+
+@dataclass(frozen=True)
+class SkaldConfig:
+    """A validated configuration. Paths are absolute or fsspec URLs."""
+
+    input: DataLocation
+    output: DataLocation
+    quasi_identifiers: tuple[QidSpec, ...]
+    k: int
+    suppression_limit: Fraction
+    chunk_rows: int = 1_000_000
+    direct_identifiers: tuple[str, ...] = ()
+    sensitive_attributes: tuple[str, ...] = ()
+    histogram_bins: int | None = None
+    qid_priority: tuple[str, ...] = ()
+    suppressed_records: str = "mask"
+    source: str = field(default="", compare=False)
+
+    @property
+    def qid_names(self) -> list[str]:
+        return [q.name for q in self.quasi_identifiers]
+
+    def priority_order(self) -> list[int]:
+        """QID indices in tie-break order: qid_priority first, then the rest in config order."""
+        names = self.qid_names
+        listed = [names.index(n) for n in self.qid_priority]
+        return listed + [i for i in range(len(names)) if i not in listed]
+
+    def with_overrides(self, overrides: dict[str, Any] | None) -> SkaldConfig:
+        """Apply CLI flags / Airflow params (None values are ignored) and re-validate them."""
+        if not overrides:
+            return self
+        unknown = set(overrides) - set(OVERRIDE_KEYS)
+        if unknown:
+            raise ConfigError(f"unknown override(s): {', '.join(sorted(unknown))}")
+        cfg = self
+        for key, value in overrides.items():
+            if value is None or value == "":
+                continue
+            if key == "input_path":
+                cfg = replace(cfg, input=replace(cfg.input, path=_abs(str(value), None)))
+            elif key == "output_path":
+                cfg = replace(cfg, output=replace(cfg.output, path=_abs(str(value), None)))
+            elif key == "k":
+                cfg = replace(cfg, k=_k(value))
+            elif key == "suppression_limit":
+                cfg = replace(cfg, suppression_limit=_limit(value))
+            elif key == "histogram_bins":
+                cfg = replace(cfg, histogram_bins=_positive_int(value, "histogram_bins"))
+            elif key == "chunk_rows":
+                cfg = replace(cfg, chunk_rows=_positive_int(value, "chunk_rows"))
+            elif key == "suppressed_records":
+                cfg = replace(cfg, suppressed_records=_choice(value, ("mask", "drop"), key))
+        return cfg
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the effective settings, so an auditor can tell two runs' configs apart."""
+        body = {
+            "input": asdict(self.input),
+            "output": asdict(self.output),
+            "qids": [q.describe() for q in self.quasi_identifiers],
+            "k": self.k,
+            "suppression_limit": str(self.suppression_limit),
+            "chunk_rows": self.chunk_rows,
+            "direct_identifiers": list(self.direct_identifiers),
+            "sensitive_attributes": list(self.sensitive_attributes),
+            "histogram_bins": self.histogram_bins,
+            "qid_priority": list(self.qid_priority),
+            "suppressed_records": self.suppressed_records,
+        }
+        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
+    """Read and validate a YAML config file, then apply overrides."""
+    path = Path(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file not found: {path}") from None
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1})" if mark else ""
+        raise ConfigError(f"config file {path} is not valid YAML{where}") from None
+    return config_from_dict(raw, base_dir=path.resolve().parent, source=str(path)).with_overrides(
+        overrides
+    )
+
+
+_TOP_KEYS = {
+    "input",
+    "output",
+    "chunk_rows",
+    "direct_identifiers",
+    "sensitive_attributes",
+    "quasi_identifiers",
+    "privacy",
+    "memory",
+    "qid_priority",
+    "suppressed_records",
+}
+
+
+def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -> SkaldConfig:
+    """Validate a parsed config mapping; relative paths resolve against `base_dir`."""
+    if not isinstance(raw, dict):
+        raise ConfigError("config must be a YAML mapping")
+    _no_unknown(raw, _TOP_KEYS, "config")
+    for key in ("input", "output", "quasi_identifiers", "privacy"):
+        if key not in raw:
+            raise ConfigError(f"config is missing '{key}'")
+    privacy = _mapping(raw["privacy"], "privacy")
+    _no_unknown(privacy, {"k", "suppression_limit"}, "privacy")
+    if "k" not in privacy:
+        raise ConfigError("privacy.k is required")
+    memory = _mapping(raw.get("memory") or {}, "memory")
+    _no_unknown(memory, {"histogram_bins"}, "memory")
+    bins = memory.get("histogram_bins")
+    qids = _qids(raw["quasi_identifiers"], base_dir)
+    names = [q.name for q in qids]
+    direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
+    sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
+    roles = names + direct + sensitive
+    dup = sorted({n for n in roles if roles.count(n) > 1})
+    if dup:
+        raise ConfigError(f"column '{dup[0]}' is listed twice among QIDs/identifiers/sensitive")
+    priority = _names(raw.get("qid_priority") or [], "qid_priority")
+    for n in priority:
+        if n not in names:
+            raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
+    if len(set(priority)) != len(priority):
+        raise ConfigError("qid_priority lists a QID twice")
+    return SkaldConfig(
+        input=_location(raw["input"], "input", base_dir),
+        output=_location(raw["output"], "output", base_dir),
+        quasi_identifiers=tuple(qids),
+        k=_k(privacy["k"]),
+        suppression_limit=_limit(privacy.get("suppression_limit", 0)),
+        chunk_rows=_positive_int(raw.get("chunk_rows", 1_000_000), "chunk_rows"),
+        direct_identifiers=tuple(direct),
+        sensitive_attributes=tuple(sensitive),
+        histogram_bins=None if bins is None else _positive_int(bins, "memory.histogram_bins"),
+        qid_priority=tuple(priority),
+        suppressed_records=_choice(
+            raw.get("suppressed_records", "mask"), ("mask", "drop"), "suppressed_records"
+        ),
+        source=source,
+    )
+
+
+def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError("quasi_identifiers must be a non-empty list")
+    out: list[QidSpec] = []
+    for i, item in enumerate(raw):
+        item = _mapping(item, f"quasi_identifiers[{i}]")
+        name = item.get("name")
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"quasi_identifiers[{i}] needs a 'name'")
+        kind = item.get("type")
+        where = f"quasi-identifier '{name}'"
+        if kind == "categorical":
+            _no_unknown(item, {"name", "type", "hierarchy", "hierarchy_file"}, where)
+            if ("hierarchy" in item) == ("hierarchy_file" in item):
+                raise ConfigError(f"{where} needs exactly one of 'hierarchy' or 'hierarchy_file'")
+            if "hierarchy" in item:
+                hierarchy = Hierarchy.from_mapping(name, item["hierarchy"])
+            else:
+                hfile = Path(str(item["hierarchy_file"]))
+                if not hfile.is_absolute() and base_dir is not None:
+                    hfile = base_dir / hfile
+                hierarchy = Hierarchy.from_file(name, hfile)
+            out.append(QidSpec(name=name, type="categorical", hierarchy=hierarchy))
+        elif kind == "numerical":
+            _no_unknown(item, {"name", "type", "min_width", "widths", "encode"}, where)
+            min_width = _width(item.get("min_width", 1), f"{where}: min_width")
+            widths = item.get("widths")
+            if widths is not None:
+                if not isinstance(widths, list) or not widths:
+                    raise ConfigError(f"{where}: widths must be a non-empty list")
+                widths = tuple(_width(w, f"{where}: widths") for w in widths)
+                if widths[0] != min_width:
+                    raise ConfigError(f"{where}: widths must start with min_width ({min_width})")
+                for a, b in zip(widths, widths[1:], strict=False):
+                    if b <= a or (b / a).denominator != 1:
+                        raise ConfigError(
+                            f"{where}: width {_fmt(b)} is not a larger whole multiple of {_fmt(a)}"
+                        )
+            encode = item.get("encode", False)
+            if not isinstance(encode, bool):
+                raise ConfigError(f"{where}: encode must be true or false")
+            if encode and min_width.denominator != 1:
+                raise ConfigError(
+                    f"{where}: an encoded QID's min_width counts ranks: use 1, 2, ..."
+                )
+            out.append(
+                QidSpec(
+                    name=name, type="numerical", min_width=min_width, widths=widths, encode=encode
+                )
+            )
+        else:
+            raise ConfigError(f"{where}: type must be 'categorical' or 'numerical'")
+    names = [q.name for q in out]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise ConfigError(f"quasi-identifier '{dup[0]}' is listed twice")
+    return out
+
+
+def _fmt(x: Fraction) -> str:
+    return str(x.numerator) if x.denominator == 1 else str(float(x))
+
+
+def _location(raw: Any, where: str, base_dir: Path | None) -> DataLocation:
+    raw = _mapping(raw, where)
+    _no_unknown(raw, {"path", "format", "delimiter"}, where)
+    path = raw.get("path")
+    if not isinstance(path, str) or not path:
+        raise ConfigError(f"{where}.path is required")
+    fmt = _choice(raw.get("format", "parquet"), FORMATS, f"{where}.format")
+    delimiter = raw.get("delimiter", ",")
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise ConfigError(f"{where}.delimiter must be one character")
+    return DataLocation(path=_abs(path, base_dir), format=fmt, delimiter=delimiter)
+
+
+def _abs(path: str, base_dir: Path | None) -> str:
+    if "://" in path:
+        return path
+    p = Path(path).expanduser()
+    if not p.is_absolute():
+        p = (base_dir or Path.cwd()) / p
+    return str(Path(str(p)).absolute()).replace("/./", "/")
+
+
+def _mapping(raw: Any, where: str) -> dict:
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where} must be a mapping")
+    return raw
+
+
+def _no_unknown(raw: dict, allowed: set[str], where: str) -> None:
+    unknown = sorted(set(raw) - allowed)
+    if unknown:
+        raise ConfigError(f"unknown key '{unknown[0]}' in {where}")
+
+
+def _names(raw: Any, where: str) -> list[str]:
+    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
+        raise ConfigError(f"{where} must be a list of column names")
+    return list(raw)
+
+
+def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
+    if value not in choices:
+        raise ConfigError(f"{where} must be one of {', '.join(choices)}")
+    return value
+
+
+def _int_like(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and value.strip().lstrip("+").isdigit():
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return None
+
+
+def _k(value: Any) -> int:
+    k = _int_like(value)
+    if k is None:
+        raise ConfigError("k must be an integer >= 2")
+    if k < 2:
+        raise ConfigError(f"k must be an integer >= 2 (got {k})")
+    return k
+
+
+def _positive_int(value: Any, where: str) -> int:
+    n = _int_like(value)
+    if n is None or n < 1:
+        raise ConfigError(f"{where} must be a positive integer")
+    return n
+
+
+def _limit(value: Any) -> Fraction:
+    """Exact fraction of the decimal the user wrote, so floor(limit*N) has no float error."""
+    if isinstance(value, bool):
+        raise ConfigError("suppression_limit must be a number between 0 and 1")
+    try:
+        frac = Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError):
+        raise ConfigError("suppression_limit must be a number between 0 and 1") from None
+    if not 0 <= frac <= 1:
+        raise ConfigError(f"suppression_limit must be between 0 and 1 (got {value})")
+    return frac
+
+
+def _width(value: Any, where: str) -> Fraction:
+    if isinstance(value, bool):
+        raise ConfigError(f"{where} must be a positive number")
+    try:
+        w = Fraction(str(value).strip())
+    except (ValueError, ZeroDivisionError):
+        raise ConfigError(f"{where} must be a positive number") from None
+    if w <= 0:
+        raise ConfigError(f"{where} must be a positive number")
+    return w

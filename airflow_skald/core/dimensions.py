@@ -1,0 +1,242 @@
+"""Generalisation dimensions: one per QID, built from its config and the phase-1 domain.
+
+A dimension knows its levels (0 = original, top = one value), how many bins each level has
+(paper eq. 1), how to turn raw values into level-0 codes, how codes roll up from one level to
+a coarser one, and the output string of each bin (SPEC §3 interval format).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_skald.core.config import QidSpec
+from airflow_skald.core.encoding import (
+    QidStats,
+    categorical_strings,
+    check_no_nulls,
+    first_row,
+    numeric_array,
+)
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.hierarchies import TOP_LABEL
+from airflow_skald.core.io import ChunkRef
+
+_FLOAT_TOLERANCE = 1e-9  # a value on the min_width grid may sit a hair below it in binary
+
+
+def _fraction(x: float | int) -> Fraction:
+    return Fraction(str(x)) if isinstance(x, float) else Fraction(x)
+
+
+def format_number(x: Fraction | float | int, decimals: int = 0) -> str:
+    """Exact decimal text of a bin bound; integers without a trailing '.0'."""
+    x = Fraction(x) if not isinstance(x, float) else _fraction(x)
+    if decimals <= 0:
+        if x.denominator == 1:
+            return str(x.numerator)
+        decimals = 6
+    return f"{float(x):.{decimals}f}"
+
+
+def _decimals(*xs: Fraction) -> int:
+    out = 0
+    for x in xs:
+        d = 0
+        while (x * 10**d).denominator != 1 and d < 10:
+            d += 1
+        out = max(out, d)
+    return out
+
+
+@dataclass
+class Dimension:
+    """Base: levels 0..top with `cards[level]` bins each."""
+
+    name: str
+    cards: list[int]
+
+    @property
+    def top(self) -> int:
+        return len(self.cards) - 1
+
+    def level_map(self, src: int, dst: int) -> np.ndarray:
+        """Array mapping each code at level `src` to its code at the coarser level `dst`."""
+        raise NotImplementedError
+
+    def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
+        """Level-0 codes of raw values; values outside the phase-1 domain are errors."""
+        raise NotImplementedError
+
+    def labels(self, level: int, codes: np.ndarray) -> list[str]:
+        """Output strings of the given bins of `level`."""
+        raise NotImplementedError
+
+    def paper_value(self, level: int) -> str:
+        raise NotImplementedError
+
+
+@dataclass
+class CategoricalDimension(Dimension):
+    """Levels from the hierarchy; codes index the labels observed at each level."""
+
+    level_labels: list[np.ndarray]  # per level: sorted distinct labels among observed values
+    to_level: list[np.ndarray]  # per level: level-0 code -> level code
+    kind: str = "categorical"
+
+    @classmethod
+    def build(cls, spec: QidSpec, stats: QidStats) -> CategoricalDimension:
+        table = spec.hierarchy.table
+        index = {v: i for i, v in enumerate(table[:, 0].tolist())}
+        rows = table[[index[v] for v in stats.values]]
+        level_labels, to_level = [], []
+        for level in range(table.shape[1]):
+            labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
+            level_labels.append(labels.astype(object))
+            to_level.append(inverse.astype(np.int64))
+        return cls(spec.name, [len(x) for x in level_labels], level_labels, to_level)
+
+    def level_map(self, src: int, dst: int) -> np.ndarray:
+        out = np.zeros(self.cards[src], dtype=np.int64)
+        out[self.to_level[src]] = self.to_level[dst]
+        return out
+
+    def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
+        arr = categorical_strings(column)
+        check_no_nulls(self.name, arr, chunk)
+        idx = pc.index_in(arr, value_set=pa.array(self.level_labels[0].tolist(), pa.string()))
+        if idx.null_count:
+            row = first_row(idx.is_null())
+            raise DataError(
+                f"column '{self.name}' has value '{arr[row].as_py()}' not seen in phase 1 "
+                f"(at {chunk.where(row)}): the input changed between passes"
+            )
+        return idx.to_numpy().astype(np.int64)
+
+    def labels(self, level: int, codes: np.ndarray) -> list[str]:
+        return self.level_labels[level][codes].tolist()
+
+    def paper_value(self, level: int) -> str:
+        return str(level + 1)
+
+
+@dataclass
+class NumericalDimension(Dimension):
+    """Integer units of min_width from the domain minimum (or ranks when encoded)."""
+
+    minimum: Fraction
+    min_width: Fraction
+    n_units: int
+    widths: list[int]  # bin width in units per level; the top's is n_units
+    integral: bool
+    encoded_values: np.ndarray | None = None
+    kind: str = "numerical"
+
+    @classmethod
+    def build(cls, spec: QidSpec, stats: QidStats) -> NumericalDimension:
+        mw = spec.min_width
+        if spec.encode:
+            values = np.asarray(stats.values)
+            n_units, minimum, mw = len(values), Fraction(0), Fraction(1)
+        else:
+            values = None
+            minimum = _fraction(stats.min)
+            n_units = math.floor((_fraction(stats.max) - minimum) / mw) + 1
+        if spec.widths:
+            widths = [int(w / spec.min_width) for w in spec.widths]
+            widths = [w for w in widths if w < n_units] or [1]
+        else:
+            widths = [1]
+            while widths[-1] * 2 < n_units:
+                widths.append(widths[-1] * 2)
+        if widths[-1] < n_units:
+            widths.append(n_units)
+        cards = [-(-n_units // w) for w in widths]
+        integral = stats.integral and mw.denominator == 1 and minimum.denominator == 1
+        return cls(spec.name, cards, minimum, mw, n_units, widths, integral, values)
+
+    def level_map(self, src: int, dst: int) -> np.ndarray:
+        if dst == self.top:
+            return np.zeros(self.cards[src], dtype=np.int64)
+        return np.arange(self.cards[src], dtype=np.int64) * self.widths[src] // self.widths[dst]
+
+    def units(self, arr: pa.Array) -> np.ndarray:
+        """Level-0 unit index of each value (no validation)."""
+        if self.encoded_values is not None:
+            return np.searchsorted(self.encoded_values, arr.to_numpy()).astype(np.int64)
+        if pa.types.is_integer(arr.type) and self.integral:
+            x = arr.to_numpy().astype(np.int64)
+            return (x - int(self.minimum)) // int(self.min_width)
+        x = arr.to_numpy().astype(np.float64)
+        scaled = (x - float(self.minimum)) / float(self.min_width)
+        return np.floor(scaled + _FLOAT_TOLERANCE * np.maximum(1.0, np.abs(scaled))).astype(
+            np.int64
+        )
+
+    def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
+        arr = numeric_array(column)
+        check_no_nulls(self.name, arr, chunk)
+        units = self.units(arr)
+        bad = (units < 0) | (units >= self.n_units)
+        if self.encoded_values is not None and not bad.any():
+            bad = self.encoded_values[units] != arr.to_numpy()
+        if bad.any():
+            raise DataError(
+                f"column '{self.name}' has a value outside the phase-1 domain at "
+                f"{chunk.where(int(np.flatnonzero(bad)[0]))}: the input changed between passes"
+            )
+        return units
+
+    def bounds(self, level: int, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """First unit and one-past-last unit of each bin, clipped to the domain."""
+        w = self.widths[level]
+        lo = codes.astype(np.int64) * w
+        return lo, np.minimum(lo + w, self.n_units)
+
+    def labels(self, level: int, codes: np.ndarray) -> list[str]:
+        lo, hi = self.bounds(level, codes)
+        if self.encoded_values is not None:
+            vals = self.encoded_values
+            return [f"[{_num(vals[a])}-{_num(vals[b - 1])}]" for a, b in zip(lo, hi, strict=True)]
+        m, w = self.minimum, self.min_width
+        if self.integral:
+            return [f"[{m + int(a) * w}-{m + int(b) * w - 1}]" for a, b in zip(lo, hi, strict=True)]
+        d = _decimals(m, w)
+        return [
+            f"[{format_number(m + int(a) * w, d)}-{format_number(m + int(b) * w, d)})"
+            for a, b in zip(lo, hi, strict=True)
+        ]
+
+    def paper_value(self, level: int) -> str:
+        width = self.widths[level] * (1 if self.encoded_values is not None else self.min_width)
+        return format_number(Fraction(width))
+
+
+def _num(x) -> str:
+    if isinstance(x, float | np.floating) and float(x).is_integer():
+        return str(int(x))
+    return str(x.item() if hasattr(x, "item") else x)
+
+
+def build_dimensions(specs: tuple[QidSpec, ...], stats: dict[str, QidStats]) -> list[Dimension]:
+    """One dimension per QID, in config order."""
+    out: list[Dimension] = []
+    for spec in specs:
+        cls = CategoricalDimension if spec.type == "categorical" else NumericalDimension
+        out.append(cls.build(spec, stats[spec.name]))
+    return out
+
+
+def paper_notation(dims: list[Dimension], levels: tuple[int, ...] | list[int]) -> str:
+    """The paper's node notation: ((categorical levels, 1-based), (numerical bin widths))."""
+    cat = [d.paper_value(lv) for d, lv in zip(dims, levels, strict=True) if d.kind == "categorical"]
+    num = [d.paper_value(lv) for d, lv in zip(dims, levels, strict=True) if d.kind == "numerical"]
+    return f"(({', '.join(cat)}), ({', '.join(num)}))"
+
+
+TOP = TOP_LABEL

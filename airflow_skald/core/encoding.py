@@ -1,0 +1,274 @@
+"""Phase 1 statistics: what one pass over the chunks learns about each QID's domain.
+
+Per chunk we collect the row count, the schema, each numerical QID's min/max, the categorical
+values seen, and the distinct values of encoded QIDs (the key-value map used for decoding).
+Partial statistics merge exactly, so chunks may be scanned in any order or in parallel.
+These statistics hold personal data (encoded values): they go to artifact storage, never XCom.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_skald.core.config import QidSpec, SkaldConfig
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.io import ChunkRef, column_names, read_chunk, schema_of
+
+
+@dataclass
+class QidStats:
+    """What phase 1 learnt about one QID."""
+
+    name: str
+    values: list | None = (
+        None  # categorical: sorted observed labels; encoded: sorted distinct values
+    )
+    min: float | int | None = None
+    max: float | int | None = None
+    integral: bool = True  # every value seen is a whole number
+
+    def merge(self, other: QidStats) -> QidStats:
+        values = None
+        if self.values is not None:
+            values = _union_sorted(self.values, other.values)
+        return QidStats(
+            name=self.name,
+            values=values,
+            min=_opt(min, self.min, other.min),
+            max=_opt(max, self.max, other.max),
+            integral=self.integral and other.integral,
+        )
+
+
+def _opt(fn, a, b):
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return fn(a, b)
+
+
+def _union_sorted(a: list, b: list) -> list:
+    return np.union1d(np.asarray(a), np.asarray(b)).tolist()
+
+
+@dataclass
+class DomainStats:
+    """Merged phase-1 statistics over some chunks (exactly additive)."""
+
+    n_rows: int
+    n_chunks: int
+    columns: list[str]
+    bytes_per_record: int
+    qids: dict[str, QidStats]
+    files_checked: list[str] = field(default_factory=list)
+
+    @staticmethod
+    def merge(parts: Sequence[DomainStats]) -> DomainStats:
+        """Combine partial statistics; schema drift between parts is an error."""
+        if not parts:
+            raise DataError("no chunks were scanned")
+        first = parts[0]
+        out = DomainStats(
+            first.n_rows,
+            first.n_chunks,
+            first.columns,
+            first.bytes_per_record,
+            dict(first.qids),
+            list(first.files_checked),
+        )
+        for p in parts[1:]:
+            if p.columns != out.columns:
+                raise DataError(_drift_message(out.columns, p.columns, p.files_checked[:1]))
+            out.n_rows += p.n_rows
+            out.n_chunks += p.n_chunks
+            out.qids = {n: out.qids[n].merge(p.qids[n]) for n in out.qids}
+            out.files_checked += [f for f in p.files_checked if f not in out.files_checked]
+        return out
+
+    def to_dict(self) -> dict:
+        return {
+            "n_rows": self.n_rows,
+            "n_chunks": self.n_chunks,
+            "columns": self.columns,
+            "bytes_per_record": self.bytes_per_record,
+            "files_checked": self.files_checked,
+            "qids": {n: vars(q) for n, q in self.qids.items()},
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> DomainStats:
+        return cls(
+            n_rows=d["n_rows"],
+            n_chunks=d["n_chunks"],
+            columns=list(d["columns"]),
+            bytes_per_record=d["bytes_per_record"],
+            files_checked=list(d.get("files_checked", [])),
+            qids={n: QidStats(**q) for n, q in d["qids"].items()},
+        )
+
+    def to_bytes(self) -> bytes:
+        return json.dumps(self.to_dict(), sort_keys=True).encode()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> DomainStats:
+        return cls.from_dict(json.loads(data))
+
+
+def _drift_message(expected: list[str], got: list[str], files: list[str]) -> str:
+    where = f" in file {files[0]}" if files else ""
+    extra = [c for c in got if c not in expected]
+    missing = [c for c in expected if c not in got]
+    if extra:
+        return f"schema drift{where}: unexpected column '{extra[0]}' not in the first file"
+    if missing:
+        return f"schema drift{where}: column '{missing[0]}' is missing"
+    return f"schema drift{where}: columns are in a different order than in the first file"
+
+
+def csv_types(config: SkaldConfig) -> dict[str, pa.DataType]:
+    """Types to parse CSV columns with: numbers for numerical QIDs, text for everything else."""
+    return {q.name: pa.float64() for q in config.quasi_identifiers if q.type == "numerical"}
+
+
+def _estimate_bytes_per_record(
+    schema: pa.Schema | None, config: SkaldConfig, names: list[str]
+) -> int:
+    """Record size d of paper eq. 3, from the schema alone so it does not depend on chunking."""
+    numeric = {q.name for q in config.quasi_identifiers if q.type == "numerical"}
+    total = 0
+    for name in names:
+        typ = schema.field(name).type if schema is not None else None
+        if typ is not None and pa.types.is_fixed_width(typ) and not pa.types.is_dictionary(typ):
+            total += max(1, typ.bit_width // 8)
+        elif typ is None and name in numeric:
+            total += 8
+        else:
+            total += 32  # strings and other variable-width values: a typical short text
+    return max(total, 1)
+
+
+def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
+    """Every configured column must exist in the file."""
+    needed = config.qid_names + list(config.direct_identifiers) + list(config.sensitive_attributes)
+    for name in needed:
+        if name not in names:
+            raise DataError(f"column '{name}' is missing from file {file}")
+
+
+def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) -> DomainStats:
+    """Phase 1 over `chunks`: schema checks and per-QID domain statistics."""
+    if not chunks:
+        raise DataError("no chunks to scan")
+    types = csv_types(config)
+    columns: list[str] | None = None
+    bpr = 0
+    qstats: dict[str, QidStats] | None = None
+    files: list[str] = []
+    n_rows = 0
+    for i, chunk in enumerate(chunks):
+        if chunk.file not in files:
+            names = column_names(config.input, chunk.file)
+            check_columns(config, names, chunk.file)
+            if columns is None:
+                columns = names
+                bpr = _estimate_bytes_per_record(schema_of(config.input, chunk.file), config, names)
+            elif names != columns:
+                raise DataError(_drift_message(columns, names, [chunk.file]))
+            _check_types(config, chunk.file)
+            files.append(chunk.file)
+        table = read_chunk(config.input, chunk, config.qid_names, types)
+        part = {q.name: _scan_qid(q, table.column(q.name), chunk) for q in config.quasi_identifiers}
+        qstats = part if qstats is None else {n: qstats[n].merge(part[n]) for n in qstats}
+        n_rows += table.num_rows
+        if progress:
+            progress(i + 1, len(chunks), table.num_rows)
+    return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files)
+
+
+def _check_types(config: SkaldConfig, file: str) -> None:
+    schema = schema_of(config.input, file)
+    if schema is None:
+        return
+    for q in config.quasi_identifiers:
+        typ = schema.field(q.name).type
+        if q.type == "numerical" and not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+            raise DataError(
+                f"column '{q.name}' in file {file} has type {typ}, but it is a numerical QID"
+            )
+
+
+def first_row(mask: pa.Array | np.ndarray) -> int:
+    """Index of the first true entry of a boolean mask."""
+    arr = (
+        mask.to_numpy(zero_copy_only=False)
+        if isinstance(mask, pa.Array | pa.ChunkedArray)
+        else mask
+    )
+    return int(np.flatnonzero(arr)[0])
+
+
+def categorical_strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """A categorical column as text (ARX hierarchies are text, e.g. Adult's ages)."""
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if pa.types.is_dictionary(arr.type):
+        arr = arr.cast(arr.type.value_type)
+    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
+        arr = arr.cast(pa.string())
+    return arr
+
+
+def numeric_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    return arr
+
+
+def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
+    """Nulls (and NaN) in a QID cannot be generalised: a clear error with count and location."""
+    bad = arr.is_null(nan_is_null=True) if pa.types.is_floating(arr.type) else arr.is_null()
+    n_bad = pc.sum(bad).as_py() or 0
+    if n_bad:
+        raise DataError(
+            f"column '{name}' has {n_bad} null/NaN value(s) in {chunk.where()}, first at "
+            f"{chunk.where(first_row(bad))}"
+        )
+
+
+def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
+    if q.type == "categorical":
+        arr = categorical_strings(column)
+        check_no_nulls(q.name, arr, chunk)
+        known = pa.array(q.hierarchy.values.astype(str).tolist(), pa.string())
+        unknown = pc.invert(pc.is_in(arr, value_set=known))
+        n_unknown = pc.sum(unknown).as_py() or 0
+        if n_unknown:
+            row = first_row(unknown)
+            value = arr[row].as_py()
+            n_same = pc.sum(pc.equal(arr, value)).as_py()
+            raise DataError(
+                f"column '{q.name}' has value '{value}' not in its hierarchy ({n_same} row(s) in "
+                f"{chunk.where()}, first at {chunk.where(row)})"
+            )
+        return QidStats(q.name, values=sorted(pc.unique(arr).to_pylist()))
+    arr = numeric_array(column)
+    if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
+        raise DataError(f"column '{q.name}' in {chunk.where()} is not numeric")
+    check_no_nulls(q.name, arr, chunk)
+    mm = pc.min_max(arr).as_py()
+    if pa.types.is_floating(arr.type):
+        values = arr.to_numpy()
+        if not np.isfinite(values).all():
+            raise DataError(f"column '{q.name}' has infinite values in {chunk.where()}")
+        integral = bool(np.all(values == np.floor(values)))
+    else:
+        integral = True
+    stats = QidStats(q.name, min=mm["min"], max=mm["max"], integral=integral)
+    if q.encode:
+        stats.values = np.unique(arr.to_numpy()).tolist()
+    return stats

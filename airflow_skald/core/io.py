@@ -1,0 +1,247 @@
+"""Reading input chunks and writing release parts (Parquet or CSV, local paths or fsspec URLs).
+
+A chunk is a consecutive slice of at most ``chunk_rows`` rows of one input file. The chunk list
+is computed once from file metadata, so every pass (and every Airflow task) sees the same chunks.
+Only the columns a pass needs are read.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+
+import fsspec
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from airflow_skald.core.config import DataLocation
+from airflow_skald.core.errors import DataError
+
+_EXTENSIONS = {"parquet": (".parquet", ".parq", ".pq"), "csv": (".csv", ".txt", ".tsv")}
+
+
+@dataclass(frozen=True)
+class ChunkRef:
+    """One chunk: rows [row_start, row_start + n_rows) of `file` (full URL or path)."""
+
+    chunk_id: int
+    file: str
+    row_start: int
+    n_rows: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ChunkRef:
+        return cls(**d)
+
+    def where(self, row_in_chunk: int | None = None) -> str:
+        """Human location for error messages: file and 1-based data row number."""
+        if row_in_chunk is None:
+            return f"file {self.file}"
+        return f"row {self.row_start + row_in_chunk + 1} of file {self.file}"
+
+
+def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
+    """fsspec filesystem and in-filesystem path for a local path or URL."""
+    fs, root = fsspec.core.url_to_fs(path)
+    return fs, root
+
+
+def _full(fs: fsspec.AbstractFileSystem, path: str) -> str:
+    protocol = fs.protocol if isinstance(fs.protocol, str) else fs.protocol[0]
+    return path if protocol in ("file", "local") else f"{protocol}://{path}"
+
+
+def list_input_files(location: DataLocation) -> list[str]:
+    """The input files in a stable order: one file, every data file under a folder, or a glob."""
+    fs, root = filesystem(location.path)
+    exts = _EXTENSIONS[location.format]
+    if any(ch in root for ch in "*?["):
+        files = sorted(f for f in fs.glob(root) if fs.isfile(f))
+    elif fs.isdir(root):
+        files = sorted(
+            f
+            for f in fs.find(root)
+            if f.lower().endswith(exts) and not any(p.startswith((".", "_")) for p in _rel(f, root))
+        )
+    elif fs.exists(root):
+        files = [root]
+    else:
+        raise DataError(f"input path does not exist: {location.path}")
+    if not files:
+        raise DataError(f"no {location.format} files found at {location.path}")
+    return [_full(fs, f) for f in files]
+
+
+def _rel(path: str, root: str) -> list[str]:
+    return path[len(root) :].strip("/").split("/")
+
+
+def list_chunks(location: DataLocation, chunk_rows: int) -> list[ChunkRef]:
+    """Cut every input file into consecutive slices of at most `chunk_rows` rows."""
+    chunks: list[ChunkRef] = []
+    for file in list_input_files(location):
+        n = count_rows(location, file)
+        for start in range(0, n, chunk_rows):
+            chunks.append(ChunkRef(len(chunks), file, start, min(chunk_rows, n - start)))
+    if not chunks:
+        raise DataError(f"the input at {location.path} has no records")
+    return chunks
+
+
+def count_rows(location: DataLocation, file: str) -> int:
+    if location.format == "parquet":
+        return _parquet_file(file).metadata.num_rows
+    first = column_names(location, file)[:1]
+    return sum(b.num_rows for b in _csv_batches(location, file, first, {}))
+
+
+def column_names(location: DataLocation, file: str) -> list[str]:
+    """Column names in file order, from metadata (Parquet) or the header row (CSV)."""
+    if location.format == "parquet":
+        return list(_parquet_file(file).schema_arrow.names)
+    try:
+        with fsspec.open(file, "rb") as fh:
+            reader = pacsv.open_csv(
+                fh,
+                parse_options=pacsv.ParseOptions(delimiter=location.delimiter),
+                convert_options=pacsv.ConvertOptions(column_types={}, include_columns=[]),
+            )
+            return list(reader.schema.names)
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"cannot read CSV file {file}: {_safe_csv_error(exc)}") from None
+
+
+def schema_of(location: DataLocation, file: str) -> pa.Schema | None:
+    """Arrow schema from Parquet metadata; None for CSV (types come from the config)."""
+    if location.format == "parquet":
+        return _parquet_file(file).schema_arrow
+    return None
+
+
+def _parquet_file(file: str) -> pq.ParquetFile:
+    try:
+        return pq.ParquetFile(fsspec.open(file, "rb").open())
+    except (pa.ArrowInvalid, OSError) as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise DataError(f"input file disappeared: {file}") from None
+        raise DataError(f"cannot read Parquet file {file}: not a valid Parquet file") from None
+
+
+def read_chunk(
+    location: DataLocation,
+    chunk: ChunkRef,
+    columns: Sequence[str],
+    csv_types: dict[str, pa.DataType] | None = None,
+) -> pa.Table:
+    """Read `columns` of one chunk. For CSV, `csv_types` fixes column types (others: string)."""
+    columns = list(columns)
+    if location.format == "parquet":
+        pf = _parquet_file(chunk.file)
+        groups, offset, seen = [], None, 0
+        for g in range(pf.metadata.num_row_groups):
+            n = pf.metadata.row_group(g).num_rows
+            if seen + n > chunk.row_start and seen < chunk.row_start + chunk.n_rows:
+                groups.append(g)
+                offset = seen if offset is None else offset
+            seen += n
+        try:
+            table = pf.read_row_groups(groups, columns=columns) if groups else None
+        except (pa.ArrowInvalid, OSError):
+            raise DataError(f"cannot read Parquet file {chunk.file}: corrupt data") from None
+        if table is None:
+            return pa.table({c: pa.array([], pa.string()) for c in columns})
+        table = table.slice(chunk.row_start - offset, chunk.n_rows)
+    else:
+        batches, seen = [], 0
+        for batch in _csv_batches(location, chunk.file, columns, csv_types or {}):
+            lo, hi = (
+                max(chunk.row_start - seen, 0),
+                min(chunk.row_start + chunk.n_rows - seen, batch.num_rows),
+            )
+            if hi > lo:
+                batches.append(batch.slice(lo, hi - lo))
+            seen += batch.num_rows
+            if seen >= chunk.row_start + chunk.n_rows:
+                break
+        table = pa.Table.from_batches(batches) if batches else None
+        if table is None:
+            raise DataError(f"{chunk.where()} has fewer rows than when it was first read")
+        table = table.select(columns)
+    if table.num_rows != chunk.n_rows:
+        raise DataError(f"{chunk.where()} changed since it was first read (row count differs)")
+    return table.combine_chunks()
+
+
+def _csv_batches(
+    location: DataLocation, file: str, columns: Sequence[str], types: dict[str, pa.DataType]
+) -> Iterator[pa.RecordBatch]:
+    column_types = {c: types.get(c, pa.string()) for c in columns}
+    try:
+        with fsspec.open(file, "rb") as fh:
+            reader = pacsv.open_csv(
+                fh,
+                read_options=pacsv.ReadOptions(block_size=1 << 24),
+                parse_options=pacsv.ParseOptions(delimiter=location.delimiter),
+                convert_options=pacsv.ConvertOptions(
+                    column_types=column_types,
+                    include_columns=list(columns),
+                    strings_can_be_null=False,
+                    quoted_strings_can_be_null=False,
+                ),
+            )
+            yield from reader
+    except pa.ArrowInvalid as exc:
+        raise DataError(f"cannot read CSV file {file}: {_safe_csv_error(exc)}") from None
+
+
+def _safe_csv_error(exc: Exception) -> str:
+    """pyarrow's CSV errors quote the offending row or value: keep only where, never what."""
+    msg = str(exc)
+    m = re.search(r"Expected (\d+) columns, got (\d+)", msg)
+    row = re.search(r"[Rr]ow #(\d+)", msg)
+    where = f" at row {row.group(1)}" if row else ""
+    if m:
+        return f"ragged row{where}: expected {m.group(1)} columns, got {m.group(2)}"
+    col = re.search(r"In CSV column #(\d+)", msg)
+    if col and "conversion error" in msg:
+        return f"column #{col.group(1)} holds text that is not a number{where}"
+    if "Empty CSV file" in msg or "empty" in msg.lower():
+        return "the file is empty"
+    return "malformed CSV" + where
+
+
+def write_part(table: pa.Table, location: DataLocation, path: str) -> None:
+    """Write one release part deterministically (same table -> same bytes)."""
+    with fsspec.open(path, "wb") as fh:
+        if location.format == "parquet":
+            pq.write_table(table, fh, compression="zstd")
+        else:
+            pacsv.write_csv(table, fh, pacsv.WriteOptions(delimiter=location.delimiter))
+
+
+def read_release_part(
+    location: DataLocation, path: str, columns: Sequence[str] | None = None
+) -> pa.Table:
+    """Read back a written part with every column as text (for verification)."""
+    if location.format == "parquet":
+        with fsspec.open(path, "rb") as fh:
+            return pq.read_table(fh, columns=list(columns) if columns else None)
+    with fsspec.open(path, "rb") as fh:
+        names = pacsv.open_csv(
+            fh, parse_options=pacsv.ParseOptions(delimiter=location.delimiter)
+        ).schema.names
+    with fsspec.open(path, "rb") as fh:
+        return pacsv.read_csv(
+            fh,
+            parse_options=pacsv.ParseOptions(delimiter=location.delimiter),
+            convert_options=pacsv.ConvertOptions(
+                column_types={c: pa.string() for c in names},
+                include_columns=list(columns) if columns else None,
+                strings_can_be_null=False,
+            ),
+        )

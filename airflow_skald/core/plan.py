@@ -1,0 +1,83 @@
+"""Phase 1's decision: the RAM root, the finest lattice node whose histogram fits in memory.
+
+N_data(node) = prod_i bins_i(level_i) + 1 (paper eq. 1; the +1 is the suppressed bin), and a
+node complies when N_data <= N_RAM. N_RAM is `memory.histogram_bins`, or derived from the
+chunk size as n*d/16 (paper eq. 3) with n = chunk_rows and d the record size from the schema.
+The root is the complying node with the best precision, ties by qid_priority.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from airflow_skald.core.config import SkaldConfig
+from airflow_skald.core.dimensions import Dimension, build_dimensions
+from airflow_skald.core.encoding import DomainStats
+from airflow_skald.core.errors import ConfigError, DataError
+from airflow_skald.core.lattice import Lattice, best_by_precision, classify
+
+
+@dataclass
+class Plan:
+    """Everything later phases need from phase 1 (rebuilt deterministically from the stats)."""
+
+    stats: DomainStats
+    dims: list[Dimension]
+    n_ram: int
+    n_ram_derived: bool
+    root: tuple[int, ...]
+    root_bins: int
+    lattice_nodes: int
+    root_evaluated: int
+    root_complying: int
+
+    @property
+    def tops(self) -> list[int]:
+        return [d.top for d in self.dims]
+
+    def bins(self, node: tuple[int, ...]) -> int:
+        """Paper eq. 1 for a node."""
+        n = 1
+        for d, level in zip(self.dims, node, strict=True):
+            n *= d.cards[level]
+        return n + 1
+
+    def radices(self, node: tuple[int, ...]) -> tuple[int, ...]:
+        return tuple(d.cards[level] for d, level in zip(self.dims, node, strict=True))
+
+    def levels(self, node: tuple[int, ...]) -> dict[str, int]:
+        return {d.name: int(level) for d, level in zip(self.dims, node, strict=True)}
+
+
+def ram_bins(config: SkaldConfig, stats: DomainStats) -> tuple[int, bool]:
+    """N_RAM from the config, or n*d/16 from the chunk size and record size."""
+    if config.histogram_bins is not None:
+        return config.histogram_bins, False
+    return max(2, config.chunk_rows * stats.bytes_per_record // 16), True
+
+
+def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
+    """Build the dimensions and choose the RAM root over the full lattice."""
+    if stats.n_rows == 0:
+        raise DataError("the input has no records")
+    if config.k > stats.n_rows:
+        raise DataError(f"k={config.k} is larger than the number of records ({stats.n_rows})")
+    dims = build_dimensions(config.quasi_identifiers, stats.qids)
+    n_ram, derived = ram_bins(config, stats)
+    lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
+    probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0)
+    complying, evaluated = classify(lattice, lambda i: probe.bins(lattice.node(i)) <= n_ram)
+    root_index = best_by_precision(
+        lattice, complying.nonzero()[0], probe.tops, config.priority_order()
+    )
+    if root_index is None:
+        raise ConfigError(
+            f"histogram_bins={n_ram} is too small: even the top node needs "
+            f"{probe.bins(lattice.node(len(lattice) - 1))} bins"
+        )
+    root = lattice.node(root_index)
+    probe.root = root
+    probe.root_bins = probe.bins(root)
+    probe.root_evaluated = len(evaluated)
+    probe.root_complying = int(complying.sum())
+    return probe

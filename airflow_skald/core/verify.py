@@ -1,0 +1,151 @@
+"""Independent re-check of a written release (`skald verify`, and the last step of every run).
+
+It trusts nothing from the run but the QID column names and record count in the manifest:
+it reads the parts back, counts equivalence classes of the released strings, and checks every
+kept class has at least k records and the suppressed records stay within the limit.
+Memory follows the number of distinct classes, not the number of rows.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from collections import Counter
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_skald.core.config import DataLocation
+from airflow_skald.core.dimensions import TOP
+from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.io import filesystem, read_release_part
+from airflow_skald.core.metrics import max_suppressed, sum_squares
+from airflow_skald.core.release import MANIFEST
+
+
+def release_parts(path: str) -> tuple[list[str], str]:
+    """Part files of a release folder, sorted, and their format."""
+    fs, root = filesystem(path)
+    if not fs.isdir(root):
+        raise DataError(f"release folder not found: {path}")
+    names = sorted(fs.ls(root, detail=False))
+    for fmt in ("parquet", "csv"):
+        parts = [p for p in names if posixpath.basename(p).startswith("part-") and p.endswith(fmt)]
+        if parts:
+            return parts, fmt
+    raise DataError(f"no release parts (part-*.parquet|csv) in {path}")
+
+
+def read_manifest(path: str) -> dict | None:
+    fs, root = filesystem(path)
+    target = posixpath.join(root, MANIFEST)
+    if not fs.exists(target):
+        return None
+    with fs.open(target, "rb") as fh:
+        return json.loads(fh.read())
+
+
+def count_release_classes(
+    parts: list[str], location: DataLocation, qids: list[str]
+) -> tuple[Counter, int]:
+    """Class sizes of the released QID tuples over all parts, and the number of rows."""
+    dictionaries: list[dict[str, int]] = [{} for _ in qids]
+    totals: Counter = Counter()
+    n_rows = 0
+    for part in parts:
+        table = read_release_part(location, part, qids)
+        n_rows += table.num_rows
+        if table.num_rows == 0:
+            continue
+        codes = []
+        for j, name in enumerate(qids):
+            col = table.column(name).cast(pa.string())
+            enc = pc.dictionary_encode(col).combine_chunks()
+            local = enc.dictionary.to_pylist()
+            if any(v is None for v in local) or enc.indices.null_count:
+                raise VerificationError(f"release column '{name}' has empty values in {part}")
+            glob = np.asarray([dictionaries[j].setdefault(v, len(dictionaries[j])) for v in local])
+            codes.append(glob[enc.indices.to_numpy()])
+        rows, counts = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
+        for row, c in zip(map(tuple, rows.tolist()), counts.tolist(), strict=True):
+            totals[row] += c
+    labels = [{v: k for k, v in d.items()} for d in dictionaries]
+    named = Counter(
+        {tuple(labels[j][c] for j, c in enumerate(row)): n for row, n in totals.items()}
+    )
+    return named, n_rows
+
+
+def verify_release(
+    path: str,
+    k: int,
+    suppression_limit: Fraction | float | str | None = None,
+    qids: list[str] | None = None,
+    n_records: int | None = None,
+    delimiter: str = ",",
+) -> dict:
+    """Check a release folder; raise VerificationError if it is not k-anonymous."""
+    manifest = read_manifest(path)
+    parts, fmt = release_parts(path)
+    if qids is None:
+        if manifest is None:
+            raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
+        qids = list(manifest["node"])
+    if suppression_limit is None:
+        suppression_limit = manifest["suppression_limit"] if manifest else 0
+    limit = Fraction(str(suppression_limit))
+    if n_records is None and manifest is not None:
+        n_records = int(manifest["n_records"])
+    if manifest is not None:
+        delimiter = manifest.get("output_delimiter", delimiter)
+    classes, n_rows = count_release_classes(parts, DataLocation(path, fmt, delimiter), qids)
+    n_records = n_rows if n_records is None else n_records
+    if n_rows > n_records:
+        raise VerificationError(f"release has {n_rows} rows but {n_records} records were expected")
+    star = tuple(TOP for _ in qids)
+    n_star = classes.pop(star, 0)
+    dropped = n_records - n_rows
+    if n_star >= k and not classes:
+        kept = {star: n_star}  # everything generalised to the top: one class
+        n_suppressed = dropped
+    else:
+        kept = dict(classes)
+        n_suppressed = n_star + dropped
+    small = {c: n for c, n in kept.items() if n < k}
+    if small:
+        raise VerificationError(
+            f"release is not {k}-anonymous: {len(small)} class(es) smaller than k "
+            f"(smallest has {min(small.values())} record(s))"
+        )
+    allowed = max_suppressed(limit, n_records)
+    if n_suppressed > allowed:
+        raise VerificationError(
+            f"release suppresses {n_suppressed} records, more than the limit allows ({allowed})"
+        )
+    sizes = np.asarray(list(kept.values()), dtype=np.int64)
+    report = {
+        "verified": True,
+        "k": k,
+        "n_records": n_records,
+        "n_rows": n_rows,
+        "n_suppressed": n_suppressed,
+        "n_equivalence_classes": int(sizes.size),
+        "min_class_size": int(sizes.min()) if sizes.size else 0,
+        "dm_star": sum_squares(sizes) + n_suppressed * n_suppressed,
+        "parts": len(parts),
+    }
+    if manifest is not None:
+        for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
+            if key in manifest and manifest[key] != report[key]:
+                raise VerificationError(
+                    f"manifest says {key}={manifest[key]} but the release has {report[key]}"
+                )
+        present = set(read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names)
+        leaked = present & set(manifest.get("direct_identifiers_removed", []))
+        if leaked:
+            raise VerificationError(
+                f"direct identifier column '{sorted(leaked)[0]}' is in the release"
+            )
+    return report
