@@ -66,7 +66,13 @@ class Dimension:
         return len(self.cards) - 1
 
     def level_map(self, src: int, dst: int) -> np.ndarray:
-        """Array mapping each code at level `src` to its code at the coarser level `dst`."""
+        """Array mapping each code at level `src` to its code at the coarser level `dst` (cached)."""
+        cache = self.__dict__.setdefault("_maps", {})
+        if (src, dst) not in cache:
+            cache[(src, dst)] = self._level_map(src, dst)
+        return cache[(src, dst)]
+
+    def _level_map(self, src: int, dst: int) -> np.ndarray:
         raise NotImplementedError
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
@@ -101,7 +107,7 @@ class CategoricalDimension(Dimension):
             to_level.append(inverse.astype(np.int64))
         return cls(spec.name, [len(x) for x in level_labels], level_labels, to_level)
 
-    def level_map(self, src: int, dst: int) -> np.ndarray:
+    def _level_map(self, src: int, dst: int) -> np.ndarray:
         out = np.zeros(self.cards[src], dtype=np.int64)
         out[self.to_level[src]] = self.to_level[dst]
         return out
@@ -160,7 +166,7 @@ class NumericalDimension(Dimension):
         integral = stats.integral and mw.denominator == 1 and minimum.denominator == 1
         return cls(spec.name, cards, minimum, mw, n_units, widths, integral, values)
 
-    def level_map(self, src: int, dst: int) -> np.ndarray:
+    def _level_map(self, src: int, dst: int) -> np.ndarray:
         if dst == self.top:
             return np.zeros(self.cards[src], dtype=np.int64)
         return np.arange(self.cards[src], dtype=np.int64) * self.widths[src] // self.widths[dst]

@@ -137,6 +137,14 @@ def csv_types(config: SkaldConfig) -> dict[str, pa.DataType]:
     return {q.name: pa.float64() for q in config.quasi_identifiers if q.type == "numerical"}
 
 
+def _is_fixed_width(typ: pa.DataType) -> bool:
+    """pyarrow has no public is_fixed_width (in 26.x): bit_width raises for variable widths."""
+    try:
+        return typ.bit_width > 0
+    except ValueError:
+        return False
+
+
 def _estimate_bytes_per_record(
     schema: pa.Schema | None, config: SkaldConfig, names: list[str]
 ) -> int:
@@ -145,7 +153,7 @@ def _estimate_bytes_per_record(
     total = 0
     for name in names:
         typ = schema.field(name).type if schema is not None else None
-        if typ is not None and pa.types.is_fixed_width(typ) and not pa.types.is_dictionary(typ):
+        if typ is not None and _is_fixed_width(typ) and not pa.types.is_dictionary(typ):
             total += max(1, typ.bit_width // 8)
         elif typ is None and name in numeric:
             total += 8
@@ -251,8 +259,9 @@ def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
             row = first_row(unknown)
             value = arr[row].as_py()
             n_same = pc.sum(pc.equal(arr, value)).as_py()
+            shown = f"value '{value}'" if value.strip() else "an empty value"
             raise DataError(
-                f"column '{q.name}' has value '{value}' not in its hierarchy ({n_same} row(s) in "
+                f"column '{q.name}' has {shown} not in its hierarchy ({n_same} row(s) in "
                 f"{chunk.where()}, first at {chunk.where(row)})"
             )
         return QidStats(q.name, values=sorted(pc.unique(arr).to_pylist()))

@@ -424,12 +424,13 @@ def chunk_table(seed: int, start: int, stop: int, tables: _Tables | None = None)
 
 
 def _write_csv(table: pa.Table, path: Path) -> None:
-    """CSV with a header, commas, quotes only where needed, and BMI always with one decimal."""
+    """CSV with a header and commas; BMI is written as text with one decimal ("25.0", quoted
+    like all strings) so that no chunk can look like integers to a type-inferring reader."""
     bmi_t = pc.round(pc.multiply(table["bmi"], 10.0)).cast(pa.int64())
     whole = pc.cast(pc.divide(bmi_t, 10), pa.string())  # integer division
     bmi = _join(whole, pc.cast(pc.remainder(bmi_t, 10), pa.string()), sep=".")
     table = table.set_column(COLUMNS.index("bmi"), "bmi", bmi)
-    pacsv.write_csv(table, path, pacsv.WriteOptions(quoting_style="needed"))
+    pacsv.write_csv(table, path)
 
 
 def paper_config_dict(

@@ -23,6 +23,9 @@ def sum_squares(sizes: np.ndarray) -> int:
     """Exact sum of squares (few distinct sizes, so group them)."""
     if sizes.size == 0:
         return 0
+    total = int(sizes.sum())
+    if total < 3_000_000_000:  # total^2 < 2^63: int64 arithmetic is exact
+        return int(np.dot(sizes, sizes))
     values, mult = np.unique(sizes, return_counts=True)
     return sum(int(v) * int(v) * int(m) for v, m in zip(values, mult, strict=True))
 
