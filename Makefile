@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
 	@$(BIN)/python -m pip install -q --upgrade "uv==0.13.8"
-	@$(BIN)/uv pip install -q --python $(BIN)/python -e ".[test]"
+	@$(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python -e ".[test]"
 	@rm -f $(VENV)/.installed-*; touch $(STAMP)
 
 demo: $(STAMP)

@@ -143,10 +143,17 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Sk
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {path}") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"config file {path} is not UTF-8 text") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1})" if mark else ""
         raise ConfigError(f"config file {path} is not valid YAML{where}") from None
+    except (ValueError, LookupError, TypeError, OverflowError, RecursionError):
+        # PyYAML's constructors raise these on bad tags or dates (`!!int x`, `2001-13-45`)
+        raise ConfigError(f"config file {path} is not valid YAML") from None
     return config_from_dict(raw, base_dir=path.resolve().parent, source=str(path)).with_overrides(
         overrides
     )
@@ -305,7 +312,7 @@ def _mapping(raw: Any, where: str) -> dict:
 
 
 def _no_unknown(raw: dict, allowed: set[str], where: str) -> None:
-    unknown = sorted(set(raw) - allowed)
+    unknown = sorted(str(key) for key in set(raw) - allowed)  # YAML keys may be null, 1...
     if unknown:
         raise ConfigError(f"unknown key '{unknown[0]}' in {where}")
 

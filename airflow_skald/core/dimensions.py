@@ -18,9 +18,8 @@ import pyarrow.compute as pc
 from airflow_skald.core.config import QidSpec
 from airflow_skald.core.encoding import (
     QidStats,
-    categorical_strings,
     check_no_nulls,
-    first_row,
+    dictionary_of,
     numeric_array,
 )
 from airflow_skald.core.errors import DataError
@@ -40,7 +39,7 @@ def format_number(x: Fraction | float | int, decimals: int = 0) -> str:
     if decimals <= 0:
         if x.denominator == 1:
             return str(x.numerator)
-        decimals = 6
+        decimals = _decimals(x)
     return f"{float(x):.{decimals}f}"
 
 
@@ -113,16 +112,18 @@ class CategoricalDimension(Dimension):
         return out
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
-        arr = categorical_strings(column)
+        arr = dictionary_of(column)
         check_no_nulls(self.name, arr, chunk)
-        idx = pc.index_in(arr, value_set=pa.array(self.level_labels[0].tolist(), pa.string()))
-        if idx.null_count:
-            row = first_row(idx.is_null())
+        labels = pa.array(self.level_labels[0].tolist(), pa.string())
+        lut = pc.index_in(arr.dictionary, value_set=labels).fill_null(-1).to_numpy()
+        codes = lut.astype(np.int64)[arr.indices.to_numpy(zero_copy_only=False)]
+        if (codes < 0).any():
+            row = int(np.flatnonzero(codes < 0)[0])
             raise DataError(
                 f"column '{self.name}' has value '{arr[row].as_py()}' not seen in phase 1 "
                 f"(at {chunk.where(row)}): the input changed between passes"
             )
-        return idx.to_numpy().astype(np.int64)
+        return codes
 
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
         return self.level_labels[level][codes].tolist()
@@ -171,25 +172,48 @@ class NumericalDimension(Dimension):
             return np.zeros(self.cards[src], dtype=np.int64)
         return np.arange(self.cards[src], dtype=np.int64) * self.widths[src] // self.widths[dst]
 
+    def _rank_table(self) -> tuple[int, np.ndarray] | None:
+        """Dense value -> rank table for integer encoded values over a modest span."""
+        if "_ranks" not in self.__dict__:
+            vals = self.encoded_values
+            table = None
+            if vals.dtype.kind in "iu" or np.all(vals == np.floor(vals)):
+                lo, hi = int(vals.min()), int(vals.max())
+                if hi - lo < max(1 << 24, 8 * vals.size):
+                    ranks = np.full(hi - lo + 1, -1, dtype=np.int64)
+                    ranks[vals.astype(np.int64) - lo] = np.arange(vals.size)
+                    table = (lo, ranks)
+            self.__dict__["_ranks"] = table
+        return self.__dict__["_ranks"]
+
     def units(self, arr: pa.Array) -> np.ndarray:
         """Level-0 unit index of each value (no validation)."""
         if self.encoded_values is not None:
-            return np.searchsorted(self.encoded_values, arr.to_numpy()).astype(np.int64)
+            table = self._rank_table()
+            x = arr.to_numpy()
+            if table is not None and (x.dtype.kind in "iu" or np.all(x == np.floor(x))):
+                lo, ranks = table
+                off = x.astype(np.int64) - lo
+                inside = (off >= 0) & (off < ranks.size)
+                out = np.full(x.size, -1, dtype=np.int64)
+                out[inside] = ranks[off[inside]]
+                return out
+            return np.searchsorted(self.encoded_values, x).astype(np.int64)
         if pa.types.is_integer(arr.type) and self.integral:
-            x = arr.to_numpy().astype(np.int64)
-            return (x - int(self.minimum)) // int(self.min_width)
-        x = arr.to_numpy().astype(np.float64)
-        scaled = (x - float(self.minimum)) / float(self.min_width)
-        return np.floor(scaled + _FLOAT_TOLERANCE * np.maximum(1.0, np.abs(scaled))).astype(
-            np.int64
-        )
+            x = arr.to_numpy().astype(np.int64, copy=False) - int(self.minimum)
+            return x if self.min_width == 1 else x // int(self.min_width)
+        scaled = arr.to_numpy().astype(np.float64) - float(self.minimum)
+        scaled /= float(self.min_width)
+        # values on the min_width grid may sit a hair below it in binary: nudge up, then floor
+        scaled += _FLOAT_TOLERANCE * max(1.0, float(self.n_units))
+        return np.floor(scaled, out=scaled).astype(np.int64)
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
         arr = numeric_array(column)
         check_no_nulls(self.name, arr, chunk)
         units = self.units(arr)
         bad = (units < 0) | (units >= self.n_units)
-        if self.encoded_values is not None and not bad.any():
+        if self.encoded_values is not None and not bad.any() and self._rank_table() is None:
             bad = self.encoded_values[units] != arr.to_numpy()
         if bad.any():
             raise DataError(

@@ -132,9 +132,17 @@ def _drift_message(expected: list[str], got: list[str], files: list[str]) -> str
     return f"schema drift{where}: columns are in a different order than in the first file"
 
 
+DICTIONARY = pa.dictionary(pa.int32(), pa.string())
+
+
 def csv_types(config: SkaldConfig) -> dict[str, pa.DataType]:
-    """Types to parse CSV columns with: numbers for numerical QIDs, text for everything else."""
-    return {q.name: pa.float64() for q in config.quasi_identifiers if q.type == "numerical"}
+    """Read types: numbers for numerical QIDs, dictionary-encoded text for categorical QIDs
+    (decoding a few distinct labels once is far cheaper than a string per row); CSV columns
+    not named here are read as text."""
+    return {
+        q.name: pa.float64() if q.type == "numerical" else DICTIONARY
+        for q in config.quasi_identifiers
+    }
 
 
 def _is_fixed_width(typ: pa.DataType) -> bool:
@@ -222,14 +230,28 @@ def first_row(mask: pa.Array | np.ndarray) -> int:
     return int(np.flatnonzero(arr)[0])
 
 
-def categorical_strings(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    """A categorical column as text (ARX hierarchies are text, e.g. Adult's ages)."""
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    if pa.types.is_dictionary(arr.type):
-        arr = arr.cast(arr.type.value_type)
-    if not (pa.types.is_string(arr.type) or pa.types.is_large_string(arr.type)):
-        arr = arr.cast(pa.string())
+def dictionary_of(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """A categorical column as a dictionary array of text (ARX hierarchies are text, e.g.
+    Adult's ages), whatever type it was stored with."""
+    arr = column
+    if isinstance(arr, pa.ChunkedArray):
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.unify_dictionaries()
+        arr = arr.combine_chunks()
+    if not pa.types.is_dictionary(arr.type):
+        if not pa.types.is_string(arr.type):
+            arr = arr.cast(pa.string())
+        arr = pc.dictionary_encode(arr)
+    if not pa.types.is_string(arr.type.value_type):
+        arr = pa.DictionaryArray.from_arrays(arr.indices, arr.dictionary.cast(pa.string()))
     return arr
+
+
+def used_labels(arr: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
+    """Row indices into the dictionary (nulls must be checked first) and the used entries."""
+    idx = arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    used = np.bincount(idx, minlength=len(arr.dictionary)) > 0
+    return idx, used
 
 
 def numeric_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
@@ -250,21 +272,21 @@ def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
 
 def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
     if q.type == "categorical":
-        arr = categorical_strings(column)
+        arr = dictionary_of(column)
         check_no_nulls(q.name, arr, chunk)
+        idx, used = used_labels(arr)
         known = pa.array(q.hierarchy.values.astype(str).tolist(), pa.string())
-        unknown = pc.invert(pc.is_in(arr, value_set=known))
-        n_unknown = pc.sum(unknown).as_py() or 0
-        if n_unknown:
-            row = first_row(unknown)
-            value = arr[row].as_py()
-            n_same = pc.sum(pc.equal(arr, value)).as_py()
+        in_hierarchy = pc.is_in(arr.dictionary, value_set=known).to_numpy(zero_copy_only=False)
+        if (used & ~in_hierarchy).any():
+            row = int(np.flatnonzero(~in_hierarchy[idx])[0])
+            value = arr.dictionary[int(idx[row])].as_py()
+            n_same = int((idx == idx[row]).sum())
             shown = f"value '{value}'" if value.strip() else "an empty value"
             raise DataError(
                 f"column '{q.name}' has {shown} not in its hierarchy ({n_same} row(s) in "
                 f"{chunk.where()}, first at {chunk.where(row)})"
             )
-        return QidStats(q.name, values=sorted(pc.unique(arr).to_pylist()))
+        return QidStats(q.name, values=sorted(arr.dictionary.filter(pa.array(used)).to_pylist()))
     arr = numeric_array(column)
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise DataError(f"column '{q.name}' in {chunk.where()} is not numeric")

@@ -92,4 +92,10 @@ class Hierarchy:
             raise ConfigError(
                 f"cannot read hierarchy file {path} of '{name}': {exc.strerror}"
             ) from None
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"hierarchy file {path} of '{name}' is not UTF-8 text (byte {exc.start})"
+            ) from None
+        except ValueError:  # e.g. a NUL byte in the path
+            raise ConfigError(f"invalid hierarchy file path for '{name}': {path!r}") from None
         return cls.from_csv_text(name, text)

@@ -125,9 +125,9 @@ def schema_of(location: DataLocation, file: str) -> pa.Schema | None:
     return None
 
 
-def _parquet_file(file: str) -> pq.ParquetFile:
+def _parquet_file(file: str, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(fsspec.open(file, "rb").open())
+        return pq.ParquetFile(fsspec.open(file, "rb").open(), read_dictionary=read_dictionary)
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise DataError(f"input file disappeared: {file}") from None
@@ -140,10 +140,12 @@ def read_chunk(
     columns: Sequence[str],
     csv_types: dict[str, pa.DataType] | None = None,
 ) -> pa.Table:
-    """Read `columns` of one chunk. For CSV, `csv_types` fixes column types (others: string)."""
+    """Read `columns` of one chunk. `csv_types` fixes CSV column types (others: string); its
+    dictionary-typed columns are also read dictionary-encoded from Parquet."""
     columns = list(columns)
     if location.format == "parquet":
-        pf = _parquet_file(chunk.file)
+        dictionary = [c for c, t in (csv_types or {}).items() if pa.types.is_dictionary(t)]
+        pf = _parquet_file(chunk.file, [c for c in columns if c in dictionary] or None)
         groups, offset, seen = [], None, 0
         for g in range(pf.metadata.num_row_groups):
             n = pf.metadata.row_group(g).num_rows

@@ -156,8 +156,13 @@ def finalise_release(
     staging: str,
     timings: dict[str, float] | None = None,
     report_writer: Callable[[dict, str], None] | None = None,
+    memory: dict[str, int] | None = None,
 ) -> dict:
-    """Verify the staged release, write its manifest (last), and move it into place."""
+    """Verify the staged release, write its manifest (last), and move it into place.
+
+    `report.html` is written beside the manifest (`core.report.write_report` unless another
+    `report_writer` is given); `memory` is the peak RSS after each earlier phase.
+    """
     timings = dict(timings or {})
     t0 = time.perf_counter()
     expected = [part_name(c.chunk_id, config.output.format) for c in chunks]
@@ -185,8 +190,11 @@ def finalise_release(
     manifest = build_manifest(
         config, plan, decision, list(chunks), expected, report, timings, peak_rss_bytes()
     )
-    if report_writer is not None:
-        report_writer(manifest, staging)
+    if memory is not None:
+        manifest["peak_rss_bytes_by_phase"] = {**memory, "verify": peak_rss_bytes()}
+    if report_writer is None:
+        from airflow_skald.core.report import write_report as report_writer
+    report_writer(manifest, staging)
 
     write_bytes_atomic(
         staging.rstrip("/") + "/" + MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n"
@@ -204,6 +212,7 @@ def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli
     stats = scan_domain(config, chunks, progress)
     plan = plan_root(config, stats)
     timings["encode"] = time.perf_counter() - t
+    memory = {"encode": peak_rss_bytes()}
     log.info(
         "RAM root %s (%d possible bins, N_RAM=%d)",
         plan.levels(plan.root),
@@ -213,9 +222,11 @@ def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli
     t = time.perf_counter()
     hist = count_histogram(config, plan, chunks, progress)
     timings["histogram"] = time.perf_counter() - t
+    memory["histogram"] = peak_rss_bytes()
     t = time.perf_counter()
     decision = search_lattice(config, plan, hist)
     timings["search"] = time.perf_counter() - t
+    memory["search"] = peak_rss_bytes()
     log.info(
         "chosen node %s %s: DM*=%d, suppressed %d, %d/%d nodes evaluated",
         decision.levels,
@@ -232,7 +243,8 @@ def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli
         t = time.perf_counter()
         write_parts(config, plan, decision, chunks, staging, progress)
         timings["generalise"] = time.perf_counter() - t
-        manifest = finalise_release(config, plan, decision, chunks, staging, timings)
+        memory["generalise"] = peak_rss_bytes()
+        manifest = finalise_release(config, plan, decision, chunks, staging, timings, memory=memory)
     except BaseException:
         discard(staging)
         raise

@@ -92,14 +92,12 @@ def commit(staging: str, output: str) -> None:
     dst = dst.rstrip("/")
     local = fs.protocol in ("file", "local") or "file" in tuple(fs.protocol)
     if local:
-        old = None
+        old = dst + ".skald-old"
         if Path(dst).exists():
-            old = dst + ".skald-old"
             shutil.rmtree(old, ignore_errors=True)
             Path(dst).rename(old)
         Path(src).rename(dst)
-        if old:
-            shutil.rmtree(old, ignore_errors=True)
+        shutil.rmtree(old, ignore_errors=True)  # also one left by a commit killed mid-way
         return
     # Object stores have no atomic folder rename: move parts first, the manifest last.
     if fs.exists(dst):

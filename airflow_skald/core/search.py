@@ -7,6 +7,7 @@ re-read). The chosen node's suppressed classes are kept as sorted keys for phase
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -22,21 +23,52 @@ from airflow_skald.core.plan import Plan
 
 def roll_up(
     plan: Plan,
-    root_hist: Histogram,
+    hist: Histogram,
     node: tuple[int, ...],
-    root_codes: list[np.ndarray] | None = None,
+    codes: list[np.ndarray] | None = None,
+    source: tuple[int, ...] | None = None,
 ) -> Histogram:
-    """The histogram of `node`, merged from the root histogram's bins."""
-    codes = root_codes if root_codes is not None else root_hist.decompose()
+    """The histogram of `node`, merged from the bins of `hist` (at `source`, default the root)."""
+    source = plan.root if source is None else source
+    codes = codes if codes is not None else hist.decompose()
     mapped = [
-        d.level_map(r, lv)[c] for d, r, lv, c in zip(plan.dims, plan.root, node, codes, strict=True)
+        d.level_map(r, lv)[c] for d, r, lv, c in zip(plan.dims, source, node, codes, strict=True)
     ]
     radices = plan.radices(node)
     n_possible = int(np.prod(np.asarray(radices, dtype=object)))
-    keys, counts = group_counts(
-        keys_of(mapped, radices), root_hist.counts.astype(np.float64), n_possible
-    )
+    keys, counts = group_counts(keys_of(mapped, radices), hist.counts.astype(np.float64), n_possible)
     return Histogram(radices, keys, counts)
+
+
+class RollUps:
+    """Node histograms rolled up from the smallest cached node below them, not always the root.
+
+    Nodes high in the lattice have few bins, so most roll-ups start from a small histogram.
+    The cache holds at most as many bins as the root histogram (so at most ~2x its memory).
+    """
+
+    def __init__(self, plan: Plan, root_hist: Histogram):
+        self.plan = plan
+        self.budget = root_hist.n_bins
+        self.used = 0
+        self.cache: dict[tuple[int, ...], tuple[Histogram, list[np.ndarray]]] = {
+            plan.root: (root_hist, root_hist.decompose())
+        }
+
+    def get(self, node: tuple[int, ...]) -> Histogram:
+        if node in self.cache:
+            return self.cache[node][0]
+        source = min(
+            (s for s in self.cache if all(a <= b for a, b in zip(s, node, strict=True))),
+            key=lambda s: self.cache[s][0].n_bins,
+        )
+        hist, codes = self.cache[source]
+        out = roll_up(self.plan, hist, node, codes, source)
+        if self.used + out.n_bins <= self.budget:
+            small = [c.astype(np.int32) for c in out.decompose()]
+            self.cache[node] = (out, small)
+            self.used += out.n_bins
+        return out
 
 
 @dataclass
@@ -112,8 +144,17 @@ def class_size_histogram(sizes: np.ndarray) -> dict:
     }
 
 
-def search_lattice(config: SkaldConfig, plan: Plan, root_hist: Histogram) -> Decision:
-    """Search the sub-lattice above the root for the optimal node (exactly as exhaustive)."""
+def search_lattice(
+    config: SkaldConfig,
+    plan: Plan,
+    root_hist: Histogram,
+    class_sizes: Callable[[tuple[int, ...]], np.ndarray] | None = None,
+) -> Decision:
+    """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
+
+    `class_sizes(node)`, if given, returns the node's class sizes in place of rolling the root
+    histogram up (a cache shared across several k, e.g. `baseline.RollUpCache`).
+    """
     n = root_hist.n_records
     if n != plan.stats.n_rows:
         raise DataError(
@@ -121,12 +162,13 @@ def search_lattice(config: SkaldConfig, plan: Plan, root_hist: Histogram) -> Dec
             "the input changed between passes, or chunks are missing"
         )
     lattice = Lattice(plan.root, tuple(plan.tops))
-    codes = root_hist.decompose()
+    rollups = RollUps(plan, root_hist)
     cache: dict[int, ClassStats] = {}
 
     def evaluate(i: int) -> tuple[bool, int, int]:
+        node = lattice.node(i)
         cs = ClassStats.of(
-            roll_up(plan, root_hist, lattice.node(i), codes).counts,
+            class_sizes(node) if class_sizes else rollups.get(node).counts,
             config.k,
             config.suppression_limit,
         )
@@ -135,7 +177,7 @@ def search_lattice(config: SkaldConfig, plan: Plan, root_hist: Histogram) -> Dec
 
     outcome = search_optimal(lattice, evaluate, plan.tops, config.priority_order())
     best = lattice.node(outcome.best)
-    hist = roll_up(plan, root_hist, best, codes)
+    hist = rollups.get(best)
     cs = cache[outcome.best]
     return Decision(
         node=best,

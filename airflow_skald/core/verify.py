@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.histogram import Histogram, keys_of
 from airflow_skald.core.io import filesystem, read_release_part
 from airflow_skald.core.metrics import max_suppressed, sum_squares
 from airflow_skald.core.release import MANIFEST
@@ -50,9 +51,14 @@ def read_manifest(path: str) -> dict | None:
 def count_release_classes(
     parts: list[str], location: DataLocation, qids: list[str]
 ) -> tuple[Counter, int]:
-    """Class sizes of the released QID tuples over all parts, and the number of rows."""
+    """Class sizes of the released QID tuples over all parts, and the number of rows.
+
+    Each part's strings are dictionary-encoded, mapped to codes of global per-column
+    dictionaries (a loop over distinct labels, not rows), and counted by mixed-radix key.
+    """
     dictionaries: list[dict[str, int]] = [{} for _ in qids]
-    totals: Counter = Counter()
+    acc_codes = np.zeros((0, len(qids)), dtype=np.int64)
+    acc_counts = np.zeros(0, dtype=np.int64)
     n_rows = 0
     for part in parts:
         table = read_release_part(location, part, qids)
@@ -61,20 +67,24 @@ def count_release_classes(
             continue
         codes = []
         for j, name in enumerate(qids):
-            col = table.column(name).cast(pa.string())
-            enc = pc.dictionary_encode(col).combine_chunks()
+            enc = pc.dictionary_encode(table.column(name).cast(pa.string())).combine_chunks()
             local = enc.dictionary.to_pylist()
             if any(v is None for v in local) or enc.indices.null_count:
                 raise VerificationError(f"release column '{name}' has empty values in {part}")
-            glob = np.asarray([dictionaries[j].setdefault(v, len(dictionaries[j])) for v in local])
+            glob = np.asarray(
+                [dictionaries[j].setdefault(v, len(dictionaries[j])) for v in local], np.int64
+            )
             codes.append(glob[enc.indices.to_numpy()])
-        rows, counts = np.unique(np.stack(codes, axis=1), axis=0, return_counts=True)
-        for row, c in zip(map(tuple, rows.tolist()), counts.tolist(), strict=True):
-            totals[row] += c
-    labels = [{v: k for k, v in d.items()} for d in dictionaries]
-    named = Counter(
-        {tuple(labels[j][c] for j, c in enumerate(row)): n for row, n in totals.items()}
-    )
+        radices = [max(len(d), 1) for d in dictionaries]
+        hist = Histogram.from_codes(codes, radices)
+        old = Histogram(tuple(radices), keys_of(list(acc_codes.T), radices), acc_counts)
+        merged = Histogram.merge([old, hist]) if acc_counts.size else hist
+        acc_codes = np.stack(merged.decompose(), axis=1)
+        acc_counts = merged.counts
+    labels = [np.asarray(list(d), dtype=object) for d in dictionaries]
+    named = Counter()
+    for row, n in zip(acc_codes.tolist(), acc_counts.tolist(), strict=True):
+        named[tuple(labels[j][c] for j, c in enumerate(row))] = n
     return named, n_rows
 
 

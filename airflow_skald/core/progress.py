@@ -1,0 +1,80 @@
+"""Terminal progress for long passes: chunk i/N, rows/s and ETA.
+
+`TerminalProgress` is a pipeline progress callback `(phase, i, total, rows)`: on a TTY it
+redraws one bar per phase in place; on anything else (a log file, CI) it writes one plain line
+per chunk. The pipeline already logs one plain line per chunk through the `airflow_skald` logger,
+so the CLI uses the bar only on a TTY (`cli_progress`) and then hides those per-chunk log lines.
+No data value is ever shown: only phase names, counts and rates.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from typing import TextIO
+
+__all__ = ["TerminalProgress", "cli_progress", "format_eta"]
+
+_CHUNK_LINE = "%s: chunk %d/%d"  # the pipeline's per-chunk log format (ChunkProgress)
+
+
+def format_eta(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    if seconds >= 3600:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    if seconds >= 60:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds}s"
+
+
+class TerminalProgress:
+    """Progress callback: a bar when `stream` is a TTY, plain lines otherwise."""
+
+    def __init__(
+        self, stream: TextIO | None = None, width: int = 30, tty: bool | None = None
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.width = width
+        self.tty = self.stream.isatty() if tty is None else tty
+        self._phase: str | None = None
+        self._start = 0.0
+        self._rows = 0
+
+    def __call__(self, phase: str, i: int, total: int, rows: int) -> None:
+        now = time.perf_counter()
+        if phase != self._phase or i <= 1:
+            self._phase, self._start, self._rows = phase, now - 1e-9, 0
+        self._rows += rows
+        elapsed = max(now - self._start, 1e-9)
+        rate = self._rows / elapsed
+        eta = elapsed / max(i, 1) * (total - i)
+        stats = f"chunk {i}/{total}  {rate / 1e6:.2f}M rows/s  ETA {format_eta(eta)}"
+        if self.tty:
+            done = int(self.width * i / max(total, 1))
+            bar = "#" * done + "." * (self.width - done)
+            end = "\n" if i >= total else ""
+            self.stream.write(f"\r{phase:<11}[{bar}] {stats}\x1b[K{end}")
+        else:
+            self.stream.write(f"{phase}: {stats}\n")
+        self.stream.flush()
+
+
+class _HideChunkLines(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not (isinstance(record.msg, str) and record.msg.startswith(_CHUNK_LINE))
+
+
+def cli_progress(quiet: bool = False, stream: TextIO | None = None) -> TerminalProgress | None:
+    """The CLI's progress display: a bar on an interactive terminal, else None.
+
+    Not interactive: the pipeline's plain per-chunk log lines are the progress (none if quiet).
+    Interactive: the bar replaces those lines (other log lines still show).
+    """
+    stream = stream if stream is not None else sys.stderr
+    if quiet or not stream.isatty():
+        return None
+    hide = _HideChunkLines()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(hide)
+    return TerminalProgress(stream, tty=True)
