@@ -110,8 +110,19 @@ class SearchOutcome:
 
     best: int | None
     evaluated: int
-    passing: int
+    passing: int  # nodes known to pass (evaluated or tagged)
+    pruned: int = 0  # nodes never classified: their DM* lower bound exceeds the best score
     scores: dict[int, tuple] = field(default_factory=dict)
+
+
+def _middle(candidates: np.ndarray, heights: np.ndarray) -> int:
+    """A node from the middle height of a region (most tagging per evaluation, as OLA)."""
+    h = heights[candidates]
+    mid = (int(h.min()) + int(h.max())) // 2
+    level = candidates[h == mid]
+    if level.size == 0:
+        level = candidates[np.abs(h - mid) == np.abs(h - mid).min()]
+    return int(level[level.size // 2])
 
 
 def search_optimal(
@@ -122,41 +133,58 @@ def search_optimal(
 ) -> SearchOutcome:
     """Minimise DM* over passing nodes; ties by precision, then priority (SPEC §4).
 
-    `evaluate(i)` returns (passes, dm_star, dm_star_arx). Passing is tagged predictively. ARX's
-    DM* of any evaluated node is a lower bound of the paper's DM* of every node above it
-    (merging classes never lowers sum |E|^2, and suppressed |E|^2 sums to at most s^2), so
-    passing nodes whose bound exceeds the best score are never evaluated; ties are evaluated.
+    `evaluate(i)` returns (passes, dm_star, dm_star_arx). Pass/fail is tagged predictively
+    (a pass tags every node above, a fail every node below). ARX's DM* of an evaluated node is
+    a lower bound of the paper's DM* of every node above it (merging classes never lowers
+    sum |E|^2, and suppressed |E|^2 sums to at most s^2), so nodes whose bound exceeds the
+    best score found so far are neither classified nor scored; ties are always evaluated.
     """
-    scores: dict[int, tuple[bool, int, int]] = {}
-
-    def run(i: int) -> bool:
-        if i not in scores:
-            scores[i] = evaluate(i)
-        return scores[i][0]
-
-    pass_mask, _ = classify(lattice, run)
-    bound = np.zeros(len(lattice), dtype=np.float64)
-    for i, (_, _, arx) in scores.items():
-        _raise_bound(lattice, bound, i, arx)
+    n = len(lattice)
+    status = np.zeros(n, dtype=np.int8)  # 0 unknown, 1 pass, -1 fail
+    bound = np.zeros(n, dtype=np.float64)
+    heights = lattice.heights
     cost = generalisation_cost(lattice.nodes, tops)
+    scores: dict[int, tuple[bool, int, int]] = {}
+    state: dict[str, int | None] = {"best": None}
 
     def rank(i: int) -> tuple:
         return (scores[i][1], cost[i], tuple(int(lattice.nodes[i, p]) for p in priority))
 
-    passing = np.flatnonzero(pass_mask)
-    best = min((i for i in passing if i in scores), key=rank, default=None)
-    initial = bound.copy()
-    for i in sorted(passing.tolist(), key=lambda j: (initial[j], lattice.heights[j], j)):
-        best_dm = scores[best][1] if best is not None else math.inf
-        if _exceeds(initial[i], best_dm):
+    def best_dm() -> float:
+        best = state["best"]
+        return math.inf if best is None else float(scores[best][1])
+
+    def run(i: int) -> None:
+        scores[i] = evaluate(i)
+        passes, _, arx = scores[i]
+        if passes:
+            status[lattice.above(i) & (status == 0)] = 1
+            if state["best"] is None or rank(i) < rank(state["best"]):
+                state["best"] = i
+        else:
+            status[lattice.below(i) & (status == 0)] = -1
+        _raise_bound(lattice, bound, i, arx)
+
+    while True:
+        relevant = np.flatnonzero((status == 0) & ~_exceeds_all(bound, best_dm()))
+        if relevant.size == 0:
             break
-        if i in scores or _exceeds(bound[i], best_dm):
-            continue
-        run(i)
-        _raise_bound(lattice, bound, i, scores[i][2])
-        if best is None or rank(i) < rank(best):
-            best = i
-    return SearchOutcome(best, len(scores), int(passing.size), scores)
+        run(_middle(relevant, heights))
+    initial = bound.copy()
+    for i in sorted(
+        np.flatnonzero(status == 1).tolist(), key=lambda j: (initial[j], heights[j], j)
+    ):
+        if _exceeds(initial[i], best_dm()):
+            break
+        if i not in scores and not _exceeds(bound[i], best_dm()):
+            run(i)
+    return SearchOutcome(
+        state["best"], len(scores), int((status == 1).sum()), int((status == 0).sum()), scores
+    )
+
+
+def _exceeds_all(bound: np.ndarray, best: float) -> np.ndarray:
+    return bound > best * (1 + 1e-12)
 
 
 def _raise_bound(lattice: Lattice, bound: np.ndarray, i: int, value: int) -> None:

@@ -20,53 +20,81 @@ from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.metrics import ClassStats, max_suppressed, precision, risk
 from airflow_skald.core.plan import Plan
 
+_BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
 
-def roll_up(
-    plan: Plan,
-    hist: Histogram,
-    node: tuple[int, ...],
-    codes: list[np.ndarray] | None = None,
-    source: tuple[int, ...] | None = None,
-) -> Histogram:
-    """The histogram of `node`, merged from the bins of `hist` (at `source`, default the root)."""
-    source = plan.root if source is None else source
-    codes = codes if codes is not None else hist.decompose()
-    mapped = [
-        d.level_map(r, lv)[c] for d, r, lv, c in zip(plan.dims, source, node, codes, strict=True)
-    ]
-    radices = plan.radices(node)
-    n_possible = int(np.prod(np.asarray(radices, dtype=object)))
-    keys, counts = group_counts(keys_of(mapped, radices), hist.counts.astype(np.float64), n_possible)
-    return Histogram(radices, keys, counts)
+
+class _Source:
+    """A histogram prepared for fast roll-ups: QIDs grouped into blocks of few codes each, so a
+    roll-up is one gather per block from a small (cache-resident) table instead of a gather,
+    a multiply and an add per QID."""
+
+    def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram):
+        self.plan, self.node, self.hist = plan, node, hist
+        cards = plan.radices(node)
+        self.blocks: list[list[int]] = [[]]
+        size = 1
+        for i, c in enumerate(cards):
+            if self.blocks[-1] and size * c > _BLOCK_LIMIT:
+                self.blocks.append([])
+                size = 1
+            self.blocks[-1].append(i)
+            size *= c
+        codes = hist.decompose()
+        self.block_codes = [
+            keys_of([codes[i] for i in b], [cards[i] for i in b]).astype(np.int32)
+            for b in self.blocks
+        ]
+        self.weights = hist.counts.astype(np.float64)
+
+    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+        plan = self.plan
+        radices = plan.radices(node)
+        strides = np.cumprod((radices[1:] + (1,))[::-1], dtype=np.int64)[::-1]
+        keys = None
+        for block, bc in zip(self.blocks, self.block_codes, strict=True):
+            lut = np.zeros(1, dtype=np.int64)
+            for i in block:
+                contrib = plan.dims[i].level_map(self.node[i], node[i]) * strides[i]
+                lut = np.add.outer(lut, contrib).ravel()
+            part = lut[bc]
+            keys = part if keys is None else keys + part
+        n_possible = int(np.prod(np.asarray(radices, dtype=object)))
+        k, counts = group_counts(keys, self.weights, n_possible)
+        return Histogram(radices, k, counts)
+
+
+def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
+    """The histogram of `node`, merged from the bins of the root histogram `hist`."""
+    return _Source(plan, plan.root, hist).roll_up(node)
 
 
 class RollUps:
     """Node histograms rolled up from the smallest cached node below them, not always the root.
 
-    Nodes high in the lattice have few bins, so most roll-ups start from a small histogram.
-    The cache holds at most as many bins as the root histogram (so at most ~2x its memory).
+    Nodes high in the lattice have few bins, so many roll-ups start from a small histogram.
+    The cache holds at most as many bins as the root histogram (so at most ~2x its memory),
+    and only nodes much smaller than the root.
     """
 
     def __init__(self, plan: Plan, root_hist: Histogram):
         self.plan = plan
         self.budget = root_hist.n_bins
         self.used = 0
-        self.cache: dict[tuple[int, ...], tuple[Histogram, list[np.ndarray]]] = {
-            plan.root: (root_hist, root_hist.decompose())
+        self.cache: dict[tuple[int, ...], _Source] = {
+            plan.root: _Source(plan, plan.root, root_hist)
         }
 
     def get(self, node: tuple[int, ...]) -> Histogram:
         if node in self.cache:
-            return self.cache[node][0]
+            return self.cache[node].hist
         source = min(
             (s for s in self.cache if all(a <= b for a, b in zip(s, node, strict=True))),
-            key=lambda s: self.cache[s][0].n_bins,
+            key=lambda s: self.cache[s].hist.n_bins,
         )
-        hist, codes = self.cache[source]
-        out = roll_up(self.plan, hist, node, codes, source)
-        if self.used + out.n_bins <= self.budget:
-            small = [c.astype(np.int32) for c in out.decompose()]
-            self.cache[node] = (out, small)
+        out = self.cache[source].roll_up(node)
+        root_bins = self.cache[self.plan.root].hist.n_bins
+        if out.n_bins * 8 <= root_bins and self.used + out.n_bins <= self.budget:
+            self.cache[node] = _Source(self.plan, node, out)
             self.used += out.n_bins
         return out
 
@@ -187,7 +215,12 @@ def search_lattice(
         stats=cs,
         precision=precision(best, plan.tops),
         max_suppressed=max_suppressed(config.suppression_limit, n),
-        lattice={"nodes": len(lattice), "evaluated": outcome.evaluated, "passing": outcome.passing},
+        lattice={
+            "nodes": len(lattice),
+            "evaluated": outcome.evaluated,
+            "passing": outcome.passing,
+            "pruned": outcome.pruned,
+        },
         risk=risk(hist.counts, config.k),
         class_size_histogram=class_size_histogram(hist.counts[hist.counts >= config.k]),
         suppressed_keys=hist.keys[hist.counts < config.k],
