@@ -164,7 +164,7 @@ def test_domain_ends_present_from_1000_rows(tmp_path: Path, chunk_rows: int) -> 
 
 def test_distributions_are_realistic_not_uniform(big: pd.DataFrame) -> None:
     pins = big["pin_code"].value_counts()
-    assert pins.iloc[0] > 20 * pins.median()  # Zipf-like: a few codes dominate
+    assert pins.iloc[0] > 5 * pins.median()  # city codes far more frequent than the rest
     assert (big["pin_code"] < 561_000).mean() > 0.4  # concentrated in one city
     blood = big["blood_group"].value_counts(normalize=True)
     assert 0.28 < blood["O+"] < 0.36 and 0.28 < blood["B+"] < 0.36 and blood["AB-"] < 0.015

@@ -167,8 +167,8 @@ _PIN_PREFIXES: tuple[tuple[int, int, int], ...] = (
     (591, 107, 230),
 )
 _N_PIN_CODES = 1347
-#: Zipf-like popularity: weight(rank) = (rank + offset) ** -exponent; Bengaluru takes the top.
-_PIN_ZIPF_EXPONENT, _PIN_ZIPF_OFFSET = 1.05, 5.0
+#: PIN popularity: city codes weigh _PIN_CITY_WEIGHT, others 1, each times a log-normal factor.
+_PIN_CITY_WEIGHT, _PIN_SIGMA = 10.0, 0.3
 #: Rows where each pool code is forced once: row = start + stride * pool_index (< 100 000).
 _PIN_FORCE_START, _PIN_FORCE_STRIDE = 37, 74
 #: Fixed rows (all below 1000) forcing the domain ends of age and BMI: (rows, values).
@@ -224,14 +224,12 @@ def pin_code_pool() -> np.ndarray:
 
 
 def _pin_weights(pool: np.ndarray) -> np.ndarray:
-    """Zipf-like weight per pool code: Bengaluru codes get the top ranks (shuffled), then the rest."""
+    """Weight per pool code: the city (Bengaluru, 560xxx) codes are ~8x as likely as the others,
+    each code with mild log-normal variation (a realistic spread; the paper's nodes keep PIN
+    codes at width 32-128, which a heavily skewed Zipf law would never allow)."""
     rng = np.random.default_rng(_PIN_POOL_SEED + 1)
-    city = np.flatnonzero(pool < 561_000)
-    rest = np.flatnonzero(pool >= 561_000)
-    order = np.concatenate([rng.permutation(city), rng.permutation(rest)])
-    rank = np.empty(pool.size, dtype=np.float64)
-    rank[order] = np.arange(pool.size)
-    return (rank + _PIN_ZIPF_OFFSET) ** -_PIN_ZIPF_EXPONENT
+    city = pool < 561_000
+    return np.where(city, _PIN_CITY_WEIGHT, 1.0) * rng.lognormal(0.0, _PIN_SIGMA, pool.size)
 
 
 def _age_weights() -> np.ndarray:

@@ -57,7 +57,7 @@ def build_manifest(
         "histogram_bins": plan.n_ram,
         "histogram_bins_derived": plan.n_ram_derived,
         "root_bins": plan.root_bins,
-        "root_bins_nonempty": None,
+        "root_bins_nonempty": d["lattice"].get("root_bins_nonempty"),
         "lattice": d["lattice"],
         "root_lattice": {
             "nodes": plan.lattice_nodes,

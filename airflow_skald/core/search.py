@@ -220,6 +220,7 @@ def search_lattice(
             "evaluated": outcome.evaluated,
             "passing": outcome.passing,
             "pruned": outcome.pruned,
+            "root_bins_nonempty": root_hist.n_bins,
         },
         risk=risk(hist.counts, config.k),
         class_size_histogram=class_size_histogram(hist.counts[hist.counts >= config.k]),
