@@ -28,6 +28,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--histogram-bins", dest="histogram_bins")
     r.add_argument("--chunk-rows", dest="chunk_rows")
     r.add_argument("--per-chunk", action="store_true", help="baseline: each chunk anonymised alone")
+    r.add_argument(
+        "--workers", default="1", help="worker processes for the per-chunk work (default 1)"
+    )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
     g = sub.add_parser("generate", help="write the paper's synthetic medical dataset")
@@ -68,12 +71,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     }
     config = load_config(args.config, overrides)
+    from airflow_skald.core.progress import cli_progress
+
+    progress = cli_progress(quiet=args.quiet)  # a bar on a TTY; else the log's per-chunk lines
     if args.per_chunk:
         from airflow_skald.core.baseline import run_per_chunk
 
-        manifest = run_per_chunk(config)
+        manifest = run_per_chunk(config, progress)
     else:
-        manifest = run(config)
+        manifest = run(config, progress, workers=_int_arg(args.workers, "workers"))
     summary = {
         key: manifest.get(key)
         for key in (
@@ -125,11 +131,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return commands[args.command](args)
     except SkaldInputError as exc:
-        print(f"skald: error: {exc}", file=sys.stderr)
+        print(f"skald: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except VerificationError as exc:
-        print(f"skald: verification failed: {exc}", file=sys.stderr)
+        print(f"skald: verification failed: {_one_line(exc)}", file=sys.stderr)
         return 1
+
+
+def _one_line(exc: Exception) -> str:
+    """The message on one line even if it quotes a label or path holding a line break."""
+    return str(exc).replace("\r", "\\r").replace("\n", "\\n")
 
 
 if __name__ == "__main__":

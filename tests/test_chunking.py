@@ -100,3 +100,20 @@ def test_more_chunks_never_coarser_than_per_ram_root(tmp_path, table):
     small, _ = _run(tmp_path, table, [], 10**6, "small", bins=100)
     large, _ = _run(tmp_path, table, [], 10**6, "large", bins=10**7)
     assert large["dm_star"] <= small["dm_star"]
+
+
+def test_parallel_workers_give_the_serial_result(tmp_path, table):
+    """Two worker processes (spawned) produce the same node, figures and bytes as one."""
+    serial, rows = _run(tmp_path, table, [700] * 4, 333, "serial")
+    write_chunks(table, tmp_path / "in-par", [700] * 4)
+    cfg = load_config(
+        tmp_path / "serial.yaml",
+        {"input_path": str(tmp_path / "in-par"), "output_path": str(tmp_path / "out-par")},
+    )
+    parallel = run(cfg, workers=2)
+    for key in ("node", "root_node", "dm_star", "n_suppressed", "n_equivalence_classes", "parts"):
+        assert parallel[key] == serial[key], key
+    for part in serial["parts"]:
+        assert (tmp_path / "out-par" / part).read_bytes() == (
+            tmp_path / "out-serial" / part
+        ).read_bytes()

@@ -29,6 +29,7 @@ from airflow_skald.core.generalise import generalise_table, released_columns
 from airflow_skald.core.histogram import Histogram, HistogramAccumulator
 from airflow_skald.core.io import ChunkRef, read_chunk
 from airflow_skald.core.manifest import build_manifest
+from airflow_skald.core.parallel import map_groups
 from airflow_skald.core.plan import Plan, plan_root
 from airflow_skald.core.release import (
     MANIFEST,
@@ -174,6 +175,7 @@ def finalise_release(
             qids=config.qid_names,
             n_records=plan.stats.n_rows,
             delimiter=config.output.delimiter,
+            claimed_suppressed=decision.stats.n_suppressed,
         )
         d = decision.to_dict()
         for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
@@ -203,13 +205,35 @@ def finalise_release(
     return manifest
 
 
-def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli") -> dict:
+def _scan_group(config: SkaldConfig, chunks: Sequence[ChunkRef]) -> DomainStats:
+    return scan_domain(config, chunks)
+
+
+def _count_group(config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef]) -> Histogram:
+    return count_histogram(config, plan, chunks)
+
+
+def _write_group(
+    config: SkaldConfig, plan: Plan, decision: Decision, staging: str, chunks: Sequence[ChunkRef]
+) -> list[str]:
+    return write_parts(config, plan, decision, chunks, staging)
+
+
+def run(
+    config: SkaldConfig,
+    progress: Progress | None = None,
+    token: str = "cli",
+    workers: int = 1,
+) -> dict:
     """All three phases in one process; returns the manifest of the committed release."""
     check_output_target(config)
     timings: dict[str, float] = {}
     t = time.perf_counter()
     chunks = list_chunks(config)
-    stats = scan_domain(config, chunks, progress)
+    if workers > 1:
+        stats = DomainStats.merge(map_groups(_scan_group, (config,), chunks, workers))
+    else:
+        stats = scan_domain(config, chunks, progress)
     plan = plan_root(config, stats)
     timings["encode"] = time.perf_counter() - t
     memory = {"encode": peak_rss_bytes()}
@@ -220,7 +244,10 @@ def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli
         plan.n_ram,
     )
     t = time.perf_counter()
-    hist = count_histogram(config, plan, chunks, progress)
+    if workers > 1:
+        hist = Histogram.merge(map_groups(_count_group, (config, plan), chunks, workers))
+    else:
+        hist = count_histogram(config, plan, chunks, progress)
     timings["histogram"] = time.perf_counter() - t
     memory["histogram"] = peak_rss_bytes()
     t = time.perf_counter()
@@ -241,7 +268,10 @@ def run(config: SkaldConfig, progress: Progress | None = None, token: str = "cli
     prepare_staging(staging)
     try:
         t = time.perf_counter()
-        write_parts(config, plan, decision, chunks, staging, progress)
+        if workers > 1:
+            map_groups(_write_group, (config, plan, decision, staging), chunks, workers)
+        else:
+            write_parts(config, plan, decision, chunks, staging, progress)
         timings["generalise"] = time.perf_counter() - t
         memory["generalise"] = peak_rss_bytes()
         manifest = finalise_release(config, plan, decision, chunks, staging, timings, memory=memory)

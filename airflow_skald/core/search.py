@@ -40,10 +40,7 @@ class _Source:
             self.blocks[-1].append(i)
             size *= c
         codes = hist.decompose()
-        self.block_codes = [
-            keys_of([codes[i] for i in b], [cards[i] for i in b]).astype(np.int32)
-            for b in self.blocks
-        ]
+        self.block_codes = [keys_of([codes[i] for i in b], [cards[i] for i in b]) for b in self.blocks]
         self.weights = hist.counts.astype(np.float64)
 
     def roll_up(self, node: tuple[int, ...]) -> Histogram:
@@ -56,8 +53,10 @@ class _Source:
             for i in block:
                 contrib = plan.dims[i].level_map(self.node[i], node[i]) * strides[i]
                 lut = np.add.outer(lut, contrib).ravel()
-            part = lut[bc]
-            keys = part if keys is None else keys + part
+            if keys is None:
+                keys = np.take(lut, bc)
+            else:
+                keys += np.take(lut, bc)
         n_possible = int(np.prod(np.asarray(radices, dtype=object)))
         k, counts = group_counts(keys, self.weights, n_possible)
         return Histogram(radices, k, counts)
