@@ -35,7 +35,7 @@ def group_counts(
     """Sum `weights` (1 per key when None) per distinct key: sorted keys and int64 counts."""
     if keys.size == 0:
         return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
-    if n_possible <= max(DENSE_LIMIT, 2 * keys.size):
+    if n_possible <= max(1 << 20, 8 * keys.size):  # dense is faster, and this bounds its memory
         dense = np.bincount(keys, weights=weights, minlength=n_possible)
         nz = np.flatnonzero(dense)
         return nz.astype(np.int64), dense[nz].astype(np.int64)
