@@ -34,10 +34,16 @@ def _dense_inverse(codes: np.ndarray, card: int) -> tuple[np.ndarray, np.ndarray
     return uniq, inv.astype(np.int32)
 
 
-def suppressed_mask(keys: np.ndarray, suppressed_keys: np.ndarray) -> np.ndarray:
+def suppressed_mask(
+    keys: np.ndarray, suppressed_keys: np.ndarray, n_possible: int | None = None
+) -> np.ndarray:
     """Rows whose class key is among the (sorted) suppressed keys."""
     if suppressed_keys.size == 0:
         return np.zeros(keys.size, dtype=bool)
+    if n_possible is not None and n_possible <= 1 << 24:  # a bitmap lookup beats a search
+        table = np.zeros(n_possible, dtype=bool)
+        table[suppressed_keys] = True
+        return table[keys]
     pos = np.minimum(np.searchsorted(suppressed_keys, keys), suppressed_keys.size - 1)
     return suppressed_keys[pos] == keys
 
@@ -49,7 +55,10 @@ def generalise_table(
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.level_map(0, level)[dim.codes(table.column(dim.name), chunk)])
-    mask = suppressed_mask(keys_of(node_codes, decision.radices), decision.suppressed_keys)
+    n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
+    mask = suppressed_mask(
+        keys_of(node_codes, decision.radices), decision.suppressed_keys, n_possible
+    )
     any_masked = config.suppressed_records == "mask" and bool(mask.any())
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
         uniq, inv = _dense_inverse(codes, dim.cards[level])
