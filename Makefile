@@ -28,7 +28,10 @@ format: $(STAMP)
 	@$(BIN)/ruff check --fix airflow_skald dags tests benchmarks
 
 bench: $(STAMP)
-	@$(BIN)/python benchmarks/run_all.py
+	@$(BIN)/python benchmarks/bench_core.py
+
+paper: $(STAMP)
+	@$(BIN)/python benchmarks/paper_experiment.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -1,4 +1,4 @@
-"""Shared fixtures: small datasets written as chunk files, configs, and the Adult data."""
+"""Shared fixtures; helpers live in skald_testdata.py (tests/airflow has a conftest too)."""
 
 from __future__ import annotations
 
@@ -6,68 +6,11 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
-import pyarrow.parquet as pq
 import pytest
-import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-ADULT_QIDS = [
-    "age",
-    "education",
-    "marital-status",
-    "native-country",
-    "occupation",
-    "race",
-    "sex",
-    "workclass",
-]
-
-
-def write_chunks(df: pd.DataFrame, folder: Path, sizes: list[int], fmt: str = "parquet") -> Path:
-    """Write df as consecutive files of the given row counts (the last takes the rest)."""
-    folder.mkdir(parents=True, exist_ok=True)
-    start = 0
-    for i, size in enumerate(sizes + [len(df)]):
-        part = df.iloc[start : start + size] if i < len(sizes) else df.iloc[start:]
-        if len(part) == 0 and i == len(sizes):
-            break
-        path = folder / f"chunk-{i:05d}.{fmt}"
-        if fmt == "parquet":
-            pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
-        else:
-            part.to_csv(path, index=False)
-        start += len(part)
-    return folder
-
-
-def write_config(path: Path, body: dict) -> Path:
-    path.write_text(yaml.safe_dump(body, sort_keys=False))
-    return path
-
-
-def adult_qid_config(names: list[str] = ADULT_QIDS) -> list[dict]:
-    return [
-        {
-            "name": n,
-            "type": "categorical",
-            "hierarchy_file": str(ADULT / f"adult_hierarchy_{n}.csv"),
-        }
-        for n in names
-    ]
-
-
-def adult_oracle_qids(names: list[str] = ADULT_QIDS) -> list[dict]:
-    """The same hierarchies as oracle dicts (value -> labels), read independently."""
-    out = []
-    for n in names:
-        rows = [
-            r.split(";") for r in (ADULT / f"adult_hierarchy_{n}.csv").read_text().splitlines() if r
-        ]
-        out.append({"name": n, "type": "categorical", "hierarchy": {r[0]: r[1:] for r in rows}})
-    return out
+from skald_testdata import ADULT  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -75,12 +18,3 @@ def adult_df() -> pd.DataFrame:
     if not ADULT.exists():
         pytest.fail(f"Adult dataset not found at {ADULT} (shared/ must sit beside the repo)")
     return pd.read_csv(ADULT / "adult.csv", sep=";")
-
-
-def read_release(folder: Path) -> pd.DataFrame:
-    parts = sorted(folder.glob("part-*"))
-    if parts and parts[0].suffix == ".csv":
-        return pd.concat(
-            [pd.read_csv(p, dtype=str, keep_default_na=False) for p in parts], ignore_index=True
-        )
-    return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import (
+from oracle import check_release, exhaustive_search
+from skald_testdata import (
     ADULT,
     ADULT_QIDS,
     adult_oracle_qids,
@@ -13,7 +14,6 @@ from conftest import (
     read_release,
     write_config,
 )
-from oracle import check_release, exhaustive_search
 
 from airflow_skald.cli import main
 from airflow_skald.core.config import load_config

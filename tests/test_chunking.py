@@ -7,7 +7,7 @@ import hashlib
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import read_release, write_chunks, write_config
+from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.core.config import load_config
 from airflow_skald.core.pipeline import run

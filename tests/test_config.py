@@ -5,7 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
-from conftest import ADULT, write_config
+from skald_testdata import ADULT, write_config
 
 from airflow_skald.core.config import config_from_dict, load_config
 from airflow_skald.core.errors import ConfigError

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
-from conftest import read_release, write_chunks, write_config
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import check_release, contains, exhaustive_search, ram_root
+from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.core.config import load_config
 from airflow_skald.core.pipeline import run

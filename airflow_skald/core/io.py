@@ -215,9 +215,12 @@ def _safe_csv_error(
     row = found.group(1) if found else None
     col = re.search(r"In CSV column #(\d+)", msg)
     conversion = bool(col and "conversion error" in msg)
+    utf8 = conversion and "UTF8" in msg
     name = None
     if row is None and (m or conversion) and location is not None and file is not None:
-        n, name = _locate_csv_problem(location, file, int(col.group(1)) if conversion else None)
+        index = int(col.group(1)) if conversion else None
+        bad = (lambda t: "\ufffd" in t) if utf8 else (lambda t: not _is_number(t))
+        n, name = _locate_csv_problem(location, file, index, bad)
         row = None if n is None else str(n)
     where = f" at row {row}" if row else ""
     if m:
@@ -225,6 +228,8 @@ def _safe_csv_error(
         return f"{ragged}: expected {m.group(1)} columns, got {m.group(2)}"
     if conversion:
         column = f"column '{name}'" if name else f"column #{col.group(1)}"
+        if utf8:
+            return f"{column} holds text that is not valid UTF-8{where}"
         return f"{column} holds text that is not a number{where}"
     if "Empty CSV file" in msg or "empty" in msg.lower():
         return "the file is empty"
@@ -236,10 +241,10 @@ _ARROW_NULLS |= {"1.#QNAN", "N/A", "NA", "NULL", "NaN", "n/a", "nan", "null"}
 
 
 def _locate_csv_problem(
-    location: DataLocation, file: str, col_index: int | None
+    location: DataLocation, file: str, col_index: int | None, bad=None
 ) -> tuple[int | None, str | None]:
     """Error path only: re-read the file slowly to find the 1-based data row that is ragged
-    (col_index None) or whose column col_index is not a number, and that column's name."""
+    (col_index None) or whose column col_index holds a `bad` text, and that column's name."""
     import csv
 
     name = None
@@ -257,7 +262,7 @@ def _locate_csv_problem(
                 if col_index is None:
                     if len(record) != len(header):
                         return row, name
-                elif col_index < len(record) and not _is_number(record[col_index]):
+                elif col_index < len(record) and bad(record[col_index]):
                     return row, name
     except (OSError, csv.Error, UnicodeError):
         pass
@@ -286,10 +291,12 @@ def write_part(table: pa.Table, location: DataLocation, path: str) -> None:
 def read_release_part(
     location: DataLocation, path: str, columns: Sequence[str] | None = None
 ) -> pa.Table:
-    """Read back a written part with every column as text (for verification)."""
+    """Read back a written part with every column as text (for verification); Parquet text
+    columns come dictionary-encoded, as they are stored, which avoids hashing every row."""
     if location.format == "parquet":
         with fsspec.open(path, "rb") as fh:
-            return pq.read_table(fh, columns=list(columns) if columns else None)
+            cols = list(columns) if columns else None
+            return pq.read_table(fh, columns=cols, read_dictionary=cols)
     with fsspec.open(path, "rb") as fh:
         names = pacsv.open_csv(
             fh, parse_options=pacsv.ParseOptions(delimiter=location.delimiter)

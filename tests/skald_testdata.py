@@ -1,0 +1,75 @@
+"""Shared test helpers: small datasets written as chunk files, configs, and the Adult data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+ADULT_QIDS = [
+    "age",
+    "education",
+    "marital-status",
+    "native-country",
+    "occupation",
+    "race",
+    "sex",
+    "workclass",
+]
+
+
+def write_chunks(df: pd.DataFrame, folder: Path, sizes: list[int], fmt: str = "parquet") -> Path:
+    """Write df as consecutive files of the given row counts (the last takes the rest)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    start = 0
+    for i, size in enumerate(sizes + [len(df)]):
+        part = df.iloc[start : start + size] if i < len(sizes) else df.iloc[start:]
+        if len(part) == 0 and i == len(sizes):
+            break
+        path = folder / f"chunk-{i:05d}.{fmt}"
+        if fmt == "parquet":
+            pq.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
+        else:
+            part.to_csv(path, index=False)
+        start += len(part)
+    return folder
+
+
+def write_config(path: Path, body: dict) -> Path:
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def adult_qid_config(names: list[str] = ADULT_QIDS) -> list[dict]:
+    return [
+        {
+            "name": n,
+            "type": "categorical",
+            "hierarchy_file": str(ADULT / f"adult_hierarchy_{n}.csv"),
+        }
+        for n in names
+    ]
+
+
+def adult_oracle_qids(names: list[str] = ADULT_QIDS) -> list[dict]:
+    """The same hierarchies as oracle dicts (value -> labels), read independently."""
+    out = []
+    for n in names:
+        rows = [
+            r.split(";") for r in (ADULT / f"adult_hierarchy_{n}.csv").read_text().splitlines() if r
+        ]
+        out.append({"name": n, "type": "categorical", "hierarchy": {r[0]: r[1:] for r in rows}})
+    return out
+
+
+def read_release(folder: Path) -> pd.DataFrame:
+    parts = sorted(folder.glob("part-*"))
+    if parts and parts[0].suffix == ".csv":
+        return pd.concat(
+            [pd.read_csv(p, dtype=str, keep_default_na=False) for p in parts], ignore_index=True
+        )
+    return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
