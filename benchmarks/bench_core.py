@@ -62,13 +62,16 @@ def _run_peak(config: Path, output: Path, extra: list[str]) -> dict:
 
 def bench_passes(data: Path, k: int) -> dict:
     from airflow_skald.core.config import load_config
+    from airflow_skald.core.generalise import released_columns
     from airflow_skald.core.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,
         scan_domain,
         search_lattice,
+        write_parts,
     )
+    from airflow_skald.core.release import discard, prepare_staging
 
     config = load_config(data / "skald.yaml", {"k": k, "output_path": str(data.parent / "out")})
     chunks = list_chunks(config)
@@ -85,6 +88,15 @@ def bench_passes(data: Path, k: int) -> dict:
     t = time.perf_counter()
     decision = search_lattice(config, plan, hist)
     search = time.perf_counter() - t
+    staging = str(data.parent / "bench-staging")
+    prepare_staging(staging)
+    t = time.perf_counter()
+    write_parts(config, plan, decision, chunks, staging)
+    generalise = time.perf_counter() - t
+    discard(staging)
+    read_released = min(
+        _read_floor(files, released_columns(config, plan.stats.columns)) for _ in range(2)
+    )
     return {
         "rows": rows,
         "chunks": len(chunks),
@@ -100,6 +112,10 @@ def bench_passes(data: Path, k: int) -> dict:
         "search_over_histogram": round(search / histogram, 2),
         "lattice": decision.lattice,
         "node_paper": decision.node_paper,
+        "read_released_columns_s": round(read_released, 3),
+        "generalise_s": round(generalise, 3),
+        "generalise_over_read": round(generalise / read_released, 2),
+        "generalise_rows_per_s": round(rows / generalise),
     }
 
 
