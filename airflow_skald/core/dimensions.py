@@ -26,6 +26,7 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.hierarchies import TOP_LABEL
 from airflow_skald.core.io import ChunkRef
 
+_MAX_UNITS = 2**32  # a numerical domain wider than this many min_width units is refused
 _FLOAT_TOLERANCE = 1e-9  # a value on the min_width grid may sit a hair below it in binary
 
 
@@ -154,6 +155,11 @@ class NumericalDimension(Dimension):
             values = None
             minimum = _fraction(stats.min)
             n_units = math.floor((_fraction(stats.max) - minimum) / mw) + 1
+            if n_units > _MAX_UNITS:  # level-0 maps are dense arrays: this could never fit
+                raise DataError(
+                    f"column '{spec.name}' spans more than 2^32 units of min_width "
+                    f"{format_number(mw)}: use a larger min_width, or encode: true"
+                )
         if spec.widths:
             widths = [int(w / spec.min_width) for w in spec.widths]
             widths = [w for w in widths if w < n_units] or [1]
@@ -229,10 +235,15 @@ class NumericalDimension(Dimension):
         return lo, np.minimum(lo + w, self.n_units)
 
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
+        """SPEC §3 intervals; the top level is "*": its bounds would be the domain's minimum and
+        maximum, which an outlier alone may set (its exact value in every released row)."""
+        if level == self.top:
+            return [TOP_LABEL] * len(codes)
         lo, hi = self.bounds(level, codes)
         if self.encoded_values is not None:
             vals = self.encoded_values
             return [f"[{_num(vals[a])}-{_num(vals[b - 1])}]" for a, b in zip(lo, hi, strict=True)]
+        hi = lo + self.widths[level]  # bins as SPEC §3 defines them, not clipped to the maximum
         m, w = self.minimum, self.min_width
         if self.integral:
             return [f"[{m + int(a) * w}-{m + int(b) * w - 1}]" for a, b in zip(lo, hi, strict=True)]
