@@ -15,8 +15,15 @@ from pathlib import Path
 from airflow_skald.core.errors import SkaldInputError, VerificationError
 
 
+class _Parser(argparse.ArgumentParser):
+    """Usage errors on one line too (exit 2), like every other bad input."""
+
+    def error(self, message: str):
+        self.exit(2, f"skald: error: {message} (see '{self.prog} --help')\n")
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="skald", description="k-anonymise datasets larger than RAM")
+    p = _Parser(prog="skald", description="k-anonymise datasets larger than RAM")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="anonymise a dataset (three passes over its chunks)")
@@ -105,17 +112,22 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
     if args.rows < 1 or args.chunk_rows < 1:
         raise SkaldInputError("--rows and --chunk-rows must be positive")
-    path = generate_dataset(args.rows, args.chunk_rows, args.seed, args.out, args.format)
+    try:
+        path = generate_dataset(args.rows, args.chunk_rows, args.seed, args.out, args.format)
+    except OSError as exc:
+        raise SkaldInputError(f"cannot write to {args.out}: {exc.strerror}") from None
     print(f"wrote {args.rows} rows to {args.out}; config: {path}")
     return 0
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
+    from airflow_skald.core.config import _limit
     from airflow_skald.core.verify import verify_release
 
     k = _int_arg(args.k, "k")
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
-    report = verify_release(args.output, k, args.suppression_limit, qids=qids)
+    limit = None if args.suppression_limit is None else _limit(args.suppression_limit)
+    report = verify_release(args.output, k, limit, qids=qids)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -314,7 +314,7 @@ def _mapping(raw: Any, where: str) -> dict:
 def _no_unknown(raw: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(str(key) for key in set(raw) - allowed)  # YAML keys may be null, 1...
     if unknown:
-        raise ConfigError(f"unknown key '{unknown[0]}' in {where}")
+        raise ConfigError(f"unknown key {unknown[0]!r} in {where}")
 
 
 def _names(raw: Any, where: str) -> list[str]:

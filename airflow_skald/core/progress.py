@@ -39,17 +39,25 @@ class TerminalProgress:
         self.tty = self.stream.isatty() if tty is None else tty
         self._phase: str | None = None
         self._start = 0.0
+        self._first = 1
         self._rows = 0
 
     def __call__(self, phase: str, i: int, total: int, rows: int) -> None:
+        """Called after chunk i of `total` (1-based) of `phase` is done, with its row count.
+
+        The first call of a phase only starts the clock (the phase's start is not reported),
+        so rates and ETAs are measured over chunks 2..i.
+        """
         now = time.perf_counter()
         if phase != self._phase or i <= 1:
-            self._phase, self._start, self._rows = phase, now - 1e-9, 0
-        self._rows += rows
-        elapsed = max(now - self._start, 1e-9)
-        rate = self._rows / elapsed
-        eta = elapsed / max(i, 1) * (total - i)
-        stats = f"chunk {i}/{total}  {rate / 1e6:.2f}M rows/s  ETA {format_eta(eta)}"
+            self._phase, self._start, self._first, self._rows = phase, now, i, 0
+            stats = f"chunk {i}/{total}  ETA --"
+        else:
+            self._rows += rows
+            elapsed = max(now - self._start, 1e-9)
+            eta = elapsed / (i - self._first) * (total - i)
+            rate = self._rows / elapsed
+            stats = f"chunk {i}/{total}  {rate / 1e6:.2f}M rows/s  ETA {format_eta(eta)}"
         if self.tty:
             done = int(self.width * i / max(total, 1))
             bar = "#" * done + "." * (self.width - done)

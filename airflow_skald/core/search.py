@@ -15,7 +15,7 @@ import numpy as np
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import paper_notation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.histogram import Histogram, group_counts, keys_of
+from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, group_counts, keys_of
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.metrics import ClassStats, max_suppressed, precision, risk
 from airflow_skald.core.plan import Plan
@@ -40,7 +40,9 @@ class _Source:
             self.blocks[-1].append(i)
             size *= c
         codes = hist.decompose()
-        self.block_codes = [keys_of([codes[i] for i in b], [cards[i] for i in b]) for b in self.blocks]
+        self.block_codes = [
+            keys_of([codes[i] for i in b], [cards[i] for i in b]) for b in self.blocks
+        ]
         self.weights = hist.counts.astype(np.float64)
 
     def roll_up(self, node: tuple[int, ...]) -> Histogram:
@@ -67,34 +69,79 @@ def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
     return _Source(plan, plan.root, hist).roll_up(node)
 
 
+class _DenseSource:
+    """A histogram as a dense n-d array of counts: a roll-up is one `add.reduceat` per QID that
+    changes level (memory-bandwidth bound), used when the node's possible bins are few."""
+
+    def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram):
+        self.plan, self.node, self.hist = plan, node, hist
+        dense = np.zeros(hist.n_possible, dtype=np.int64)
+        dense[hist.keys] = hist.counts
+        self.array = dense.reshape(hist.radices)
+
+    @property
+    def size(self) -> int:
+        return int(self.array.size)
+
+    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+        arr = self.array
+        maps = [d.level_map(a, b) for d, a, b in zip(self.plan.dims, self.node, node, strict=True)]
+        # shrink the array fastest first: QIDs with the largest reduction factor
+        order = sorted(
+            range(len(maps)), key=lambda i: maps[i].size / max(int(maps[i].max()) + 1, 1)
+        )
+        for axis in reversed(order):
+            m = maps[axis]
+            if m.size == int(m.max()) + 1:
+                continue  # this QID keeps its level
+            if np.any(m[1:] < m[:-1]):  # a categorical map: group equal targets together
+                perm = np.argsort(m, kind="stable")
+                arr, m = np.take(arr, perm, axis=axis), m[perm]
+            starts = np.flatnonzero(np.r_[True, m[1:] != m[:-1]])
+            arr = np.add.reduceat(arr, starts, axis=axis)
+        flat = arr.reshape(-1)
+        keys = np.flatnonzero(flat)
+        return Histogram(self.plan.radices(node), keys.astype(np.int64), flat[keys])
+
+
 class RollUps:
     """Node histograms rolled up from the smallest cached node below them, not always the root.
 
-    Nodes high in the lattice have few bins, so many roll-ups start from a small histogram.
-    The cache holds at most as many bins as the root histogram (so at most ~2x its memory),
-    and only nodes much smaller than the root.
+    The root is held dense when its possible bins are few (<= 2^24) and not too sparse (at most
+    twice the non-empty ones), else as sparse sorted keys. Nodes high in the lattice are small, so
+    many roll-ups start from a small histogram. The cache holds at most the root's size again,
+    and only nodes at least 8x smaller than the root.
     """
 
     def __init__(self, plan: Plan, root_hist: Histogram):
         self.plan = plan
-        self.budget = root_hist.n_bins
+        n_possible = root_hist.n_possible
+        self.dense = n_possible <= DENSE_LIMIT and n_possible <= 2 * max(root_hist.n_bins, 1)
+        root = self._source(plan.root, root_hist)
+        self.root_size = self._size(root)
+        self.budget = self.root_size
         self.used = 0
-        self.cache: dict[tuple[int, ...], _Source] = {
-            plan.root: _Source(plan, plan.root, root_hist)
-        }
+        self.cache: dict[tuple[int, ...], _Source | _DenseSource] = {plan.root: root}
+
+    def _source(self, node: tuple[int, ...], hist: Histogram) -> _Source | _DenseSource:
+        return _DenseSource(self.plan, node, hist) if self.dense else _Source(self.plan, node, hist)
+
+    @staticmethod
+    def _size(source: _Source | _DenseSource) -> int:
+        return source.size if isinstance(source, _DenseSource) else source.hist.n_bins
 
     def get(self, node: tuple[int, ...]) -> Histogram:
         if node in self.cache:
             return self.cache[node].hist
         source = min(
             (s for s in self.cache if all(a <= b for a, b in zip(s, node, strict=True))),
-            key=lambda s: self.cache[s].hist.n_bins,
+            key=lambda s: self._size(self.cache[s]),
         )
         out = self.cache[source].roll_up(node)
-        root_bins = self.cache[self.plan.root].hist.n_bins
-        if out.n_bins * 8 <= root_bins and self.used + out.n_bins <= self.budget:
-            self.cache[node] = _Source(self.plan, node, out)
-            self.used += out.n_bins
+        size = out.n_possible if self.dense else out.n_bins
+        if size * 8 <= self.root_size and self.used + size <= self.budget:
+            self.cache[node] = self._source(node, out)
+            self.used += size
         return out
 
 

@@ -114,7 +114,14 @@ def verify_release(
         n_records = int(manifest["n_records"])
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
-    classes, n_rows = count_release_classes(parts, DataLocation(path, fmt, delimiter), qids)
+    try:
+        classes, n_rows = count_release_classes(parts, DataLocation(path, fmt, delimiter), qids)
+    except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
+        names = read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names
+        missing = [q for q in qids if q not in names]
+        if not missing:
+            raise
+        raise DataError(f"release {path} has no column '{missing[0]}'") from None
     n_records = n_rows if n_records is None else n_records
     if n_rows > n_records:
         raise VerificationError(f"release has {n_rows} rows but {n_records} records were expected")
