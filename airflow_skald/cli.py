@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -148,6 +149,18 @@ def main(argv: list[str] | None = None) -> int:
     except VerificationError as exc:
         print(f"skald: verification failed: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print("skald: interrupted; nothing was published", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug, not bad input: never echo a message that may hold data
+        if os.environ.get("SKALD_DEBUG"):
+            raise
+        print(
+            f"skald: internal error ({type(exc).__name__}); nothing was published. "
+            "Set SKALD_DEBUG=1 to see the traceback.",
+            file=sys.stderr,
+        )
+        return 3
 
 
 def _one_line(exc: Exception) -> str:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import resource
 import time
 from collections.abc import Callable, Sequence
@@ -38,6 +39,7 @@ from airflow_skald.core.release import (
     discard,
     part_name,
     prepare_staging,
+    remove_stale_staging,
     staging_path,
     write_bytes_atomic,
     write_part_atomic,
@@ -222,7 +224,7 @@ def _write_group(
 def run(
     config: SkaldConfig,
     progress: Progress | None = None,
-    token: str = "cli",
+    token: str | None = None,
     workers: int = 1,
 ) -> dict:
     """All three phases in one process; returns the manifest of the committed release."""
@@ -264,6 +266,9 @@ def run(
         decision.lattice["nodes"],
     )
     del hist
+    if token is None:  # a CLI run: its own staging folder; stale ones of killed runs go
+        remove_stale_staging(config.output.path)
+        token = f"cli-{os.getpid()}"
     staging = staging_path(config.output.path, token)
     prepare_staging(staging)
     try:

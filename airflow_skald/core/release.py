@@ -7,6 +7,7 @@ A retried run removes its own stale staging folder first, so reruns are idempote
 
 from __future__ import annotations
 
+import os
 import posixpath
 import shutil
 from pathlib import Path
@@ -49,6 +50,33 @@ def check_output_target(config: SkaldConfig) -> None:
                 f"output path {out} exists and is not a skald release (no {MANIFEST}); "
                 "refusing to overwrite it"
             )
+
+
+def remove_stale_staging(output: str) -> None:
+    """Remove staging folders of CLI runs (token ``cli-<pid>``) whose process is gone, so a
+    killed run leaves no debris and concurrent runs never share one."""
+    fs, root = filesystem(output)
+    head, tail = posixpath.split(root.rstrip("/"))
+    prefix = f".{tail}.skald-staging-cli-"
+    try:
+        entries = fs.ls(head or "/", detail=False)
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    for entry in entries:
+        name = posixpath.basename(entry.rstrip("/"))
+        pid = name[len(prefix) :]
+        if name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+            fs.rm(entry, recursive=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def prepare_staging(staging: str) -> None:
