@@ -46,13 +46,13 @@ REDIS_URL = os.environ.get("SKALD_IT_REDIS_URL", "redis://127.0.0.1:6379")
 # Written into the temporary home and put on the workers' PYTHONPATH: each Celery worker reports
 # its own name as the task instance hostname (both run on this one machine, so the default FQDN
 # would be identical and the test could not tell which worker ran what).
-_HOSTNAME_MODULE = '''\
+_HOSTNAME_MODULE = """\
 import os
 
 
 def hostname():
     return os.environ.get("SKALD_IT_WORKER_NAME") or __import__("socket").getfqdn()
-'''
+"""
 
 TERMINAL_RUN_STATES = {"success", "failed"}
 
@@ -188,16 +188,25 @@ class Deployment:
         if migrate.returncode != 0:
             raise DeploymentError(f"airflow db migrate failed:\n{migrate.stderr[-4000:]}")
 
-        self._spawn("api-server", ["api-server", "--host", "127.0.0.1", "--port", str(self.port),
-                                   "--workers", "1"])
+        self._spawn(
+            "api-server",
+            ["api-server", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"],
+        )
         self._spawn("scheduler", ["scheduler"])
         self._spawn("dag-processor", ["dag-processor"])
         for name in self.workers:
             self._spawn(
                 name,
-                ["celery", "worker", "--celery-hostname", f"{name}@%h",
-                 "--concurrency", str(self.worker_concurrency), "--without-mingle",
-                 "--without-gossip"],
+                [
+                    "celery",
+                    "worker",
+                    "--celery-hostname",
+                    f"{name}@%h",
+                    "--concurrency",
+                    str(self.worker_concurrency),
+                    "--without-mingle",
+                    "--without-gossip",
+                ],
                 SKALD_IT_WORKER_NAME=name,
                 AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
             )
@@ -269,15 +278,18 @@ class Deployment:
             self._check_alive()
             try:
                 health = self._request("GET", "/api/v2/monitor/health", auth=False)
-                if health.get("scheduler", {}).get("status") == "healthy" and health.get(
-                    "dag_processor", {}
-                ).get("status") == "healthy":
+                if (
+                    health.get("scheduler", {}).get("status") == "healthy"
+                    and health.get("dag_processor", {}).get("status") == "healthy"
+                ):
                     return
                 last = health
             except (OSError, DeploymentError) as exc:
                 last = exc
             time.sleep(1)
-        raise DeploymentError(f"deployment not healthy after {self.start_timeout}s: {last}\n{self.logs()}")
+        raise DeploymentError(
+            f"deployment not healthy after {self.start_timeout}s: {last}\n{self.logs()}"
+        )
 
     # ------------------------------------------------------------------ REST API v2
     def _request(self, method: str, path: str, body: dict | None = None, *, auth: bool = True):
@@ -288,7 +300,9 @@ class Deployment:
             headers["Content-Type"] = "application/json"
         if auth:
             headers["Authorization"] = f"Bearer {self.token()}"
-        req = urllib.request.Request(self.base_url + path, data=data, method=method, headers=headers)
+        req = urllib.request.Request(
+            self.base_url + path, data=data, method=method, headers=headers
+        )
         try:
             with urllib.request.urlopen(req, timeout=30) as resp:
                 payload = resp.read()
@@ -369,8 +383,9 @@ class Deployment:
             if not page["task_instances"] or offset >= page["total_entries"]:
                 return out
 
-    def xcom(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1,
-             key: str = "return_value"):
+    def xcom(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1, key: str = "return_value"
+    ):
         return self.api(
             "GET",
             f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}/taskInstances/{task_id}"

@@ -1,0 +1,388 @@
+"""The SKALD DAGs end to end with ``dag.test()`` on a real SQLite metadata DB (one per session).
+
+Generated (paper-shaped) data and Adult; mapped == unmapped; releases pass the independent
+checks of ``tests/oracle.py``; XCom and task logs never carry an input value (canary record);
+Param validation; re-running a whole run reproduces identical artifacts.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime as dt
+import json
+import logging
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+ADULT = TESTS.parents[1] / "shared" / "data" / "adult"
+
+# Fields of a manifest that legitimately differ between two runs of the same release.
+VOLATILE = {"timings_s", "peak_rss_bytes", "config_sha256"}
+
+
+@pytest.fixture(scope="session")
+def dagbag(airflow_home):
+    from airflow.dag_processing.dagbag import DagBag
+
+    bag = DagBag(str(TESTS.parent / "dags"))
+    assert bag.import_errors == {}, bag.import_errors
+    return bag
+
+
+@pytest.fixture(scope="session")
+def artifacts_root(airflow_home, tmp_path_factory, monkeypatch_session):
+    root = tmp_path_factory.mktemp("artifacts")
+    monkeypatch_session.setenv("AIRFLOW__SKALD__ARTIFACTS", str(root))
+    return root
+
+
+@pytest.fixture(scope="session")
+def monkeypatch_session():
+    mp = pytest.MonkeyPatch()
+    yield mp
+    mp.undo()
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> Path:
+    """4 chunks of the paper's synthetic dataset (4,000 rows) and its skald.yaml."""
+    from airflow_skald.core.generate import generate_dataset
+
+    return generate_dataset(4000, 1000, seed=7, out_dir=tmp_path_factory.mktemp("gen") / "data")
+
+
+def run_dag(dagbag, dag_id: str, conf: dict, logical_date=None, expect: str = "success"):
+    from airflow_skald.operators.dag_params import PARAMS
+
+    dag = dagbag.dags[dag_id]
+    # In-process dag.test() lets a run's conf linger in the shared DAG object's params, so every
+    # run here states every param (defaults first), as a fresh trigger would see them.
+    full = {name: param.value for name, param in PARAMS.items()}
+    if "chunks_per_task" in dag.params:
+        full["chunks_per_task"] = 1
+    kwargs = {"run_conf": {**full, **conf}}
+    if logical_date is not None:  # a fixed run_id: a second call re-runs the same run
+        kwargs["logical_date"] = logical_date
+        kwargs["run_after"] = logical_date
+    dr = dag.test(**kwargs)
+    states = {(ti.task_id, ti.map_index): ti.state for ti in dr.get_task_instances()}
+    assert dr.state == expect, states
+    return dr
+
+
+def xcoms(dr) -> list:
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rows = (
+            session.query(XComModel)
+            .filter(XComModel.dag_id == dr.dag_id, XComModel.run_id == dr.run_id)
+            .all()
+        )
+        return [(r.task_id, r.map_index, r.key, r.value) for r in rows]
+
+
+def return_value(dr, task_id: str):
+    for task, map_index, key, value in xcoms(dr):
+        if task == task_id and map_index == -1 and key == "return_value":
+            return json.loads(value) if isinstance(value, str) else value
+    raise AssertionError(f"no return value for {task_id}")
+
+
+def release_files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.glob("part-*"))}
+
+
+def manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
+def stable(m: dict) -> dict:
+    return {
+        k: v
+        for k, v in m.items()
+        if k not in VOLATILE and not k.startswith(("timings", "peak_rss"))
+    }
+
+
+def read_release(folder: Path) -> pd.DataFrame:
+    return pd.concat(
+        [pq.read_table(p).to_pandas() for p in sorted(folder.glob("part-*.parquet"))],
+        ignore_index=True,
+    )
+
+
+# --------------------------------------------------------------------------- structure
+def test_dags_parse_and_shape(dagbag):
+    from airflow.sdk import Asset
+
+    assert {"skald_anonymise", "skald_anonymise_mapped"} <= set(dagbag.dags)
+    plain = dagbag.dags["skald_anonymise"]
+    assert [t.task_id for t in plain.topological_sort()] == [
+        "encode",
+        "histogram_lattice",
+        "generalise",
+    ]
+    mapped = dagbag.dags["skald_anonymise_mapped"]
+    is_mapped = {t.task_id: type(t).__name__ == "MappedOperator" for t in mapped.tasks}
+    assert is_mapped == {
+        "list_chunks": False,
+        "encode_chunks": True,
+        "encode": False,
+        "histogram_chunks": True,
+        "histogram_lattice": False,
+        "generalise_chunks": True,
+        "generalise": False,
+    }
+    for dag in (plain, mapped):
+        outlets = dag.get_task("generalise").outlets
+        assert any(isinstance(o, Asset) for o in outlets)
+        assert set(dag.params) >= {
+            "config",
+            "input_path",
+            "output_path",
+            "k",
+            "suppression_limit",
+            "histogram_bins",
+        }
+        assert dag.params["k"] == 50
+
+
+def test_provider_info_valid_and_registered(airflow_home):
+    import airflow
+    import jsonschema
+    from airflow.providers_manager import ProvidersManager
+
+    from airflow_skald.provider import get_provider_info
+
+    schema = json.loads((Path(airflow.__file__).parent / "provider_info.schema.json").read_text())
+    jsonschema.validate(get_provider_info(), schema)
+    pm = ProvidersManager()
+    assert "airflow-skald" in pm.providers
+    assert "airflow_skald.operators.links.SkaldManifestLink" in pm.extra_links_class_names
+    # and the CLI a user would run
+    import subprocess
+
+    listed = subprocess.run(
+        [str(Path(sys.executable).with_name("airflow")), "providers", "list", "-o", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert listed.returncode == 0, listed.stderr[-2000:]
+    names = {p["package_name"]: p["version"] for p in json.loads(listed.stdout)}
+    from airflow_skald import __version__
+
+    assert names["airflow-skald"] == __version__
+
+
+def test_package_import_is_light():
+    """Importing the operators must not import the core's heavy dependencies (DAG parsing)."""
+    import subprocess
+
+    code = (
+        "import sys, airflow_skald.operators, airflow_skald.provider, airflow_skald.plugin; "
+        "heavy = [m for m in ('pandas', 'pyarrow', 'airflow_skald.core.pipeline') "
+        "if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+# --------------------------------------------------------------------------- params
+@pytest.mark.parametrize(
+    "bad",
+    [{"k": 1}, {"k": "abc"}, {"suppression_limit": 2}, {"suppression_limit": -0.1}, {"k": 2.5}],
+)
+def test_param_validation_rejects(dagbag, bad):
+    from airflow.sdk.exceptions import ParamValidationError
+
+    for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
+        params = copy.deepcopy(dagbag.dags[dag_id].params)
+        with pytest.raises(ParamValidationError):
+            params.update(bad)  # a trigger's conf is validated when it is merged
+            params.validate()
+
+
+def test_param_validation_accepts(dagbag):
+    params = copy.deepcopy(dagbag.dags["skald_anonymise"].params)
+    params.update({"k": 2, "suppression_limit": 0, "histogram_bins": 1000, "config": "/x.yaml"})
+    params.validate()
+
+
+def test_invalid_param_fails_run(dagbag, artifacts_root):
+    """dag.test with k=1: the run is refused before any task writes anything."""
+    from airflow.sdk.exceptions import ParamValidationError
+
+    with pytest.raises(ParamValidationError, match="k"):
+        dagbag.dags["skald_anonymise"].test(run_conf={"k": 1, "config": "/nonexistent.yaml"})
+
+
+def test_missing_config_fails_clearly(dagbag, artifacts_root, tmp_path, capfd, caplog):
+    run_dag(
+        dagbag,
+        "skald_anonymise",
+        {"config": str(tmp_path / "missing.yaml"), "k": 5},
+        expect="failed",
+    )  # bad input is not retried (AirflowFailException): no wait for a retry delay
+    out = capfd.readouterr()
+    assert "config file not found" in out.out + out.err + caplog.text
+
+
+# --------------------------------------------------------------------------- end to end
+def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp_path):
+    from oracle import check_release
+
+    from airflow_skald.core.config import load_config
+    from airflow_skald.core.pipeline import run
+
+    outs = {}
+    for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
+        out = tmp_path / f"release-{dag_id}"
+        conf = {"config": str(generated), "output_path": str(out), "k": 10}
+        dr = run_dag(dagbag, dag_id, conf)
+        result = return_value(dr, "generalise")
+        assert result["verified"] is True
+        assert Path(result["manifest"].removeprefix("file://")).exists()
+        assert "/skald/runs/" in result["manifest_url"]
+        outs[dag_id] = out
+    a, b = (outs["skald_anonymise"], outs["skald_anonymise_mapped"])
+    assert release_files(a) == release_files(b)
+    assert len(release_files(a)) == 4
+    assert stable(manifest(a)) == stable(manifest(b))
+
+    # the same as the core in one process (the CLI's path)
+    cli_out = tmp_path / "release-cli"
+    m = run(load_config(generated, overrides={"k": 10, "output_path": str(cli_out)}))
+    assert release_files(cli_out) == release_files(a)
+    assert stable(m) == stable(manifest(a))
+
+    # independent checks of the release
+    cfg = yaml.safe_load(generated.read_text())
+    qids = [q["name"] for q in cfg["quasi_identifiers"]]
+    check = check_release(read_release(a), qids, 10, 0.01, 4000)
+    assert check["n_suppressed"] == manifest(a)["n_suppressed"]
+    assert check["min_class_size"] >= 10
+
+
+def _adult_config(tmp_path: Path) -> Path:
+    names = ["age", "education", "marital-status", "occupation", "race", "sex", "workclass"]
+    body = {
+        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "output": {"path": str(tmp_path / "adult-out"), "format": "parquet"},
+        "chunk_rows": 8000,
+        "sensitive_attributes": ["salary-class"],
+        "quasi_identifiers": [
+            {
+                "name": n,
+                "type": "categorical",
+                "hierarchy_file": str(ADULT / f"adult_hierarchy_{n}.csv"),
+            }
+            for n in names
+        ],
+        "privacy": {"k": 5, "suppression_limit": 0.02},
+        "memory": {"histogram_bins": 10**9},
+    }
+    path = tmp_path / "adult.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+def test_adult_both_dags(dagbag, artifacts_root, tmp_path):
+    from oracle import check_release
+
+    if not ADULT.exists():
+        pytest.fail(f"Adult dataset not found at {ADULT}")
+    cfg = _adult_config(tmp_path)
+    outs = {}
+    for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
+        out = tmp_path / f"adult-{dag_id}"
+        run_dag(dagbag, dag_id, {"config": str(cfg), "output_path": str(out), "k": 10})
+        outs[dag_id] = out
+    a, b = outs["skald_anonymise"], outs["skald_anonymise_mapped"]
+    assert release_files(a) == release_files(b)
+    assert stable(manifest(a)) == stable(manifest(b))
+    m = manifest(a)
+    assert m["k"] == 10 and m["chunks"] == 4 and m["verified"]
+    names = [q["name"] for q in yaml.safe_load(cfg.read_text())["quasi_identifiers"]]
+    check = check_release(read_release(a), names, 10, 0.02, m["n_records"])
+    assert check["min_class_size"] >= 10
+    assert check["n_suppressed"] == m["n_suppressed"]
+
+
+# --------------------------------------------------------------------------- privacy of XCom/logs
+def test_xcom_and_logs_carry_no_input_values(dagbag, artifacts_root, tmp_path, capfd, caplog):
+    from helpers_data import CANARY_RAW, config_dict, write_config, write_dataset
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    write_dataset(inp, n_files=3, rows=60, canary_in=1)
+    cfg = write_config(tmp_path / "skald.yaml", config_dict(inp, out, k=3, suppression_limit=0.1))
+    capfd.readouterr()
+    caplog.set_level(logging.INFO)
+    dr = run_dag(dagbag, "skald_anonymise_mapped", {"config": str(cfg), "k": 3})
+    logs = "".join(capfd.readouterr()) + caplog.text
+    assert "chunk 1/1" in logs and "chosen node" in logs  # progress and decision are logged
+    values = xcoms(dr)
+    assert len(values) >= 10
+    blob = json.dumps([v for *_, v in values], default=str)
+    for raw in CANARY_RAW:
+        assert raw not in blob, f"input value {raw!r} leaked into XCom"
+        assert raw not in logs, f"input value {raw!r} leaked into the task logs"
+    # every XCom is small (references and figures only)
+    assert max(len(json.dumps(v, default=str)) for *_, v in values) < 4000
+    # the canary's row exists in the input and is masked in the release
+    rel = read_release(out)
+    assert len(rel) == 181
+    assert not any(raw in rel.to_csv() for raw in CANARY_RAW[:5])
+
+
+# --------------------------------------------------------------------------- retries / audit
+def test_rerun_reproduces_identical_artifacts(dagbag, artifacts_root, generated, tmp_path):
+    """Re-running a run (same run_id: every task cleared and re-executed) rewrites the same bytes."""
+    when = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
+    out = tmp_path / "release"
+    conf = {"config": str(generated), "output_path": str(out), "k": 25}
+
+    def snapshot(dr) -> dict[str, bytes]:
+        root = Path(return_value(dr, "generalise")["artifacts"].removeprefix("file://"))
+        files = {
+            str(p.relative_to(root)): p.read_bytes()
+            for p in root.rglob("*")
+            # timings, and the manifest/report that print them, are compared without them
+            if p.is_file()
+            and "timings" not in p.parts
+            and p.name not in ("manifest.json", "report.html")
+        }
+        files.update({f"release/{k}": v for k, v in release_files(out).items()})
+        return files
+
+    first_dr = run_dag(dagbag, "skald_anonymise_mapped", conf, logical_date=when)
+    first, first_manifest = snapshot(first_dr), stable(manifest(out))
+    assert {"chunks.json", "domain_stats.json", "histogram.bin", "decision.json"} <= set(first)
+    assert sum(1 for k in first if k.startswith("release/part-")) == 4
+    second_dr = run_dag(dagbag, "skald_anonymise_mapped", conf, logical_date=when)
+    assert second_dr.run_id == first_dr.run_id
+    assert snapshot(second_dr) == first
+    assert stable(manifest(out)) == first_manifest
+    # no staging folder or temporary file is left behind
+    leftovers = [p.name for p in out.parent.iterdir() if "staging" in p.name or p.suffix == ".tmp"]
+    assert leftovers == []
+
+
+def test_runs_keep_separate_artifacts(dagbag, artifacts_root, generated, tmp_path):
+    out = tmp_path / "release"
+    conf = {"config": str(generated), "output_path": str(out), "k": 10}
+    a = return_value(run_dag(dagbag, "skald_anonymise", conf), "generalise")["artifacts"]
+    b = return_value(run_dag(dagbag, "skald_anonymise", conf), "generalise")["artifacts"]
+    assert a != b
+    for uri in (a, b):
+        assert (Path(uri.removeprefix("file://")) / "manifest.json").exists()

@@ -1,0 +1,139 @@
+"""Operator shells without a scheduler: no work in __init__, atomic artifacts, exact merges."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def context(run_id: str = "manual__2026-01-01T00:00:00+00:00", dag_id: str = "unit") -> dict:
+    return {"dag": SimpleNamespace(dag_id=dag_id), "run_id": run_id}
+
+
+@pytest.fixture
+def setup(tmp_path, monkeypatch):
+    from helpers_data import config_dict, write_config, write_dataset
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    write_dataset(inp, n_files=3, rows=40)
+    cfg = write_config(tmp_path / "skald.yaml", config_dict(inp, out, k=3))
+    monkeypatch.setenv("AIRFLOW__SKALD__ARTIFACTS", str(tmp_path / "artifacts"))
+    return cfg, out, tmp_path / "artifacts"
+
+
+def test_init_does_no_work_and_checks_mode():
+    from airflow_skald.operators import EncodeOperator, GeneraliseOperator
+
+    EncodeOperator(task_id="e", config="/does/not/exist.yaml", k="{{ params.k }}")
+    with pytest.raises(ValueError, match="mode"):
+        GeneraliseOperator(task_id="g", mode="list")
+
+
+def test_artifact_write_is_atomic(tmp_path, monkeypatch):
+    """A writer killed between writing and renaming leaves only a hidden .tmp file."""
+    from airflow.sdk import ObjectStoragePath
+
+    from airflow_skald.operators.artifacts import RunArtifacts
+
+    store = RunArtifacts(str(tmp_path), "d", "r:1+2")
+    assert store.path.name == "r_1_2"
+
+    def killed(self, target):
+        raise KeyboardInterrupt("killed")
+
+    monkeypatch.setattr(ObjectStoragePath, "rename", killed)
+    with pytest.raises(KeyboardInterrupt):
+        store.write_json("decision.json", {"node": [1]})
+    monkeypatch.undo()
+    assert not store.exists("decision.json")
+    assert [p.name for p in Path(store.uri().removeprefix("file://")).iterdir()] == [
+        ".decision.json.tmp"
+    ]
+    with pytest.raises(FileNotFoundError, match="upstream task"):
+        store.read_json("decision.json")
+    store.write_json("decision.json", {"node": [1]})  # the retry overwrites cleanly
+    assert store.read_json("decision.json") == {"node": [1]}
+
+
+def test_mapped_phases_equal_single_task(setup):
+    """Operators driven by hand: partial+merge == all, and a missing group is an error."""
+    from airflow_skald.operators import EncodeOperator, GeneraliseOperator, HistogramLatticeOperator
+    from airflow_skald.operators.artifacts import RunArtifacts
+
+    cfg, out, _ = setup
+    common = {"config": str(cfg), "k": 3, "output_path": str(out)}
+    ctx = context("all")
+    EncodeOperator(task_id="e", **common).execute(ctx)
+    all_decision = HistogramLatticeOperator(task_id="h", **common).execute(ctx)
+    released = GeneraliseOperator(task_id="g", **common).execute(ctx)
+    assert released["verified"] and released["dm_star"] == all_decision["dm_star"]
+    all_bytes = {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))}
+
+    ctx = context("mapped")
+    groups = EncodeOperator(task_id="l", mode="list", chunks_per_task=2, **common).execute(ctx)
+    assert [g["chunk_ids"] for g in groups] == [[0, 1], [2]]
+    for g in groups:
+        EncodeOperator(task_id="ep", mode="partial", chunk_group=g, **common).execute(ctx)
+    EncodeOperator(task_id="em", mode="merge", **common).execute(ctx)
+    for g in groups:
+        HistogramLatticeOperator(task_id="hp", mode="partial", chunk_group=g, **common).execute(ctx)
+    mapped_decision = HistogramLatticeOperator(task_id="hm", mode="merge", **common).execute(ctx)
+    for key in ("node", "dm_star", "n_suppressed", "n_equivalence_classes"):
+        assert mapped_decision[key] == all_decision[key]
+    for g in groups:
+        GeneraliseOperator(task_id="gp", mode="partial", chunk_group=g, **common).execute(ctx)
+    # a killed writer's leftover must not end up in the release
+    staging = next(out.parent.glob(".out.skald-staging-*"))
+    (staging / ".part-00001.parquet.tmp").write_bytes(b"half")
+    result = GeneraliseOperator(task_id="gm", mode="merge", **common).execute(ctx)
+    assert result["verified"]
+    assert {p.name: p.read_bytes() for p in sorted(out.glob("part-*"))} == all_bytes
+    assert not list(out.glob(".*"))
+    # clearing the final task after the commit re-publishes instead of failing
+    again = GeneraliseOperator(task_id="gm", mode="merge", **common).execute(ctx)
+    assert again["dm_star"] == result["dm_star"]
+
+    # a merge with a missing partial fails clearly
+    store = RunArtifacts(None, "unit", "mapped")
+    (Path(store.uri().removeprefix("file://")) / "partials/encode/group-00001.json").unlink()
+    with pytest.raises(FileNotFoundError, match="group-00001"):
+        EncodeOperator(task_id="em", mode="merge", **common).execute(ctx)
+
+
+def test_bad_input_is_not_retried(setup):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_skald.operators import EncodeOperator
+
+    cfg, out, _ = setup
+    with pytest.raises(AirflowFailException, match="k must be an integer"):
+        EncodeOperator(task_id="e", config=str(cfg), k="abc").execute(context())
+    with pytest.raises(AirflowFailException, match="no SKALD config"):
+        EncodeOperator(task_id="e", config="None").execute(context())
+
+
+def test_later_phase_refuses_changed_settings(setup):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_skald.operators import EncodeOperator, HistogramLatticeOperator
+
+    cfg, out, _ = setup
+    EncodeOperator(task_id="e", config=str(cfg), k=3).execute(context("c"))
+    with pytest.raises(AirflowFailException, match="changed since the encode task"):
+        HistogramLatticeOperator(task_id="h", config=str(cfg), k=4).execute(context("c"))
+
+
+def test_artifacts_on_an_object_store_url():
+    """Artifacts work on any ObjectStoragePath filesystem, not only local folders."""
+    from airflow_skald.operators.artifacts import RunArtifacts
+
+    store = RunArtifacts("memory://skald-test/artifacts", "dag", "manual__2026:1")
+    uri = store.write_json("decision.json", {"node": [1, 2]})
+    assert uri == "memory://skald-test/artifacts/dag/manual__2026_1/decision.json"
+    assert store.read_json("decision.json") == {"node": [1, 2]}
+    assert not store.exists(".decision.json.tmp")
