@@ -71,46 +71,74 @@ def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
 
 class _DenseSource:
     """A histogram as a dense n-d array of counts: a roll-up is one `add.reduceat` per QID that
-    changes level (memory-bandwidth bound), used when the node's possible bins are few."""
+    changes level (memory-bandwidth bound), used when the node's possible bins are few.
+    Counts are int32 when the records fit (half the memory traffic)."""
 
-    def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram):
-        self.plan, self.node, self.hist = plan, node, hist
-        dense = np.zeros(hist.n_possible, dtype=np.int64)
-        dense[hist.keys] = hist.counts
-        self.array = dense.reshape(hist.radices)
+    def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram, array=None):
+        self.plan, self.node = plan, node
+        self._hist = hist
+        if array is None:
+            dtype = np.int32 if hist.n_records < 2**31 else np.int64
+            dense = np.zeros(hist.n_possible, dtype=dtype)
+            dense[hist.keys] = hist.counts
+            array = dense.reshape(hist.radices)
+        self.array = array
 
     @property
     def size(self) -> int:
         return int(self.array.size)
 
-    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+    @property
+    def hist(self) -> Histogram:
+        if self._hist is None:
+            flat = self.array.reshape(-1)
+            keys = np.flatnonzero(flat)
+            self._hist = Histogram(
+                self.plan.radices(self.node), keys.astype(np.int64), flat[keys].astype(np.int64)
+            )
+        return self._hist
+
+    def _maps(self, node: tuple[int, ...]) -> list[np.ndarray]:
+        return [d.level_map(a, b) for d, a, b in zip(self.plan.dims, self.node, node, strict=True)]
+
+    def reduce_axis(self, axis: int, level: int) -> _DenseSource:
+        """The node with one QID raised to `level` (everything else unchanged)."""
+        m = self.plan.dims[axis].level_map(self.node[axis], level)
         arr = self.array
-        maps = [d.level_map(a, b) for d, a, b in zip(self.plan.dims, self.node, node, strict=True)]
-        # shrink the array fastest first: QIDs with the largest reduction factor
-        order = sorted(
-            range(len(maps)), key=lambda i: maps[i].size / max(int(maps[i].max()) + 1, 1)
-        )
-        for axis in reversed(order):
-            m = maps[axis]
-            if m.size == int(m.max()) + 1:
-                continue  # this QID keeps its level
-            if np.any(m[1:] < m[:-1]):  # a categorical map: group equal targets together
-                perm = np.argsort(m, kind="stable")
-                arr, m = np.take(arr, perm, axis=axis), m[perm]
-            starts = np.flatnonzero(np.r_[True, m[1:] != m[:-1]])
-            arr = np.add.reduceat(arr, starts, axis=axis)
-        flat = arr.reshape(-1)
+        if np.any(m[1:] < m[:-1]):  # a categorical map: group equal targets together
+            perm = np.argsort(m, kind="stable")
+            arr, m = np.take(arr, perm, axis=axis), m[perm]
+        starts = np.flatnonzero(np.r_[True, m[1:] != m[:-1]])
+        node = list(self.node)
+        node[axis] = level
+        return _DenseSource(self.plan, tuple(node), None, np.add.reduceat(arr, starts, axis=axis))
+
+    def steps(self, node: tuple[int, ...]) -> list[int]:
+        """QIDs to raise, largest reduction first (the array shrinks fastest)."""
+        maps = self._maps(node)
+        factor = [m.size / (int(m.max()) + 1) for m in maps]
+        return sorted((i for i in range(len(maps)) if factor[i] > 1), key=lambda i: -factor[i])
+
+    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+        current = self
+        for axis in self.steps(node):
+            current = current.reduce_axis(axis, node[axis])
+        flat = current.array.reshape(-1)
         keys = np.flatnonzero(flat)
-        return Histogram(self.plan.radices(node), keys.astype(np.int64), flat[keys])
+        return Histogram(
+            self.plan.radices(node), keys.astype(np.int64), flat[keys].astype(np.int64)
+        )
 
 
 class RollUps:
     """Node histograms rolled up from the smallest cached node below them, not always the root.
 
     The root is held dense when its possible bins are few (<= 2^24) and not too sparse (at most
-    twice the non-empty ones), else as sparse sorted keys. Nodes high in the lattice are small, so
-    many roll-ups start from a small histogram. The cache holds at most the root's size again,
-    and only nodes at least 8x smaller than the root.
+    twice the non-empty ones), else as sparse sorted keys. Dense roll-ups go one QID at a time
+    (largest reduction first) and cache the intermediate nodes, which many later nodes share.
+    Sparse roll-ups cache results at least 8x smaller than the root. The cache holds at most four
+    times the root's size (measured at full scale: search 31 s -> 5 s; the root's count array is
+    int32, so a 9.2M-bin root's cache stays under 150 MB).
     """
 
     def __init__(self, plan: Plan, root_hist: Histogram):
@@ -119,7 +147,7 @@ class RollUps:
         self.dense = n_possible <= DENSE_LIMIT and n_possible <= 2 * max(root_hist.n_bins, 1)
         root = self._source(plan.root, root_hist)
         self.root_size = self._size(root)
-        self.budget = self.root_size
+        self.budget = 4 * self.root_size
         self.used = 0
         self.cache: dict[tuple[int, ...], _Source | _DenseSource] = {plan.root: root}
 
@@ -130,19 +158,32 @@ class RollUps:
     def _size(source: _Source | _DenseSource) -> int:
         return source.size if isinstance(source, _DenseSource) else source.hist.n_bins
 
+    def _closest(self, node: tuple[int, ...]) -> _Source | _DenseSource:
+        below = (s for s in self.cache if all(a <= b for a, b in zip(s, node, strict=True)))
+        return self.cache[min(below, key=lambda s: self._size(self.cache[s]))]
+
     def get(self, node: tuple[int, ...]) -> Histogram:
         if node in self.cache:
             return self.cache[node].hist
-        source = min(
-            (s for s in self.cache if all(a <= b for a, b in zip(s, node, strict=True))),
-            key=lambda s: self._size(self.cache[s]),
-        )
-        out = self.cache[source].roll_up(node)
-        size = out.n_possible if self.dense else out.n_bins
-        if size * 8 <= self.root_size and self.used + size <= self.budget:
-            self.cache[node] = self._source(node, out)
-            self.used += size
-        return out
+        source = self._closest(node)
+        if not self.dense:
+            out = source.roll_up(node)
+            if out.n_bins * 8 <= self.root_size and self.used + out.n_bins <= self.budget:
+                self.cache[node] = self._source(node, out)
+                self.used += out.n_bins
+            return out
+        for axis in source.steps(node):
+            step = list(source.node)
+            step[axis] = node[axis]
+            step = tuple(step)
+            if step in self.cache:
+                source = self.cache[step]
+                continue
+            source = source.reduce_axis(axis, node[axis])
+            if step != node and self.used + source.size <= self.budget:
+                self.cache[step] = source
+                self.used += source.size
+        return source.hist
 
 
 @dataclass
