@@ -88,9 +88,16 @@ class Histogram:
         radices = parts[0].radices
         if any(p.radices != radices for p in parts):
             raise ValueError("histograms over different nodes cannot be merged")
+        n_possible = _product(radices)
+        if n_possible <= DENSE_LIMIT:  # add into one dense array: no concatenation, no sort
+            dense = np.zeros(n_possible, dtype=np.int64)
+            for p in parts:
+                dense[p.keys] += p.counts  # keys are unique within a part
+            nz = np.flatnonzero(dense)
+            return Histogram(radices, nz.astype(np.int64), dense[nz])
         keys = np.concatenate([p.keys for p in parts])
         counts = np.concatenate([p.counts for p in parts]).astype(np.float64)
-        k, c = group_counts(keys, counts, _product(radices))
+        k, c = group_counts(keys, counts, n_possible)
         return Histogram(radices, k, c)
 
     def decompose(self) -> list[np.ndarray]:
