@@ -94,7 +94,9 @@ class _DenseSource:
             flat = self.array.reshape(-1)
             keys = np.flatnonzero(flat)
             self._hist = Histogram(
-                self.plan.radices(self.node), keys.astype(np.int64), flat[keys].astype(np.int64)
+                self.plan.radices(self.node),
+                keys.astype(np.int64, copy=False),
+                flat[keys].astype(np.int64, copy=False),
             )
         return self._hist
 
@@ -111,7 +113,8 @@ class _DenseSource:
         starts = np.flatnonzero(np.r_[True, m[1:] != m[:-1]])
         node = list(self.node)
         node[axis] = level
-        return _DenseSource(self.plan, tuple(node), None, np.add.reduceat(arr, starts, axis=axis))
+        reduced = np.add.reduceat(arr, starts, axis=axis, dtype=arr.dtype)  # stay int32
+        return _DenseSource(self.plan, tuple(node), None, reduced)
 
     def steps(self, node: tuple[int, ...]) -> list[int]:
         """QIDs to raise, largest reduction first (the array shrinks fastest)."""
