@@ -64,20 +64,10 @@ def _int_arg(value: str, name: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from airflow_skald.core.config import load_config
+    from airflow_skald.core.config import OVERRIDE_KEYS, load_config
     from airflow_skald.core.pipeline import run
 
-    overrides = {
-        key: getattr(args, key)
-        for key in (
-            "input_path",
-            "output_path",
-            "k",
-            "suppression_limit",
-            "histogram_bins",
-            "chunk_rows",
-        )
-    }
+    overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS if hasattr(args, key)}
     config = load_config(args.config, overrides)
     from airflow_skald.core.progress import cli_progress
 

@@ -32,7 +32,7 @@ from airflow_skald.core.dimensions import TOP, paper_notation
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.manifest import input_fingerprint
+from airflow_skald.core.manifest import input_fingerprint, release_description
 from airflow_skald.core.metrics import max_suppressed, risk, sum_squares
 from airflow_skald.core.pipeline import (
     ChunkProgress,
@@ -392,13 +392,7 @@ def _manifest(
         },
         "risk": risk(sizes, config.k),
         "class_size_histogram": class_size_histogram(sizes),
-        "suppressed_records": config.suppressed_records,
-        "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
-        "direct_identifiers_removed": list(config.direct_identifiers),
-        "sensitive_attributes": list(config.sensitive_attributes),
-        "output_format": config.output.format,
-        "output_delimiter": config.output.delimiter,
-        "parts": parts,
+        **release_description(config, parts),
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "peak_rss_bytes": peak_rss_bytes(),
         "verified": True,

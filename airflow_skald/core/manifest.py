@@ -23,6 +23,19 @@ def input_fingerprint(chunks: list[ChunkRef]) -> str:
     return hashlib.sha256(body.encode()).hexdigest()
 
 
+def release_description(config: SkaldConfig, parts: list[str]) -> dict:
+    """Manifest fields that describe the release's shape (shared with the per-chunk baseline)."""
+    return {
+        "suppressed_records": config.suppressed_records,
+        "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
+        "direct_identifiers_removed": list(config.direct_identifiers),
+        "sensitive_attributes": list(config.sensitive_attributes),
+        "output_format": config.output.format,
+        "output_delimiter": config.output.delimiter,
+        "parts": parts,
+    }
+
+
 def build_manifest(
     config: SkaldConfig,
     plan: Plan,
@@ -66,13 +79,7 @@ def build_manifest(
         },
         "risk": d["risk"],
         "class_size_histogram": d["class_size_histogram"],
-        "suppressed_records": config.suppressed_records,
-        "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
-        "direct_identifiers_removed": list(config.direct_identifiers),
-        "sensitive_attributes": list(config.sensitive_attributes),
-        "output_format": config.output.format,
-        "output_delimiter": config.output.delimiter,
-        "parts": parts,
+        **release_description(config, parts),
         "timings_s": {k: round(v, 3) for k, v in timings.items()},
         "peak_rss_bytes": peak_rss,
         "verified": bool(verify_report.get("verified")),
