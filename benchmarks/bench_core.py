@@ -123,7 +123,7 @@ def main() -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--chunk-rows", type=int, default=1_000_000)
     p.add_argument("--chunks", type=int, default=5)
-    p.add_argument("--many", type=int, default=50, help="chunk count for the flat-memory check")
+    p.add_argument("--many", type=int, default=100, help="chunk count for the flat-memory check")
     p.add_argument("--mem-chunk-rows", type=int, default=100_000)
     p.add_argument("--k", type=int, default=50)
     p.add_argument("--work", default="/tmp/skald-bench")

@@ -79,6 +79,11 @@ class Dimension:
         """Level-0 codes of raw values; values outside the phase-1 domain are errors."""
         raise NotImplementedError
 
+    def codes_at(self, column: pa.ChunkedArray, chunk: ChunkRef, level: int) -> np.ndarray:
+        """Codes at `level` of raw values (the hot path of phases 2 and 3)."""
+        codes = self.codes(column, chunk)
+        return codes if level == 0 else self.level_map(0, level)[codes]
+
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
         """Output strings of the given bins of `level`."""
         raise NotImplementedError
@@ -113,11 +118,18 @@ class CategoricalDimension(Dimension):
         return out
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
+        return self.codes_at(column, chunk, 0)
+
+    def codes_at(self, column: pa.ChunkedArray, chunk: ChunkRef, level: int) -> np.ndarray:
+        """One lookup per row: the dictionary's labels are mapped to `level` codes first."""
         arr = dictionary_of(column)
         check_no_nulls(self.name, arr, chunk)
         labels = pa.array(self.level_labels[0].tolist(), pa.string())
         lut = pc.index_in(arr.dictionary, value_set=labels).fill_null(-1).to_numpy()
-        codes = lut.astype(np.int64)[arr.indices.to_numpy(zero_copy_only=False)]
+        lut = lut.astype(np.int64)
+        if level:
+            lut = np.where(lut >= 0, self.level_map(0, level)[np.maximum(lut, 0)], -1)
+        codes = lut[arr.indices.to_numpy(zero_copy_only=False)]
         if (codes < 0).any():
             row = int(np.flatnonzero(codes < 0)[0])
             raise DataError(

@@ -54,7 +54,7 @@ def generalise_table(
     """The release part of one chunk (`table` holds the released columns)."""
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
-        node_codes.append(dim.level_map(0, level)[dim.codes(table.column(dim.name), chunk)])
+        node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
     n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
     mask = suppressed_mask(
         keys_of(node_codes, decision.radices), decision.suppressed_keys, n_possible

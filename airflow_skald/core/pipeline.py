@@ -116,12 +116,12 @@ def count_histogram(
     """Phase 2 over some chunks: root-node class counts (merge with Histogram.merge)."""
     acc = HistogramAccumulator(plan.radices(plan.root))
     types = csv_types(config)
-    maps = [d.level_map(0, r) for d, r in zip(plan.dims, plan.root, strict=True)]
     tick = ChunkProgress("histogram", len(chunks), progress)
     for i, chunk in enumerate(chunks):
         table = read_chunk(config.input, chunk, config.qid_names, types)
         codes = [
-            m[d.codes(table.column(d.name), chunk)] for d, m in zip(plan.dims, maps, strict=True)
+            d.codes_at(table.column(d.name), chunk, r)
+            for d, r in zip(plan.dims, plan.root, strict=True)
         ]
         acc.add_codes(codes)
         tick(i + 1, table.num_rows)
