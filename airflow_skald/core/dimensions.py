@@ -211,16 +211,16 @@ class NumericalDimension(Dimension):
             x = arr.to_numpy()
             if table is not None and (x.dtype.kind in "iu" or np.all(x == np.floor(x))):
                 lo, ranks = table
-                off = x.astype(np.int64) - lo
-                inside = (off >= 0) & (off < ranks.size)
-                out = np.full(x.size, -1, dtype=np.int64)
-                out[inside] = ranks[off[inside]]
-                return out
+                off = np.subtract(x, lo, dtype=np.int64)
+                if x.size and (off.min() < 0 or off.max() >= ranks.size):
+                    off = np.where((off < 0) | (off >= ranks.size), ranks.size, off)
+                    ranks = np.append(ranks, -1)  # out of the table: no rank
+                return ranks[off]
             return np.searchsorted(self.encoded_values, x).astype(np.int64)
         if pa.types.is_integer(arr.type) and self.integral:
             x = arr.to_numpy().astype(np.int64, copy=False) - int(self.minimum)
             return x if self.min_width == 1 else x // int(self.min_width)
-        scaled = arr.to_numpy().astype(np.float64) - float(self.minimum)
+        scaled = np.subtract(arr.to_numpy(), float(self.minimum), dtype=np.float64)
         scaled /= float(self.min_width)
         # values on the min_width grid may sit a hair below it in binary: nudge up, then floor
         scaled += _FLOAT_TOLERANCE * max(1.0, float(self.n_units))
@@ -230,9 +230,12 @@ class NumericalDimension(Dimension):
         arr = numeric_array(column)
         check_no_nulls(self.name, arr, chunk)
         units = self.units(arr)
-        bad = (units < 0) | (units >= self.n_units)
-        if self.encoded_values is not None and not bad.any() and self._rank_table() is None:
+        if units.size and (units.min() < 0 or units.max() >= self.n_units):
+            bad = (units < 0) | (units >= self.n_units)
+        elif self.encoded_values is not None and self._rank_table() is None:
             bad = self.encoded_values[units] != arr.to_numpy()
+        else:
+            return units
         if bad.any():
             raise DataError(
                 f"column '{self.name}' has a value outside the phase-1 domain at "
