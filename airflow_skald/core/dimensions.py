@@ -211,7 +211,7 @@ class NumericalDimension(Dimension):
             x = arr.to_numpy()
             if table is not None and (x.dtype.kind in "iu" or np.all(x == np.floor(x))):
                 lo, ranks = table
-                off = np.subtract(x, lo, dtype=np.int64)
+                off = x.astype(np.int64, copy=False) - lo
                 if x.size and (off.min() < 0 or off.max() >= ranks.size):
                     off = np.where((off < 0) | (off >= ranks.size), ranks.size, off)
                     ranks = np.append(ranks, -1)  # out of the table: no rank
