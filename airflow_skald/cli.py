@@ -158,5 +158,19 @@ def _one_line(exc: Exception) -> str:
     return str(exc).replace("\r", "\\r").replace("\n", "\\n")
 
 
+def entry_point() -> None:
+    """Console-script entry: run, flush, and leave without interpreter teardown.
+
+    pyarrow's C++ thread pools can abort the process at teardown ("terminate called without an
+    active exception", seen intermittently after `skald verify` had printed its result), which
+    would turn a success into SIGABRT. Everything is flushed first; files are already closed.
+    """
+    code = main()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry_point()
