@@ -90,11 +90,10 @@ class Histogram:
             raise ValueError("histograms over different nodes cannot be merged")
         n_possible = _product(radices)
         if n_possible <= DENSE_LIMIT:  # add into one dense array: no concatenation, no sort
-            dense = np.zeros(n_possible, dtype=np.int64)
+            acc = HistogramAccumulator(radices)
             for p in parts:
-                dense[p.keys] += p.counts  # keys are unique within a part
-            nz = np.flatnonzero(dense)
-            return Histogram(radices, nz.astype(np.int64), dense[nz])
+                acc.add(p)
+            return acc.result()
         keys = np.concatenate([p.keys for p in parts])
         counts = np.concatenate([p.counts for p in parts]).astype(np.float64)
         k, c = group_counts(keys, counts, n_possible)

@@ -62,17 +62,9 @@ def classify(lattice: Lattice, passes: Callable[[int], bool]) -> tuple[np.ndarra
         unknown = np.flatnonzero(status == 0)
         if unknown.size == 0:
             break
-        h = heights[unknown]
-        middle = (int(h.min()) + int(h.max())) // 2
-        level = unknown[h == middle]
-        if level.size == 0:
-            level = unknown[np.abs(h - middle) == np.abs(h - middle).min()]
-        i = int(level[level.size // 2])
+        i = _middle(unknown, heights)
         evaluated.append(i)
-        if passes(i):
-            status[lattice.above(i) & (status == 0)] = 1
-        else:
-            status[lattice.below(i) & (status == 0)] = -1
+        _tag(lattice, status, i, passes(i))
     return status == 1, evaluated
 
 
@@ -99,8 +91,8 @@ def best_by_precision(
     return int(candidates[j])
 
 
-def _exceeds(bound: float, best: float) -> bool:
-    """bound > best, with a margin for float rounding of huge exact integers (never over-prune)."""
+def _exceeds(bound: float | np.ndarray, best: float) -> bool | np.ndarray:
+    """bound > best (elementwise for arrays), with a margin for float rounding of huge exact integers (never over-prune)."""
     return bound > best * (1 + 1e-12)
 
 
@@ -113,6 +105,14 @@ class SearchOutcome:
     passing: int  # nodes known to pass (evaluated or tagged)
     pruned: int = 0  # nodes never classified: their DM* lower bound exceeds the best score
     scores: dict[int, tuple] = field(default_factory=dict)
+
+
+def _tag(lattice: Lattice, status: np.ndarray, i: int, passed: bool) -> None:
+    """Predictive tagging: a pass tags every unknown node above i, a fail every one below."""
+    if passed:
+        status[lattice.above(i) & (status == 0)] = 1
+    else:
+        status[lattice.below(i) & (status == 0)] = -1
 
 
 def _middle(candidates: np.ndarray, heights: np.ndarray) -> int:
@@ -157,16 +157,13 @@ def search_optimal(
     def run(i: int) -> None:
         scores[i] = evaluate(i)
         passes, _, arx = scores[i]
-        if passes:
-            status[lattice.above(i) & (status == 0)] = 1
-            if state["best"] is None or rank(i) < rank(state["best"]):
-                state["best"] = i
-        else:
-            status[lattice.below(i) & (status == 0)] = -1
+        _tag(lattice, status, i, passes)
+        if passes and (state["best"] is None or rank(i) < rank(state["best"])):
+            state["best"] = i
         _raise_bound(lattice, bound, i, arx)
 
     while True:
-        relevant = np.flatnonzero((status == 0) & ~_exceeds_all(bound, best_dm()))
+        relevant = np.flatnonzero((status == 0) & ~_exceeds(bound, best_dm()))
         if relevant.size == 0:
             break
         run(_middle(relevant, heights))
@@ -181,10 +178,6 @@ def search_optimal(
     return SearchOutcome(
         state["best"], len(scores), int((status == 1).sum()), int((status == 0).sum()), scores
     )
-
-
-def _exceeds_all(bound: np.ndarray, best: float) -> np.ndarray:
-    return bound > best * (1 + 1e-12)
 
 
 def _raise_bound(lattice: Lattice, bound: np.ndarray, i: int, value: int) -> None:
