@@ -51,8 +51,19 @@ def leaks(text: str, allow: tuple[str, ...] = ()) -> list[str]:
 
 
 def _table_text(path: Path) -> str:
-    table = pq.read_table(path) if path.suffix == ".parquet" else pacsv.read_csv(path)
-    return json.dumps(table.to_pylist(), default=str)
+    """A part's rows and, for Parquet, every text column's stored dictionary: a value listed
+    there is released even if no row uses it."""
+    if path.suffix != ".parquet":
+        return json.dumps(pacsv.read_csv(path).to_pylist(), default=str)
+    schema = pq.read_schema(path)
+    text = [f.name for f in schema if pa.types.is_string(f.type)]
+    table = pq.read_table(path, read_dictionary=text)
+    stored = [
+        table.column(c).chunk(i).dictionary.to_pylist()
+        for c in text
+        for i in range(table.column(c).num_chunks)
+    ]
+    return json.dumps([table.to_pylist(), stored], default=str)
 
 
 def _written_files_text(root: Path, skip: Path) -> dict[str, str]:
@@ -243,3 +254,17 @@ def test_outlier_value_not_released_at_top_level(tmp_path: Path, capsys) -> None
     assert code == 0, err
     for p in out.glob("part-*"):
         assert leaks(_table_text(p), allow=(CANARY["disease"],)) == []
+
+
+def test_dropped_record_leaves_nothing_in_parts(canary_run: dict, monkeypatch) -> None:
+    """With suppressed records dropped, not even the canary's sensitive value may remain: text
+    columns are written dictionary-encoded, and a dictionary must list only kept rows' values."""
+    skip_report_plots(monkeypatch)
+    cfg = config_dict(canary_run["input"], canary_run["output"])
+    cfg["suppressed_records"] = "drop"
+    manifest = pipeline.run(config_from_dict(cfg))
+    assert manifest["n_suppressed"] >= 1
+    parts = sorted(canary_run["output"].glob("part-*"))
+    assert parts
+    for p in parts:
+        assert leaks(_table_text(p)) == [], p

@@ -1,7 +1,7 @@
 """Phase 3: turn one input chunk into one release part at the chosen node.
 
-QIDs become their bin's output string (a dictionary of the few distinct bins, then cast to
-text), records of suppressed classes are masked ("*" in every QID) or dropped, direct
+QIDs become their bin's output string, kept dictionary-encoded (the few distinct bins and one
+index per row; `io.write_part` stores them so readers see text), records of suppressed classes are masked ("*" in every QID) or dropped, direct
 identifiers are removed, and every other column is kept unchanged, rows in input order.
 """
 
@@ -48,10 +48,25 @@ def suppressed_mask(
     return suppressed_keys[pos] == keys
 
 
+def _used_entries_only(column: pa.ChunkedArray) -> pa.ChunkedArray:
+    """A dictionary column whose stored dictionary lists only values its rows use (a dropped
+    row's value must not survive in the part's dictionary page)."""
+    chunks = []
+    for arr in column.chunks:
+        n = len(arr.dictionary)
+        idx = arr.indices.fill_null(n).to_numpy().astype(np.int64)  # nulls: a code past the end
+        present, inv = _dense_inverse(idx, n + 1)
+        indices = pa.array(inv, pa.int32(), mask=arr.is_null().to_numpy(zero_copy_only=False))
+        entries = arr.dictionary.take(pa.array(present[present < n]))
+        chunks.append(pa.DictionaryArray.from_arrays(indices, entries))
+    return pa.chunked_array(chunks, column.type)
+
+
 def generalise_table(
     config: SkaldConfig, plan: Plan, decision: Decision, table: pa.Table, chunk: ChunkRef
 ) -> pa.Table:
-    """The release part of one chunk (`table` holds the released columns)."""
+    """The release part of one chunk (`table` holds the released columns; text columns may be
+    dictionary-encoded). Every dictionary of the result lists only values its rows hold."""
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
@@ -59,19 +74,28 @@ def generalise_table(
     mask = suppressed_mask(
         keys_of(node_codes, decision.radices), decision.suppressed_keys, n_possible
     )
-    any_masked = config.suppressed_records == "mask" and bool(mask.any())
+    if config.suppressed_records == "drop" and mask.any():
+        keep = ~mask
+        table = table.filter(pa.array(keep))
+        node_codes = [codes[keep] for codes in node_codes]
+        mask = np.zeros(table.num_rows, dtype=bool)
+    for i, f in enumerate(table.schema):  # a chunk's slice or a dropped row: unused entries
+        if pa.types.is_dictionary(f.type) and f.name not in plan.stats.qids:
+            table = table.set_column(i, f.name, _used_entries_only(table.column(i)))
+    any_masked = bool(mask.any())
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
-        uniq, inv = _dense_inverse(codes, dim.cards[level])
-        labels = dim.labels(level, uniq)
-        if any_masked:
+        card = dim.cards[level]
+        if any_masked:  # masked rows get code `card` (TOP): their own bins are not listed
+            codes = np.where(mask, card, codes)
+        uniq, inv = _dense_inverse(codes, card + 1)
+        labels = dim.labels(level, uniq[uniq < card])
+        if uniq.size and uniq[-1] == card:
             labels.append(TOP)
-            inv[mask] = len(labels) - 1
+        if len(set(labels)) < len(labels):  # "*" twice: a top-level bin and masked rows
+            distinct, remap = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+            labels, inv = distinct.tolist(), remap.astype(np.int32)[inv]
         arr = pa.DictionaryArray.from_arrays(
             pa.array(inv, pa.int32()), pa.array(labels, pa.string())
         )
-        table = table.set_column(
-            table.schema.get_field_index(dim.name), dim.name, arr.cast(pa.string())
-        )
-    if config.suppressed_records == "drop" and mask.any():
-        table = table.filter(pa.array(~mask))
+        table = table.set_column(table.schema.get_field_index(dim.name), dim.name, arr)
     return table

@@ -139,12 +139,18 @@ def read_chunk(
     chunk: ChunkRef,
     columns: Sequence[str],
     csv_types: dict[str, pa.DataType] | None = None,
+    text_as_dictionary: bool = False,
 ) -> pa.Table:
     """Read `columns` of one chunk. `csv_types` fixes CSV column types (others: string); its
-    dictionary-typed columns are also read dictionary-encoded from Parquet."""
+    dictionary-typed columns are also read dictionary-encoded from Parquet, and so is every
+    text column with `text_as_dictionary` (phase 3 passes them through to Parquet as they are
+    stored, never building one Python-level string per row)."""
     columns = list(columns)
     if location.format == "parquet":
-        dictionary = [c for c, t in (csv_types or {}).items() if pa.types.is_dictionary(t)]
+        dictionary = {c for c, t in (csv_types or {}).items() if pa.types.is_dictionary(t)}
+        if text_as_dictionary:
+            schema = _parquet_file(chunk.file).schema_arrow
+            dictionary |= {f.name for f in schema if pa.types.is_string(f.type)}
         pf = _parquet_file(chunk.file, [c for c in columns if c in dictionary] or None)
         groups, offset, seen = [], None, 0
         for g in range(pf.metadata.num_row_groups):
@@ -279,10 +285,48 @@ def _is_number(text: str) -> bool:
     return True
 
 
+# Types that Parquet's own schema restores exactly, without Arrow's schema stored beside it.
+_PARQUET_NATIVE = (
+    pa.types.is_string,
+    pa.types.is_integer,
+    pa.types.is_float32,
+    pa.types.is_float64,
+    pa.types.is_boolean,
+    pa.types.is_date32,
+)
+
+
+def _value_type(t: pa.DataType) -> pa.DataType:
+    return t.value_type if pa.types.is_dictionary(t) else t
+
+
+def decode_dictionaries(table: pa.Table) -> pa.Table:
+    """Dictionary-encoded columns as plain columns of their value type."""
+    if not any(pa.types.is_dictionary(t) for t in table.schema.types):
+        return table
+    return table.cast(pa.schema([(f.name, _value_type(f.type)) for f in table.schema]))
+
+
 def write_part(table: pa.Table, location: DataLocation, path: str) -> None:
-    """Write one release part deterministically (same table -> same bytes)."""
+    """Write one release part deterministically (same table -> same bytes).
+
+    Dictionary-encoded text goes to Parquet as dictionary pages directly (no per-row strings)
+    without Arrow's schema, so readers see plain text columns (ADR 0006); its min/max statistics
+    are left out (computing them decodes every row). Other columns keep their statistics.
+    """
+    encoded = [f.name for f in table.schema if pa.types.is_dictionary(f.type)]
+    direct = location.format == "parquet" and all(
+        any(is_type(_value_type(t)) for is_type in _PARQUET_NATIVE) for t in table.schema.types
+    )
+    if encoded and not direct:
+        table = decode_dictionaries(table)
     with fsspec.open(path, "wb") as fh:
-        if location.format == "parquet":
+        if location.format == "parquet" and encoded and direct:
+            stats = [c for c in table.column_names if c not in encoded]
+            pq.write_table(
+                table, fh, compression="zstd", store_schema=False, write_statistics=stats or False
+            )
+        elif location.format == "parquet":
             pq.write_table(table, fh, compression="zstd")
         else:
             pacsv.write_csv(table, fh, pacsv.WriteOptions(delimiter=location.delimiter))

@@ -142,7 +142,7 @@ def write_parts(
     tick = ChunkProgress("generalise", len(chunks), progress)
     names = []
     for i, chunk in enumerate(chunks):
-        table = read_chunk(config.input, chunk, columns, types)
+        table = read_chunk(config.input, chunk, columns, types, text_as_dictionary=True)
         part = generalise_table(config, plan, decision, table, chunk)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)

@@ -147,7 +147,7 @@ class RollUps:
     def __init__(self, plan: Plan, root_hist: Histogram):
         self.plan = plan
         n_possible = root_hist.n_possible
-        self.dense = n_possible <= DENSE_LIMIT and n_possible <= 2 * max(root_hist.n_bins, 1)
+        self.dense = n_possible <= DENSE_LIMIT
         root = self._source(plan.root, root_hist)
         self.root_size = self._size(root)
         self.budget = 4 * self.root_size
