@@ -20,7 +20,7 @@ from airflow_skald.core.encoding import (
     QidStats,
     check_no_nulls,
     dictionary_of,
-    numeric_array,
+    single_array,
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.hierarchies import TOP_LABEL
@@ -84,6 +84,19 @@ class Dimension:
         codes = self.codes(column, chunk)
         return codes if level == 0 else self.level_map(0, level)[codes]
 
+    def key_part(
+        self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
+    ) -> np.ndarray:
+        """`codes_at(column, chunk, level) * stride`, this QID's term of the mixed-radix key,
+        with one lookup per row (the level map and the stride are folded into one table)."""
+        codes = self.codes(column, chunk)
+        if level == 0 and stride == 1:
+            return codes
+        cache = self.__dict__.setdefault("_scaled_maps", {})
+        if (level, stride) not in cache:
+            cache[(level, stride)] = self.level_map(0, level) * stride
+        return cache[(level, stride)][codes]
+
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
         """Output strings of the given bins of `level`."""
         raise NotImplementedError
@@ -121,14 +134,20 @@ class CategoricalDimension(Dimension):
         return self.codes_at(column, chunk, 0)
 
     def codes_at(self, column: pa.ChunkedArray, chunk: ChunkRef, level: int) -> np.ndarray:
-        """One lookup per row: the dictionary's labels are mapped to `level` codes first."""
+        return self.key_part(column, chunk, level, 1)
+
+    def key_part(
+        self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
+    ) -> np.ndarray:
+        """One lookup per row: the dictionary's labels are mapped to `level` codes (times the
+        stride) first."""
         arr = dictionary_of(column)
         check_no_nulls(self.name, arr, chunk)
         labels = pa.array(self.level_labels[0].tolist(), pa.string())
         lut = pc.index_in(arr.dictionary, value_set=labels).fill_null(-1).to_numpy()
         lut = lut.astype(np.int64)
-        if level:
-            lut = np.where(lut >= 0, self.level_map(0, level)[np.maximum(lut, 0)], -1)
+        if level or stride != 1:
+            lut = np.where(lut >= 0, self.level_map(0, level)[np.maximum(lut, 0)] * stride, -1)
         codes = lut[arr.indices.to_numpy(zero_copy_only=False)]
         if (codes < 0).any():
             row = int(np.flatnonzero(codes < 0)[0])
@@ -227,7 +246,7 @@ class NumericalDimension(Dimension):
         return np.floor(scaled, out=scaled).astype(np.int64)
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
-        arr = numeric_array(column)
+        arr = single_array(column)
         check_no_nulls(self.name, arr, chunk)
         units = self.units(arr)
         if units.size and (units.min() < 0 or units.max() >= self.n_units):

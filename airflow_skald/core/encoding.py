@@ -18,7 +18,7 @@ import pyarrow.compute as pc
 
 from airflow_skald.core.config import QidSpec, SkaldConfig
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import ChunkRef, column_names, read_chunk, schema_of
+from airflow_skald.core.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
 
 
 @dataclass
@@ -188,23 +188,27 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     qstats: dict[str, QidStats] | None = None
     files: list[str] = []
     n_rows = 0
-    for i, chunk in enumerate(chunks):
-        if chunk.file not in files:
-            names = column_names(config.input, chunk.file)
-            check_columns(config, names, chunk.file)
-            if columns is None:
-                columns = names
-                bpr = _estimate_bytes_per_record(schema_of(config.input, chunk.file), config, names)
-            elif names != columns:
-                raise DataError(_drift_message(columns, names, [chunk.file]))
-            _check_types(config, chunk.file)
-            files.append(chunk.file)
+    for file in dict.fromkeys(c.file for c in chunks):  # every file's schema before any data
+        names = column_names(config.input, file)
+        check_columns(config, names, file)
+        if columns is None:
+            columns = names
+            bpr = _estimate_bytes_per_record(schema_of(config.input, file), config, names)
+        elif names != columns:
+            raise DataError(_drift_message(columns, names, [file]))
+        _check_types(config, file)
+        files.append(file)
+
+    def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], int]:
         table = read_chunk(config.input, chunk, config.qid_names, types)
-        part = {q.name: _scan_qid(q, table.column(q.name), chunk) for q in config.quasi_identifiers}
+        qids = config.quasi_identifiers
+        return {q.name: _scan_qid(q, table.column(q.name), chunk) for q in qids}, table.num_rows
+
+    for i, (_, (part, rows)) in enumerate(map_ahead(scan, chunks)):
         qstats = part if qstats is None else {n: qstats[n].merge(part[n]) for n in qstats}
-        n_rows += table.num_rows
+        n_rows += rows
         if progress:
-            progress(i + 1, len(chunks), table.num_rows)
+            progress(i + 1, len(chunks), rows)
     return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files)
 
 
@@ -235,9 +239,9 @@ def dictionary_of(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     Adult's ages), whatever type it was stored with."""
     arr = column
     if isinstance(arr, pa.ChunkedArray):
-        if pa.types.is_dictionary(arr.type):
+        if pa.types.is_dictionary(arr.type) and arr.num_chunks > 1:
             arr = arr.unify_dictionaries()
-        arr = arr.combine_chunks()
+        arr = single_array(arr)
     if not pa.types.is_dictionary(arr.type):
         if not pa.types.is_string(arr.type):
             arr = arr.cast(pa.string())
@@ -254,9 +258,11 @@ def used_labels(arr: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray]:
     return idx, used
 
 
-def numeric_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
-    arr = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-    return arr
+def single_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
+    """The column as one array (no copy when it already is one chunk)."""
+    if not isinstance(column, pa.ChunkedArray):
+        return column
+    return column.chunk(0) if column.num_chunks == 1 else column.combine_chunks()
 
 
 def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
@@ -287,7 +293,7 @@ def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
                 f"{chunk.where()}, first at {chunk.where(row)})"
             )
         return QidStats(q.name, values=sorted(arr.dictionary.filter(pa.array(used)).to_pylist()))
-    arr = numeric_array(column)
+    arr = single_array(column)
     if not (pa.types.is_integer(arr.type) or pa.types.is_floating(arr.type)):
         raise DataError(f"column '{q.name}' in {chunk.where()} is not numeric")
     check_no_nulls(q.name, arr, chunk)

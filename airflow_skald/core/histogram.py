@@ -11,13 +11,21 @@ from __future__ import annotations
 
 import io
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 # Count with a dense array when a node has at most this many possible bins (<= 128 MiB of
 # int64), with sorted sparse keys beyond: dense is ~10x faster, sparse follows non-empty bins.
 DENSE_LIMIT = 1 << 24
+
+
+def strides_of(radices: Sequence[int]) -> list[int]:
+    """Each QID's multiplier in the mixed-radix key (the last QID's is 1)."""
+    out, step = [], 1
+    for r in reversed(radices):
+        out.append(step)
+        step *= int(r)
+    return out[::-1]
 
 
 def keys_of(codes: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
@@ -49,13 +57,56 @@ def group_counts(
     return sk[starts], counts.astype(np.int64)
 
 
-@dataclass
 class Histogram:
-    """Record counts per non-empty bin of a node whose levels have `radices` bins each."""
+    """Record counts per non-empty bin of a node whose levels have `radices` bins each.
 
-    radices: tuple[int, ...]
-    keys: np.ndarray  # int64, sorted, unique
-    counts: np.ndarray  # int64, > 0
+    Held as sorted non-empty keys plus counts, or as a dense array over every possible bin (what
+    phase 2 counts into when the node has at most DENSE_LIMIT bins); each form is derived from
+    the other on first use, so a dense root goes to the search without a sparse copy.
+    """
+
+    def __init__(
+        self,
+        radices: Sequence[int],
+        keys: np.ndarray | None = None,
+        counts: np.ndarray | None = None,
+        *,
+        dense: np.ndarray | None = None,
+    ):
+        self.radices = tuple(radices)
+        self._keys, self._counts, self._dense = keys, counts, dense
+        self._n_bins: int | None = None if keys is None else int(keys.size)
+
+    @classmethod
+    def from_dense(cls, radices: Sequence[int], dense: np.ndarray) -> Histogram:
+        """A histogram over every possible bin: `dense[key]` is the count of bin `key`."""
+        return cls(radices, dense=dense)
+
+    def _sparsify(self) -> None:
+        nz = np.flatnonzero(self._dense)
+        self._keys, self._counts = nz.astype(np.int64, copy=False), self._dense[nz]
+
+    @property
+    def keys(self) -> np.ndarray:
+        """Non-empty bins' int64 keys, sorted."""
+        if self._keys is None:
+            self._sparsify()
+        return self._keys
+
+    @property
+    def counts(self) -> np.ndarray:
+        """int64 counts (> 0) of the non-empty bins, in key order."""
+        if self._counts is None:
+            self._sparsify()
+        return self._counts
+
+    def dense_counts(self, dtype: type = np.int64) -> np.ndarray:
+        """The counts of every possible bin as one flat array (keys index it)."""
+        if self._dense is not None:
+            return self._dense.astype(dtype, copy=False)
+        out = np.zeros(self.n_possible, dtype=dtype)
+        out[self.keys] = self.counts
+        return out
 
     @property
     def n_possible(self) -> int:
@@ -63,11 +114,13 @@ class Histogram:
 
     @property
     def n_records(self) -> int:
-        return int(self.counts.sum())
+        return int((self._dense if self._counts is None else self._counts).sum())
 
     @property
     def n_bins(self) -> int:
-        return int(self.keys.size)
+        if self._n_bins is None:
+            self._n_bins = int(np.count_nonzero(self._dense))
+        return self._n_bins
 
     @classmethod
     def empty(cls, radices: Sequence[int]) -> Histogram:
@@ -130,22 +183,27 @@ class HistogramAccumulator:
         self._sparse = Histogram.empty(radices)
 
     def add_codes(self, codes: Sequence[np.ndarray]) -> None:
-        keys = keys_of(codes, self.radices)
+        self.add_keys(keys_of(codes, self.radices))
+
+    def add_keys(self, keys: np.ndarray) -> None:
+        """Count rows given their mixed-radix keys."""
         if self._dense is not None:
             np.add.at(self._dense, keys, 1)  # numpy >= 2 has a fast path: ~20 ns per row
         else:
-            self.add(Histogram.from_codes(codes, self.radices))
+            k, c = group_counts(keys, None, _product(self.radices))
+            self.add(Histogram(self.radices, k, c))
 
     def add(self, hist: Histogram) -> None:
-        if self._dense is not None:
+        if self._dense is not None and hist._dense is not None:
+            self._dense += hist._dense
+        elif self._dense is not None:
             self._dense[hist.keys] += hist.counts  # keys are unique
         else:
             self._sparse = Histogram.merge([self._sparse, hist])
 
     def result(self) -> Histogram:
         if self._dense is not None:
-            nz = np.flatnonzero(self._dense)
-            return Histogram(self.radices, nz.astype(np.int64), self._dense[nz])
+            return Histogram.from_dense(self.radices, self._dense)
         return self._sparse
 
 

@@ -7,9 +7,14 @@ Only the columns a pass needs are read.
 
 from __future__ import annotations
 
+import os
 import re
-from collections.abc import Iterator, Sequence
+from collections import deque
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from itertools import islice
+from typing import TypeVar
 
 import fsspec
 import pyarrow as pa
@@ -18,6 +23,8 @@ import pyarrow.parquet as pq
 
 from airflow_skald.core.config import DataLocation
 from airflow_skald.core.errors import DataError
+
+T = TypeVar("T")
 
 _EXTENSIONS = {"parquet": (".parquet", ".parq", ".pq"), "csv": (".csv", ".txt", ".tsv")}
 
@@ -184,7 +191,34 @@ def read_chunk(
         table = table.select(columns)
     if table.num_rows != chunk.n_rows:
         raise DataError(f"{chunk.where()} changed since it was first read (row count differs)")
-    return table.combine_chunks()
+    if any(col.num_chunks > 1 for col in table.columns):
+        table = table.combine_chunks()
+    return table
+
+
+# Chunks processed at once by `map_ahead`: each holds one chunk in memory (ADR 0007).
+CHUNK_THREADS = int(os.environ.get("SKALD_CHUNK_THREADS", "2"))
+
+
+def map_ahead(
+    fn: Callable[[ChunkRef], T], chunks: Sequence[ChunkRef], threads: int | None = None
+) -> Iterator[tuple[ChunkRef, T]]:
+    """(chunk, fn(chunk)) in chunk order, `fn` running on up to `threads` chunks at once in
+    background threads. pyarrow reads and decodes, and numpy computes, without holding the GIL,
+    so a pass over chunks uses every core; at most `threads` chunks are in flight, so memory
+    stays bounded by a few chunks. `fn`'s errors are raised here, in the caller's thread."""
+    threads = max(threads or CHUNK_THREADS, 1)
+    todo = iter(chunks)
+    with ThreadPoolExecutor(threads, thread_name_prefix="skald-chunk") as pool:
+        pending = deque((c, pool.submit(fn, c)) for c in islice(todo, threads))
+        while pending:
+            chunk, future = pending.popleft()
+            result = future.result()
+            nxt = next(todo, None)
+            if nxt is not None:
+                pending.append((nxt, pool.submit(fn, nxt)))
+            yield chunk, result
+            del result
 
 
 def _csv_batches(

@@ -21,14 +21,16 @@ import resource
 import time
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from airflow_skald.core import io as skald_io
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.encoding import DomainStats, csv_types
 from airflow_skald.core.encoding import scan_domain as _scan_domain
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise import generalise_table, released_columns
-from airflow_skald.core.histogram import Histogram, HistogramAccumulator
-from airflow_skald.core.io import ChunkRef, read_chunk
+from airflow_skald.core.histogram import Histogram, HistogramAccumulator, strides_of
+from airflow_skald.core.io import ChunkRef, map_ahead, read_chunk
 from airflow_skald.core.manifest import build_manifest
 from airflow_skald.core.parallel import map_groups
 from airflow_skald.core.plan import Plan, plan_root
@@ -114,17 +116,23 @@ def count_histogram(
     config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef], progress: Progress | None = None
 ) -> Histogram:
     """Phase 2 over some chunks: root-node class counts (merge with Histogram.merge)."""
-    acc = HistogramAccumulator(plan.radices(plan.root))
+    radices = plan.radices(plan.root)
+    acc = HistogramAccumulator(radices)
     types = csv_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
-    for i, chunk in enumerate(chunks):
+
+    strides = strides_of(radices)
+
+    def keys_of_chunk(chunk: ChunkRef) -> np.ndarray:
         table = read_chunk(config.input, chunk, config.qid_names, types)
-        codes = [
-            d.codes_at(table.column(d.name), chunk, r)
-            for d, r in zip(plan.dims, plan.root, strict=True)
-        ]
-        acc.add_codes(codes)
-        tick(i + 1, table.num_rows)
+        keys = np.zeros(table.num_rows, dtype=np.int64)
+        for d, level, stride in zip(plan.dims, plan.root, strides, strict=True):
+            keys += d.key_part(table.column(d.name), chunk, level, stride)
+        return keys
+
+    for i, (_, keys) in enumerate(map_ahead(keys_of_chunk, chunks)):
+        acc.add_keys(keys)
+        tick(i + 1, keys.size)
     return acc.result()
 
 
@@ -141,13 +149,17 @@ def write_parts(
     types = csv_types(config)
     tick = ChunkProgress("generalise", len(chunks), progress)
     names = []
-    for i, chunk in enumerate(chunks):
+
+    def write(chunk: ChunkRef) -> tuple[str, int]:
         table = read_chunk(config.input, chunk, columns, types, text_as_dictionary=True)
         part = generalise_table(config, plan, decision, table, chunk)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)
+        return name, table.num_rows
+
+    for i, (_, (name, rows)) in enumerate(map_ahead(write, chunks)):
         names.append(name)
-        tick(i + 1, table.num_rows)
+        tick(i + 1, rows)
     return names
 
 
