@@ -84,7 +84,8 @@ class Histogram:
 
     def _sparsify(self) -> None:
         nz = np.flatnonzero(self._dense)
-        self._keys, self._counts = nz.astype(np.int64, copy=False), self._dense[nz]
+        self._keys = nz.astype(np.int64, copy=False)
+        self._counts = self._dense[nz].astype(np.int64, copy=False)
 
     @property
     def keys(self) -> np.ndarray:

@@ -23,6 +23,7 @@ def sum_squares(sizes: np.ndarray) -> int:
     """Exact sum of squares (few distinct sizes, so group them)."""
     if sizes.size == 0:
         return 0
+    sizes = sizes.astype(np.int64, copy=False)
     total = int(sizes.sum())
     if total < 3_000_000_000:  # total^2 < 2^63: int64 arithmetic is exact
         return int(np.dot(sizes, sizes))
@@ -45,10 +46,13 @@ class ClassStats:
 
     @classmethod
     def of(cls, sizes: np.ndarray, k: int, limit: Fraction) -> ClassStats:
-        sizes = np.asarray(sizes, dtype=np.int64)
-        n = int(sizes.sum())
+        """`sizes`: any integer dtype (int32 from the search's roll-ups; sums are int64)."""
+        sizes = np.asarray(sizes)
+        if sizes.dtype.kind not in "iu":
+            sizes = sizes.astype(np.int64)
+        n = int(sizes.sum(dtype=np.int64))
         small = sizes < k
-        s = int(sizes[small].sum())
+        s = int(sizes[small].sum(dtype=np.int64))
         kept = sizes[~small]
         kept_sq = sum_squares(kept)
         return cls(

@@ -14,6 +14,8 @@ process (`run`) and a scale-out DAG (one task per chunk group, then a merge) sha
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import json
 import logging
 import os
@@ -72,6 +74,22 @@ __all__ = [
 
 def peak_rss_bytes() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def release_free_memory() -> None:
+    """Hand memory freed by a finished phase back to the OS, so the next phase's peak does not
+    stack on it: pyarrow's allocator (mimalloc) and glibc's malloc both keep freed pages."""
+    import pyarrow as pa
+
+    pa.default_memory_pool().release_unused()
+    with contextlib.suppress(OSError, AttributeError):  # AttributeError: not glibc
+        ctypes.CDLL(None).malloc_trim(0)
+
+
+def phase_done(memory: dict[str, int], phase: str) -> None:
+    """Record the phase's peak RSS, then release what it freed."""
+    memory[phase] = peak_rss_bytes()
+    release_free_memory()
 
 
 class ChunkProgress:
@@ -250,7 +268,8 @@ def run(
         stats = scan_domain(config, chunks, progress)
     plan = plan_root(config, stats)
     timings["encode"] = time.perf_counter() - t
-    memory = {"encode": peak_rss_bytes()}
+    memory: dict[str, int] = {}
+    phase_done(memory, "encode")
     log.info(
         "RAM root %s (%d possible bins, N_RAM=%d)",
         plan.levels(plan.root),
@@ -263,11 +282,12 @@ def run(
     else:
         hist = count_histogram(config, plan, chunks, progress)
     timings["histogram"] = time.perf_counter() - t
-    memory["histogram"] = peak_rss_bytes()
+    phase_done(memory, "histogram")
     t = time.perf_counter()
     decision = search_lattice(config, plan, hist)
     timings["search"] = time.perf_counter() - t
-    memory["search"] = peak_rss_bytes()
+    del hist
+    phase_done(memory, "search")
     log.info(
         "chosen node %s %s: DM*=%d, suppressed %d, %d/%d nodes evaluated",
         decision.levels,
@@ -277,7 +297,6 @@ def run(
         decision.lattice["evaluated"],
         decision.lattice["nodes"],
     )
-    del hist
     if token is None:  # a CLI run: its own staging folder; stale ones of killed runs go
         remove_stale_staging(config.output.path)
         token = f"cli-{os.getpid()}"
@@ -290,7 +309,7 @@ def run(
         else:
             write_parts(config, plan, decision, chunks, staging, progress)
         timings["generalise"] = time.perf_counter() - t
-        memory["generalise"] = peak_rss_bytes()
+        phase_done(memory, "generalise")
         manifest = finalise_release(config, plan, decision, chunks, staging, timings, memory=memory)
     except BaseException:
         discard(staging)

@@ -115,15 +115,15 @@ class _DenseSource:
 
     @property
     def hist(self) -> Histogram:
-        if self._hist is None:
-            flat = self.array.reshape(-1)
-            keys = np.flatnonzero(flat)
-            self._hist = Histogram(
-                self.plan.radices(self.node),
-                keys.astype(np.int64, copy=False),
-                flat[keys].astype(np.int64, copy=False),
-            )
-        return self._hist
+        """This node's histogram (dense-held; not kept here, so the cache stays as budgeted)."""
+        if self._hist is not None:
+            return self._hist
+        return Histogram.from_dense(self.plan.radices(self.node), self.array.reshape(-1))
+
+    def counts(self) -> np.ndarray:
+        """The class sizes (non-empty cells), without building keys."""
+        flat = self.array.reshape(-1)
+        return flat[flat != 0]
 
     def _maps(self, node: tuple[int, ...]) -> list[np.ndarray]:
         return [d.level_map(a, b) for d, a, b in zip(self.plan.dims, self.node, node, strict=True)]
@@ -193,15 +193,30 @@ class RollUps:
         return self.cache[tuple(int(x) for x in self._nodes[best])]
 
     def get(self, node: tuple[int, ...]) -> Histogram:
+        """The node's histogram."""
+        if not self.dense:
+            return self._sparse(node)
+        return self._dense(node).hist
+
+    def sizes(self, node: tuple[int, ...]) -> np.ndarray:
+        """The node's class sizes, in any order (all that evaluating a node needs)."""
+        if not self.dense:
+            return self._sparse(node).counts
+        return self._dense(node).counts()
+
+    def _sparse(self, node: tuple[int, ...]) -> Histogram:
         if node in self.cache:
             return self.cache[node].hist
+        out = self._closest(node).roll_up(node)
+        if out.n_bins * 8 <= self.root_size and self.used + out.n_bins <= self.budget:
+            self._keep(node, self._source(node, out))
+            self.used += out.n_bins
+        return out
+
+    def _dense(self, node: tuple[int, ...]) -> _DenseSource:
+        if node in self.cache:
+            return self.cache[node]
         source = self._closest(node)
-        if not self.dense:
-            out = source.roll_up(node)
-            if out.n_bins * 8 <= self.root_size and self.used + out.n_bins <= self.budget:
-                self._keep(node, self._source(node, out))
-                self.used += out.n_bins
-            return out
         for axis in source.steps(node):
             step = list(source.node)
             step[axis] = node[axis]
@@ -213,7 +228,7 @@ class RollUps:
             if step != node and self.used + source.size <= self.budget:
                 self._keep(step, source)
                 self.used += source.size
-        return source.hist
+        return source
 
 
 @dataclass
@@ -313,7 +328,7 @@ def search_lattice(
     def evaluate(i: int) -> tuple[bool, int, int]:
         node = lattice.node(i)
         cs = ClassStats.of(
-            class_sizes(node) if class_sizes else rollups.get(node).counts,
+            class_sizes(node) if class_sizes else rollups.sizes(node),
             config.k,
             config.suppression_limit,
         )
