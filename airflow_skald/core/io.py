@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 from airflow_skald.core.config import DataLocation
 from airflow_skald.core.errors import DataError
 
+A = TypeVar("A")  # a chunk, or a release part
 T = TypeVar("T")
 
 _EXTENSIONS = {"parquet": (".parquet", ".parq", ".pq"), "csv": (".csv", ".txt", ".tsv")}
@@ -201,8 +202,8 @@ CHUNK_THREADS = int(os.environ.get("SKALD_CHUNK_THREADS", "2"))
 
 
 def map_ahead(
-    fn: Callable[[ChunkRef], T], chunks: Sequence[ChunkRef], threads: int | None = None
-) -> Iterator[tuple[ChunkRef, T]]:
+    fn: Callable[[A], T], chunks: Sequence[A], threads: int | None = None
+) -> Iterator[tuple[A, T]]:
     """(chunk, fn(chunk)) in chunk order, `fn` running on up to `threads` chunks at once in
     background threads. pyarrow reads and decodes, and numpy computes, without holding the GIL,
     so a pass over chunks uses every core; at most `threads` chunks are in flight, so memory

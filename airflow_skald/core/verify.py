@@ -20,7 +20,7 @@ from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram, keys_of
-from airflow_skald.core.io import filesystem, read_release_part
+from airflow_skald.core.io import filesystem, map_ahead, read_release_part
 from airflow_skald.core.metrics import max_suppressed, sum_squares
 from airflow_skald.core.release import MANIFEST
 
@@ -59,23 +59,38 @@ def count_release_classes(
     acc_codes = np.zeros((0, len(qids)), dtype=np.int64)
     acc_counts = np.zeros(0, dtype=np.int64)
     n_rows = 0
-    for part in parts:
+
+    def classes_of(part: str) -> tuple[int, list[list], list[np.ndarray], np.ndarray]:
+        """A part's rows, per QID its dictionary's labels, and its classes as per-QID indices
+        into those labels with their sizes (counted in the reading thread)."""
         table = read_release_part(location, part, qids)
-        n_rows += table.num_rows
-        if table.num_rows == 0:
-            continue
-        codes = []
-        for j, name in enumerate(qids):
+        labels, codes = [], []
+        for name in qids if table.num_rows else []:
             enc = dictionary_of(table.column(name))
             local = enc.dictionary.to_pylist()
             if any(v is None for v in local) or enc.indices.null_count:
                 raise VerificationError(f"release column '{name}' has empty values in {part}")
+            labels.append(local)
+            codes.append(enc.indices.to_numpy().astype(np.int64))
+        if not table.num_rows:
+            return 0, [], [], np.zeros(0, np.int64)
+        local = Histogram.from_codes(codes, [max(len(x), 1) for x in labels])
+        return table.num_rows, labels, local.decompose(), local.counts
+
+    for _, (rows, labels, class_codes, sizes) in map_ahead(classes_of, parts):
+        n_rows += rows
+        if rows == 0:
+            continue
+        codes = []
+        for j, (local, local_codes) in enumerate(zip(labels, class_codes, strict=True)):
             glob = np.asarray(
                 [dictionaries[j].setdefault(v, len(dictionaries[j])) for v in local], np.int64
             )
-            codes.append(glob[enc.indices.to_numpy()])
+            codes.append(glob[local_codes])
         radices = [max(len(d), 1) for d in dictionaries]
-        hist = Histogram.from_codes(codes, radices)
+        keys = keys_of(codes, radices)  # distinct: local labels map to distinct global ones
+        order = np.argsort(keys)
+        hist = Histogram(tuple(radices), keys[order], sizes[order])
         old = Histogram(tuple(radices), keys_of(list(acc_codes.T), radices), acc_counts)
         merged = Histogram.merge([old, hist]) if acc_counts.size else hist
         acc_codes = np.stack(merged.decompose(), axis=1)
