@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test lint format bench paper clean
+.PHONY: demo test lint format bench profile paper clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -29,6 +29,10 @@ format: $(STAMP)
 
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/bench_core.py
+
+profile: $(STAMP)
+	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py
+	@$(BIN)/python benchmarks/profile_passes.py
 
 paper: $(STAMP)
 	@$(BIN)/python benchmarks/paper_experiment.py

@@ -27,6 +27,8 @@ def _dense_inverse(codes: np.ndarray, card: int) -> tuple[np.ndarray, np.ndarray
     """Distinct codes (sorted) and each row's index into them, in O(rows + card)."""
     if card <= 4 * max(codes.size, 1) + 1024:
         present = np.flatnonzero(np.bincount(codes, minlength=card))
+        if present.size == card:  # every code is used: the codes are the indices
+            return present, codes.astype(np.int32)
         remap = np.zeros(card, dtype=np.int32)
         remap[present] = np.arange(present.size, dtype=np.int32)
         return present, remap[codes]
@@ -54,6 +56,11 @@ def _used_entries_only(column: pa.ChunkedArray) -> pa.ChunkedArray:
     chunks = []
     for arr in column.chunks:
         n = len(arr.dictionary)
+        if not arr.null_count:  # the common case: one counting pass, often nothing to do
+            used = np.bincount(arr.indices.to_numpy(), minlength=n)
+            if used.all():
+                chunks.append(arr)
+                continue
         idx = arr.indices.fill_null(n).to_numpy().astype(np.int64)  # nulls: a code past the end
         present, inv = _dense_inverse(idx, n + 1)
         indices = pa.array(inv, pa.int32(), mask=arr.is_null().to_numpy(zero_copy_only=False))
@@ -82,11 +89,12 @@ def generalise_table(
     for i, f in enumerate(table.schema):  # a chunk's slice or a dropped row: unused entries
         if pa.types.is_dictionary(f.type) and f.name not in plan.stats.qids:
             table = table.set_column(i, f.name, _used_entries_only(table.column(i)))
-    any_masked = bool(mask.any())
+    masked = np.flatnonzero(mask)  # few rows: a scatter per QID, not a pass
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
         card = dim.cards[level]
-        if any_masked:  # masked rows get code `card` (TOP): their own bins are not listed
-            codes = np.where(mask, card, codes)
+        if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
+            codes = codes.copy() if not codes.flags.writeable or codes.base is not None else codes
+            codes[masked] = card
         uniq, inv = _dense_inverse(codes, card + 1)
         labels = dim.labels(level, uniq[uniq < card])
         if uniq.size and uniq[-1] == card:

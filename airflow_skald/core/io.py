@@ -208,7 +208,11 @@ def map_ahead(
     background threads. pyarrow reads and decodes, and numpy computes, without holding the GIL,
     so a pass over chunks uses every core; at most `threads` chunks are in flight, so memory
     stays bounded by a few chunks. `fn`'s errors are raised here, in the caller's thread."""
-    threads = max(threads or CHUNK_THREADS, 1)
+    threads = threads or CHUNK_THREADS
+    if threads <= 1:  # inline: one chunk at a time, on the caller's thread
+        for chunk in chunks:
+            yield chunk, fn(chunk)
+        return
     todo = iter(chunks)
     with ThreadPoolExecutor(threads, thread_name_prefix="skald-chunk") as pool:
         pending = deque((c, pool.submit(fn, c)) for c in islice(todo, threads))
