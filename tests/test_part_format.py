@@ -1,0 +1,67 @@
+"""Release parts read back as plain columns of their input types (ADR 0006).
+
+Phase 3 keeps text dictionary-encoded and writes Parquet dictionary pages without Arrow's schema;
+readers must still see plain text, and columns Parquet cannot restore alone (here a timezone-aware
+timestamp) must keep their exact type.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+from helpers_data import config_dict, make_table, skip_report_plots, write_table
+
+from airflow_skald.core import pipeline
+from airflow_skald.core.config import config_from_dict
+
+TEXT = ["city", "age", "zip", "disease"]  # generalised QIDs are text, and so is the sensitive one
+
+
+def _release(tmp_path: Path, monkeypatch, table: pa.Table) -> list[Path]:
+    skip_report_plots(monkeypatch)
+    inp, out = tmp_path / "in", tmp_path / "out"
+    for i in range(2):
+        write_table(table.slice(i * 60, 60), inp / f"chunk-{i}.parquet")
+    manifest = pipeline.run(config_from_dict(config_dict(inp, out, chunk_rows=25)))
+    assert manifest["n_records"] == 120
+    return [out / p for p in manifest["parts"]]
+
+
+def test_parts_read_back_as_plain_text(tmp_path: Path, monkeypatch) -> None:
+    parts = _release(tmp_path, monkeypatch, make_table(120, seed=3))
+    for part in parts:
+        schema = pq.read_schema(part)
+        for name in TEXT:
+            assert schema.field(name).type == pa.string(), (part.name, name)
+        assert b"ARROW:schema" not in (pq.read_metadata(part).metadata or {})
+        frame = pq.read_table(part).to_pandas()
+        assert not any(isinstance(frame[c].dtype, pd.CategoricalDtype) for c in TEXT)
+        # dictionary pages hold each value once: same text read plainly or as a dictionary
+        plain = pq.read_table(part, columns=TEXT)
+        encoded = pq.read_table(part, columns=TEXT, read_dictionary=TEXT)
+        for name in TEXT:
+            column = encoded.column(name)
+            for chunk in column.chunks:
+                values = chunk.dictionary.to_pylist()
+                assert len(values) == len(set(values)), (part.name, name)
+            assert column.cast(pa.string()).equals(plain.column(name))
+
+
+def test_types_parquet_cannot_restore_keep_arrow_schema(tmp_path: Path, monkeypatch) -> None:
+    table = make_table(120, seed=4)
+    stamps = pa.array(
+        np.arange(120, dtype=np.int64) * 3_600_000_000, pa.timestamp("us", tz="Europe/Oslo")
+    )
+    parts = _release(tmp_path, monkeypatch, table.append_column("seen", stamps))
+    rows = 0
+    for part in parts:
+        released = pq.read_table(part)
+        assert released.schema.field("seen").type == pa.timestamp("us", tz="Europe/Oslo")
+        for name in TEXT:
+            assert released.schema.field(name).type == pa.string(), (part.name, name)
+        rows += released.num_rows
+    assert rows == 120
