@@ -118,7 +118,7 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
     files = sorted({Path(c.file) for c in chunks})
     rows = sum(c.n_rows for c in chunks)
     staging = str(data.parent / "bench-staging")
-    threads = io.CHUNK_THREADS
+    threads = io.chunk_threads()
 
     def generalise_once():
         prepare_staging(staging)
@@ -137,7 +137,7 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
         one_core = _best(repeats, lambda: count_histogram(config, plan, chunks))
     finally:
         os.sched_setaffinity(0, cpus)
-        io.CHUNK_THREADS = threads
+        io.CHUNK_THREADS = None
     search, decision = _timed(repeats, lambda: search_lattice(config, plan, hist))
     generalise = _best(repeats, generalise_once)
     columns = released_columns(config, plan.stats.columns)

@@ -572,3 +572,17 @@ def test_usage_errors_are_one_line(argv: list[str], capsys) -> None:
     code, stdout, err = run_inprocess(argv, capsys)
     assert code == 2 and stdout == ""
     assert len(err.strip().splitlines()) == 1 and err.startswith("skald: error:"), err
+
+
+def test_bad_chunk_threads_setting_is_a_one_line_error(tmp_path, monkeypatch, capsys) -> None:
+    """SKALD_CHUNK_THREADS (ADR 0007) must be a whole number >= 1: exit 2, nothing written."""
+    from helpers_data import config_dict, run_inprocess, write_config, write_dataset
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    write_dataset(inp, n_files=1, rows=40)
+    config = write_config(tmp_path / "skald.yaml", config_dict(inp, out))
+    monkeypatch.setenv("SKALD_CHUNK_THREADS", "two")
+    code, _, err = run_inprocess(["run", str(config)], capsys)
+    assert code == 2
+    assert "SKALD_CHUNK_THREADS" in err and len(err.strip().splitlines()) == 1
+    assert not out.exists()

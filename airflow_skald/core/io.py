@@ -22,7 +22,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from airflow_skald.core.config import DataLocation
-from airflow_skald.core.errors import DataError
+from airflow_skald.core.errors import ConfigError, DataError
 
 A = TypeVar("A")  # a chunk, or a release part
 T = TypeVar("T")
@@ -197,8 +197,18 @@ def read_chunk(
     return table
 
 
-# Chunks processed at once by `map_ahead`: each holds one chunk in memory (ADR 0007).
-CHUNK_THREADS = int(os.environ.get("SKALD_CHUNK_THREADS", "2"))
+# Chunks processed at once by `map_ahead`, each holding one chunk in memory (ADR 0007); None:
+# the environment's SKALD_CHUNK_THREADS, default 2.
+CHUNK_THREADS: int | None = None
+
+
+def chunk_threads() -> int:
+    if CHUNK_THREADS is not None:
+        return CHUNK_THREADS
+    raw = os.environ.get("SKALD_CHUNK_THREADS", "2").strip()
+    if not raw.isdigit() or int(raw) < 1:
+        raise ConfigError(f"SKALD_CHUNK_THREADS must be a whole number >= 1, not '{raw}'")
+    return int(raw)
 
 
 def map_ahead(
@@ -208,7 +218,7 @@ def map_ahead(
     background threads. pyarrow reads and decodes, and numpy computes, without holding the GIL,
     so a pass over chunks uses every core; at most `threads` chunks are in flight, so memory
     stays bounded by a few chunks. `fn`'s errors are raised here, in the caller's thread."""
-    threads = threads or CHUNK_THREADS
+    threads = threads or chunk_threads()
     if threads <= 1:  # inline: one chunk at a time, on the caller's thread
         for chunk in chunks:
             yield chunk, fn(chunk)
