@@ -234,6 +234,7 @@ def map_ahead(
                 pending.append((nxt, pool.submit(fn, nxt)))
             yield chunk, result
             del result
+            pa.default_memory_pool().release_unused()  # keep pyarrow's pool flat over chunks
 
 
 def _csv_batches(
