@@ -65,3 +65,23 @@ def test_types_parquet_cannot_restore_keep_arrow_schema(tmp_path: Path, monkeypa
             assert released.schema.field(name).type == pa.string(), (part.name, name)
         rows += released.num_rows
     assert rows == 120
+
+
+def test_nullable_passthrough_text_survives_both_modes(tmp_path: Path, monkeypatch) -> None:
+    """A released text column with nulls keeps every value and null, in order (mask), and only
+    the kept rows' values (drop)."""
+    notes = [None if i % 7 == 0 else f"note-{i % 5}" for i in range(120)]
+    table = make_table(120, seed=5).append_column("note", pa.array(notes, pa.string()))
+    masked = _release(tmp_path / "mask", monkeypatch, table)
+    released = [r for p in masked for r in pq.read_table(p).to_pylist()]
+    assert [r["note"] for r in released] == notes
+
+    skip_report_plots(monkeypatch)
+    cfg = config_dict(tmp_path / "mask" / "in", tmp_path / "drop", chunk_rows=25)
+    cfg["suppressed_records"] = "drop"
+    manifest = pipeline.run(config_from_dict(cfg))
+    kept = [r for p in manifest["parts"] for r in pq.read_table(tmp_path / "drop" / p).to_pylist()]
+    qids = ["city", "age", "zip"]
+    masked_rows = [r for r in released if all(r[q] == "*" for q in qids)]
+    assert len(masked_rows) == manifest["n_suppressed"] > 0
+    assert kept == [r for r in released if not all(r[q] == "*" for q in qids)]
