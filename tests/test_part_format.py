@@ -85,3 +85,22 @@ def test_nullable_passthrough_text_survives_both_modes(tmp_path: Path, monkeypat
     masked_rows = [r for r in released if all(r[q] == "*" for q in qids)]
     assert len(masked_rows) == manifest["n_suppressed"] > 0
     assert kept == [r for r in released if not all(r[q] == "*" for q in qids)]
+
+
+def test_pandas_categorical_passthrough_column(tmp_path: Path, monkeypatch) -> None:
+    """A column written from a pandas Categorical comes back as dictionary<int8, ordered>; its
+    chunks may leave entries unused: the part keeps only used values and reads back as text
+    (found in review: it crashed on the index type)."""
+    frame = make_table(120, seed=6).to_pandas()
+    frame.loc[5, "disease"] = "rare"
+    frame["disease"] = pd.Categorical(frame["disease"], ordered=True)
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    assert pa.types.is_dictionary(table.schema.field("disease").type)
+    parts = _release(tmp_path, monkeypatch, table)
+    released = [r["disease"] for p in parts for r in pq.read_table(p).to_pylist()]
+    assert released == frame["disease"].astype(str).tolist()
+    for part in parts:
+        stored = pq.read_table(part, read_dictionary=["disease"]).column("disease")
+        values = set(stored.to_pylist())
+        for chunk in stored.chunks:
+            assert set(chunk.dictionary.to_pylist()) == values  # nothing unused

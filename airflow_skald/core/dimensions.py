@@ -80,22 +80,15 @@ class Dimension:
         raise NotImplementedError
 
     def codes_at(self, column: pa.ChunkedArray, chunk: ChunkRef, level: int) -> np.ndarray:
-        """Codes at `level` of raw values (the hot path of phases 2 and 3)."""
-        codes = self.codes(column, chunk)
-        return codes if level == 0 else self.level_map(0, level)[codes]
+        """Codes at `level` of raw values (the hot path of phases 2 and 3), a fresh array."""
+        return self.key_part(column, chunk, level, 1)
 
     def key_part(
         self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
     ) -> np.ndarray:
         """`codes_at(column, chunk, level) * stride`, this QID's term of the mixed-radix key,
-        with one lookup per row (the level map and the stride are folded into one table)."""
-        codes = self.codes(column, chunk)
-        if level == 0 and stride == 1:
-            return codes
-        cache = self.__dict__.setdefault("_scaled_maps", {})
-        if (level, stride) not in cache:
-            cache[(level, stride)] = self.level_map(0, level) * stride
-        return cache[(level, stride)][codes]
+        computed in one pass per row where possible."""
+        raise NotImplementedError
 
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
         """Output strings of the given bins of `level`."""
@@ -132,9 +125,6 @@ class CategoricalDimension(Dimension):
 
     def codes(self, column: pa.ChunkedArray, chunk: ChunkRef) -> np.ndarray:
         return self.codes_at(column, chunk, 0)
-
-    def codes_at(self, column: pa.ChunkedArray, chunk: ChunkRef, level: int) -> np.ndarray:
-        return self.key_part(column, chunk, level, 1)
 
     def key_part(
         self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
@@ -261,6 +251,22 @@ class NumericalDimension(Dimension):
                 f"{chunk.where(int(np.flatnonzero(bad)[0]))}: the input changed between passes"
             )
         return units
+
+    def key_part(
+        self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
+    ) -> np.ndarray:
+        """Bins are runs of `widths[level]` units: integer arithmetic in place on the fresh
+        unit array, no lookup table over the whole domain (which may span 2^32 units)."""
+        codes = self.codes(column, chunk)
+        if level == self.top:
+            return np.zeros(codes.size, dtype=np.int64)
+        if level:  # as level_map(0, level): code * widths[0] // widths[level]
+            if self.widths[0] != 1:
+                codes *= self.widths[0]
+            codes //= self.widths[level]
+        if stride != 1:
+            codes *= stride
+        return codes
 
     def bounds(self, level: int, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """First unit and one-past-last unit of each bin, clipped to the domain."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import TOP
@@ -51,22 +52,29 @@ def suppressed_mask(
 
 
 def _used_entries_only(column: pa.ChunkedArray) -> pa.ChunkedArray:
-    """A dictionary column whose stored dictionary lists only values its rows use (a dropped
-    row's value must not survive in the part's dictionary page)."""
+    """A dictionary column whose stored dictionary lists only values its rows use, in sorted
+    order: a dropped row's value, or a value of rows outside this chunk (a chunk sliced from a
+    larger row group), must not survive in the part's dictionary page, nor the order in which
+    other rows first used them. The column keeps its dictionary type (index width, ordered)."""
     chunks = []
+    kind = column.type
     for arr in column.chunks:
         n = len(arr.dictionary)
-        if not arr.null_count:  # the common case: one counting pass, often nothing to do
-            used = np.bincount(arr.indices.to_numpy(), minlength=n)
-            if used.all():
-                chunks.append(arr)
-                continue
         idx = arr.indices.fill_null(n).to_numpy().astype(np.int64)  # nulls: a code past the end
-        present, inv = _dense_inverse(idx, n + 1)
-        indices = pa.array(inv, pa.int32(), mask=arr.is_null().to_numpy(zero_copy_only=False))
-        entries = arr.dictionary.take(pa.array(present[present < n]))
-        chunks.append(pa.DictionaryArray.from_arrays(indices, entries))
-    return pa.chunked_array(chunks, column.type)
+        used = np.flatnonzero(np.bincount(idx, minlength=n + 1)[:n])
+        order = pc.array_sort_indices(arr.dictionary.take(pa.array(used))).to_numpy()
+        entries = used[order]  # used entries, by value
+        if entries.size == n and np.array_equal(entries, np.arange(n)):
+            chunks.append(arr)  # already exactly the used values, sorted
+            continue
+        remap = np.zeros(n + 1, dtype=np.int64)
+        remap[entries] = np.arange(entries.size)
+        indices = pa.array(remap[idx], mask=arr.is_null().to_numpy(zero_copy_only=False)).cast(
+            kind.index_type
+        )
+        dictionary = arr.dictionary.take(pa.array(entries))
+        chunks.append(pa.DictionaryArray.from_arrays(indices, dictionary, ordered=kind.ordered))
+    return pa.chunked_array(chunks, kind)
 
 
 def generalise_table(
@@ -93,7 +101,7 @@ def generalise_table(
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
         card = dim.cards[level]
         if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
-            codes = codes.copy() if not codes.flags.writeable or codes.base is not None else codes
+            # (codes_at returns a fresh array: writing into it is safe)
             codes[masked] = card
         uniq, inv = _dense_inverse(codes, card + 1)
         labels = dim.labels(level, uniq[uniq < card])

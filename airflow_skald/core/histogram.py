@@ -87,6 +87,13 @@ class Histogram:
         self._keys = nz.astype(np.int64, copy=False)
         self._counts = self._dense[nz].astype(np.int64, copy=False)
 
+    def compact(self) -> Histogram:
+        """The same counts in the smaller form (to send between processes or store): a dense
+        root from a few chunks is mostly empty cells."""
+        if self._dense is None or self.n_bins * 16 >= self._dense.size * self._dense.itemsize:
+            return self
+        return Histogram(self.radices, self.keys, self.counts)
+
     @property
     def keys(self) -> np.ndarray:
         """Non-empty bins' int64 keys, sorted."""

@@ -242,7 +242,7 @@ def _scan_group(config: SkaldConfig, chunks: Sequence[ChunkRef]) -> DomainStats:
 
 
 def _count_group(config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef]) -> Histogram:
-    return count_histogram(config, plan, chunks)
+    return count_histogram(config, plan, chunks).compact()  # pickled back to the parent
 
 
 def _write_group(

@@ -75,13 +75,15 @@ def sum_groups(array: np.ndarray, targets: np.ndarray, axis: int) -> np.ndarray:
 
     One pass over the array, kept in its dtype. Along an outer axis each slice is added whole
     into its target (contiguous, vectorised); `np.add.reduceat` there is 5-15x slower (measured
-    on a 9.2M-cell root). Along the innermost axis the slices are tiny, so reduceat over runs of
-    equal targets is used; a collapse to one value is a plain sum.
+    on a 9.2M-cell root). Along the innermost axis, or a long axis of tiny slices (one Python
+    call per slice would dominate), reduceat over runs of equal targets is used; a collapse to
+    one value is a plain sum.
     """
     n_targets = int(targets.max()) + 1
     if n_targets == 1:
         return array.sum(axis=axis, keepdims=True, dtype=array.dtype)
-    if axis == array.ndim - 1:
+    inner = int(np.prod(array.shape[axis + 1 :], dtype=np.int64))
+    if axis == array.ndim - 1 or (array.shape[axis] > 4096 and inner < 1024):
         if np.any(targets[1:] < targets[:-1]):  # a categorical map: equal targets together
             perm = np.argsort(targets, kind="stable")
             array, targets = np.take(array, perm, axis=axis), targets[perm]
@@ -136,10 +138,13 @@ class _DenseSource:
         return _DenseSource(self.plan, tuple(node), None, sum_groups(self.array, m, axis))
 
     def steps(self, node: tuple[int, ...]) -> list[int]:
-        """QIDs to raise, largest reduction first (the array shrinks fastest)."""
+        """QIDs to raise, largest reduction first (the array shrinks fastest). Every QID whose
+        level changes is raised, even by a map that only renumbers its codes (a categorical
+        level whose every label has its own parent)."""
         maps = self._maps(node)
         factor = [m.size / (int(m.max()) + 1) for m in maps]
-        return sorted((i for i in range(len(maps)) if factor[i] > 1), key=lambda i: -factor[i])
+        changed = (i for i in range(len(maps)) if self.node[i] != node[i])
+        return sorted(changed, key=lambda i: -factor[i])
 
     def roll_up(self, node: tuple[int, ...]) -> Histogram:
         current = self
