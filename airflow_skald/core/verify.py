@@ -88,9 +88,13 @@ def count_release_classes(
             )
             codes.append(glob[local_codes])
         radices = [max(len(d), 1) for d in dictionaries]
-        keys = keys_of(codes, radices)  # distinct: local labels map to distinct global ones
-        order = np.argsort(keys)
-        hist = Histogram(tuple(radices), keys[order], sizes[order])
+        keys = keys_of(codes, radices)
+        order = np.argsort(keys, kind="stable")
+        keys, sizes = keys[order], sizes[order]
+        # a part written by another tool may list one label twice in a dictionary: its classes
+        # then share a key here, and are summed
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        hist = Histogram(tuple(radices), keys[starts], np.add.reduceat(sizes, starts))
         old = Histogram(tuple(radices), keys_of(list(acc_codes.T), radices), acc_counts)
         merged = Histogram.merge([old, hist]) if acc_counts.size else hist
         acc_codes = np.stack(merged.decompose(), axis=1)
