@@ -55,7 +55,7 @@ from airflow_skald.core.release import (
     write_bytes_atomic,
 )
 from airflow_skald.core.search import Decision, RollUps, class_size_histogram, search_lattice
-from airflow_skald.core.verify import count_release_classes
+from airflow_skald.core.verify import class_figures, count_release_classes
 
 __all__ = [
     "ChunkOutcome",
@@ -124,43 +124,14 @@ def released_classes(plan: Plan, node: tuple[int, ...], hist: Histogram, k: int)
 def release_figures(
     classes: Counter, n_rows: int, n_records: int, k: int, limit: Fraction, where: str = ""
 ) -> dict:
-    """k-check and metrics of a release's class counts, read as `skald verify` reads them.
-
-    The all-"*" tuple is suppressed records (unless it is the only tuple, with >= k rows: the
-    top node), and rows missing from the release were dropped, hence suppressed too.
-    """
+    """k-check and metrics of a release's class counts, read as `skald verify` reads them
+    (`verify.class_figures`): the all-"*" tuple is suppressed records unless it is the only
+    tuple, with >= k rows (the top node); rows missing from the release were dropped."""
     classes = Counter(classes)
     star = tuple(TOP for _ in next(iter(classes), ()))
     n_star = classes.pop(star, 0) if star else 0
-    dropped = n_records - n_rows
-    if n_star >= k and not classes:
-        kept, n_suppressed = [n_star], dropped
-    else:
-        kept, n_suppressed = list(classes.values()), n_star + dropped
-    sizes = np.asarray(kept, dtype=np.int64)
-    small = sizes[sizes < k]
-    if small.size:
-        raise VerificationError(
-            f"{where or 'release'} is not {k}-anonymous: {small.size} class(es) smaller than k "
-            f"(smallest has {int(small.min())} record(s))"
-        )
-    allowed = max_suppressed(limit, n_records)
-    if n_suppressed > allowed:
-        raise VerificationError(
-            f"{where or 'release'} suppresses {n_suppressed} records, more than the limit "
-            f"allows ({allowed})"
-        )
-    kept_sq = sum_squares(sizes)
-    return {
-        "n_records": n_records,
-        "n_rows": n_rows,
-        "n_suppressed": n_suppressed,
-        "n_equivalence_classes": int(sizes.size),
-        "min_class_size": int(sizes.min()) if sizes.size else 0,
-        "dm_star": kept_sq + n_suppressed * n_suppressed,
-        "dm": kept_sq + n_records * n_suppressed,
-        "sizes": sizes,
-    }
+    kept = np.asarray(list(classes.values()), dtype=np.int64)
+    return class_figures(n_star, kept, n_rows, n_records, k, limit, where)
 
 
 @dataclass

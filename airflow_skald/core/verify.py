@@ -11,6 +11,8 @@ from __future__ import annotations
 import json
 import posixpath
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -47,63 +49,170 @@ def read_manifest(path: str) -> dict | None:
         return json.loads(fh.read())
 
 
-def count_release_classes(
-    parts: list[str], location: DataLocation, qids: list[str]
-) -> tuple[Counter, int]:
-    """Class sizes of the released QID tuples over all parts, and the number of rows.
+@dataclass
+class ReleaseClasses:
+    """The equivalence classes of released QID tuples: per QID its distinct labels, each class's
+    index into them and its size, and the rows read. Held as arrays: memory follows the number
+    of classes at a few bytes each, not Python tuples."""
 
-    Each part's strings are dictionary-encoded, mapped to codes of global per-column
-    dictionaries (a loop over distinct labels, not rows), and counted by mixed-radix key.
-    """
-    dictionaries: list[dict[str, int]] = [{} for _ in qids]
-    acc_codes = np.zeros((0, len(qids)), dtype=np.int64)
-    acc_counts = np.zeros(0, dtype=np.int64)
-    n_rows = 0
+    labels: list[list[str]]
+    codes: np.ndarray  # (classes, QIDs) int64
+    sizes: np.ndarray  # int64
+    n_rows: int
 
-    def classes_of(part: str) -> tuple[int, list[list], list[np.ndarray], np.ndarray]:
-        """A part's rows, per QID its dictionary's labels, and its classes as per-QID indices
-        into those labels with their sizes (counted in the reading thread)."""
+    @classmethod
+    def empty(cls, n_qids: int, n_rows: int = 0) -> ReleaseClasses:
+        return cls([[] for _ in range(n_qids)], np.zeros((0, n_qids), np.int64), _NONE, n_rows)
+
+    def star_mask(self) -> np.ndarray:
+        """The class whose every QID is "*" (masked records, or the whole top node)."""
+        mask = np.ones(self.sizes.size, dtype=bool)
+        for j, labels in enumerate(self.labels):
+            if TOP not in labels:
+                return np.zeros(self.sizes.size, dtype=bool)
+            mask &= self.codes[:, j] == labels.index(TOP)
+        return mask
+
+    def named(self) -> Counter:
+        """Class sizes by released tuple (for small releases, e.g. one chunk's)."""
+        labels = [np.asarray(x, dtype=object) for x in self.labels]
+        return Counter(
+            {
+                tuple(labels[j][c] for j, c in enumerate(row)): n
+                for row, n in zip(self.codes.tolist(), self.sizes.tolist(), strict=True)
+            }
+        )
+
+    @staticmethod
+    def merge(parts: Sequence[ReleaseClasses]) -> ReleaseClasses:
+        """The classes of several parts together: labels unified, equal tuples summed."""
+        n_qids = len(parts[0].labels)
+        index: list[dict[str, int]] = [{} for _ in range(n_qids)]
+        codes, sizes = [], []
+        for part in parts:
+            if not part.sizes.size:
+                continue
+            glob = [
+                np.asarray(
+                    [index[j].setdefault(v, len(index[j])) for v in part.labels[j]], np.int64
+                )
+                for j in range(n_qids)
+            ]
+            codes.append(np.stack([glob[j][part.codes[:, j]] for j in range(n_qids)], axis=1))
+            sizes.append(part.sizes)
+        n_rows = sum(p.n_rows for p in parts)
+        if not sizes:
+            return ReleaseClasses.empty(n_qids, n_rows)
+        radices = [max(len(x), 1) for x in index]
+        keys = keys_of(list(np.concatenate(codes).T), radices)
+        order = np.argsort(keys, kind="stable")
+        keys, counts = keys[order], np.concatenate(sizes)[order]
+        # equal tuples (from different parts, or a label listed twice by another tool) are summed
+        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        merged = Histogram(tuple(radices), keys[starts], np.add.reduceat(counts, starts))
+        return ReleaseClasses(
+            [list(x) for x in index], np.stack(merged.decompose(), axis=1), merged.counts, n_rows
+        )
+
+
+_NONE = np.zeros(0, dtype=np.int64)
+
+
+def release_classes(parts: list[str], location: DataLocation, qids: list[str]) -> ReleaseClasses:
+    """The classes of the released QID tuples over all parts.
+
+    Each part is read dictionary-encoded and its classes counted over the dictionaries' indices
+    in the reading threads; parts' class tables are merged one at a time (a loop over distinct
+    labels and classes, never over rows)."""
+
+    def classes_of(part: str) -> ReleaseClasses:
         table = read_release_part(location, part, qids)
+        if not table.num_rows:
+            return ReleaseClasses.empty(len(qids))
         labels, codes = [], []
-        for name in qids if table.num_rows else []:
+        for name in qids:
             enc = dictionary_of(table.column(name))
             local = enc.dictionary.to_pylist()
             if any(v is None for v in local) or enc.indices.null_count:
                 raise VerificationError(f"release column '{name}' has empty values in {part}")
             labels.append(local)
             codes.append(enc.indices.to_numpy().astype(np.int64))
-        if not table.num_rows:
-            return 0, [], [], np.zeros(0, np.int64)
         local = Histogram.from_codes(codes, [max(len(x), 1) for x in labels])
-        return table.num_rows, labels, local.decompose(), local.counts
+        return ReleaseClasses(
+            labels, np.stack(local.decompose(), axis=1), local.counts, table.num_rows
+        )
 
-    for _, (rows, labels, class_codes, sizes) in map_ahead(classes_of, parts):
-        n_rows += rows
-        if rows == 0:
-            continue
-        codes = []
-        for j, (local, local_codes) in enumerate(zip(labels, class_codes, strict=True)):
-            glob = np.asarray(
-                [dictionaries[j].setdefault(v, len(dictionaries[j])) for v in local], np.int64
-            )
-            codes.append(glob[local_codes])
-        radices = [max(len(d), 1) for d in dictionaries]
-        keys = keys_of(codes, radices)
-        order = np.argsort(keys, kind="stable")
-        keys, sizes = keys[order], sizes[order]
-        # a part written by another tool may list one label twice in a dictionary: its classes
-        # then share a key here, and are summed
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        hist = Histogram(tuple(radices), keys[starts], np.add.reduceat(sizes, starts))
-        old = Histogram(tuple(radices), keys_of(list(acc_codes.T), radices), acc_counts)
-        merged = Histogram.merge([old, hist]) if acc_counts.size else hist
-        acc_codes = np.stack(merged.decompose(), axis=1)
-        acc_counts = merged.counts
-    labels = [np.asarray(list(d), dtype=object) for d in dictionaries]
-    named = Counter()
-    for row, n in zip(acc_codes.tolist(), acc_counts.tolist(), strict=True):
-        named[tuple(labels[j][c] for j, c in enumerate(row))] = n
-    return named, n_rows
+    acc = ReleaseClasses.empty(len(qids))
+    for _, part in map_ahead(classes_of, parts):  # parts read two at a time
+        acc = ReleaseClasses.merge([acc, part])
+    return acc
+
+
+def count_release_classes(
+    parts: list[str], location: DataLocation, qids: list[str]
+) -> tuple[Counter, int]:
+    """Class sizes by released tuple over all parts, and the number of rows."""
+    classes = release_classes(parts, location, qids)
+    return classes.named(), classes.n_rows
+
+
+def class_figures(
+    n_star: int,
+    kept: np.ndarray,
+    n_rows: int,
+    n_records: int,
+    k: int,
+    limit: Fraction,
+    where: str = "",
+    claimed_suppressed: int | None = None,
+) -> dict:
+    """The k-check and metrics of a release from its all-"*" count and other class sizes.
+
+    Rows missing from the release were dropped, hence suppressed. The all-"*" records are
+    suppressed too, unless they are the only class, with >= k rows, and the run did not claim
+    them suppressed: then the release is the top node (one class).
+    """
+    where = where or "release"
+    if n_rows > n_records:
+        raise VerificationError(f"{where} has {n_rows} rows but {n_records} records were expected")
+    dropped = n_records - n_rows
+    sizes = np.asarray(kept, dtype=np.int64)
+    if n_star >= k and not sizes.size and claimed_suppressed != n_star + dropped:
+        sizes, n_suppressed = np.asarray([n_star], dtype=np.int64), dropped
+    else:
+        n_suppressed = n_star + dropped
+    small = sizes[sizes < k]
+    if small.size:
+        raise VerificationError(
+            f"{where} is not {k}-anonymous: {small.size} class(es) smaller than k "
+            f"(smallest has {int(small.min())} record(s))"
+        )
+    allowed = max_suppressed(limit, n_records)
+    if n_suppressed > allowed:
+        raise VerificationError(
+            f"{where} suppresses {n_suppressed} records, more than the limit allows ({allowed})"
+        )
+    kept_sq = sum_squares(sizes)
+    return {
+        "n_records": n_records,
+        "n_rows": n_rows,
+        "n_suppressed": n_suppressed,
+        "n_equivalence_classes": int(sizes.size),
+        "min_class_size": int(sizes.min()) if sizes.size else 0,
+        "dm_star": kept_sq + n_suppressed * n_suppressed,
+        "dm": kept_sq + n_records * n_suppressed,
+        "sizes": sizes,
+    }
+
+
+_REPORTED = (
+    "n_records",
+    "n_rows",
+    "n_suppressed",
+    "n_equivalence_classes",
+    "min_class_size",
+    "dm_star",
+)
 
 
 def verify_release(
@@ -134,48 +243,30 @@ def verify_release(
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
     try:
-        classes, n_rows = count_release_classes(parts, DataLocation(path, fmt, delimiter), qids)
+        classes = release_classes(parts, DataLocation(path, fmt, delimiter), qids)
     except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
         names = read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names
         missing = [q for q in qids if q not in names]
         if not missing:
             raise
         raise DataError(f"release {path} has no column '{missing[0]}'") from None
-    n_records = n_rows if n_records is None else n_records
-    if n_rows > n_records:
-        raise VerificationError(f"release has {n_rows} rows but {n_records} records were expected")
-    star = tuple(TOP for _ in qids)
-    n_star = classes.pop(star, 0)
-    dropped = n_records - n_rows
+    n_records = classes.n_rows if n_records is None else n_records
     if claimed_suppressed is None and manifest is not None:
         claimed_suppressed = manifest.get("n_suppressed")
-    if n_star >= k and not classes and claimed_suppressed != n_star + dropped:
-        kept = {star: n_star}  # everything generalised to the top: one class
-        n_suppressed = dropped
-    else:
-        kept = dict(classes)
-        n_suppressed = n_star + dropped
-    small = {c: n for c, n in kept.items() if n < k}
-    if small:
-        raise VerificationError(
-            f"release is not {k}-anonymous: {len(small)} class(es) smaller than k "
-            f"(smallest has {min(small.values())} record(s))"
-        )
-    allowed = max_suppressed(limit, n_records)
-    if n_suppressed > allowed:
-        raise VerificationError(
-            f"release suppresses {n_suppressed} records, more than the limit allows ({allowed})"
-        )
-    sizes = np.asarray(list(kept.values()), dtype=np.int64)
+    star = classes.star_mask()
+    figures = class_figures(
+        int(classes.sizes[star].sum()),
+        classes.sizes[~star],
+        classes.n_rows,
+        n_records,
+        k,
+        limit,
+        claimed_suppressed=claimed_suppressed,
+    )
     report = {
         "verified": True,
         "k": k,
-        "n_records": n_records,
-        "n_rows": n_rows,
-        "n_suppressed": n_suppressed,
-        "n_equivalence_classes": int(sizes.size),
-        "min_class_size": int(sizes.min()) if sizes.size else 0,
-        "dm_star": sum_squares(sizes) + n_suppressed * n_suppressed,
+        **{key: figures[key] for key in _REPORTED},
         "parts": len(parts),
     }
     if manifest is not None:

@@ -1,0 +1,55 @@
+"""The verifier's class tables: merged across parts exactly as counting the rows would."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from airflow_skald.core.config import DataLocation
+from airflow_skald.core.verify import ReleaseClasses, release_classes
+
+LABELS = {"a": ["[0-9]", "[10-19]", "*"], "b": ["x", "y", "*"]}
+
+
+def _parts(tmp_path: Path, seed: int, n_parts: int, rows: int) -> tuple[list[str], Counter]:
+    rng = np.random.default_rng(seed)
+    expected: Counter = Counter()
+    parts = []
+    for i in range(n_parts):
+        n = int(rng.integers(0, rows))  # some parts are empty
+        columns = {q: rng.choice(v, n).tolist() for q, v in LABELS.items()}
+        if n and i % 2:  # one part with all-"*" rows (masked records)
+            columns = {q: ["*"] * n for q in LABELS}
+        expected.update(zip(columns["a"], columns["b"], strict=True))
+        path = tmp_path / f"part-{i:05d}.parquet"
+        pq.write_table(pa.table({**columns, "s": list(range(n))}, schema=_schema()), path)
+        parts.append(str(path))
+    return parts, expected
+
+
+def _schema() -> pa.Schema:
+    return pa.schema([("a", pa.string()), ("b", pa.string()), ("s", pa.int64())])
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_release_classes_count_every_tuple(tmp_path: Path, seed: int) -> None:
+    parts, expected = _parts(tmp_path, seed, n_parts=6, rows=300)
+    classes = release_classes(parts, DataLocation(str(tmp_path), "parquet"), ["a", "b"])
+    assert classes.named() == expected
+    assert classes.n_rows == sum(expected.values())
+    star = classes.star_mask()
+    assert int(classes.sizes[star].sum()) == expected[("*", "*")]
+    # merging per-part tables in any grouping gives the same classes
+    one = [release_classes([p], DataLocation(str(tmp_path), "parquet"), ["a", "b"]) for p in parts]
+    regrouped = ReleaseClasses.merge([ReleaseClasses.merge(one[:3]), ReleaseClasses.merge(one[3:])])
+    assert regrouped.named() == expected and regrouped.n_rows == classes.n_rows
+
+
+def test_no_star_label_means_no_star_class() -> None:
+    classes = ReleaseClasses([["x"], ["y"]], np.zeros((1, 2), np.int64), np.asarray([4]), 4)
+    assert not classes.star_mask().any()
