@@ -9,9 +9,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from helpers_data import config_dict, skip_report_plots, write_dataset
 
-from airflow_skald.core.config import DataLocation
-from airflow_skald.core.verify import ReleaseClasses, release_classes
+from airflow_skald.core import pipeline
+from airflow_skald.core.config import DataLocation, config_from_dict
+from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.verify import ReleaseClasses, release_classes, verify_release
 
 LABELS = {"a": ["[0-9]", "[10-19]", "*"], "b": ["x", "y", "*"]}
 
@@ -53,3 +56,23 @@ def test_release_classes_count_every_tuple(tmp_path: Path, seed: int) -> None:
 def test_no_star_label_means_no_star_class() -> None:
     classes = ReleaseClasses([["x"], ["y"]], np.zeros((1, 2), np.int64), np.asarray([4]), 4)
     assert not classes.star_mask().any()
+
+
+def test_verification_from_group_tables_equals_reading_every_part(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """The mapped DAG's final step merges the tables its tasks counted from their own written
+    parts (`pipeline.count_written`) instead of re-reading the release: same report; a table
+    that disagrees with the release's figures fails."""
+    skip_report_plots(monkeypatch)
+    write_dataset(tmp_path / "in", n_files=3, rows=60, seed=2)
+    config = config_from_dict(config_dict(tmp_path / "in", tmp_path / "out", chunk_rows=20))
+    manifest = pipeline.run(config)
+    out = str(tmp_path / "out")
+    groups = [manifest["parts"][:4], manifest["parts"][4:]]
+    merged = ReleaseClasses.merge([pipeline.count_written(config, out, g) for g in groups])
+    assert verify_release(out, config.k, classes=merged) == verify_release(out, config.k)
+    broken = ReleaseClasses(merged.labels, merged.codes, merged.sizes.copy(), merged.n_rows)
+    broken.sizes[np.argmax(~merged.star_mask())] = 1  # a class below k
+    with pytest.raises(VerificationError):
+        verify_release(out, config.k, classes=broken)

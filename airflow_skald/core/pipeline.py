@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from airflow_skald.core import io as skald_io
-from airflow_skald.core.config import SkaldConfig
+from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.encoding import DomainStats, csv_types
 from airflow_skald.core.encoding import scan_domain as _scan_domain
 from airflow_skald.core.errors import VerificationError
@@ -49,7 +49,7 @@ from airflow_skald.core.release import (
     write_part_atomic,
 )
 from airflow_skald.core.search import Decision, search_lattice
-from airflow_skald.core.verify import verify_release
+from airflow_skald.core.verify import ReleaseClasses, release_classes, verify_release
 
 log = logging.getLogger("airflow_skald")
 
@@ -181,6 +181,14 @@ def write_parts(
     return names
 
 
+def count_written(config: SkaldConfig, staging: str, names: Sequence[str]) -> ReleaseClasses:
+    """The classes of some written parts, read back from the staging folder: a mapped task
+    checks its own parts, and the final step merges these tables instead of re-reading all."""
+    location = DataLocation(staging, config.output.format, config.output.delimiter)
+    paths = [staging.rstrip("/") + "/" + n for n in names]
+    return release_classes(paths, location, config.qid_names)
+
+
 def finalise_release(
     config: SkaldConfig,
     plan: Plan,
@@ -190,11 +198,14 @@ def finalise_release(
     timings: dict[str, float] | None = None,
     report_writer: Callable[[dict, str], None] | None = None,
     memory: dict[str, int] | None = None,
+    classes: ReleaseClasses | None = None,
 ) -> dict:
     """Verify the staged release, write its manifest (last), and move it into place.
 
     `report.html` is written beside the manifest (`core.report.write_report` unless another
-    `report_writer` is given); `memory` is the peak RSS after each earlier phase.
+    `report_writer` is given); `memory` is the peak RSS after each earlier phase. `classes`:
+    the written parts' classes as counted by `count_written` for groups of parts (scale-out),
+    else the parts are read here.
     """
     timings = dict(timings or {})
     t0 = time.perf_counter()
@@ -208,6 +219,7 @@ def finalise_release(
             n_records=plan.stats.n_rows,
             delimiter=config.output.delimiter,
             claimed_suppressed=decision.stats.n_suppressed,
+            classes=classes,
         )
         d = decision.to_dict()
         for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):

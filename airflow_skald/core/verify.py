@@ -8,6 +8,7 @@ Memory follows the number of distinct classes, not the number of rows.
 
 from __future__ import annotations
 
+import io
 import json
 import posixpath
 from collections import Counter
@@ -82,6 +83,24 @@ class ReleaseClasses:
                 for row, n in zip(self.codes.tolist(), self.sizes.tolist(), strict=True)
             }
         )
+
+    def to_bytes(self) -> bytes:
+        """An artifact of a mapped task (generalised labels and counts only: release content)."""
+        buf = io.BytesIO()
+        np.savez(
+            buf,
+            labels=np.frombuffer(json.dumps(self.labels).encode(), dtype=np.uint8),
+            codes=self.codes,
+            sizes=self.sizes,
+            n_rows=np.asarray(self.n_rows, dtype=np.int64),
+        )
+        return buf.getvalue()
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ReleaseClasses:
+        z = np.load(io.BytesIO(data))
+        labels = json.loads(z["labels"].tobytes().decode())
+        return cls(labels, z["codes"], z["sizes"], int(z["n_rows"]))
 
     @staticmethod
     def merge(parts: Sequence[ReleaseClasses]) -> ReleaseClasses:
@@ -223,11 +242,14 @@ def verify_release(
     n_records: int | None = None,
     delimiter: str = ",",
     claimed_suppressed: int | None = None,
+    classes: ReleaseClasses | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it is not k-anonymous.
 
     A release whose every row is all-"*" reads both as the top node (one class) and as every
     record suppressed; `claimed_suppressed` (default: the manifest's) picks the reading.
+    `classes`, if given, are the parts' classes already counted from the written files (by the
+    mapped tasks that wrote them, `release_classes` over their own parts), merged.
     """
     manifest = read_manifest(path)
     parts, fmt = release_parts(path)
@@ -243,7 +265,8 @@ def verify_release(
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
     try:
-        classes = release_classes(parts, DataLocation(path, fmt, delimiter), qids)
+        if classes is None:
+            classes = release_classes(parts, DataLocation(path, fmt, delimiter), qids)
     except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
         names = read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names
         missing = [q for q in qids if q not in names]

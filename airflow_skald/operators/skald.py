@@ -390,9 +390,12 @@ class GeneraliseOperator(_SkaldOperator):
             names = pipeline.write_parts(
                 config, plan, decision, self.chunks(store, chunk_ids), staging
             )
+            t1 = time.perf_counter()
+            classes = pipeline.count_written(config, staging, names)  # read back: the check
+            store.write_bytes(self.partial_name("verify", group, "npz"), classes.to_bytes())
             store.write_json(
                 self.timing_name("generalise", group),
-                {"seconds": time.perf_counter() - t0},
+                {"seconds": t1 - t0, "verify_seconds": time.perf_counter() - t1},
             )
             return {"group": group, "parts": names}
 
@@ -402,6 +405,7 @@ class GeneraliseOperator(_SkaldOperator):
             if already is not None:
                 return already
         check_output_target(config)
+        classes, counted_s = None, 0.0
         if self.mode == "all":
             prepare_staging(staging)
             try:
@@ -411,10 +415,20 @@ class GeneraliseOperator(_SkaldOperator):
                 raise
             generalise_s = time.perf_counter() - t0
         else:
+            from airflow_skald.core.verify import ReleaseClasses
+
             self._drop_temporaries(staging)
-            generalise_s = sum(
-                store.read_json(self.timing_name("generalise", g["group"]))["seconds"]
-                for g in self.groups(store)
+            groups = [g["group"] for g in self.groups(store)]
+            group_timings = [store.read_json(self.timing_name("generalise", g)) for g in groups]
+            generalise_s = sum(t["seconds"] for t in group_timings)
+            counted_s = sum(t.get("verify_seconds", 0.0) for t in group_timings)
+            classes = ReleaseClasses.merge(
+                [
+                    ReleaseClasses.from_bytes(
+                        store.read_bytes(self.partial_name("verify", g, "npz"))
+                    )
+                    for g in groups
+                ]
             )
         encoded = store.read_json(A.TIMINGS + "encode.json")
         phase2 = store.read_json(A.TIMINGS + "histogram_lattice.json")
@@ -424,7 +438,11 @@ class GeneraliseOperator(_SkaldOperator):
             "search": phase2["search_s"],
             "generalise": generalise_s,
         }
-        manifest = pipeline.finalise_release(config, plan, decision, chunks, staging, timings)
+        if counted_s:  # the mapped tasks' share of the verification (they read their parts)
+            timings["verify_in_mapped_tasks"] = counted_s
+        manifest = pipeline.finalise_release(
+            config, plan, decision, chunks, staging, timings, classes=classes
+        )
         return self._publish(config, store, manifest, context)
 
     def _drop_temporaries(self, staging: str) -> None:
