@@ -133,9 +133,13 @@ def schema_of(location: DataLocation, file: str) -> pa.Schema | None:
     return None
 
 
-def _parquet_file(file: str, read_dictionary: list[str] | None = None) -> pq.ParquetFile:
+def _parquet_file(
+    file: str, read_dictionary: list[str] | None = None, metadata: pq.FileMetaData | None = None
+) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(fsspec.open(file, "rb").open(), read_dictionary=read_dictionary)
+        return pq.ParquetFile(
+            fsspec.open(file, "rb").open(), read_dictionary=read_dictionary, metadata=metadata
+        )
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise DataError(f"input file disappeared: {file}") from None
@@ -156,10 +160,13 @@ def read_chunk(
     columns = list(columns)
     if location.format == "parquet":
         dictionary = {c for c, t in (csv_types or {}).items() if pa.types.is_dictionary(t)}
-        if text_as_dictionary:
-            schema = _parquet_file(chunk.file).schema_arrow
-            dictionary |= {f.name for f in schema if pa.types.is_string(f.type)}
-        pf = _parquet_file(chunk.file, [c for c in columns if c in dictionary] or None)
+        metadata = None
+        if text_as_dictionary:  # the text columns come from the footer, parsed once
+            first = _parquet_file(chunk.file)
+            metadata = first.metadata
+            dictionary |= {f.name for f in first.schema_arrow if pa.types.is_string(f.type)}
+        wanted = [c for c in columns if c in dictionary] or None
+        pf = _parquet_file(chunk.file, wanted, metadata)
         groups, offset, seen = [], None, 0
         for g in range(pf.metadata.num_row_groups):
             n = pf.metadata.row_group(g).num_rows
