@@ -190,9 +190,6 @@ class HistogramAccumulator:
         self._dense = np.zeros(n, np.int64) if n <= DENSE_LIMIT else None
         self._sparse = Histogram.empty(radices)
 
-    def add_codes(self, codes: Sequence[np.ndarray]) -> None:
-        self.add_keys(keys_of(codes, self.radices))
-
     def add_keys(self, keys: np.ndarray) -> None:
         """Count rows given their mixed-radix keys."""
         if self._dense is not None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import posixpath
 from collections import Counter
 from collections.abc import Sequence
@@ -22,7 +23,7 @@ from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.histogram import Histogram, keys_of
+from airflow_skald.core.histogram import Histogram, group_counts, keys_of
 from airflow_skald.core.io import filesystem, map_ahead, read_release_part
 from airflow_skald.core.metrics import max_suppressed, sum_squares
 from airflow_skald.core.release import MANIFEST
@@ -48,6 +49,9 @@ def read_manifest(path: str) -> dict | None:
         return None
     with fs.open(target, "rb") as fh:
         return json.loads(fh.read())
+
+
+_NONE = np.zeros(0, dtype=np.int64)
 
 
 @dataclass
@@ -124,17 +128,12 @@ class ReleaseClasses:
             return ReleaseClasses.empty(n_qids, n_rows)
         radices = [max(len(x), 1) for x in index]
         keys = keys_of(list(np.concatenate(codes).T), radices)
-        order = np.argsort(keys, kind="stable")
-        keys, counts = keys[order], np.concatenate(sizes)[order]
         # equal tuples (from different parts, or a label listed twice by another tool) are summed
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-        merged = Histogram(tuple(radices), keys[starts], np.add.reduceat(counts, starts))
+        weights = np.concatenate(sizes).astype(np.float64)  # exact: counts < 2^53
+        merged = Histogram(tuple(radices), *group_counts(keys, weights, math.prod(radices)))
         return ReleaseClasses(
             [list(x) for x in index], np.stack(merged.decompose(), axis=1), merged.counts, n_rows
         )
-
-
-_NONE = np.zeros(0, dtype=np.int64)
 
 
 def release_classes(parts: list[str], location: DataLocation, qids: list[str]) -> ReleaseClasses:

@@ -275,20 +275,15 @@ def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp
 
 
 def _adult_config(tmp_path: Path) -> Path:
+    from skald_testdata import adult_qid_config
+
     names = ["age", "education", "marital-status", "occupation", "race", "sex", "workclass"]
     body = {
         "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
         "output": {"path": str(tmp_path / "adult-out"), "format": "parquet"},
         "chunk_rows": 8000,
         "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": [
-            {
-                "name": n,
-                "type": "categorical",
-                "hierarchy_file": str(ADULT / f"adult_hierarchy_{n}.csv"),
-            }
-            for n in names
-        ],
+        "quasi_identifiers": adult_qid_config(names),
         "privacy": {"k": 5, "suppression_limit": 0.02},
         "memory": {"histogram_bins": 10**9},
     }
