@@ -21,7 +21,7 @@ from airflow_skald.cli import main as cli_main
 from airflow_skald.core import pipeline
 from airflow_skald.core.baseline import RollUpCache, chunk_plan, run_per_chunk
 from airflow_skald.core.config import load_config
-from airflow_skald.core.search import roll_up
+from airflow_skald.core.rollups import roll_up
 
 CITY = {"Oslo": ["Norway"], "Bergen": ["Norway"], "Lund": ["Sweden"], "Malmo": ["Sweden"]}
 ZIPS = [1001, 1002, 1003, 1010, 1020, 1100, 1200]

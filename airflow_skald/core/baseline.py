@@ -54,7 +54,8 @@ from airflow_skald.core.release import (
     staging_path,
     write_bytes_atomic,
 )
-from airflow_skald.core.search import Decision, RollUps, class_size_histogram, search_lattice
+from airflow_skald.core.rollups import RollUps
+from airflow_skald.core.search import Decision, class_size_histogram, search_lattice
 from airflow_skald.core.verify import class_figures, count_release_classes
 
 __all__ = [
