@@ -29,12 +29,7 @@ def _parser() -> argparse.ArgumentParser:
 
     r = sub.add_parser("run", help="anonymise a dataset (three passes over its chunks)")
     r.add_argument("config", help="YAML configuration file")
-    r.add_argument("--input", dest="input_path")
-    r.add_argument("--output", dest="output_path")
-    r.add_argument("--k")
-    r.add_argument("--suppression-limit", dest="suppression_limit")
-    r.add_argument("--histogram-bins", dest="histogram_bins")
-    r.add_argument("--chunk-rows", dest="chunk_rows")
+    _add_settings(r)
     r.add_argument("--per-chunk", action="store_true", help="baseline: each chunk anonymised alone")
     r.add_argument(
         "--workers", default="1", help="worker processes for the per-chunk work (default 1)"
@@ -50,10 +45,30 @@ def _parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("verify", help="re-check that a release is k-anonymous")
     v.add_argument("output", help="release folder")
-    v.add_argument("--k", required=True)
-    v.add_argument("--suppression-limit", dest="suppression_limit")
+    _add_settings(v, only=("k", "suppression_limit"), suffix=" (default: the manifest's)")
     v.add_argument("--qids", help="comma-separated QID columns (default: from the manifest)")
     return p
+
+
+def _add_settings(
+    parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None, suffix: str = ""
+) -> None:
+    """One flag per row of the settings table (core.settings); values are validated there."""
+    from airflow_skald.core.settings import SETTINGS
+
+    for setting in SETTINGS:
+        if only is not None and setting.name not in only:
+            continue
+        if setting.cli:
+            parser.add_argument(setting.flag, dest=setting.name, help=setting.description + suffix)
+        elif setting.schema["type"] == "boolean":
+            parser.add_argument(
+                setting.flag,
+                dest=setting.name,
+                action="store_true",
+                default=None,
+                help=setting.description,
+            )
 
 
 def _int_arg(value: str, name: str) -> int:
@@ -67,7 +82,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from airflow_skald.core.config import OVERRIDE_KEYS, load_config
     from airflow_skald.core.pipeline import run
 
-    overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS if hasattr(args, key)}
+    overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
     config = load_config(args.config, overrides)
     from airflow_skald.core.progress import cli_progress
 
@@ -112,13 +127,12 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from airflow_skald.core.config import _limit
+    from airflow_skald.core.settings import parse_overrides
     from airflow_skald.core.verify import verify_release
 
-    k = _int_arg(args.k, "k")
+    given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
-    limit = None if args.suppression_limit is None else _limit(args.suppression_limit)
-    report = verify_release(args.output, k, limit, qids=qids)
+    report = verify_release(args.output, given.get("k"), given.get("suppression_limit"), qids=qids)
     print(json.dumps(report, indent=2))
     return 0
 

@@ -376,12 +376,16 @@ CASES = [
     Case("widths-not-increasing", ["'age'", "width"], cfgmut=widths([1, 4, 2])),
     Case("widths-not-starting-at-min-width", ["'age'", "min_width"], cfgmut=widths([2, 4])),
     Case(
-        "histogram-bins-1", ["histogram_bins=1", "too small", "top node"], cfgmut=histogram_bins(1)
+        "histogram-bins-1",
+        ["memory.histogram_bins must be an integer >= 2 (got 1)"],
+        cfgmut=histogram_bins(1),
     ),
     Case(
-        "histogram-bins-flag-1", ["histogram_bins=1", "too small"], argv=["--histogram-bins", "1"]
+        "histogram-bins-flag-1",
+        ["histogram_bins must be an integer >= 2 (got 1)"],
+        argv=["--histogram-bins", "1"],
     ),
-    Case("histogram-bins-zero", ["histogram_bins", "positive"], cfgmut=histogram_bins(0)),
+    Case("histogram-bins-zero", ["histogram_bins", ">= 2"], cfgmut=histogram_bins(0)),
     Case("chunk-rows-zero-flag", ["chunk_rows", "positive"], argv=["--chunk-rows", "0"]),
     # --- paths
     Case(
@@ -532,7 +536,7 @@ def test_verify_bad_input(tmp_path: Path, capsys) -> None:
     code, _, err = run_inprocess(["verify", str(tmp_path / "empty"), "--k", "5"], capsys)
     assert code == 2 and "no release parts" in err
     code, _, err = run_inprocess(["verify", str(tmp_path / "empty"), "--k", "x"], capsys)
-    assert code == 2 and "--k must be an integer" in err
+    assert code == 2 and "k must be an integer >= 2" in err
 
 
 def test_verify_bad_flags_on_a_real_release(tmp_path: Path, capsys) -> None:

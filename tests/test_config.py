@@ -46,7 +46,7 @@ def test_minimal_config_loads_with_defaults(tmp_path):
         ({"privacy": {"k": 5, "suppression_limit": "x"}}, "between 0 and 1"),
         ({"privacy": {"k": 5, "extra": 1}}, "unknown key 'extra' in privacy"),
         ({"chunk_rows": 0}, "chunk_rows must be a positive integer"),
-        ({"memory": {"histogram_bins": "many"}}, "histogram_bins must be a positive integer"),
+        ({"memory": {"histogram_bins": "many"}}, "memory.histogram_bins must be an integer >= 2"),
         ({"suppressed_records": "hide"}, "suppressed_records must be one of"),
         ({"qid_priority": ["nope"]}, "not a quasi-identifier"),
         ({"direct_identifiers": ["bg"]}, "listed twice"),

@@ -18,6 +18,7 @@ its own, and both are cross-checked against what the searches predicted.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -29,7 +30,7 @@ import numpy as np
 from airflow_skald import __version__
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.dimensions import TOP, paper_notation
-from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.io import ChunkRef
 from airflow_skald.core.manifest import input_fingerprint, release_description
@@ -51,6 +52,7 @@ from airflow_skald.core.release import (
     commit,
     discard,
     prepare_staging,
+    remove_stale_staging,
     staging_path,
     write_bytes_atomic,
 )
@@ -173,6 +175,12 @@ def anonymise_chunk(
     The chunk's level-0 histogram and its roll-ups are shared by the searches for several k.
     """
     t = time.perf_counter()
+    smallest = min(ks or [config.k])
+    if chunk.n_rows < smallest:
+        raise DataError(
+            f"chunk {chunk.chunk_id} ({chunk.where()}) has {chunk.n_rows} records, fewer than "
+            f"k={smallest}: no node can release it alone; use a larger chunk_rows"
+        )
     zero_plan = chunk_plan(plan, chunk.n_rows)
     hist = count_histogram(config, zero_plan, [chunk])
     cplan = chunk_plan(plan, hist.n_records)
@@ -218,7 +226,7 @@ def _distinct_nodes(outcomes: Sequence[ChunkOutcome]) -> list[dict]:
 def run_per_chunk(
     config: SkaldConfig,
     progress: Progress | None = None,
-    token: str = "cli",
+    token: str | None = None,
     report_writer: ReportWriter | None = None,
 ) -> dict:
     """The baseline release: every chunk anonymised alone; returns its (committed) manifest."""
@@ -230,6 +238,9 @@ def run_per_chunk(
     plan = plan_root(config, stats)  # the global run's dimensions (and its RAM root, for info)
     timings["encode"] = time.perf_counter() - t
     memory = {"encode": peak_rss_bytes()}
+    if token is None:  # a CLI run: its own staging folder; stale ones of killed runs go
+        remove_stale_staging(config.output.path)
+        token = f"cli-{os.getpid()}"
     staging = staging_path(config.output.path, token)
     prepare_staging(staging)
     try:

@@ -17,17 +17,11 @@ import yaml
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.hierarchies import Hierarchy
+from airflow_skald.core.settings import BY_NAME, OVERRIDE_KEYS, parse_overrides, read_file_setting
+
+__all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
 
 FORMATS = ("parquet", "csv")
-OVERRIDE_KEYS = (
-    "input_path",
-    "output_path",
-    "k",
-    "suppression_limit",
-    "histogram_bins",
-    "chunk_rows",
-    "suppressed_records",
-)
 
 
 @dataclass(frozen=True)
@@ -79,6 +73,7 @@ class SkaldConfig:
     histogram_bins: int | None = None
     qid_priority: tuple[str, ...] = ()
     suppressed_records: str = "mask"
+    overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
     @property
@@ -92,31 +87,17 @@ class SkaldConfig:
         return listed + [i for i in range(len(names)) if i not in listed]
 
     def with_overrides(self, overrides: dict[str, Any] | None) -> SkaldConfig:
-        """Apply CLI flags / Airflow params (None values are ignored) and re-validate them."""
-        if not overrides:
-            return self
-        unknown = set(overrides) - set(OVERRIDE_KEYS)
-        if unknown:
-            raise ConfigError(f"unknown override(s): {', '.join(sorted(unknown))}")
-        cfg = self
-        for key, value in overrides.items():
-            if value is None or value == "":
-                continue
+        """Apply CLI flags / DAG params (empty values keep the file's) and validate them."""
+        values = parse_overrides(overrides or {})
+        fields: dict[str, Any] = {}
+        for key, value in values.items():
             if key == "input_path":
-                cfg = replace(cfg, input=replace(cfg.input, path=_abs(str(value), None)))
+                fields["input"] = replace(self.input, path=_abs(value, None))
             elif key == "output_path":
-                cfg = replace(cfg, output=replace(cfg.output, path=_abs(str(value), None)))
-            elif key == "k":
-                cfg = replace(cfg, k=_k(value))
-            elif key == "suppression_limit":
-                cfg = replace(cfg, suppression_limit=_limit(value))
-            elif key == "histogram_bins":
-                cfg = replace(cfg, histogram_bins=_positive_int(value, "histogram_bins"))
-            elif key == "chunk_rows":
-                cfg = replace(cfg, chunk_rows=_positive_int(value, "chunk_rows"))
-            elif key == "suppressed_records":
-                cfg = replace(cfg, suppressed_records=_choice(value, ("mask", "drop"), key))
-        return cfg
+                fields["output"] = replace(self.output, path=_abs(value, None))
+            else:
+                fields[key] = value
+        return replace(self, **fields) if fields else self
 
     def fingerprint(self) -> str:
         """SHA-256 of the effective settings, so an auditor can tell two runs' configs apart."""
@@ -183,11 +164,10 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
             raise ConfigError(f"config is missing '{key}'")
     privacy = _mapping(raw["privacy"], "privacy")
     _no_unknown(privacy, {"k", "suppression_limit"}, "privacy")
-    if "k" not in privacy:
+    if privacy.get("k") is None:
         raise ConfigError("privacy.k is required")
     memory = _mapping(raw.get("memory") or {}, "memory")
     _no_unknown(memory, {"histogram_bins"}, "memory")
-    bins = memory.get("histogram_bins")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
@@ -206,18 +186,20 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         input=_location(raw["input"], "input", base_dir),
         output=_location(raw["output"], "output", base_dir),
         quasi_identifiers=tuple(qids),
-        k=_k(privacy["k"]),
-        suppression_limit=_limit(privacy.get("suppression_limit", 0)),
-        chunk_rows=_positive_int(raw.get("chunk_rows", 1_000_000), "chunk_rows"),
+        k=_file(raw, "k", None),
+        suppression_limit=_file(raw, "suppression_limit", Fraction(0)),
+        chunk_rows=_file(raw, "chunk_rows", 1_000_000),
         direct_identifiers=tuple(direct),
         sensitive_attributes=tuple(sensitive),
-        histogram_bins=None if bins is None else _positive_int(bins, "memory.histogram_bins"),
+        histogram_bins=_file(raw, "histogram_bins", None),
         qid_priority=tuple(priority),
-        suppressed_records=_choice(
-            raw.get("suppressed_records", "mask"), ("mask", "drop"), "suppressed_records"
-        ),
+        suppressed_records=_file(raw, "suppressed_records", "mask"),
         source=source,
     )
+
+
+def _file(raw: dict, name: str, default: Any) -> Any:
+    return read_file_setting(raw, BY_NAME[name], default)
 
 
 def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
@@ -327,47 +309,6 @@ def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
     if value not in choices:
         raise ConfigError(f"{where} must be one of {', '.join(choices)}")
     return value
-
-
-def _int_like(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str) and value.strip().lstrip("+").isdigit():
-        return int(value)
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def _k(value: Any) -> int:
-    k = _int_like(value)
-    if k is None:
-        raise ConfigError("k must be an integer >= 2")
-    if k < 2:
-        raise ConfigError(f"k must be an integer >= 2 (got {k})")
-    return k
-
-
-def _positive_int(value: Any, where: str) -> int:
-    n = _int_like(value)
-    if n is None or n < 1:
-        raise ConfigError(f"{where} must be a positive integer")
-    return n
-
-
-def _limit(value: Any) -> Fraction:
-    """Exact fraction of the decimal the user wrote, so floor(limit*N) has no float error."""
-    if isinstance(value, bool):
-        raise ConfigError("suppression_limit must be a number between 0 and 1")
-    try:
-        frac = Fraction(str(value).strip())
-    except (ValueError, ZeroDivisionError):
-        raise ConfigError("suppression_limit must be a number between 0 and 1") from None
-    if not 0 <= frac <= 1:
-        raise ConfigError(f"suppression_limit must be between 0 and 1 (got {value})")
-    return frac
 
 
 def _width(value: Any, where: str) -> Fraction:

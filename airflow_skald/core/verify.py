@@ -235,7 +235,7 @@ _REPORTED = (
 
 def verify_release(
     path: str,
-    k: int,
+    k: int | None = None,
     suppression_limit: Fraction | float | str | None = None,
     qids: list[str] | None = None,
     n_records: int | None = None,
@@ -256,6 +256,10 @@ def verify_release(
         if manifest is None:
             raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
         qids = list(manifest["node"])
+    if k is None:
+        if manifest is None or "k" not in manifest:
+            raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
+        k = int(manifest["k"])
     if suppression_limit is None:
         suppression_limit = manifest["suppression_limit"] if manifest else 0
     limit = Fraction(str(suppression_limit))

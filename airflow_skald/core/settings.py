@@ -1,0 +1,232 @@
+"""The one table of per-run settings (SPEC §2, §6, §7).
+
+Each row names a setting once: where it lives in the YAML file, its JSON Schema, the words of
+its error message, its CLI flag and its DAG param. The config loader, the CLI's flags, the
+DAG's params and the operators' templated fields are all generated from this table, so every
+route parses and validates a value the same way and fails with the same one-line message.
+
+Validation is JSON Schema (``jsonschema``, which Airflow's Params use too) after one coercion
+step for text (CLI flags and templated values arrive as strings). An empty value (None, "",
+"None", "null") means "not set": the file's value is used, never a hidden default (SPEC §2).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import jsonschema
+
+from airflow_skald.core.errors import ConfigError
+
+EMPTY = (None, "", "None", "null")
+
+
+def is_empty(value: Any) -> bool:
+    """A setting left empty (an unset flag, an empty param, a template that rendered nothing)."""
+    return value is None or (isinstance(value, str) and value.strip() in EMPTY)
+
+
+def _integer(value: Any) -> Any:
+    """Whole numbers from text or floats (``"7"``, ``7.0``); anything else is left to the schema."""
+    if isinstance(value, str):
+        text = value.strip().lstrip("+")
+        if text.isdigit():
+            return int(text)
+        try:
+            number = float(text)
+        except ValueError:
+            return value
+        return int(number) if number.is_integer() else number
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _decimal(value: Any) -> Any:
+    """The exact fraction of the decimal written (``0.29`` is 29/100, not a binary float)."""
+    if isinstance(value, bool | Fraction):
+        return value
+    if isinstance(value, int | float | str):
+        try:
+            return Fraction(str(value).strip())
+        except (ValueError, ZeroDivisionError):
+            return value
+    return value
+
+
+def _as_schema_value(value: Any) -> Any:
+    """JSON Schema knows no Fraction: check its float, keep the exact value."""
+    return float(value) if isinstance(value, Fraction) else value
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One per-run setting.
+
+    ``path`` is where it sits in the YAML file (None: a run option only, e.g. ``overwrite``);
+    ``expects`` completes "<name> must be ..." in the error message of every route.
+    """
+
+    name: str
+    path: tuple[str, ...] | None
+    schema: dict
+    expects: str
+    description: str
+    coerce: Callable[[Any], Any] = lambda v: v
+    cli: bool = True
+    param: bool = True
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-").removesuffix("-path")
+
+    @property
+    def where(self) -> str:
+        """The name an error message gives: the file's key path, else the setting's name."""
+        return ".".join(self.path) if self.path and len(self.path) > 1 else self.name
+
+    def parse(self, value: Any, where: str | None = None) -> Any:
+        """The validated value; ConfigError with one line naming the setting otherwise."""
+        value = self.coerce(value)
+        try:
+            jsonschema.validate(_as_schema_value(value), self.schema)
+        except jsonschema.ValidationError:
+            shown = value if isinstance(value, int | float | bool | str) else type(value).__name__
+            if isinstance(value, Fraction):
+                shown = str(value) if value.denominator == 1 else f"{float(value):g}"
+            raise ConfigError(
+                f"{where or self.where} must be {self.expects} (got {shown!r})"
+            ) from None
+        return value
+
+    def param_schema(self) -> dict:
+        """The DAG Param's schema: the type (or null), without bounds.
+
+        Bounds stay out of the Param on purpose: Airflow's trigger form clamps a number to the
+        schema's minimum/maximum before sending it (k=1 would silently become 2), while the
+        run checks bounds itself, before any work, with the message every route gives.
+        """
+        kind = self.schema["type"]
+        if kind == "integer":
+            kind = "number"  # k=2.5 reaches the run and is refused there, naming the field
+        schema = {"type": ["null", kind]}
+        if "enum" in self.schema:
+            schema["enum"] = [None, *self.schema["enum"]]
+        return schema
+
+
+_POSITIVE = {"type": "integer", "minimum": 1}
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "input_path",
+        ("input", "path"),
+        {"type": "string", "minLength": 1},
+        "a path or URL",
+        "Overrides input.path: a file, folder, glob or fsspec URL (s3://...).",
+    ),
+    Setting(
+        "output_path",
+        ("output", "path"),
+        {"type": "string", "minLength": 1},
+        "a path or URL",
+        "Overrides output.path: where the release and its manifest go.",
+    ),
+    Setting(
+        "k",
+        ("privacy", "k"),
+        {"type": "integer", "minimum": 2},
+        "an integer >= 2",
+        "k of k-anonymity (an integer >= 2); empty = the config file's privacy.k.",
+        coerce=_integer,
+    ),
+    Setting(
+        "suppression_limit",
+        ("privacy", "suppression_limit"),
+        {"type": "number", "minimum": 0, "maximum": 1},
+        "a number between 0 and 1",
+        "Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1 %); "
+        "empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "histogram_bins",
+        ("memory", "histogram_bins"),
+        {"type": "integer", "minimum": 2},
+        "an integer >= 2",
+        "N_RAM, the histogram size bound; empty = the file's, or derived from the chunk size.",
+        coerce=_integer,
+    ),
+    Setting(
+        "chunk_rows",
+        ("chunk_rows",),
+        _POSITIVE,
+        "a positive integer",
+        "Rows per chunk; empty = the config file's.",
+        coerce=_integer,
+    ),
+    Setting(
+        "suppressed_records",
+        ("suppressed_records",),
+        {"type": "string", "enum": ["mask", "drop"]},
+        "one of mask, drop",
+        "mask: keep suppressed rows with every QID '*'; drop: leave them out.",
+    ),
+    Setting(
+        "overwrite",
+        None,
+        {"type": "boolean"},
+        "true or false",
+        "Replace an existing release made by another run with other settings.",
+        coerce=lambda v: (
+            {"true": True, "false": False}.get(v.strip().lower(), v) if isinstance(v, str) else v
+        ),
+        cli=False,  # a flag without a value (--overwrite) on the CLI
+    ),
+)
+
+BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+FILE_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.path is not None)
+RUN_OPTIONS: tuple[str, ...] = tuple(s.name for s in SETTINGS if s.path is None)
+OVERRIDE_KEYS: tuple[str, ...] = tuple(s.name for s in SETTINGS)
+
+
+def parse_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Validated overrides from a CLI namespace, DAG params or operator fields.
+
+    Empty values are dropped (the file's value stands); an unknown name is an error.
+    """
+    unknown = sorted(set(values) - set(BY_NAME))
+    if unknown:
+        raise ConfigError(f"unknown setting '{unknown[0]}'")
+    return {
+        name: BY_NAME[name].parse(value, name)
+        for name, value in values.items()
+        if not is_empty(value)
+    }
+
+
+def read_file_setting(raw: Mapping[str, Any], setting: Setting, default: Any) -> Any:
+    """A setting's value from the parsed YAML file, validated as every route validates it."""
+    node: Any = raw
+    for key in setting.path or ():
+        if not isinstance(node, Mapping) or key not in node:
+            return default
+        node = node[key]
+    if node is None:
+        return default
+    return setting.parse(node)
+
+
+def check_run_conf(conf: Mapping[str, Any] | None, allowed: Iterable[str]) -> None:
+    """A DAG run's conf, before any work: no unknown key, and a config file named."""
+    conf = dict(conf or {})
+    allowed = set(allowed)
+    unknown = sorted(str(key) for key in set(conf) - allowed)
+    if unknown:
+        raise ConfigError(
+            f"unknown key '{unknown[0]}' in the run's conf (known: {', '.join(sorted(allowed))})"
+        )
