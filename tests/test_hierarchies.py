@@ -1,0 +1,146 @@
+"""Categorical hierarchies (SPEC §3): scalar labels only, ARX files with repeated rows."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.hierarchies import Hierarchy
+from airflow_skald.core.yaml_load import load_yaml_text
+
+
+def _inline(yaml_text: str) -> Hierarchy:
+    """The hierarchy of QID 'bg' written in YAML, loaded as the config loader does."""
+    return Hierarchy.from_mapping("bg", load_yaml_text(yaml_text, "c.yaml"))
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "bg.csv"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+# ------------------------------------------------------------ labels are strings or numbers
+
+
+@pytest.mark.parametrize(
+    "yaml_text, row, what",
+    [
+        ('"A+": [["A", "A"]]\n"A-": [A]\n', 1, "a list"),  # the issue's example
+        ('"A+": [A]\n"A-": [{A: B}]\n', 2, "a mapping"),
+        ('"A+": [A]\n"A-": {A: B}\n', 2, "a mapping"),  # labels themselves a mapping
+        ('"A+": [A]\n"A-": [NO]\n', 2, "a boolean"),  # the YAML accident: NO is false
+        ('"A+": yes\n"A-": [A]\n', 1, "a boolean"),
+        ("true: [A]\nfalse: [A]\n", 1, "a boolean"),  # a value (key) that is a boolean
+        ('"A+": [A]\n"A-": [~]\n', 2, "a null"),
+        ('"A+": [A]\n"A-":\n', 2, "a null"),
+        ("~: [A]\n", 1, "a null"),
+        ('"A+": [A]\n"A-": [A]\n"B": [2001-01-01]\n', 3, "a date"),
+    ],
+)
+def test_a_label_or_value_that_is_not_a_string_or_number_is_an_error(yaml_text, row, what):
+    with pytest.raises(ConfigError) as info:
+        _inline(yaml_text)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith("hierarchy of 'bg': ")
+    assert f"row {row} has {what} where a value or label must be a string or a number" in message
+
+
+def test_rows_of_aliased_lists_are_an_error_not_their_text():
+    text = 'x: &l [A, A]\n"A+": [*l]\n'
+    with pytest.raises(ConfigError, match="row 2 has a list"):
+        _inline(text)
+
+
+def test_strings_and_numbers_are_labels():
+    h = _inline('"A+": [A, blood]\n"A-": [A, blood]\n10: [1.5, 2]\n" B ": [" B", blood]\n')
+    assert h.table.tolist() == [
+        ["A+", "A", "blood", "*"],
+        ["A-", "A", "blood", "*"],
+        ["10", "1.5", "2", "*"],
+        ["B", "B", "blood", "*"],
+    ]
+    assert _inline('"A+": A\n"A-": A\n').table.tolist() == [["A+", "A", "*"], ["A-", "A", "*"]]
+
+
+def test_quoted_yaml_booleans_are_labels():
+    h = _inline('"NO": ["no"]\n"YES": ["yes"]\n')
+    assert h.table[:, 1].tolist() == ["no", "yes"]
+
+
+def test_from_rows_checks_cells_of_every_route():
+    with pytest.raises(ConfigError, match="row 2 has a boolean"):
+        Hierarchy.from_rows("bg", [["a", "g"], ["b", True]])
+    with pytest.raises(ConfigError, match="row 7 has a list"):
+        Hierarchy.from_rows("bg", [["a", "g"], ["b", ["g"]]], row_numbers=[3, 7])
+
+
+# ------------------------------------------------------------ ARX files with repeated rows
+
+
+def test_identical_repeated_rows_load_with_one_warning(tmp_path, caplog):
+    path = _write(tmp_path, "Oslo;Norway;*\nBergen;Norway;*\nOslo;Norway;*\n\nBergen;Norway;*\n")
+    with caplog.at_level(logging.WARNING, logger="airflow_skald"):
+        h = Hierarchy.from_file("city", path)
+    assert h.table.tolist() == [["Oslo", "Norway", "*"], ["Bergen", "Norway", "*"]]
+    records = [r for r in caplog.records if r.name == "airflow_skald"]
+    assert len(records) == 1 and records[0].levelno == logging.WARNING
+    message = records[0].getMessage()
+    assert "\n" not in message
+    assert message.startswith("hierarchy of 'city': 2 row(s) repeat an earlier identical row")
+    assert "rows 3 (as 1), 5 (as 2)" in message  # file lines, the blank line counted
+    assert "Oslo" not in message and "Norway" not in message and "Bergen" not in message
+
+
+def test_repeated_rows_compare_after_normalisation(tmp_path):
+    # same row with spaces, and one without the top column: both mean value -> Norway -> *
+    h = Hierarchy.from_file("city", _write(tmp_path, "Oslo;Norway\n Oslo ; Norway\nLund;Sweden\n"))
+    assert h.table.tolist() == [["Oslo", "Norway", "*"], ["Lund", "Sweden", "*"]]
+
+
+def test_many_repeats_are_listed_in_one_bounded_line(tmp_path, caplog):
+    text = "a;g;*\n" * 30
+    with caplog.at_level(logging.WARNING, logger="airflow_skald"):
+        h = Hierarchy.from_file("x", _write(tmp_path, text))
+    assert h.table.tolist() == [["a", "g", "*"]]
+    (record,) = [r for r in caplog.records if r.name == "airflow_skald"]
+    assert "29 row(s)" in record.getMessage() and record.getMessage().endswith(", ...")
+
+
+def test_a_hierarchy_without_repeats_logs_nothing(tmp_path, caplog):
+    with caplog.at_level(logging.DEBUG, logger="airflow_skald"):
+        Hierarchy.from_file("city", _write(tmp_path, "Oslo;Norway;*\nLund;Sweden;*\n"))
+    assert not caplog.records
+
+
+def test_conflicting_rows_stay_an_error_naming_both_rows(tmp_path):
+    path = _write(tmp_path, "Oslo;Norway;*\nBergen;Norway;*\nLund;Sweden;*\nOslo;Sweden;*\n")
+    with pytest.raises(ConfigError) as info:
+        Hierarchy.from_file("city", path)
+    assert str(info.value) == (
+        "hierarchy of 'city': value 'Oslo' is listed twice with different labels (rows 1 and 4)"
+    )
+
+
+def test_inline_values_that_collide_as_text_follow_the_same_rule(caplog):
+    with caplog.at_level(logging.WARNING, logger="airflow_skald"):
+        h = Hierarchy.from_mapping("n", {1: ["low"], "1": ["low"], 2: ["high"]})
+    assert h.table[:, 0].tolist() == ["1", "2"]
+    assert "rows 2 (as 1)" in caplog.records[0].getMessage()
+    with pytest.raises(ConfigError, match=r"value '1' is listed twice .* \(rows 1 and 2\)"):
+        Hierarchy.from_mapping("n", {1: ["low"], "1": ["high"]})
+
+
+def test_ragged_rows_are_named_by_their_file_line(tmp_path):
+    with pytest.raises(ConfigError, match="row 3 has 2 levels, row 1 has 3"):
+        Hierarchy.from_file("city", _write(tmp_path, "Oslo;Norway;*\n\nBergen;*\n"))
+
+
+def test_inline_duplicate_keys_are_refused_by_the_loader():
+    # PyYAML alone keeps the last entry silently: {"A+": ["B"]}
+    with pytest.raises(ConfigError, match="key 'A\\+' on line 3 repeats the key on line 1"):
+        _inline('"A+": [A]\n"A-": [A]\n"A+": [B]\n')
