@@ -24,7 +24,7 @@ from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram, group_counts, keys_of
-from airflow_skald.core.io import filesystem, map_ahead, read_release_part
+from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
 from airflow_skald.core.metrics import max_suppressed, sum_squares
 from airflow_skald.core.release import MANIFEST
 
@@ -34,7 +34,7 @@ def release_parts(path: str) -> tuple[list[str], str]:
     fs, root = filesystem(path)
     if not fs.isdir(root):
         raise DataError(f"release folder not found: {path}")
-    names = sorted(fs.ls(root, detail=False))
+    names = sorted(_full(fs, n) for n in fs.ls(root, detail=False))  # URLs on object stores
     for fmt in ("parquet", "csv"):
         parts = [p for p in names if posixpath.basename(p).startswith("part-") and p.endswith(fmt)]
         if parts:
