@@ -7,17 +7,26 @@ A retried run removes its own stale staging folder first, so reruns are idempote
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import posixpath
 import shutil
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import filesystem, write_part
+from airflow_skald.core.io import ChunkRef, filesystem, write_part
+
+if TYPE_CHECKING:
+    from airflow_skald.core.lease import Lease
 
 MANIFEST = "manifest.json"
 REPORT = "report.html"
+COMMIT_MARKER = ".skald-commit"  # in an output on object storage while a commit copies into it
 
 
 def part_name(chunk_id: int, fmt: str) -> str:
@@ -31,25 +40,135 @@ def staging_path(output: str, token: str) -> str:
     return posixpath.join(head, f".{tail}.skald-staging-{safe}")
 
 
-def check_output_target(config: SkaldConfig) -> None:
-    """Refuse outputs that would overwrite data: inside the input, or a non-release folder."""
-    out = config.output.path.rstrip("/")
-    inp = config.input.path.rstrip("/")
-    if "://" not in out and "://" not in inp:
-        out_p, in_p = Path(out).resolve(), Path(inp).resolve()
-        in_dir = in_p if in_p.is_dir() or not in_p.suffix else in_p.parent
-        if out_p == in_dir or in_dir in out_p.parents:
-            raise DataError(f"output path {out} is inside the input folder {in_dir}")
+@dataclass(frozen=True)
+class ReleaseIdentity:
+    """What makes two releases "the same": the run that made it (its token: ``cli-<pid>``, or
+    ``{dag_id}-{run_id}`` in Airflow), the effective config's hash, the input's fingerprint,
+    and k (for messages). Read from a manifest's ``run_token``, ``config_sha256``,
+    ``input_fingerprint`` and ``k``."""
+
+    run_token: str | None
+    config_sha256: str | None
+    input_fingerprint: str | None
+    k: int | None = None
+
+    @classmethod
+    def from_manifest(cls, manifest: dict) -> ReleaseIdentity:
+        return cls(
+            run_token=manifest.get("run_token"),
+            config_sha256=manifest.get("config_sha256"),
+            input_fingerprint=manifest.get("input_fingerprint"),
+            k=manifest.get("k"),
+        )
+
+    @classmethod
+    def of_run(cls, config: SkaldConfig, chunks: Sequence[ChunkRef], token: str | None):
+        """This run's identity, from its effective config and chunk list (before phase 1)."""
+        from airflow_skald.core.manifest import input_fingerprint
+
+        return cls(token, config.fingerprint(), input_fingerprint(list(chunks)), config.k)
+
+    def may_replace(self, existing: ReleaseIdentity) -> bool:
+        """A retry of the run that made `existing`, or an identical rerun."""
+        if self.run_token and existing.run_token == self.run_token:
+            return True
+        return (
+            self.config_sha256 is not None
+            and self.input_fingerprint is not None
+            and existing.config_sha256 == self.config_sha256
+            and existing.input_fingerprint == self.input_fingerprint
+        )
+
+
+OVERWRITE_HINT = "pass --overwrite (DAG param overwrite) to replace it"
+
+
+def check_output_target(
+    output: DataLocation | SkaldConfig,
+    input: DataLocation | None = None,
+    identity: ReleaseIdentity | None = None,
+    overwrite: bool = False,
+) -> None:
+    """Refuse, before any work, an output that this run must not write:
+
+    - inside the input, an existing file, or a non-empty folder that is not a skald release
+      (no manifest.json), whatever `overwrite` says;
+    - with `identity`: a release made by another run with another config or input, unless
+      `overwrite` (a retry of the same run token, or an identical rerun, may replace it).
+
+    ``check_output_target(config)`` (the older form) makes only the first checks.
+    """
+    if isinstance(output, SkaldConfig):
+        output, input = output.output, output.input
+    out = output.path.rstrip("/")
+    if input is not None:
+        inp = input.path.rstrip("/")
+        if "://" not in out and "://" not in inp:
+            out_p, in_p = Path(out).resolve(), Path(inp).resolve()
+            in_dir = in_p if in_p.is_dir() or not in_p.suffix else in_p.parent
+            if out_p == in_dir or in_dir in out_p.parents:
+                raise DataError(f"output path {out} is inside the input folder {in_dir}")
     fs, root = filesystem(out)
+    root = root.rstrip("/")
+    _fresh(fs, root)
+    manifest_at = None
     if fs.exists(root):
         if not fs.isdir(root):
             raise DataError(f"output path {out} exists and is a file")
         entries = fs.ls(root, detail=False)
-        if entries and not fs.exists(posixpath.join(root, MANIFEST)):
+        names = {posixpath.basename(e.rstrip("/")) for e in entries}
+        if MANIFEST in names:
+            manifest_at = posixpath.join(root, MANIFEST)
+        elif entries and COMMIT_MARKER not in names:  # the marker: an interrupted commit
             raise DataError(
                 f"output path {out} exists and is not a skald release (no {MANIFEST}); "
                 "refusing to overwrite it"
             )
+    if manifest_at is None and _is_local(fs):  # a local commit killed between its renames
+        aside = root + ".skald-old"
+        if os.path.isfile(posixpath.join(aside, MANIFEST)):
+            manifest_at = posixpath.join(aside, MANIFEST)
+    if identity is None or overwrite or manifest_at is None:
+        return
+    try:
+        existing = ReleaseIdentity.from_manifest(json.loads(fs.cat_file(manifest_at)))
+    except (ValueError, OSError):
+        raise DataError(
+            f"output {out} holds a release whose {MANIFEST} cannot be read; {OVERWRITE_HINT}"
+        ) from None
+    if identity.may_replace(existing):
+        return
+    raise DataError(_replacement_message(out, existing, identity))
+
+
+def _replacement_message(out: str, existing: ReleaseIdentity, ours: ReleaseIdentity) -> str:
+    by = f"run {existing.run_token}" if existing.run_token else "an earlier run"
+    k = existing.k if existing.k is not None else "?"
+    config = (existing.config_sha256 or "?")[:12]
+    differs = []
+    if ours.k is not None and ours.k != existing.k:
+        differs.append(f"k={ours.k}")
+    if ours.config_sha256 != existing.config_sha256:
+        differs.append(f"config {(ours.config_sha256 or '?')[:12]}")
+    if ours.input_fingerprint != existing.input_fingerprint:
+        differs.append("another input")
+    this = f"; this run has {', '.join(differs)}" if differs else ""
+    return (
+        f"output {out} holds a release made with k={k} by {by} (config {config}){this}: "
+        f"{OVERWRITE_HINT}"
+    )
+
+
+def _fresh(fs, path: str) -> None:
+    """Forget cached listings (s3fs caches them per process; another run may have written)."""
+    with contextlib.suppress(Exception):
+        fs.invalidate_cache(path)
+        fs.invalidate_cache(posixpath.dirname(path))
+
+
+def _is_local(fs) -> bool:
+    protocols = (fs.protocol,) if isinstance(fs.protocol, str) else tuple(fs.protocol)
+    return "file" in protocols or "local" in protocols
 
 
 def remove_stale_staging(output: str) -> None:
@@ -113,13 +232,17 @@ def write_bytes_atomic(url: str, data: bytes) -> None:
     fs.mv(tmp, root)
 
 
-def commit(staging: str, output: str) -> None:
-    """Move the complete staging folder into place, replacing an earlier release if any."""
+def commit(staging: str, output: str, lease: Lease | None = None) -> None:
+    """Move the complete staging folder into place, replacing an earlier release if any.
+
+    With `lease`, the run first checks it still holds the output's lease (a run whose lease
+    expired and was taken over publishes nothing)."""
+    if lease is not None:
+        lease.check()
     fs, src = filesystem(staging)
     _, dst = filesystem(output)
-    dst = dst.rstrip("/")
-    local = fs.protocol in ("file", "local") or "file" in tuple(fs.protocol)
-    if local:
+    src, dst = src.rstrip("/"), dst.rstrip("/")
+    if _is_local(fs):
         old = dst + ".skald-old"
         if Path(dst).exists():
             shutil.rmtree(old, ignore_errors=True)
@@ -127,13 +250,54 @@ def commit(staging: str, output: str) -> None:
         Path(src).rename(dst)
         shutil.rmtree(old, ignore_errors=True)  # also one left by a commit killed mid-way
         return
-    # Object stores have no atomic folder rename: move parts first, the manifest last.
-    if fs.exists(dst):
-        fs.rm(dst, recursive=True)
-    names = sorted(fs.ls(src, detail=False), key=lambda p: p.endswith(MANIFEST))
-    for path in names:
-        fs.mv(path, posixpath.join(dst, posixpath.basename(path)))
+    _commit_objects(fs, src, dst, lease)
+
+
+def _commit_objects(fs, src: str, dst: str, lease: Lease | None) -> None:
+    """Object stores have no rename: copy the objects server-side, the manifest last.
+
+    0. a marker ``.skald-commit`` goes into the output (a later run knows the folder holds an
+       interrupted commit, not foreign data); 1. the earlier release's manifest is deleted, so
+       it stops looking complete; 2. its other objects that the new release does not have go;
+       3. the new parts and report are copied and their sizes checked; 4. the manifest is
+       copied last; 5. the marker and the staging folder are deleted. A crash before step 4
+       leaves no manifest at the output: nothing there looks complete.
+    """
+    _fresh(fs, src)
+    _fresh(fs, dst)
+    staged = {
+        posixpath.basename(e["name"].rstrip("/")): e
+        for e in fs.ls(src, detail=True)
+        if e.get("type") != "directory"
+    }
+    if MANIFEST not in staged:
+        raise RuntimeError(f"staging folder {src} has no {MANIFEST}: nothing to commit")
+    marker = posixpath.join(dst, COMMIT_MARKER)
+    fs.pipe_file(marker, json.dumps({"staging": src}).encode())
+    with contextlib.suppress(FileNotFoundError):
+        fs.rm_file(posixpath.join(dst, MANIFEST))
+    for path in fs.find(dst):
+        name = posixpath.basename(path)
+        if name not in staged and name != COMMIT_MARKER:
+            fs.rm_file(path)
+    for name in sorted(n for n in staged if n != MANIFEST):
+        _copy_object(fs, posixpath.join(src, name), posixpath.join(dst, name))
+    _fresh(fs, dst)
+    copied = {posixpath.basename(e["name"]): e.get("size") for e in fs.ls(dst, detail=True)}
+    for name, entry in staged.items():
+        if name != MANIFEST and copied.get(name) != entry.get("size"):
+            raise OSError(f"commit to {dst}: {name} was not copied whole")
+    if lease is not None:
+        lease.check()
+    _copy_object(fs, posixpath.join(src, MANIFEST), posixpath.join(dst, MANIFEST))
+    fs.rm_file(marker)
     fs.rm(src, recursive=True)
+    _fresh(fs, dst)
+
+
+def _copy_object(fs, src: str, dst: str) -> None:
+    """One server-side copy (a seam for tests that crash a commit mid-way)."""
+    fs.copy(src, dst)
 
 
 def discard(staging: str) -> None:
