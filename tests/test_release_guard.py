@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -210,9 +211,8 @@ def test_second_run_is_refused_and_leaves_the_holders_work_alone(tmp_path: Path)
         staging = staging_path(str(out), "run-A")
         prepare_staging(staging)
         (Path(staging) / "part-00000.parquet").write_bytes(b"A's part")
-        with pytest.raises(OutputBusyError) as err:
-            with output_lease(str(out), "run-B"):
-                pytest.fail("B must not get the lease")
+        with pytest.raises(OutputBusyError) as err, output_lease(str(out), "run-B"):
+            pytest.fail("B must not get the lease")
         msg = str(err.value)
         assert "\n" not in msg
         assert msg.startswith(f"output {out} is being written by run run-A since 20")
@@ -338,10 +338,8 @@ def test_many_runs_taking_over_a_stale_lease_leave_one_holder(tmp_path: Path) ->
 
     def contender(i: int) -> None:
         barrier.wait()
-        try:
+        with contextlib.suppress(OutputBusyError):
             won.append(acquire_lease(out, f"run-{i}", pid=None))
-        except OutputBusyError:
-            pass
 
     threads = [threading.Thread(target=contender, args=(i,)) for i in range(6)]
     for t in threads:
