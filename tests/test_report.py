@@ -1,23 +1,28 @@
-"""report.html beside every manifest, and the terminal progress display."""
+"""report.html beside every manifest, and the terminal progress display.
+
+Two layers: in-memory tests render hand-written manifests and run records (no pipeline, no
+files), and integration tests run a small release and read the report written beside it. The
+pipeline and the CLI are imported inside the integration tests only, so the report's own tests
+run alone.
+"""
 
 from __future__ import annotations
 
 import builtins
 import io
 import json
+import logging
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
-from helpers_data import CANARY_RAW, config_dict, write_config, write_dataset
 
-from airflow_skald.cli import main as cli_main
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import run
+from airflow_skald.core import report
 from airflow_skald.core.progress import TerminalProgress, cli_progress, format_eta
-from airflow_skald.core.report import node_in_words, render_report
+from airflow_skald.core.report import class_size_bins, node_in_words, render_report, write_report
 
 CHROMIUM = next(
     (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
@@ -25,35 +30,322 @@ CHROMIUM = next(
 )
 
 
-@pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    """A small release whose input holds the canary record (its raw values are greppable)."""
-    tmp = tmp_path_factory.mktemp("report")
-    write_dataset(tmp / "in", n_files=3, rows=60, canary_in=1)
-    cfg = write_config(tmp / "skald.yaml", config_dict(tmp / "in", tmp / "out", k=3))
-    run(load_config(cfg))
-    return tmp / "out"
+# --- in memory: hand-written manifests and run records ------------------------------------
+
+QIDS = [
+    {"name": "city", "type": "categorical"},
+    {"name": "age", "type": "numerical", "encode": False},
+    {"name": "zip", "type": "numerical", "encode": True},
+]
+
+MODELS = [
+    {"model": "k-anonymity", "k": 5, "min_class_size": 7},
+    {"model": "distinct-l-diversity", "attribute": "disease", "l": 3, "min_distinct": 4},
+    {"model": "entropy-l-diversity", "attribute": "disease", "l": 2, "min_entropy_l": 2.5},
+    {
+        "model": "recursive-cl-diversity",
+        "attribute": "disease",
+        "c": 3,
+        "l": 2,
+        "max_recursive_ratio": 0.75,
+    },
+    {
+        "model": "t-closeness",
+        "attribute": "income",
+        "t": 0.2,
+        "distance": "equal",
+        "max_distance": 0.1875,
+    },
+]
 
 
-def test_report_sits_beside_the_manifest_and_is_self_contained(release):
-    html = (release / "report.html").read_text(encoding="utf-8")
-    manifest = json.loads((release / "manifest.json").read_text())
-    assert html.startswith("<!DOCTYPE html>")
-    assert "data:image/png;base64," in html  # plots embedded
-    assert "http://" not in html and "https://" not in html and "<script" not in html
-    for figure in ("dm_star", "dm_star_arx", "dm", "n_suppressed", "n_equivalence_classes"):
-        assert f"{manifest[figure]:,}" in html, figure
-    assert manifest["node_paper"] in html and manifest["root_node_paper"] in html
-    for words in ("prosecutor risk", "2k", "evaluated", "passing", "precision", "peak RSS"):
-        assert words in html, words
-    assert "peak_rss_bytes_by_phase" in manifest
-    assert set(manifest["peak_rss_bytes_by_phase"]) >= {"encode", "histogram", "search"}
+def deterministic_manifest(**changes) -> dict:
+    """A manifest as the deterministic release writes it: no timings, no memory, no time."""
+    manifest = {
+        "k": 5,
+        "suppression_limit": 0.01,
+        "privacy": {"models": [{"model": "k-anonymity", "k": 5}], "suppression_limit": "1/100"},
+        "privacy_models": [MODELS[0]],
+        "n_records": 12_345,
+        "n_suppressed": 12,
+        "max_suppressed": 123,
+        "dm_star": 4_567_891,
+        "dm_star_arx": 4_567_999,
+        "dm": 4_600_003,
+        "precision": 0.625,
+        "n_equivalence_classes": 321,
+        "min_class_size": 7,
+        "avg_class_size": 38.4,
+        "chunks": 4,
+        "node": {"city": 1, "age": 3, "zip": 5},
+        "node_paper": "((2), (8, 32))",
+        "root_node": {"city": 0, "age": 1, "zip": 2},
+        "root_node_paper": "((1), (2, 4))",
+        "top_node": {"city": 2, "age": 7, "zip": 11},
+        "histogram_bins": 11_000,
+        "histogram_bins_derived": True,
+        "root_bins": 6_777,
+        "lattice": {"nodes": 108, "evaluated": 22, "passing": 60},
+        "root_lattice": {"nodes": 252, "evaluated": 27, "complying": 138},
+        "risk": {
+            "prosecutor_risk_max": 1 / 7,
+            "prosecutor_risk_avg": 0.026,
+            "share_below_2k": 0.0611,
+        },
+        "class_size_histogram": {"4-7": 3, "8-15": 40, "16-31": 200, "32-63": 78},
+        "suppressed_records": "mask",
+        "quasi_identifiers": QIDS,
+        "direct_identifiers_removed": ["pid", "name"],
+        "sensitive_attributes": ["disease", "income"],
+        "parts": ["part-00000.parquet", "part-00001.parquet"],
+        "verified": True,
+        "config_sha256": "c" * 64,
+        "input_fingerprint": "f" * 64,
+        "run_token": "tok-123",
+        "version": "0.1.0",
+    }
+    manifest.update(changes)
+    return manifest
 
 
-def test_report_holds_no_record_values(release):
-    html = (release / "report.html").read_text(encoding="utf-8")
-    for raw in CANARY_RAW:
-        assert raw not in html
+RUN = {
+    "run_token": "tok-123",
+    "started_at": "2026-11-26T06:00:00+00:00",
+    "finished_at": "2026-11-26T06:01:30+00:00",
+    "timings_s": {"encode": 1.25, "histogram": 20.5, "search": 0.75, "generalise": 30.0},
+    "peak_rss_bytes": 734 * 2**20,
+    "peak_rss_bytes_by_phase": {
+        "encode": 100 * 2**20,
+        "histogram": 512 * 2**20,
+        "search": 512 * 2**20,
+        "generalise": 734 * 2**20,
+    },
+    "dag_id": "skald_release",
+    "run_id": "manual__2026-11-26T06:00:00",
+}
+
+
+@pytest.fixture
+def no_plots(monkeypatch):
+    monkeypatch.setattr(report, "_plots", lambda manifest: {})
+
+
+@pytest.fixture
+def no_matplotlib(monkeypatch):
+    real_import = builtins.__import__
+
+    def no_mpl(name, *args, **kwargs):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_mpl)
+
+
+def section(html: str, heading: str) -> str:
+    """The HTML from `heading`'s <h2>/<h3> to the next <h2>."""
+    start = html.index(f">{heading}</h")
+    end = html.find("<h2>", start)
+    return html[start : end if end > 0 else None]
+
+
+def cells(html: str) -> list[str]:
+    return re.findall(r"<td[^>]*>(.*?)</td>", html)
+
+
+def test_timings_and_memory_come_from_the_run_record(no_plots):
+    html = render_report(deterministic_manifest(), RUN)
+    timings = section(html, "Time and memory")
+    assert "20.50 s" in timings and "30.00 s" in timings and "52.50 s" in timings  # total
+    assert "734 MiB" in timings and "512 MiB" in timings and "peak RSS so far" in timings
+    run = section(html, "Run")
+    for value in ("tok-123", "skald_release", "manual__2026-11-26T06:00:00"):
+        assert value in run
+    assert "2026-11-26T06:00:00+00:00" in run and "2026-11-26T06:01:30+00:00" in run
+    assert "Generated from manifest.json and run.json only" in html
+
+
+def test_an_old_manifest_keeps_its_own_timings(no_plots):
+    old = deterministic_manifest(
+        timings_s={"encode": 2.0, "search": 4.0}, peak_rss_bytes=300 * 2**20
+    )
+    html = render_report(old)
+    timings = section(html, "Time and memory")
+    assert "2.00 s" in timings and "6.00 s" in timings and "300 MiB" in timings
+    assert "Generated from manifest.json only" in html
+    assert "DAG id" not in html  # no run identity beyond what the manifest holds
+    # a run record wins over the manifest's copy
+    newer = section(render_report(old, RUN), "Time and memory")
+    assert "52.50 s" in newer and "6.00 s" not in newer
+
+
+def test_without_timings_the_time_table_is_empty_not_broken(no_plots):
+    timings = section(render_report(deterministic_manifest()), "Time and memory")
+    assert "0.00 s" in timings and "n/a" in timings
+
+
+def test_class_size_bins_are_in_numeric_order():
+    hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
+    numeric = ["1-1", "2-3", "4-7", "16-31", "128-255"]
+    assert sorted(hist) != numeric  # string order is wrong: this test must catch it
+    assert [b for b, _ in class_size_bins(hist)] == numeric
+    assert dict(class_size_bins(hist)) == hist
+
+
+def test_class_size_table_is_in_numeric_order(no_matplotlib):
+    hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
+    html = render_report(deterministic_manifest(class_size_histogram=hist))
+    assert "matplotlib is not installed" in html and "data:image/png" not in html
+    table = section(html, "Information loss")
+    labels = [c for c in cells(table) if re.fullmatch(r"\d+-\d+", c)]
+    assert labels == ["1-1", "2-3", "4-7", "16-31", "128-255"]
+
+
+def test_class_size_chart_is_in_numeric_order(monkeypatch):
+    pytest.importorskip("matplotlib")
+    from matplotlib.axes import Axes
+
+    drawn = {}
+    real = Axes.set_xticks
+
+    def spy(self, ticks, labels=None, **kwargs):
+        if labels is not None:
+            drawn["labels"] = list(labels)
+        return real(self, ticks, labels, **kwargs)
+
+    monkeypatch.setattr(Axes, "set_xticks", spy)
+    hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
+    html = render_report(deterministic_manifest(class_size_histogram=hist), RUN)
+    assert 'alt="class-size distribution"' in html and 'alt="time per phase"' in html
+    assert drawn["labels"] == ["1-1", "2-3", "4-7", "16-31", "128-255"]
+
+
+def test_every_privacy_model_gets_a_row(no_plots):
+    html = render_report(deterministic_manifest(privacy_models=MODELS), RUN)
+    table = section(html, "Privacy models")
+    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
+    assert len(rows) == len(MODELS)
+    expected = [
+        ("k-anonymity", "k = 5", "smallest class: 7"),
+        ("distinct-l-diversity", "attribute = disease, l = 3", "smallest distinct count: 4"),
+        ("entropy-l-diversity", "l = 2", "smallest entropy l: 2.5"),
+        ("recursive-cl-diversity", "c = 3, l = 2", "largest recursive (c,l) ratio: 0.75"),
+        ("t-closeness", "t = 0.2, distance = equal", "largest distance: 0.1875"),
+    ]
+    for row, words in zip(rows, expected, strict=True):
+        for w in words:
+            assert w in row, (w, row)
+    assert "Suppression limit 1/100" in table
+    assert "verified against k-anonymity, distinct-l-diversity" in html
+
+
+def test_privacy_figures_of_an_unknown_model_are_rendered_generically(no_plots):
+    model = {"model": "delta-presence", "dmin": 0.1, "max_delta": 0.3}
+    table = section(render_report(deterministic_manifest(privacy_models=[model])), "Privacy models")
+    assert "dmin = 0.1" in table and "max_delta: 0.3" in table
+
+
+def test_privacy_settings_alone_and_absent(no_plots):
+    settings_only = deterministic_manifest(privacy_models=None)
+    table = section(render_report(settings_only), "Privacy models")
+    assert "k = 5" in table and "smallest class" not in table
+    bare = deterministic_manifest()
+    del bare["privacy"], bare["privacy_models"]
+    html = render_report(bare)
+    assert "Privacy models" not in html and "verified k-anonymous" in html
+    assert "verified k-anonymous" in render_report(deterministic_manifest())
+
+
+def test_quality_as_a_section_or_flat_keys_reads_the_same(no_plots):
+    flat = deterministic_manifest()
+    names = ("dm_star", "dm_star_arx", "dm", "precision")
+    nested = {k: v for k, v in flat.items() if k not in names}
+    nested["quality"] = {name: flat[name] for name in names}
+    assert render_report(nested, RUN) == render_report(flat, RUN)
+    html = render_report(flat, RUN)
+    for figure in ("4,567,891", "4,567,999", "4,600,003", "0.625"):
+        assert figure in section(html, "Information loss"), figure
+    extra = dict(nested, quality={**nested["quality"], "ambiguity": 12.5})
+    assert "ambiguity" in section(render_report(extra), "Information loss")
+
+
+def test_at_risk_classes_render_as_a_small_table(no_plots):
+    at_risk = [
+        {"size": 5, "attribute": "disease", "distribution": {"0.8-1.0": 1, "0.0-0.2": 1}},
+        {"size": 6, "attribute": "income", "distribution": {"0.6-0.8": 2}},
+    ]
+    html = render_report(deterministic_manifest(at_risk_classes=at_risk))
+    table = section(html, "Classes at risk")
+    assert cells(table) == ["5", "disease", "0.8-1.0: 1, 0.0-0.2: 1", "6", "income", "0.6-0.8: 2"]
+    assert "Classes at risk" not in render_report(deterministic_manifest())
+    many = deterministic_manifest(at_risk_classes=at_risk * 40)
+    assert "first 50 of 80 classes shown" in render_report(many)
+
+
+def test_values_from_the_manifest_are_escaped(no_plots):
+    model = {"model": "<b>x</b>", "attribute": "<script>alert(1)</script>", "l": 2}
+    html = render_report(deterministic_manifest(privacy_models=[model]), {"dag_id": "<i>d</i>"})
+    assert "<script" not in html and "<b>x</b>" not in html and "<i>d</i>" not in html
+    assert "&lt;script&gt;" in html
+
+
+def test_the_page_shows_only_what_the_manifest_and_run_record_hold(no_plots):
+    """Every number on the page is a figure of the manifest or the run record (or derived from
+    them): nothing else is read."""
+    html = render_report(deterministic_manifest(privacy_models=MODELS), RUN)
+    assert "DM*" in html and "4,567,891" in html
+    empty = render_report({}, None)
+    assert empty.startswith("<!DOCTYPE html>") and "NOT verified" in empty
+    assert "Privacy models" not in empty and "Run</h2>" not in empty
+
+
+def test_per_chunk_baseline_report(no_plots):
+    chunks = [
+        {
+            "chunk_id": i,
+            "n_records": 60,
+            "node_paper": "((3), (8, 2))",
+            "dm_star": 300 + i,
+            "n_suppressed": 3,
+            "n_equivalence_classes": 12,
+            "min_class_size": 3,
+        }
+        for i in range(60)
+    ]
+    manifest = deterministic_manifest(
+        mode="per_chunk",
+        node={"city": [0, 2], "age": [3, 6], "zip": 1},
+        node_paper="((3), (8, 2)) x2; ((1), (64, 2)) x1",
+        chunk_nodes=[{"node_paper": "((3), (8, 2))", "chunks": 2}],
+        per_chunk=chunks,
+        dm_star_sum_of_chunks=931,
+    )
+    html = render_report(manifest, RUN)
+    assert "SKALD per-chunk baseline report" in html and "RAM root node" not in html
+    assert "varies by chunk: levels 0, 2" in html
+    own_dm = cells(section(html, "Nodes chosen chunk by chunk"))
+    assert "349" in own_dm and "350" not in own_dm  # chunks 0..49 of 0..59
+    assert "first 50 of 60 chunks shown" in html
+    assert "sum of the chunks' own DM*" in html and "931" in html
+    assert "(summed over the chunks' searches)" in html
+
+
+def test_write_report_with_a_run_record(tmp_path, no_plots):
+    target = write_report(deterministic_manifest(), str(tmp_path), RUN)
+    assert target == str(tmp_path / "report.html")
+    assert "skald_release" in Path(target).read_text(encoding="utf-8")
+    assert write_report(deterministic_manifest(), str(tmp_path)) is not None
+
+
+def test_write_report_failure_only_warns(tmp_path, monkeypatch, caplog):
+    def broken(manifest):
+        raise RuntimeError("plot backend exploded")
+
+    monkeypatch.setattr(report, "_plots", broken)
+    with caplog.at_level(logging.WARNING, logger="airflow_skald"):
+        assert write_report(deterministic_manifest(), str(tmp_path), RUN) is None
+    assert "report.html not written" in caplog.text
+    assert not (tmp_path / "report.html").exists()
 
 
 def test_node_in_words():
@@ -74,35 +366,17 @@ def test_node_in_words():
     assert all("fully generalised" in r["meaning"] for r in top)
 
 
-def test_report_without_matplotlib(monkeypatch, release):
-    manifest = json.loads((release / "manifest.json").read_text())
-    real_import = builtins.__import__
-
-    def no_mpl(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_mpl)
-    html = render_report(manifest)
-    assert "data:image/png" not in html and "matplotlib is not installed" in html
-    assert "32-63" not in html or "class size" in html  # the distribution falls back to a table
-
-
-def test_cli_run_writes_the_report(tmp_path, capsys):
-    write_dataset(tmp_path / "in", n_files=2, rows=50)
-    cfg = write_config(tmp_path / "s.yaml", config_dict(tmp_path / "in", tmp_path / "out", k=3))
-    assert cli_main(["run", str(cfg), "--quiet"]) == 0
-    assert (tmp_path / "out" / "report.html").exists()
-
-
 @pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"),
     reason="chromium not installed (CI must install it: apt-get install -y chromium)",
 )
-def test_report_renders_in_headless_chromium(release, tmp_path):
+def test_report_renders_in_headless_chromium(tmp_path):
     if CHROMIUM is None:
         pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+    page = Path(
+        write_report(deterministic_manifest(privacy_models=MODELS), str(tmp_path), RUN) or ""
+    )
+    assert "data:image/png;base64," in page.read_text(encoding="utf-8")  # plots drawn
     shot = tmp_path / "report.png"
     cmd = [
         CHROMIUM,
@@ -112,7 +386,7 @@ def test_report_renders_in_headless_chromium(release, tmp_path):
         "--hide-scrollbars",
         "--window-size=1100,1800",
         f"--screenshot={shot}",
-        (release / "report.html").as_uri(),
+        page.as_uri(),
     ]
     subprocess.run(cmd, capture_output=True, timeout=90, check=False)
     assert shot.exists() and shot.stat().st_size > 20_000
@@ -124,6 +398,79 @@ def test_report_renders_in_headless_chromium(release, tmp_path):
     assert hi - lo > 100  # not a blank page: text and plots were drawn
     dark = sum(img.histogram()[:128]) / (img.size[0] * img.size[1])
     assert 0.005 < dark < 0.5
+
+
+# --- integration: a small release written by the pipeline ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    """A small release whose input holds the canary record (its raw values are greppable)."""
+    from helpers_data import config_dict, write_config, write_dataset
+
+    from airflow_skald.core.config import load_config
+    from airflow_skald.core.pipeline import run
+
+    tmp = tmp_path_factory.mktemp("report")
+    write_dataset(tmp / "in", n_files=3, rows=60, canary_in=1)
+    cfg = write_config(tmp / "skald.yaml", config_dict(tmp / "in", tmp / "out", k=3))
+    run(load_config(cfg))
+    return tmp / "out"
+
+
+def run_record(release: Path, manifest: dict) -> dict:
+    """run.json beside the manifest; a release written before it kept the timings inside."""
+    path = release / "run.json"
+    return json.loads(path.read_text()) if path.exists() else manifest
+
+
+def test_report_sits_beside_the_manifest_and_is_self_contained(release):
+    html = (release / "report.html").read_text(encoding="utf-8")
+    manifest = json.loads((release / "manifest.json").read_text())
+    quality = {**manifest, **(manifest.get("quality") or {})}
+    assert html.startswith("<!DOCTYPE html>")
+    assert "data:image/png;base64," in html  # plots embedded
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    for figure in ("dm_star", "dm_star_arx", "dm"):
+        assert f"{quality[figure]:,}" in html, figure
+    for figure in ("n_suppressed", "n_equivalence_classes"):
+        assert f"{manifest[figure]:,}" in html, figure
+    assert manifest["node_paper"] in html and manifest["root_node_paper"] in html
+    for words in ("prosecutor risk", "2k", "evaluated", "passing", "precision", "peak RSS"):
+        assert words in html, words
+    record = run_record(release, manifest)
+    assert set(record["peak_rss_bytes_by_phase"]) >= {"encode", "histogram", "search"}
+
+
+def test_report_holds_no_record_values(release):
+    from helpers_data import CANARY_RAW
+
+    html = (release / "report.html").read_text(encoding="utf-8")
+    for raw in CANARY_RAW:
+        assert raw not in html
+
+
+def test_report_of_a_real_manifest_without_matplotlib(no_matplotlib, release):
+    manifest = json.loads((release / "manifest.json").read_text())
+    html = render_report(manifest, run_record(release, manifest))
+    assert "data:image/png" not in html and "matplotlib is not installed" in html
+    bins = list(manifest["class_size_histogram"])
+    labels = [c for c in cells(section(html, "Information loss")) if c in bins]
+    assert labels == [b for b, _ in class_size_bins(manifest["class_size_histogram"])]
+
+
+def test_cli_run_writes_the_report(tmp_path, capsys):
+    from helpers_data import config_dict, write_config, write_dataset
+
+    from airflow_skald.cli import main as cli_main
+
+    write_dataset(tmp_path / "in", n_files=2, rows=50)
+    cfg = write_config(tmp_path / "s.yaml", config_dict(tmp_path / "in", tmp_path / "out", k=3))
+    assert cli_main(["run", str(cfg), "--quiet"]) == 0
+    assert (tmp_path / "out" / "report.html").exists()
+
+
+# --- the terminal progress display -----------------------------------------------------------
 
 
 def test_progress_bar_on_a_tty():

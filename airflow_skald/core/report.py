@@ -1,9 +1,14 @@
 """`report.html` beside every release's manifest: what the run decided, for people.
 
 Self-contained (inline CSS, plots embedded as base64 PNG drawn with matplotlib's Agg backend),
-readable from a file without a server. It is rendered from the manifest ALONE, so it holds no
-data value the manifest does not hold: levels, counts, metrics, timings, never a record.
+readable from a file without a server. It is rendered from the manifest and the run record
+(``run.json``: run identity, time, timings and memory) ALONE, so it holds no data value they
+do not hold: levels, counts, metrics, timings, never a record. Releases written before the run
+record existed kept their timings and memory in the manifest: they are read from there.
 Without matplotlib (it is the `report` extra) the report is written without its plots.
+
+`render_report` composes one small function per section; each takes the page's facts (the
+manifest with the run record laid over it) and returns HTML, or "" when it has nothing to show.
 """
 
 from __future__ import annotations
@@ -12,14 +17,15 @@ import base64
 import html
 import io
 import logging
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from airflow_skald.core.release import REPORT, write_bytes_atomic
 
 log = logging.getLogger("airflow_skald")
 
-__all__ = ["render_report", "write_report", "node_in_words"]
+__all__ = ["render_report", "write_report", "node_in_words", "class_size_bins"]
 
 _CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
@@ -34,6 +40,36 @@ font-weight:600}.muted{color:#5b6475;font-size:.9em}code{background:#f1f3f7;padd
 border-radius:6px;padding:.6em 1em;min-width:150px}.card b{display:block;font-size:1.3em}
 img{max-width:100%;height:auto}
 """
+
+#: the run's identity and time, in the order the report lists them
+RUN_IDENTITY = (
+    ("run_token", "run token"),
+    ("dag_id", "DAG id"),
+    ("run_id", "DAG run id"),
+    ("try_number", "try number"),
+    ("started_at", "started"),
+    ("finished_at", "finished"),
+)
+#: the quality metrics the manifest reports, in the report's order, with what each measures
+METRICS = (
+    ("dm_star", "DM* (paper: kept |E|² + s²)"),
+    ("dm_star_arx", "DM* (ARX: all classes |E|²)"),
+    ("dm", "DM, discernibility (kept |E|² + N·s)"),
+    ("precision", "precision (Sweeney, 1 = no generalisation)"),
+)
+#: figures a privacy model reaches over the kept classes (other keys are its settings)
+FIGURES = {
+    "min_class_size": "smallest class",
+    "min_distinct": "smallest distinct count",
+    "min_entropy_l": "smallest entropy l",
+    "max_recursive_ratio": "largest recursive (c,l) ratio",
+    "max_distance": "largest distance",
+}
+#: rows of long per-chunk / per-class tables shown (all are in the manifest)
+MAX_ROWS = 50
+
+
+# --- formatting ------------------------------------------------------------------------------
 
 
 def _e(x: object) -> str:
@@ -56,96 +92,8 @@ def _bytes(n: object) -> str:
     return f"{n / 2**20:,.0f} MiB"
 
 
-def _paper_parts(node_paper: str) -> tuple[list[str], list[str]]:
-    """((2, 1), (1, 24, 32)) -> (['2', '1'], ['1', '24', '32'])."""
-    groups = re.findall(r"\(([^()]*)\)", node_paper or "")
-    if len(groups) < 2:
-        return [], []
-    split = [[v.strip() for v in g.split(",") if v.strip()] for g in groups[:2]]
-    return split[0], split[1]
-
-
-def node_in_words(manifest: dict, levels: dict, node_paper: str) -> list[dict]:
-    """One row per QID: level (0-based), paper level/width, and what the level means."""
-    qids = manifest.get("quasi_identifiers") or [{"name": n, "type": "?"} for n in levels]
-    tops = manifest.get("top_node") or {}
-    cat, num = _paper_parts(node_paper)
-    rows = []
-    for q in qids:
-        name, kind = q["name"], q.get("type", "?")
-        level = levels.get(name)
-        top = tops.get(name)
-        if kind == "categorical" and cat:
-            paper = cat.pop(0)
-        elif kind == "numerical" and num:
-            paper = num.pop(0)
-        else:
-            paper = ""
-        if isinstance(level, list):
-            meaning = "varies by chunk: levels " + ", ".join(str(v) for v in level)
-        elif level == 0:
-            meaning = "original values" + (
-                f" (bins of width {paper})" if kind == "numerical" and paper else ""
-            )
-        elif top is not None and level == top:
-            meaning = "fully generalised (one value: '*' or the whole domain)"
-        elif kind == "categorical":
-            meaning = f"hierarchy level {level} (paper level {paper})"
-        else:
-            unit = " encoded ranks" if q.get("encode") else ""
-            meaning = f"bins of width {paper}{unit}"
-        rows.append(
-            {
-                "name": name,
-                "type": kind,
-                "level": level,
-                "top": top,
-                "paper": paper,
-                "meaning": meaning,
-            }
-        )
-    return rows
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _plots(manifest: dict) -> dict[str, str]:
-    """Base64 PNGs of the class-size distribution and the phase timings ({} without matplotlib)."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return {}
-    out = {}
-    hist = manifest.get("class_size_histogram") or {}
-    if hist:
-        labels = list(hist)
-        fig, ax = plt.subplots(figsize=(7.5, 3.2))
-        ax.bar(range(len(labels)), [hist[b] for b in labels], color="#3b6fb6")
-        ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
-        ax.set_xlabel("equivalence class size (records)")
-        ax.set_ylabel("number of classes")
-        ax.set_title(f"Class-size distribution (k = {manifest.get('k')})")
-        ax.grid(axis="y", alpha=0.3)
-        out["classes"] = _png(fig)
-        plt.close(fig)
-    timings = {k: v for k, v in (manifest.get("timings_s") or {}).items() if v is not None}
-    if timings:
-        fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * len(timings)))
-        names = list(timings)[::-1]
-        ax.barh(names, [timings[n] for n in names], color="#d98c2b")
-        ax.set_xlabel("seconds")
-        ax.set_title("Time per phase")
-        ax.grid(axis="x", alpha=0.3)
-        out["timings"] = _png(fig)
-        plt.close(fig)
-    return out
+def _seconds(t: object) -> str:
+    return f"{t:.2f} s" if isinstance(t, int | float) else "n/a"
 
 
 def _table(rows: Sequence[Sequence[str]], head: Sequence[str] | None = None) -> str:
@@ -162,7 +110,220 @@ def _table(rows: Sequence[Sequence[str]], head: Sequence[str] | None = None) -> 
     return "".join(parts)
 
 
-def _node_table(manifest: dict, levels: dict, node_paper: str) -> str:
+def _img(alt: str, png: str) -> str:
+    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{png}">'
+
+
+def _truncated(shown: int, total: int, what: str) -> str:
+    if total <= shown:
+        return ""
+    return f'<p class="muted">first {shown} of {total} {what} shown; all are in manifest.json.</p>'
+
+
+# --- reading the manifest and the run record -------------------------------------------------
+
+
+def _facts(manifest: Mapping, run: Mapping | None) -> dict:
+    """The manifest with the run record's timings, memory and identity laid over it."""
+    facts = dict(manifest)
+    if run:
+        facts.update({k: v for k, v in run.items() if v is not None})
+    return facts
+
+
+def _quality(m: Mapping) -> dict:
+    """The metrics, from a `quality` section ({"dm_star": ...}) or today's flat keys."""
+    flat = {name: m[name] for name, _ in METRICS if name in m}
+    section = m.get("quality")
+    return {**flat, **section} if isinstance(section, Mapping) else flat
+
+
+def _models(m: Mapping) -> list[dict]:
+    """Each privacy model with its settings (and the figure reached, when the manifest has it)."""
+    models = m.get("privacy_models") or (m.get("privacy") or {}).get("models") or []
+    return [d for d in models if isinstance(d, Mapping)]
+
+
+def _split_model(model: Mapping) -> tuple[dict, dict]:
+    """(settings, figures) of one model: figures are the min_/max_ keys, settings the rest."""
+    settings, figures = {}, {}
+    for key, value in model.items():
+        if key == "model":
+            continue
+        (figures if key in FIGURES or key.startswith(("min_", "max_")) else settings)[key] = value
+    return settings, figures
+
+
+def _lower_bound(label: str) -> float:
+    found = re.match(r"\s*(\d+)", str(label))
+    return int(found.group(1)) if found else math.inf
+
+
+def class_size_bins(hist: Mapping[str, int]) -> list[tuple[str, int]]:
+    """The class-size histogram's bins in numeric order of their lower bound ("2-3" < "16-31")."""
+    return sorted(hist.items(), key=lambda item: _lower_bound(item[0]))
+
+
+def _paper_parts(node_paper: str) -> tuple[list[str], list[str]]:
+    """((2, 1), (1, 24, 32)) -> (['2', '1'], ['1', '24', '32'])."""
+    groups = re.findall(r"\(([^()]*)\)", node_paper or "")
+    if len(groups) < 2:
+        return [], []
+    split = [[v.strip() for v in g.split(",") if v.strip()] for g in groups[:2]]
+    return split[0], split[1]
+
+
+def _level_meaning(q: Mapping, level: object, top: object, paper: str) -> str:
+    kind = q.get("type", "?")
+    if isinstance(level, list):
+        return "varies by chunk: levels " + ", ".join(str(v) for v in level)
+    if level == 0:
+        width = f" (bins of width {paper})" if kind == "numerical" and paper else ""
+        return "original values" + width
+    if top is not None and level == top:
+        return "fully generalised (one value: '*' or the whole domain)"
+    if kind == "categorical":
+        return f"hierarchy level {level} (paper level {paper})"
+    unit = " encoded ranks" if q.get("encode") else ""
+    return f"bins of width {paper}{unit}"
+
+
+def node_in_words(manifest: dict, levels: dict, node_paper: str) -> list[dict]:
+    """One row per QID: level (0-based), paper level/width, and what the level means."""
+    qids = manifest.get("quasi_identifiers") or [{"name": n, "type": "?"} for n in levels]
+    tops = manifest.get("top_node") or {}
+    paper_of = dict(zip(("categorical", "numerical"), _paper_parts(node_paper), strict=True))
+    rows = []
+    for q in qids:
+        name, kind = q["name"], q.get("type", "?")
+        level, top = levels.get(name), tops.get(name)
+        widths = paper_of.get(kind)
+        paper = widths.pop(0) if widths else ""
+        meaning = _level_meaning(q, level, top, paper)
+        rows.append(
+            {
+                "name": name,
+                "type": kind,
+                "level": level,
+                "top": top,
+                "paper": paper,
+                "meaning": meaning,
+            }
+        )
+    return rows
+
+
+# --- plots -----------------------------------------------------------------------------------
+
+
+def _pyplot():
+    """matplotlib.pyplot on the Agg backend, or None without matplotlib."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg", force=True)
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return None
+    return plt
+
+
+def _png(plt, fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    plt.close(fig)
+    return base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _class_size_png(plt, hist: Mapping[str, int], k: object) -> str:
+    bins = class_size_bins(hist)
+    fig, ax = plt.subplots(figsize=(7.5, 3.2))
+    ax.bar(range(len(bins)), [count for _, count in bins], color="#3b6fb6")
+    ax.set_xticks(range(len(bins)), [label for label, _ in bins], rotation=30, ha="right")
+    ax.set_xlabel("equivalence class size (records)")
+    ax.set_ylabel("number of classes")
+    ax.set_title(f"Class-size distribution (k = {k})")
+    ax.grid(axis="y", alpha=0.3)
+    return _png(plt, fig)
+
+
+def _timings_png(plt, timings: Mapping[str, float]) -> str:
+    fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * len(timings)))
+    names = list(timings)[::-1]
+    ax.barh(names, [timings[n] for n in names], color="#d98c2b")
+    ax.set_xlabel("seconds")
+    ax.set_title("Time per phase")
+    ax.grid(axis="x", alpha=0.3)
+    return _png(plt, fig)
+
+
+def _plots(manifest: dict) -> dict[str, str]:
+    """Base64 PNGs of the class-size distribution and the phase timings ({} without matplotlib)."""
+    plt = _pyplot()
+    if plt is None:
+        return {}
+    out = {}
+    hist = manifest.get("class_size_histogram") or {}
+    if hist:
+        out["classes"] = _class_size_png(plt, hist, manifest.get("k"))
+    timings = {k: v for k, v in (manifest.get("timings_s") or {}).items() if v is not None}
+    if timings:
+        out["timings"] = _timings_png(plt, timings)
+    return out
+
+
+# --- sections --------------------------------------------------------------------------------
+
+
+def _per_chunk(m: Mapping) -> bool:
+    return m.get("mode") == "per_chunk"
+
+
+def _title(m: Mapping) -> str:
+    return "SKALD per-chunk baseline report" if _per_chunk(m) else "SKALD release report"
+
+
+def _verified_words(m: Mapping) -> str:
+    if not m.get("verified"):
+        return '<span class="bad">NOT verified</span>'
+    names = [str(d.get("model")) for d in _models(m) if d.get("model")]
+    if names in ([], ["k-anonymity"]):
+        return '<span class="ok">verified k-anonymous</span>'
+    return f'<span class="ok">verified against {_e(", ".join(names))}</span>'
+
+
+def _header(m: Mapping) -> str:
+    """Title and one line: records, chunks, k, suppression limit, version, verification."""
+    per_chunk = " (every chunk's part on its own, and their union)" if _per_chunk(m) else ""
+    return (
+        f"<h1>{_e(_title(m))}</h1>"
+        f'<p class="muted">{_int(m.get("n_records") or 0)} records in {_int(m.get("chunks"))} '
+        f"chunk(s), k = {_int(m.get('k'))}, suppression limit {_num(m.get('suppression_limit'))}, "
+        f"skald {_e(m.get('version', '?'))}. Release {_verified_words(m)}{per_chunk}.</p>"
+    )
+
+
+def _suppressed_share(m: Mapping) -> str:
+    n, s = m.get("n_records") or 0, m.get("n_suppressed") or 0
+    return f"{_int(s)} ({100 * s / n:.3g} %)" if n else _int(s)
+
+
+def _cards(m: Mapping) -> str:
+    """The headline figures, one card each."""
+    quality = _quality(m)
+    cards = [
+        ("DM*", _int(quality.get("dm_star"))),
+        ("equivalence classes", _int(m.get("n_equivalence_classes"))),
+        ("smallest class", _int(m.get("min_class_size"))),
+        ("suppressed records", _suppressed_share(m)),
+        ("max prosecutor risk", _num((m.get("risk") or {}).get("prosecutor_risk_max"))),
+        ("precision", _num(quality.get("precision"))),
+    ]
+    body = "".join(f'<div class="card"><b>{v}</b>{_e(label)}</div>' for label, v in cards)
+    return f'<div class="cards">{body}</div>'
+
+
+def _node_table(manifest: Mapping, levels: dict, node_paper: str) -> str:
     rows = [
         [
             _e(r["name"]),
@@ -171,142 +332,166 @@ def _node_table(manifest: dict, levels: dict, node_paper: str) -> str:
             _e(r["paper"]),
             _e(r["meaning"]),
         ]
-        for r in node_in_words(manifest, levels, node_paper)
+        for r in node_in_words(dict(manifest), levels, node_paper)
     ]
     return _table(rows, ["QID", "type", "level / top", "paper", "meaning"])
 
 
-def render_report(manifest: dict) -> str:
-    """The report's HTML, from the manifest only."""
-    m = manifest
-    per_chunk = m.get("mode") == "per_chunk"
-    k = m.get("k")
-    n = m.get("n_records") or 0
-    s = m.get("n_suppressed") or 0
-    risk = m.get("risk") or {}
-    plots = _plots(m)
-    title = "SKALD per-chunk baseline report" if per_chunk else "SKALD release report"
-    verified = m.get("verified")
-    body = [f"<h1>{_e(title)}</h1>"]
-    body.append(
-        f'<p class="muted">{_int(n)} records in {_int(m.get("chunks"))} chunk(s), '
-        f"k = {_int(k)}, suppression limit {_num(m.get('suppression_limit'))}, "
-        f"skald {_e(m.get('version', '?'))}. Release "
-        + (
-            '<span class="ok">verified k-anonymous</span>'
-            if verified
-            else '<span class="bad">NOT verified</span>'
-        )
-        + (" (every chunk's part on its own, and their union)" if per_chunk else "")
-        + ".</p>"
+def _chosen_node(m: Mapping) -> str:
+    """The global run's node, in paper notation and per QID."""
+    return (
+        "<h2>Chosen generalisation node</h2>"
+        f"<p>Paper notation <code>{_e(m.get('node_paper'))}</code> "
+        "(categorical levels counted from 1, then numerical bin widths).</p>"
+        + _node_table(m, m.get("node") or {}, m.get("node_paper", ""))
     )
-    cards = [
-        ("DM*", _int(m.get("dm_star"))),
-        ("equivalence classes", _int(m.get("n_equivalence_classes"))),
-        ("smallest class", _int(m.get("min_class_size"))),
-        ("suppressed records", f"{_int(s)} ({100 * s / n:.3g} %)" if n else _int(s)),
-        ("max prosecutor risk", _num(risk.get("prosecutor_risk_max"))),
-        ("precision", _num(m.get("precision"))),
+
+
+def _ram_root(m: Mapping) -> str:
+    """The RAM root node: the finest node whose histogram fits the memory bound."""
+    how = (
+        " (derived from the chunk size, paper eq. 3)"
+        if m.get("histogram_bins_derived")
+        else " (configured)"
+    )
+    return (
+        "<h2>RAM root node</h2>"
+        f"<p>The finest node whose histogram fits the memory bound: "
+        f"<code>{_e(m.get('root_node_paper'))}</code>, {_int(m.get('root_bins'))} possible "
+        f"bins for N<sub>RAM</sub> = {_int(m.get('histogram_bins'))}{how}. "
+        "The optimal node is searched above it.</p>"
+        + _node_table(m, m.get("root_node") or {}, m.get("root_node_paper", ""))
+    )
+
+
+def _chunk_nodes(m: Mapping) -> str:
+    """The per-chunk baseline: which nodes the chunks chose, and the levels over all chunks."""
+    rows = [[_e(d["node_paper"]), _int(d["chunks"])] for d in m.get("chunk_nodes") or []]
+    return (
+        "<h2>Nodes chosen chunk by chunk</h2>"
+        "<p>Each chunk was anonymised alone with its own optimal node (no RAM bound, the "
+        "full lattice above the all-zeros node), as a memory-bound ARX user would. The "
+        "figures above are those of the union of the released chunks.</p>"
+        + _table(rows, ["node (paper notation)", "chunks"])
+        + "<h3>Levels per QID (over all chunks)</h3>"
+        + _node_table(m, m.get("node") or {}, "")
+    )
+
+
+def _chunk_table(m: Mapping) -> str:
+    """The per-chunk baseline: each chunk's node and own figures (the first MAX_ROWS)."""
+    chunks = m.get("per_chunk") or []
+    shown = chunks[:MAX_ROWS]
+    keys = ("n_records", "node_paper", "dm_star", "n_suppressed", "n_equivalence_classes")
+    rows = [
+        [_int(c.get("chunk_id"))]
+        + [_int(c.get(key)) for key in keys]
+        + [_int(c.get("min_class_size"))]
+        for c in shown
     ]
-    body.append(
-        '<div class="cards">'
-        + "".join(f'<div class="card"><b>{v}</b>{_e(lbl)}</div>' for lbl, v in cards)
-        + "</div>"
+    head = ["chunk", "records", "node", "own DM*", "suppressed", "classes", "min class"]
+    return _table(rows, head) + _truncated(len(shown), len(chunks), "chunks")
+
+
+def _nodes(m: Mapping) -> str:
+    if _per_chunk(m):
+        return _chunk_nodes(m) + _chunk_table(m)
+    return _chosen_node(m) + _ram_root(m)
+
+
+def _privacy(m: Mapping) -> str:
+    """Each privacy model: its settings and the figure it reached over the kept classes."""
+    models = _models(m)
+    if not models:
+        return ""
+    rows = []
+    for model in models:
+        settings, figures = _split_model(model)
+        rows.append(
+            [
+                _e(model.get("model", "?")),
+                _e(", ".join(f"{k} = {v}" for k, v in settings.items())),
+                "<br>".join(f"{_e(FIGURES.get(k, k))}: {_num(v)}" for k, v in figures.items()),
+            ]
+        )
+    limit = (m.get("privacy") or {}).get("suppression_limit", m.get("suppression_limit"))
+    return (
+        "<h2>Privacy models</h2>"
+        + _table(rows, ["model", "settings", "reached over kept classes"])
+        + f'<p class="muted">Suppression limit {_e(limit)} of the records.</p>'
     )
 
-    if per_chunk:
-        body.append("<h2>Nodes chosen chunk by chunk</h2>")
-        body.append(
-            "<p>Each chunk was anonymised alone with its own optimal node (no RAM bound, the "
-            "full lattice above the all-zeros node), as a memory-bound ARX user would. The "
-            "figures above are those of the union of the released chunks.</p>"
-        )
-        rows = [[_e(d["node_paper"]), _int(d["chunks"])] for d in m.get("chunk_nodes") or []]
-        body.append(_table(rows, ["node (paper notation)", "chunks"]))
-        body.append("<h3>Levels per QID (over all chunks)</h3>")
-        body.append(_node_table(m, m.get("node") or {}, ""))
-        chunks = m.get("per_chunk") or []
-        shown = chunks[:50]
-        rows = [
-            [
-                _int(c["chunk_id"]),
-                _int(c["n_records"]),
-                _e(c["node_paper"]),
-                _int(c["dm_star"]),
-                _int(c["n_suppressed"]),
-                _int(c["n_equivalence_classes"]),
-                _int(c["min_class_size"]),
-            ]
-            for c in shown
-        ]
-        body.append(
-            _table(
-                rows,
-                ["chunk", "records", "node", "own DM*", "suppressed", "classes", "min class"],
-            )
-        )
-        if len(chunks) > len(shown):
-            body.append(
-                f'<p class="muted">first {len(shown)} of {len(chunks)} chunks shown; '
-                "all are in manifest.json.</p>"
-            )
-    else:
-        body.append("<h2>Chosen generalisation node</h2>")
-        body.append(
-            f"<p>Paper notation <code>{_e(m.get('node_paper'))}</code> "
-            "(categorical levels counted from 1, then numerical bin widths).</p>"
-        )
-        body.append(_node_table(m, m.get("node") or {}, m.get("node_paper", "")))
-        body.append("<h2>RAM root node</h2>")
-        body.append(
-            f"<p>The finest node whose histogram fits the memory bound: "
-            f"<code>{_e(m.get('root_node_paper'))}</code>, {_int(m.get('root_bins'))} possible "
-            f"bins for N<sub>RAM</sub> = {_int(m.get('histogram_bins'))}"
-            + (
-                " (derived from the chunk size, paper eq. 3)"
-                if m.get("histogram_bins_derived")
-                else " (configured)"
-            )
-            + ". The optimal node is searched above it.</p>"
-        )
-        body.append(_node_table(m, m.get("root_node") or {}, m.get("root_node_paper", "")))
 
-    body.append("<h2>Information loss</h2>")
-    loss = [
-        ["DM* (paper: kept |E|² + s²)", _int(m.get("dm_star"))],
-        ["DM* (ARX: all classes |E|²)", _int(m.get("dm_star_arx"))],
-        ["DM, discernibility (kept |E|² + N·s)", _int(m.get("dm"))],
-        ["precision (Sweeney, 1 = no generalisation)", _num(m.get("precision"))],
+def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
+    """The class-size distribution: the chart, or a table without matplotlib."""
+    if "classes" in plots:
+        return _img("class-size distribution", plots["classes"])
+    hist = m.get("class_size_histogram") or {}
+    if not hist:
+        return ""
+    rows = [[_e(label), _int(count)] for label, count in class_size_bins(hist)]
+    return _table(rows, ["class size", "classes"])
+
+
+def _quality_section(m: Mapping, plots: Mapping[str, str]) -> str:
+    """Information loss: every reported metric, class counts, then the class sizes."""
+    quality = _quality(m)
+    labels = dict(METRICS)
+    known = [[_e(label), _num(quality[name])] for name, label in METRICS if name in quality]
+    other = [[_e(name), _num(v)] for name, v in quality.items() if name not in labels]
+    rows = known + other
+    if _per_chunk(m):
+        rows.insert(1, ["sum of the chunks' own DM*", _int(m.get("dm_star_sum_of_chunks"))])
+    rows += [
         ["average class size", _num(m.get("avg_class_size"))],
         ["equivalence classes (kept)", _int(m.get("n_equivalence_classes"))],
     ]
-    if per_chunk:
-        loss.insert(1, ["sum of the chunks' own DM*", _int(m.get("dm_star_sum_of_chunks"))])
-    body.append(_table(loss, ["metric", "value"]))
-    if "classes" in plots:
-        body.append(
-            f'<img alt="class-size distribution" src="data:image/png;base64,{plots["classes"]}">'
-        )
-    elif m.get("class_size_histogram"):
-        rows = [[_e(b), _int(c)] for b, c in m["class_size_histogram"].items()]
-        body.append(_table(rows, ["class size", "classes"]))
+    return "<h2>Information loss</h2>" + _table(rows, ["metric", "value"]) + _class_sizes(m, plots)
 
-    body.append("<h2>Suppression and re-identification risk</h2>")
+
+def _risk(m: Mapping) -> str:
+    """Suppression and re-identification risk of the kept classes."""
+    risk = m.get("risk") or {}
+    k = m.get("k")
     share = risk.get("share_below_2k")
+    two_k = _int(2 * k) if isinstance(k, int) else "?"
     rows = [
-        ["suppressed records", _int(s)],
+        ["suppressed records", _int(m.get("n_suppressed") or 0)],
         ["suppression allowed (floor(limit · N))", _int(m.get("max_suppressed"))],
         ["suppressed records are", _e(m.get("suppressed_records", "masked"))],
         ["prosecutor risk, max (1 / smallest class)", _num(risk.get("prosecutor_risk_max"))],
         ["prosecutor risk, average (classes / records)", _num(risk.get("prosecutor_risk_avg"))],
         [
-            f"records in classes smaller than 2k = {_int(2 * k) if isinstance(k, int) else '?'}",
+            f"records in classes smaller than 2k = {two_k}",
             f"{100 * share:.3g} %" if isinstance(share, float) else "n/a",
         ],
     ]
-    body.append(_table(rows, ["figure", "value"]))
+    return "<h2>Suppression and re-identification risk</h2>" + _table(rows, ["figure", "value"])
 
-    body.append("<h2>Lattice search</h2>")
+
+def _at_risk(m: Mapping) -> str:
+    """Classes at risk: size, sensitive attribute and value-share buckets (never a value)."""
+    classes = [c for c in m.get("at_risk_classes") or [] if isinstance(c, Mapping)]
+    if not classes:
+        return ""
+    shown = classes[:MAX_ROWS]
+    rows = [
+        [
+            _int(c.get("size")),
+            _e(c.get("attribute", "")),
+            _e(", ".join(f"{b}: {n}" for b, n in (c.get("distribution") or {}).items())),
+        ]
+        for c in shown
+    ]
+    return (
+        "<h3>Classes at risk</h3>"
+        + _table(rows, ["class size", "sensitive attribute", "value share: classes"])
+        + _truncated(len(shown), len(classes), "classes")
+    )
+
+
+def _lattice(m: Mapping) -> str:
+    """The search's counters: lattice size, nodes evaluated and passing, the RAM-root choice."""
     lat = m.get("lattice") or {}
     rows = [
         ["nodes in the searched lattice", _int(lat.get("nodes"))],
@@ -320,40 +505,44 @@ def render_report(manifest: dict) -> str:
             ["  evaluated for the memory bound", _int(root_lat.get("evaluated"))],
             ["  complying with the memory bound", _int(root_lat.get("complying"))],
         ]
-    if per_chunk:
+    if _per_chunk(m):
         rows.insert(0, ["(summed over the chunks' searches)", ""])
-    body.append(_table(rows, ["counter", "value"]))
+    return "<h2>Lattice search</h2>" + _table(rows, ["counter", "value"])
 
-    body.append("<h2>Time and memory</h2>")
+
+def _run_identity(m: Mapping) -> str:
+    """Which run (and Airflow DAG run) wrote the release, and when."""
+    rows = [[_e(label), _e(m[key])] for key, label in RUN_IDENTITY if m.get(key) not in (None, "")]
+    return "<h2>Run</h2>" + _table(rows) if rows else ""
+
+
+def _timings(m: Mapping, plots: Mapping[str, str]) -> str:
+    """Time and peak memory per phase, with the timings chart."""
     timings = m.get("timings_s") or {}
     mem = m.get("peak_rss_bytes_by_phase") or {}
-    rows = [
-        [
-            _e(p),
-            f"{t:.2f} s" if isinstance(t, int | float) else "n/a",
-            _bytes(mem.get(p)) if mem else "",
-        ]
-        for p, t in timings.items()
-    ]
-    rows.append(
-        ["total", f"{sum(v for v in timings.values() if v):.2f} s", _bytes(m.get("peak_rss_bytes"))]
+    peak = _bytes(m.get("peak_rss_bytes"))
+    rows = [[_e(p), _seconds(t), _bytes(mem.get(p)) if mem else ""] for p, t in timings.items()]
+    rows.append(["total", f"{sum(v for v in timings.values() if v):.2f} s", peak])
+    per_phase = " (high-water mark at the end of each phase in the table)." if mem else "."
+    return (
+        "<h2>Time and memory</h2>"
+        + _table(rows, ["phase", "time", "peak RSS so far" if mem else ""])
+        + f'<p class="muted">Peak resident memory of the process: {peak}{per_phase}</p>'
+        + (_img("time per phase", plots["timings"]) if "timings" in plots else "")
     )
-    head = ["phase", "time", "peak RSS so far" if mem else ""]
-    body.append(_table(rows, head))
-    body.append(
-        f'<p class="muted">Peak resident memory of the process: {_bytes(m.get("peak_rss_bytes"))}'
-        + (" (high-water mark at the end of each phase in the table)." if mem else ".")
-        + "</p>"
-    )
-    if "timings" in plots:
-        body.append(f'<img alt="time per phase" src="data:image/png;base64,{plots["timings"]}">')
-    if not plots:
-        body.append(
-            '<p class="muted">Plots omitted: matplotlib is not installed '
-            "(pip install 'airflow-skald[report]').</p>"
-        )
 
-    body.append("<h2>Audit</h2>")
+
+def _no_plots_note(plots: Mapping[str, str]) -> str:
+    if plots:
+        return ""
+    return (
+        '<p class="muted">Plots omitted: matplotlib is not installed '
+        "(pip install 'airflow-skald[report]').</p>"
+    )
+
+
+def _audit(m: Mapping, with_run_record: bool) -> str:
+    """What an auditor matches the release with: columns removed and kept, parts, hashes."""
     rows = [
         ["direct identifiers removed", _e(", ".join(m.get("direct_identifiers_removed") or []))],
         ["sensitive attributes kept", _e(", ".join(m.get("sensitive_attributes") or []))],
@@ -361,21 +550,51 @@ def render_report(manifest: dict) -> str:
         ["config sha256", f"<code>{_e(m.get('config_sha256'))}</code>"],
         ["input fingerprint", f"<code>{_e(m.get('input_fingerprint'))}</code>"],
     ]
-    body.append(_table(rows))
-    body.append('<p class="muted">Generated from manifest.json only: no record values.</p>')
+    sources = "manifest.json and run.json" if with_run_record else "manifest.json"
+    return (
+        "<h2>Audit</h2>"
+        + _table(rows)
+        + f'<p class="muted">Generated from {sources} only: no record values.</p>'
+    )
+
+
+def _page(title: str, sections: Sequence[str]) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f"<title>{_e(title)}</title><style>{_CSS}</style></head><body>"
-        + "\n".join(body)
+        + "\n".join(s for s in sections if s)
         + "</body></html>\n"
     )
 
 
-def write_report(manifest: dict, folder: str) -> str | None:
+def render_report(manifest: dict, run: dict | None = None) -> str:
+    """The report's HTML, from the manifest and (when given) the run record only."""
+    m = _facts(manifest, run)
+    plots = _plots(m)
+    return _page(
+        _title(m),
+        [
+            _header(m),
+            _cards(m),
+            _nodes(m),
+            _privacy(m),
+            _quality_section(m, plots),
+            _risk(m),
+            _at_risk(m),
+            _lattice(m),
+            _run_identity(m),
+            _timings(m, plots),
+            _no_plots_note(plots),
+            _audit(m, with_run_record=bool(run)),
+        ],
+    )
+
+
+def write_report(manifest: dict, folder: str, run: dict | None = None) -> str | None:
     """Write `report.html` into the (staging) release folder; a failure only logs a warning."""
     target = folder.rstrip("/") + "/" + REPORT
     try:
-        write_bytes_atomic(target, render_report(manifest).encode("utf-8"))
+        write_bytes_atomic(target, render_report(manifest, run).encode("utf-8"))
     except Exception as exc:  # the release is verified already: a report bug must not lose it
         log.warning("report.html not written: %s", exc)
         return None
