@@ -162,6 +162,9 @@ def test_timings_and_memory_come_from_the_run_record(no_plots):
     for value in ("tok-123", "skald_release", "manual__2026-11-26T06:00:00"):
         assert value in run
     assert "2026-11-26T06:00:00+00:00" in run and "2026-11-26T06:01:30+00:00" in run
+    assert "wall time" in run and "90.00 s" in run
+    unfinished = section(render_report(deterministic_manifest(), {**RUN, "finished_at": ""}), "Run")
+    assert "wall time" not in unfinished
     assert "Generated from manifest.json and run.json only" in html
 
 
@@ -237,6 +240,7 @@ def test_every_privacy_model_gets_a_row(no_plots):
             assert w in row, (w, row)
     assert "Suppression limit 1/100" in table
     assert "verified against k-anonymity, distinct-l-diversity" in html
+    assert "nodes passing k-anonymity, distinct-l-diversity, entropy" in html
 
 
 def test_privacy_figures_of_an_unknown_model_are_rendered_generically(no_plots):
@@ -253,6 +257,7 @@ def test_privacy_settings_alone_and_absent(no_plots):
     del bare["privacy"], bare["privacy_models"]
     html = render_report(bare)
     assert "Privacy models" not in html and "verified k-anonymous" in html
+    assert "nodes passing k within the suppression limit" in html
     assert "verified k-anonymous" in render_report(deterministic_manifest())
 
 

@@ -20,6 +20,7 @@ import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
 from airflow_skald.core.release import REPORT, write_bytes_atomic
 
@@ -283,13 +284,22 @@ def _title(m: Mapping) -> str:
     return "SKALD per-chunk baseline report" if _per_chunk(m) else "SKALD release report"
 
 
+def _model_names(m: Mapping) -> list[str]:
+    return [str(d.get("model")) for d in _models(m) if d.get("model")]
+
+
+def _criteria(m: Mapping) -> str:
+    """What a node must pass, in words: "k" alone, else the models' names."""
+    names = _model_names(m)
+    return "k" if names in ([], ["k-anonymity"]) else _e(", ".join(names))
+
+
 def _verified_words(m: Mapping) -> str:
     if not m.get("verified"):
         return '<span class="bad">NOT verified</span>'
-    names = [str(d.get("model")) for d in _models(m) if d.get("model")]
-    if names in ([], ["k-anonymity"]):
-        return '<span class="ok">verified k-anonymous</span>'
-    return f'<span class="ok">verified against {_e(", ".join(names))}</span>'
+    criteria = _criteria(m)
+    words = "k-anonymous" if criteria == "k" else f"against {criteria}"
+    return f'<span class="ok">verified {words}</span>'
 
 
 def _header(m: Mapping) -> str:
@@ -496,7 +506,7 @@ def _lattice(m: Mapping) -> str:
     rows = [
         ["nodes in the searched lattice", _int(lat.get("nodes"))],
         ["nodes evaluated (class sizes computed)", _int(lat.get("evaluated"))],
-        ["nodes passing k within the suppression limit", _int(lat.get("passing"))],
+        [f"nodes passing {_criteria(m)} within the suppression limit", _int(lat.get("passing"))],
     ]
     root_lat = m.get("root_lattice") or {}
     if root_lat:
@@ -510,9 +520,21 @@ def _lattice(m: Mapping) -> str:
     return "<h2>Lattice search</h2>" + _table(rows, ["counter", "value"])
 
 
+def _wall_time(m: Mapping) -> str:
+    """finished_at - started_at, or "" when either is missing or not an ISO time."""
+    try:
+        start = datetime.fromisoformat(str(m.get("started_at")))
+        end = datetime.fromisoformat(str(m.get("finished_at")))
+        return _seconds((end - start).total_seconds())
+    except (TypeError, ValueError):
+        return ""
+
+
 def _run_identity(m: Mapping) -> str:
-    """Which run (and Airflow DAG run) wrote the release, and when."""
+    """Which run (and Airflow DAG run) wrote the release, when, and for how long."""
     rows = [[_e(label), _e(m[key])] for key, label in RUN_IDENTITY if m.get(key) not in (None, "")]
+    if wall := _wall_time(m):
+        rows.append(["wall time", wall])
     return "<h2>Run</h2>" + _table(rows) if rows else ""
 
 
