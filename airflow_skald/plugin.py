@@ -1,24 +1,166 @@
-"""UI parts only (Airflow 3 loads operators from providers, not plugins): a view of run artifacts.
+"""UI parts only (Airflow 3 loads operators from providers, not plugins).
 
-``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html`` are served by the API
-server from the run's artifact folder (``[skald] artifacts``), behind Airflow's own auth: the
-caller needs read access to the DAG (JWT bearer token or the UI's session cookie). Only the
-manifest and the report are served: both hold figures, never data values; the other artifacts
-(domain statistics = personal data) are never exposed here.
+A FastAPI app mounted by the API server at ``/skald``, behind Airflow's own auth (JWT bearer token
+or the UI's session cookie):
+
+- ``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html``: a run's manifest and
+  report from its artifact folder (``[skald] artifacts``); needs read access to the DAG. Only
+  these two are served: both hold figures, never data values; the other artifacts (domain
+  statistics = personal data) are never exposed here.
+- ``/skald/releases``: "SKALD releases", every release recorded as an asset event on the
+  ``skald-release`` alias (``operators/release_event.py``), newest first: time, DAG, run, output,
+  k / l / t, node, DM*, suppressed, verified, links to report and manifest. Needs read access to
+  assets; rows are limited to the DAGs the user may read. Shown in the UI under Browse ->
+  "SKALD releases" (an external view embedded by the UI).
+
+The plugin also attaches the "SKALD manifest" and "SKALD report" extra links to all three SKALD
+operators (``operators/links.py``).
 """
 
 from __future__ import annotations
 
+import html
+import json
+from collections.abc import Mapping
+from typing import Any
+
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_skald.operators.links import (
+    SkaldManifestLink,
+    SkaldReportLink,
+    manifest_url,
+    report_url,
+)
+
 SERVED = {"manifest.json": "application/json", "report.html": "text/html"}
+RELEASES_ROUTE = "/releases"
+MAX_ROWS = 1000
+
+
+def _fmt_node(node: Any) -> str:
+    if isinstance(node, Mapping):
+        return ", ".join(f"{name}={level}" for name, level in node.items())
+    return "" if node is None else str(node)
+
+
+def _fmt_criteria(extra: Mapping[str, Any]) -> str:
+    """``k=10`` plus each l-diversity / t-closeness criterion (``l=3 (disease)``, ``t=0.2``)."""
+    parts = [f"k={extra.get('k')}"]
+    for crit in extra.get("criteria") or ():
+        if not isinstance(crit, Mapping):
+            continue
+        attr = crit.get("attribute") or crit.get("sensitive_attribute") or crit.get("column")
+        for key in ("l", "t"):
+            if crit.get(key) is not None:
+                parts.append(f"{key}={crit[key]}" + (f" ({attr})" if attr else ""))
+    return ", ".join(parts)
+
+
+def release_rows(events: list[Any]) -> list[dict]:
+    """Table rows from AssetEvent rows (or any objects with the same attributes)."""
+    rows = []
+    for ev in events:
+        extra = ev.extra if isinstance(ev.extra, Mapping) else {}
+        if not extra.get("skald_release"):
+            continue
+        dag_id = ev.source_dag_id or extra.get("dag_id") or ""
+        run_id = ev.source_run_id or extra.get("run_id") or ""
+        rows.append(
+            {
+                "time": ev.timestamp.strftime("%Y-%m-%d %H:%M:%S UTC") if ev.timestamp else "",
+                "dag_id": dag_id,
+                "run_id": run_id,
+                "release": extra.get("release", ""),
+                "privacy": _fmt_criteria(extra),
+                "suppression_limit": extra.get("suppression_limit", ""),
+                "node": _fmt_node(extra.get("node")),
+                "node_paper": extra.get("node_paper", ""),
+                "dm_star": extra.get("dm_star", ""),
+                "n_suppressed": extra.get("n_suppressed", ""),
+                "n_records": extra.get("n_records", ""),
+                "verified": extra.get("verified"),
+                # built here from the event's own run, never taken from the extra
+                "report_url": report_url(dag_id, run_id),
+                "manifest_url": manifest_url(dag_id, run_id),
+            }
+        )
+    return rows
+
+
+_STYLE = """
+body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem;color:#1b1f24}
+h1{font-size:1.4rem;margin:0 0 .3rem}p.sub{color:#57606a;margin:0 0 1rem}
+table{border-collapse:collapse;width:100%;font-size:.9rem}
+th,td{border-bottom:1px solid #d0d7de;padding:.45rem .6rem;text-align:left;vertical-align:top}
+th{background:#f6f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.82rem;word-break:break-all}
+.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}a{color:#0969da}
+"""
+
+
+def render_releases(rows: list[dict], *, limit: int) -> str:
+    """The releases page (every value escaped)."""
+    e = html.escape
+
+    def cell(value: Any, cls: str = "") -> str:
+        attr = f' class="{cls}"' if cls else ""
+        return f"<td{attr}>{e(str(value))}</td>"
+
+    body = []
+    for r in rows:
+        verified = r["verified"]
+        mark = (
+            '<td class="ok">yes</td>'
+            if verified is True
+            else '<td class="bad">NO</td>'
+            if verified is False
+            else "<td>?</td>"
+        )
+        body.append(
+            "<tr>"
+            + cell(r["time"])
+            + cell(r["dag_id"])
+            + cell(r["run_id"], "mono")
+            + cell(r["release"], "mono")
+            + cell(r["privacy"])
+            + cell(r["suppression_limit"], "num")
+            + f'<td>{e(r["node"])}<br><span class="mono">{e(str(r["node_paper"]))}</span></td>'
+            + cell(r["dm_star"], "num")
+            + cell(f"{r['n_suppressed']} of {r['n_records']}", "num")
+            + mark
+            + f'<td><a href="{e(r["report_url"])}" target="_blank" rel="noopener">report</a> · '
+            f'<a href="{e(r["manifest_url"])}" target="_blank" rel="noopener">manifest</a></td>'
+            "</tr>"
+        )
+    if not body:
+        body.append('<tr><td colspan="11">No SKALD release has been recorded yet.</td></tr>')
+    more = f" (the newest {limit})" if len(rows) >= limit else ""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<title>SKALD releases</title>"
+        f"<style>{_STYLE}</style></head><body>"
+        "<h1>SKALD releases</h1>"
+        f'<p class="sub">{len(rows)} release(s){e(more)}, newest first, from the asset events '
+        "of the <code>skald-release</code> alias. Figures only: no data values.</p>"
+        "<table><thead><tr>"
+        "<th>Time</th><th>DAG</th><th>Run</th><th>Output</th><th>k / l / t</th>"
+        "<th>Suppression limit</th><th>Node</th><th>DM*</th><th>Suppressed</th>"
+        "<th>Verified</th><th>Links</th>"
+        "</tr></thead><tbody>" + "".join(body) + "</tbody></table></body></html>"
+    )
 
 
 def create_app():
     """The FastAPI sub-application mounted at ``/skald`` by the API server."""
-    from airflow.api_fastapi.core_api.security import requires_access_dag
-    from fastapi import Depends, FastAPI, HTTPException
-    from fastapi.responses import Response
+    from airflow.api_fastapi.common.db.common import _get_session
+    from airflow.api_fastapi.core_api.security import (
+        get_user,
+        requires_access_asset,
+        requires_access_dag,
+    )
+    from fastapi import Depends, FastAPI, HTTPException, Query
+    from fastapi.responses import HTMLResponse, Response
 
     app = FastAPI(title="SKALD run artifacts", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -26,7 +168,7 @@ def create_app():
         "/runs/{dag_id}/{run_id}/{name}",
         dependencies=[Depends(requires_access_dag(method="GET"))],
     )
-    def run_artifact(dag_id: str, run_id: str, name: str) -> Response:
+    def run_artifact(dag_id: str, run_id: str, name: str):
         if name not in SERVED:
             raise HTTPException(404, f"only {', '.join(SERVED)} are served")
         from airflow_skald.operators.artifacts import RunArtifacts
@@ -36,6 +178,36 @@ def create_app():
             raise HTTPException(404, f"{name} not found for {dag_id}/{run_id}")
         return Response(store.read_bytes(name), media_type=SERVED[name])
 
+    @app.get(
+        RELEASES_ROUTE,
+        dependencies=[Depends(requires_access_asset("GET"))],
+        response_class=HTMLResponse,
+    )
+    def releases(
+        limit: int = Query(200, ge=1, le=MAX_ROWS),
+        fmt: str = Query("html", alias="format", pattern="^(html|json)$"),
+        user=Depends(get_user),  # noqa: B008 - FastAPI dependency
+        session=Depends(_get_session),  # noqa: B008
+    ):
+        from airflow.api_fastapi.app import get_auth_manager
+        from airflow.models.asset import AssetAliasModel, AssetEvent
+        from sqlalchemy import select
+
+        from airflow_skald.operators.release_event import RELEASE_ALIAS_NAME
+
+        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+        stmt = (
+            select(AssetEvent)
+            .where(AssetEvent.source_aliases.any(AssetAliasModel.name == RELEASE_ALIAS_NAME))
+            .where(AssetEvent.source_dag_id.in_(readable or set()))
+            .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
+            .limit(limit)
+        )
+        rows = release_rows(list(session.scalars(stmt)))
+        if fmt == "json":
+            return Response(json.dumps(rows, indent=1), media_type="application/json")
+        return HTMLResponse(render_releases(rows, limit=limit))
+
     return app
 
 
@@ -44,3 +216,16 @@ class SkaldPlugin(AirflowPlugin):
 
     name = "skald"
     fastapi_apps = [{"app": create_app(), "url_prefix": "/skald", "name": "SKALD run artifacts"}]
+    # Embedded by the UI (Browse -> SKALD releases); the href is relative (no leading slash): the
+    # UI resolves it against its own base URL, so a deployment under a sub-path works too.
+    external_views = [
+        {
+            "name": "SKALD releases",
+            "href": "skald" + RELEASES_ROUTE,
+            "url_route": "skald-releases",
+            "destination": "nav",
+            "category": "browse",
+        }
+    ]
+    # Both links on every SKALD operator's tasks (each link's ``operators`` names them).
+    operator_extra_links = [SkaldManifestLink(), SkaldReportLink()]

@@ -28,7 +28,10 @@ def get_provider_info() -> dict:
                 "python-modules": ["airflow_skald.operators.skald"],
             }
         ],
-        "extra-links": ["airflow_skald.operators.links.SkaldManifestLink"],
+        "extra-links": [
+            "airflow_skald.operators.links.SkaldManifestLink",
+            "airflow_skald.operators.links.SkaldReportLink",
+        ],
         "config": {
             "skald": {
                 "description": "Settings of the SKALD operators.",

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from airflow.sdk import Asset, Param
+from airflow.sdk import Param
+
+from airflow_skald.operators.release_event import RELEASE_ALIAS
 
 PARAMS = {
     "config": Param(
@@ -55,8 +57,9 @@ SETTINGS = {
     "chunk_rows": "{{ params.chunk_rows }}",
 }
 
-# The released dataset, for lineage in the UI; each run's event extra names its path and node.
-RELEASE = Asset(name="skald_release", uri="skald://release")
+# Releases, for lineage and auditing: an AssetAlias that each run resolves to the Asset of its
+# output location, with one event per release holding its figures (release_event.py).
+RELEASE = RELEASE_ALIAS
 
 DOC = """
 ### SKALD k-anonymisation

@@ -524,13 +524,9 @@ class GeneraliseOperator(_SkaldOperator):
             "min_class_size": manifest["min_class_size"],
             "verified": manifest["verified"],
         }
-        # Lineage: each declared outlet (the release Asset) gets this run's figures as event extra.
-        for outlet in self.outlets or ():
-            try:
-                context["outlet_events"][outlet].extra = {
-                    k: summary[k]
-                    for k in ("release", "manifest", "node", "dm_star", "n_records", "n_suppressed")
-                }
-            except (KeyError, TypeError, AttributeError):  # outlet is not an Asset
-                continue
+        # Lineage: one asset event per release, on the Asset of its output location (via the
+        # DAGs' AssetAlias outlet); a cleared task that re-publishes adds none (release_event.py).
+        from airflow_skald.operators.release_event import emit_release_event
+
+        emit_release_event(context, self.outlets, manifest, {"output_path": config.output.path})
         return summary

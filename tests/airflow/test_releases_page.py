@@ -1,0 +1,421 @@
+"""Release identity and the "SKALD releases" page (issue 12, items 2 and 5).
+
+- Fast checks of ``release_event.py`` (Asset URI, event extra schema) and of the page's HTML
+  (escaping), without Airflow processes.
+- ``dag.test()`` in this process: a run adds one asset event on the Asset of its output location;
+  re-running the same run adds none.
+- A real deployment (api-server, scheduler, dag-processor; LocalExecutor; PostgreSQL in a database
+  of its own, dropped after): ``skald_anonymise`` triggered twice through the REST API, to two
+  output locations with different k; the asset events are checked through the REST API; the
+  releases page is opened in headless Chromium (driven over the DevTools protocol, as a logged-in
+  user: the simple auth manager's JWT in the UI's ``_token`` cookie), both directly and embedded
+  in the Airflow UI through its nav entry; the test asserts on the text the browser rendered and
+  keeps screenshots (``SKALD_IT_SHOTS``, default the test's tmp folder).
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import datetime as dt
+import importlib.util
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import types
+import urllib.parse
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+REPO = TESTS.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+DAG_ID = "skald_anonymise"
+
+CHROMIUM = next(
+    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
+    shutil.which("chromium") or shutil.which("chromium-browser"),
+)
+
+
+# --------------------------------------------------------------------------- no processes
+def test_release_uri_is_one_normalised_location():
+    from airflow_skald.operators.release_event import release_asset, release_uri
+
+    assert release_uri("/data/out/") == "file:///data/out"
+    assert release_uri("/data/./x/../out//") == "file:///data/out"
+    assert release_uri("file:///data/out/") == "file:///data/out"
+    assert release_uri("/data/my release") == "file:///data/my%20release"
+    rel = release_uri("rel/out")
+    assert rel == "file://" + os.path.abspath("rel/out")
+    assert release_uri("s3://aws_default@Bucket/prefix/rel/") == "s3://bucket/prefix/rel"
+    assert release_uri("s3://bucket/prefix") == "s3://bucket/prefix"
+    assert release_uri("S3://bucket/a/./b") == "s3://bucket/a/b"
+    asset = release_asset("/data/out")
+    assert asset.name == asset.uri == "file:///data/out"
+
+
+def test_event_extra_schema():
+    from airflow_skald.operators.release_event import EXTRA_KEYS, decimal_string, release_extra
+
+    manifest = {
+        "k": 10,
+        "suppression_limit": 0.01,
+        "node": {"age": 2, "zip": 1},
+        "node_paper": "((3, 2))",
+        "dm_star": 1234,
+        "n_records": 4000,
+        "n_suppressed": 7,
+        "verified": True,
+        "config_sha256": "c" * 64,
+        "input_fingerprint": "f" * 64,
+        "privacy_models": [
+            {"model": "k-anonymity", "k": 10},
+            {"model": "distinct-l-diversity", "l": 3, "attribute": "disease"},
+        ],
+    }
+    extra = release_extra(manifest, output="/x/out/", dag_id="d", run_id="manual__1", links={})
+    assert tuple(extra) == EXTRA_KEYS
+    assert extra["skald_release"] == 1 and extra["release"] == "file:///x/out"
+    assert extra["suppression_limit"] == "0.01"
+    assert extra["criteria"] == [{"model": "distinct-l-diversity", "l": 3, "attribute": "disease"}]
+    assert extra["manifest_url"].endswith("/skald/runs/d/manual__1/manifest.json")
+    assert extra["report_url"].endswith("/skald/runs/d/manual__1/report.html")
+    json.dumps(extra)  # JSON-safe
+    assert decimal_string(1e-05) == "0.00001" and decimal_string(0.0) == "0.0"
+    assert decimal_string("0.050") == "0.050" and decimal_string(1) == "1"
+    with pytest.raises(KeyError, match="dm_star"):
+        release_extra(
+            {k: v for k, v in manifest.items() if k != "dm_star"},
+            output="/x",
+            dag_id="d",
+            run_id="r",
+            links={},
+        )
+
+
+def test_releases_page_escapes_everything():
+    from airflow_skald.plugin import release_rows, render_releases
+
+    bad = "<script>alert(1)</script>"
+    event = types.SimpleNamespace(
+        extra={
+            "skald_release": 1,
+            "release": f"file:///x/{bad}",
+            "k": 5,
+            "criteria": [{"model": "t-closeness", "t": 0.2, "attribute": bad}],
+            "node": {bad: 1},
+            "node_paper": bad,
+            "dm_star": 1,
+            "n_suppressed": 0,
+            "n_records": 9,
+            "verified": True,
+        },
+        source_dag_id="dag",
+        source_run_id=f'run"{bad}',
+        timestamp=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
+    )
+    other = types.SimpleNamespace(
+        extra={"x": 1}, source_dag_id="d", source_run_id="r", timestamp=None
+    )
+    rows = release_rows([event, other])
+    assert len(rows) == 1 and rows[0]["privacy"] == f"k=5, t=0.2 ({bad})"
+    page = render_releases(rows, limit=200)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "2026-01-02 03:04:05 UTC" in page
+    # the links are built from the event's own DAG and run, quoted into one path segment
+    assert "/skald/runs/dag/run%22%3Cscript%3Ealert%281%29%3C%2Fscript%3E/report.html" in page
+
+
+# --------------------------------------------------------------------------- dag.test()
+@pytest.fixture(scope="module")
+def dataset(tmp_path_factory) -> Path:
+    from airflow_skald.core.generate import generate_dataset
+
+    return generate_dataset(3000, 1000, seed=5, out_dir=tmp_path_factory.mktemp("rel") / "data")
+
+
+def _events_for(uri: str) -> list:
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        rows = session.execute(
+            select(AssetEvent.source_run_id, AssetEvent.extra)
+            .join(AssetModel, AssetModel.id == AssetEvent.asset_id)
+            .where(AssetModel.uri == uri)
+        ).all()
+        return [(r[0], r[1]) for r in rows]
+
+
+def test_one_event_per_release_in_dag_test(airflow_home, dataset, tmp_path, monkeypatch):
+    from airflow.dag_processing.dagbag import DagBag
+
+    from airflow_skald.operators.dag_params import PARAMS
+    from airflow_skald.operators.release_event import EXTRA_KEYS, release_uri
+
+    monkeypatch.setenv("AIRFLOW__SKALD__ARTIFACTS", str(tmp_path / "artifacts"))
+    bag = DagBag(str(REPO / "dags"))
+    dag = bag.dags[DAG_ID]
+    out = tmp_path / "release"
+    conf = {p: v.value for p, v in PARAMS.items()}
+    conf.update({"config": str(dataset), "output_path": str(out), "k": 4})
+    when = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    first = dag.test(run_conf=conf, logical_date=when, run_after=when)
+    assert first.state == "success"
+    events = _events_for(release_uri(str(out)))
+    assert len(events) == 1, events
+    run_id, extra = events[0]
+    assert run_id == first.run_id and extra["run_id"] == first.run_id
+    assert tuple(extra) == EXTRA_KEYS or set(extra) == set(EXTRA_KEYS)
+    assert extra["k"] == 4 and extra["verified"] is True and extra["dag_id"] == DAG_ID
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert extra["dm_star"] == manifest["dm_star"] and extra["node"] == manifest["node"]
+
+    again = dag.test(run_conf=conf, logical_date=when, run_after=when)  # the same run, re-run
+    assert again.state == "success" and again.run_id == first.run_id
+    assert len(_events_for(release_uri(str(out)))) == 1
+
+
+# --------------------------------------------------------------------------- headless Chromium
+class Browser:
+    """Headless Chromium driven over the DevTools protocol (a websocket to one page target)."""
+
+    def __init__(self, binary: str, width: int = 1500, height: int = 950) -> None:
+        from websockets.sync.client import connect
+
+        self.profile = Path(tempfile.mkdtemp(prefix="skald-chromium-"))
+        self.proc = subprocess.Popen(
+            [
+                binary,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--hide-scrollbars",
+                "--no-first-run",
+                "--remote-allow-origins=*",
+                "--remote-debugging-port=0",
+                f"--user-data-dir={self.profile}",
+                f"--window-size={width},{height}",
+                "about:blank",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        port_file = self.profile / "DevToolsActivePort"
+        deadline = time.monotonic() + 30
+        while not (port_file.exists() and port_file.read_text().strip()):
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                raise RuntimeError("chromium did not open its DevTools port")
+            time.sleep(0.1)
+        port = int(port_file.read_text().split()[0])
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
+            page = next(t for t in json.loads(resp.read()) if t["type"] == "page")
+        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._id = 0
+        self.send("Page.enable")
+        self.send("Network.enable")
+        self.send(
+            "Emulation.setDeviceMetricsOverride",
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    def send(self, method: str, **params):
+        self._id += 1
+        self.ws.send(json.dumps({"id": self._id, "method": method, "params": params}))
+        while True:
+            msg = json.loads(self.ws.recv(timeout=60))
+            if msg.get("id") == self._id:
+                if "error" in msg:
+                    raise RuntimeError(f"{method}: {msg['error']}")
+                return msg.get("result", {})
+
+    def evaluate(self, expression: str):
+        out = self.send("Runtime.evaluate", expression=expression, returnByValue=True)
+        return out.get("result", {}).get("value")
+
+    def wait_for(self, expression: str, timeout: float = 45.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with contextlib.suppress(RuntimeError):
+                value = self.evaluate(expression)
+                if value:
+                    return value
+            time.sleep(0.25)
+        raise AssertionError(f"timed out waiting for {expression}")
+
+    def goto(self, url: str) -> None:
+        self.send("Page.navigate", url=url)
+        time.sleep(0.3)
+        self.wait_for("document.readyState === 'complete'")
+
+    def screenshot(self, path: Path) -> Path:
+        data = self.send("Page.captureScreenshot", format="png")["data"]
+        path.write_bytes(base64.b64decode(data))
+        return path
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.ws.close()
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=10)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+PAGE_TEXT = "document.body ? document.body.innerText : ''"
+FRAME_TEXT = (
+    "(() => { const f = [...document.querySelectorAll('iframe')]"
+    ".find(f => (f.getAttribute('src') || '').includes('skald/releases'));"
+    " return f && f.contentDocument && f.contentDocument.body"
+    " ? f.contentDocument.body.innerText : ''; })()"
+)
+
+
+# --------------------------------------------------------------------------- deployment
+@pytest.mark.deployment
+def test_releases_page_in_a_real_deployment(dataset, tmp_path):
+    from deploy import Deployment, pg_database
+
+    if importlib.util.find_spec("asyncpg") is None:
+        pytest.fail("asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)")
+    if CHROMIUM is None:
+        pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+    shots = Path(os.environ.get("SKALD_IT_SHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    outs = {5: tmp_path / "releases" / "a", 12: tmp_path / "releases" / "b"}
+    t0 = time.monotonic()
+    with (
+        pg_database() as pg_url,
+        Deployment(
+            dags_folder=REPO / "dags",
+            executor="LocalExecutor",
+            sql_alchemy_conn=pg_url,
+            extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(tmp_path / "artifacts")},
+        ) as dep,
+    ):
+        dep.wait_for_dag(DAG_ID)
+        runs = {
+            k: dep.trigger(DAG_ID, conf={"config": str(dataset), "output_path": str(out), "k": k})
+            for k, out in outs.items()
+        }
+        for k, run_id in runs.items():
+            state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
+            assert state == "success", (k, dep.task_instances(DAG_ID, run_id), dep.logs())
+        manifests = {k: json.loads((out / "manifest.json").read_text()) for k, out in outs.items()}
+
+        # --- REST API: one Asset per output location, one event each, extras hold k and run_id
+        from airflow_skald.operators.release_event import EXTRA_KEYS, release_uri
+
+        events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")
+        events = events["asset_events"]
+        assert len(events) == 2, events
+        by_uri = {e["uri"]: e for e in events}
+        assert set(by_uri) == {release_uri(str(out)) for out in outs.values()}
+        for k, out in outs.items():
+            ev = by_uri[release_uri(str(out))]
+            extra = ev["extra"]
+            assert set(extra) >= set(EXTRA_KEYS), extra
+            assert extra["k"] == k and extra["run_id"] == runs[k] == ev["source_run_id"]
+            assert extra["release"] == release_uri(str(out))
+            assert extra["dm_star"] == manifests[k]["dm_star"]
+            assert extra["node"] == manifests[k]["node"] and extra["verified"] is True
+            assert extra["report_url"] == (
+                f"{dep.base_url}/skald/runs/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
+                "/report.html"
+            )
+        aliases = dep.api("GET", "/assets/aliases?name_pattern=skald-release")["asset_aliases"]
+        assert [a["name"] for a in aliases] == ["skald-release"]
+
+        # --- both extra links on every task of the run; the report link serves the report
+        for task_id in ("encode", "histogram_lattice", "generalise"):
+            links = dep.api(
+                "GET", f"/dags/{DAG_ID}/dagRuns/{runs[5]}/taskInstances/{task_id}/links"
+            )["extra_links"]
+            assert (
+                links["SKALD report"] == by_uri[release_uri(str(outs[5]))]["extra"]["report_url"]
+            ), (task_id, links)
+            assert links["SKALD manifest"].endswith("/manifest.json"), (task_id, links)
+        req = urllib.request.Request(
+            links["SKALD report"], headers={"Authorization": f"Bearer {dep.token()}"}
+        )
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            assert resp.headers["content-type"].startswith("text/html")
+            assert b"<html" in resp.read(2000).lower()
+
+        # --- the page needs Airflow auth
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(dep.base_url + "/skald/releases", timeout=30)
+        assert denied.value.code in (401, 403)
+
+        # --- the nav entry is registered
+        plugins = dep.api("GET", "/plugins")["plugins"]
+        skald = next(p for p in plugins if p["name"] == "skald")
+        view = next(v for v in skald["external_views"] if v["name"] == "SKALD releases")
+        assert view["href"] == "skald/releases" and view["category"] == "browse"
+
+        # --- headless Chromium, logged in through the UI's cookie
+        browser = Browser(CHROMIUM)
+        try:
+            browser.send(
+                "Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/"
+            )
+            browser.goto(dep.base_url + "/skald/releases")
+            text = browser.wait_for(PAGE_TEXT)
+            browser.screenshot(shots / "skald-releases.png")
+            assert "SKALD releases" in text and "2 release(s)" in text, text
+            for k, out in outs.items():
+                assert runs[k] in text, text
+                assert release_uri(str(out)) in text
+                node = ", ".join(f"{n}={lv}" for n, lv in manifests[k]["node"].items())
+                assert node in text, (node, text)
+                assert str(manifests[k]["dm_star"]) in text
+            assert "k=5" in text and "k=12" in text
+            hrefs = browser.evaluate(
+                "[...document.querySelectorAll('a')].map(a => a.textContent + ' ' + a.href)"
+            )
+            for k in outs:
+                quoted = urllib.parse.quote(runs[k], safe="")
+                assert f"report {dep.base_url}/skald/runs/{DAG_ID}/{quoted}/report.html" in hrefs
+                assert (
+                    f"manifest {dep.base_url}/skald/runs/{DAG_ID}/{quoted}/manifest.json" in hrefs
+                )
+            # following a link in the browser (cookie auth) opens that run's report
+            browser.goto(by_uri[release_uri(str(outs[12]))]["extra"]["report_url"])
+            assert browser.wait_for("document.title")
+
+            # embedded in the Airflow UI through its nav entry (Browse -> SKALD releases)
+            browser.goto(dep.base_url + "/plugin/skald-releases")
+            framed = browser.wait_for(
+                f"(() => {{ const t = {FRAME_TEXT}; return t.includes('k=12') ? t : ''; }})()",
+                timeout=60,
+            )
+            time.sleep(1.0)  # let the UI chrome finish drawing before the screenshot
+            browser.screenshot(shots / "skald-releases-in-airflow-ui.png")
+            assert runs[5] in framed and runs[12] in framed
+            nav = browser.evaluate(PAGE_TEXT)
+            assert "Browse" in nav, nav
+        finally:
+            browser.close()
+    assert dep.alive_groups() == []
+    assert time.monotonic() - t0 < 420
