@@ -201,6 +201,10 @@ def test_commit_copies_parts_then_manifest_last_and_never_renames(bucket: str, m
 
     monkeypatch.setattr(release, "_copy_object", recording)
     monkeypatch.setattr(s3fs.S3FileSystem, "mv", no_rename)
+    assert not [n for n in _names(staging) if n.startswith(".")]  # parts written in place
+    _fs().pipe_file(
+        f"{staging.removeprefix('s3://')}/.part-00009.parquet.tmp", b"debris"
+    )  # a killed writer
     with output_lease(out, "run-1") as held:
         commit(staging, out, lease=held)
     assert order[-1] == MANIFEST and sorted(order) == _release_names(3)

@@ -364,3 +364,39 @@ def test_unreadable_lease_counts_as_held_until_it_ages(tmp_path: Path, monkeypat
         acquire_lease(out, "run-1")
     monkeypatch.setattr(leases, "DEFAULT_TTL_S", -1.0)  # as if it were older than the ttl
     acquire_lease(out, "run-1").release()
+
+
+def test_airflow_run_keeps_its_lease_across_tasks(tmp_path: Path) -> None:
+    """An Airflow run's tasks: the early ones keep the lease ("never"), the committing task
+    releases it on success only, so a failed commit keeps it for the run's own retry."""
+    out = str(tmp_path / "out")
+    token = "skald_anonymise-manual__2026-11-26"
+    with output_lease(out, token, ttl_s=3600, pid=None, release="never"):  # encode
+        pass
+    with pytest.raises(OutputBusyError, match=f"run {token} since"):
+        acquire_lease(out, "another-run")
+    with (
+        pytest.raises(RuntimeError),
+        output_lease(out, token, ttl_s=3600, pid=None, release="on_success"),
+    ):
+        raise RuntimeError("the commit task fails")
+    assert read_lease(out).token == token  # kept for the retry
+    with output_lease(out, token, ttl_s=3600, pid=None, release="on_success"):  # the retry
+        pass
+    assert read_lease(out) is None
+    with pytest.raises(ValueError, match="release must be"):
+        output_lease(out, token, release="sometimes").__enter__()
+
+
+def test_lease_without_hard_links_falls_back_to_o_excl(tmp_path: Path, monkeypatch) -> None:
+    def no_links(src, dst):
+        raise PermissionError("this filesystem has no hard links")
+
+    monkeypatch.setattr(leases.os, "link", no_links)
+    out = str(tmp_path / "out")
+    held = acquire_lease(out, "run-1")
+    with pytest.raises(OutputBusyError):
+        acquire_lease(out, "run-2")
+    assert read_lease(out).nonce == held.info.nonce
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".out.skald-lease"]  # no temporaries
+    held.release()

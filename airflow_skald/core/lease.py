@@ -213,9 +213,15 @@ def output_lease(
     ttl_s: float = DEFAULT_TTL_S,
     pid: int | None | str = "self",
     heartbeat: bool = True,
+    release: str = "always",
 ) -> Iterator[Lease]:
-    """Hold the output's lease for the block: renewed every ``ttl_s/4`` by a daemon thread,
-    released at the end (also on errors). `output` is a path, URL or a DataLocation."""
+    """Hold the output's lease for the block: renewed every ``ttl_s/4`` by a daemon thread.
+    `output` is a path, URL or a DataLocation. At the end of the block it is released:
+    ``"always"`` (a CLI run), ``"on_success"`` (kept for a retry when the block fails: the
+    Airflow task that commits), or ``"never"`` (an Airflow task before the commit: the run's
+    later tasks take it over with the same token)."""
+    if release not in ("always", "on_success", "never"):
+        raise ValueError(f"release must be always, on_success or never, not {release!r}")
     output = getattr(output, "path", output)
     lease = acquire_lease(output, token, ttl_s, pid)
     stop = threading.Event()
@@ -225,13 +231,16 @@ def output_lease(
             target=_heartbeat, args=(lease, stop), name="skald-lease", daemon=True
         )
         beat.start()
+    ok = False
     try:
         yield lease
+        ok = True
     finally:
         stop.set()
         if beat is not None:
             beat.join(timeout=30)
-        lease.release()
+        if release == "always" or (release == "on_success" and ok):
+            lease.release()
 
 
 def _heartbeat(lease: Lease, stop: threading.Event) -> None:
@@ -269,6 +278,8 @@ def _create_if_absent(fs: fsspec.AbstractFileSystem, path: str, info: LeaseInfo)
             os.link(tmp, path)  # atomic, fails if the name exists; the content is complete
         except FileExistsError:
             return False
+        except OSError:  # a filesystem without hard links: O_EXCL (a kill right after the
+            return _create_exclusive(path, data)  # create leaves an unreadable lease)
         finally:
             os.unlink(tmp)
         return True
@@ -286,6 +297,16 @@ def _create_if_absent(fs: fsspec.AbstractFileSystem, path: str, info: LeaseInfo)
     time.sleep(_SETTLE_S)
     back = _read(fs, path)
     return back is not None and back.nonce == info.nonce
+
+
+def _create_exclusive(path: str, data: bytes) -> bool:
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    except FileExistsError:
+        return False
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return True
 
 
 def _read(fs: fsspec.AbstractFileSystem, path: str) -> LeaseInfo | None:

@@ -207,10 +207,15 @@ def prepare_staging(staging: str) -> None:
 
 
 def write_part_atomic(table, location: DataLocation, staging: str, name: str) -> str:
-    """Write under a temporary name, then rename: a killed writer leaves only a .tmp file."""
+    """Write under a temporary name, then rename: a killed writer leaves only a .tmp file.
+    On object stores an object appears whole or not at all, so it is written in place (a
+    rename there would be a second copy)."""
     fs, root = filesystem(staging)
-    tmp = posixpath.join(root, f".{name}.tmp")
     final = posixpath.join(root, name)
+    if not _is_local(fs):
+        write_part(table, location, _url(staging, final))
+        return final
+    tmp = posixpath.join(root, f".{name}.tmp")
     write_part(table, location, _url(staging, tmp))
     fs.mv(tmp, final)
     return final
@@ -224,6 +229,9 @@ def _url(like: str, path: str) -> str:
 
 def write_bytes_atomic(url: str, data: bytes) -> None:
     fs, root = filesystem(url)
+    if not _is_local(fs):  # one PUT: whole or nothing
+        fs.pipe_file(root, data)
+        return
     head, tail = posixpath.split(root)
     tmp = posixpath.join(head, f".{tail}.tmp")
     fs.makedirs(head, exist_ok=True)
@@ -265,10 +273,10 @@ def _commit_objects(fs, src: str, dst: str, lease: Lease | None) -> None:
     """
     _fresh(fs, src)
     _fresh(fs, dst)
-    staged = {
+    staged = {  # a killed writer's hidden temporaries are not part of the release
         posixpath.basename(e["name"].rstrip("/")): e
         for e in fs.ls(src, detail=True)
-        if e.get("type") != "directory"
+        if e.get("type") != "directory" and not posixpath.basename(e["name"]).startswith(".")
     }
     if MANIFEST not in staged:
         raise RuntimeError(f"staging folder {src} has no {MANIFEST}: nothing to commit")
@@ -277,7 +285,7 @@ def _commit_objects(fs, src: str, dst: str, lease: Lease | None) -> None:
     with contextlib.suppress(FileNotFoundError):
         fs.rm_file(posixpath.join(dst, MANIFEST))
     for path in fs.find(dst):
-        name = posixpath.basename(path)
+        name = path[len(dst) + 1 :]
         if name not in staged and name != COMMIT_MARKER:
             fs.rm_file(path)
     for name in sorted(n for n in staged if n != MANIFEST):
