@@ -400,3 +400,14 @@ def test_lease_without_hard_links_falls_back_to_o_excl(tmp_path: Path, monkeypat
     assert read_lease(out).nonce == held.info.nonce
     assert sorted(p.name for p in tmp_path.iterdir()) == [".out.skald-lease"]  # no temporaries
     held.release()
+
+
+def test_mapped_writers_check_the_token_without_taking_over(tmp_path: Path) -> None:
+    out = str(tmp_path / "out")
+    held = acquire_lease(out, "run-1", pid=None)
+    leases.check_lease_token(out, "run-1")  # a mapped task of the same run: fine
+    held.check()  # and the holder's nonce is unchanged
+    with pytest.raises(LeaseLostError, match="run run-2 does not hold the lease"):
+        leases.check_lease_token(out, "run-2")
+    held.release()
+    leases.check_lease_token(out, "run-2")  # nobody holds it: nothing to fence

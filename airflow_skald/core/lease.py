@@ -46,6 +46,7 @@ from datetime import UTC, datetime
 import fsspec
 import psutil
 
+from airflow_skald.core.config import DataLocation
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.io import filesystem
 
@@ -206,9 +207,21 @@ def acquire_lease(
     raise OutputBusyError(f"output {output} is contended: could not take its lease {url}")
 
 
+def check_lease_token(output: str, token: str) -> None:
+    """A fence for writers that must not take the lease over: Airflow's mapped tasks of one
+    run write parts side by side, and a take-over (even by the same token) would change the
+    nonce under the others. Raises LeaseLostError if another run holds the output's lease."""
+    current = read_lease(output)
+    if current is not None and current.token != token and current.stale() is None:
+        raise LeaseLostError(
+            f"run {token} does not hold the lease on output {output} (held by "
+            f"{_holder(current)}); nothing was published"
+        )
+
+
 @contextlib.contextmanager
 def output_lease(
-    output: str,
+    output: str | DataLocation,
     token: str,
     ttl_s: float = DEFAULT_TTL_S,
     pid: int | None | str = "self",
