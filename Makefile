@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test lint format bench profile paper clean
+.PHONY: demo test lint format bench profile paper airflow clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -36,6 +36,35 @@ profile: $(STAMP)
 
 paper: $(STAMP)
 	@$(BIN)/python benchmarks/paper_experiment.py
+
+# A real Airflow (api-server + scheduler + dag-processor, LocalExecutor) on PostgreSQL with this
+# repository's DAGs, in the foreground (Ctrl-C stops all three). README: "Run it on a real Airflow".
+SKALD_AIRFLOW_HOME ?= $(HOME)/.skald-airflow
+AIRFLOW_PORT ?= 8080
+AIRFLOW_PG_ADMIN ?= postgresql://postgres@127.0.0.1:5432/postgres
+AIRFLOW_PG_DB ?= skald_airflow
+AIRFLOW_ENV = AIRFLOW_HOME=$(SKALD_AIRFLOW_HOME) \
+	AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
+	AIRFLOW__CORE__LOAD_EXAMPLES=False \
+	AIRFLOW__CORE__EXECUTOR=LocalExecutor \
+	AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin \
+	AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://localhost:$(AIRFLOW_PORT)/execution/ \
+	AIRFLOW__API__BASE_URL=http://localhost:$(AIRFLOW_PORT) \
+	AIRFLOW__API__PORT=$(AIRFLOW_PORT) \
+	AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=$$($(BIN)/python -c "import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(('postgresql+psycopg2', p.netloc, '/' + sys.argv[2], p.query, '')))" "$(AIRFLOW_PG_ADMIN)" "$(AIRFLOW_PG_DB)")
+
+airflow: $(STAMP)
+	@mkdir -p $(SKALD_AIRFLOW_HOME)
+	@$(BIN)/python -c "import sys, psycopg2; c = psycopg2.connect(sys.argv[1]); c.autocommit = True; cur = c.cursor(); cur.execute('SELECT 1 FROM pg_database WHERE datname = %s', (sys.argv[2],)); cur.fetchone() or cur.execute('CREATE DATABASE \"%s\"' % sys.argv[2])" "$(AIRFLOW_PG_ADMIN)" "$(AIRFLOW_PG_DB)"
+	@export $(AIRFLOW_ENV); \
+	$(BIN)/airflow db migrate > $(SKALD_AIRFLOW_HOME)/db-migrate.log || { tail -30 $(SKALD_AIRFLOW_HOME)/db-migrate.log; exit 1; }; \
+	echo "Airflow UI: http://localhost:$(AIRFLOW_PORT)  user admin, password in $(SKALD_AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated"; \
+	echo "DAGs: $(CURDIR)/dags  home: $(SKALD_AIRFLOW_HOME)  database: $(AIRFLOW_PG_DB)  (Ctrl-C stops)"; \
+	$(BIN)/airflow api-server --port $(AIRFLOW_PORT) & api=$$!; \
+	$(BIN)/airflow scheduler & scheduler=$$!; \
+	$(BIN)/airflow dag-processor & processor=$$!; \
+	trap 'kill $$api $$scheduler $$processor 2>/dev/null; wait' INT TERM; \
+	wait
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info
