@@ -222,7 +222,10 @@ class Browser:
         port = int(port_file.read_text().split()[0])
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=10) as resp:
             page = next(t for t in json.loads(resp.read()) if t["type"] == "page")
-        self.ws = connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        self._stack = contextlib.ExitStack()
+        self.ws = self._stack.enter_context(
+            connect(page["webSocketDebuggerUrl"], max_size=None, open_timeout=10)
+        )
         self._id = 0
         self.send("Page.enable")
         self.send("Network.enable")
@@ -270,7 +273,7 @@ class Browser:
 
     def close(self) -> None:
         with contextlib.suppress(Exception):
-            self.ws.close()
+            self._stack.close()
         if self.proc.poll() is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(self.proc.pid, signal.SIGTERM)
@@ -289,6 +292,16 @@ FRAME_TEXT = (
     ".find(f => (f.getAttribute('src') || '').includes('skald/releases'));"
     " return f && f.contentDocument && f.contentDocument.body"
     " ? f.contentDocument.body.innerText : ''; })()"
+)
+
+
+CLICK_BROWSE = (
+    "(() => { const b = [...document.querySelectorAll('button, a')]"
+    ".find(e => e.innerText.trim() === 'Browse'); if (b) { b.click(); } return !!b; })()"
+)
+MENU_ENTRY = (  # the innermost element showing the nav entry's name (the menu is a portal)
+    "[...document.querySelectorAll('body *')]"
+    ".filter(e => e.children.length === 0 && e.textContent.trim() === 'SKALD releases').pop()"
 )
 
 
@@ -344,6 +357,23 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
                 f"{dep.base_url}/skald/runs/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
                 "/report.html"
             )
+        # a cleared (re-run) generalise task re-publishes its release without a second event
+        dep.api(
+            "POST",
+            f"/dags/{DAG_ID}/clearTaskInstances",
+            {
+                "dry_run": False,
+                "dag_run_id": runs[5],
+                "task_ids": ["generalise"],
+                "only_failed": False,
+                "reset_dag_runs": True,
+            },
+        )
+        assert dep.wait_for_run(DAG_ID, runs[5], timeout=180) == "success"
+        tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, runs[5])}
+        assert tis["generalise"]["try_number"] == 2
+        again = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")
+        assert again["total_entries"] == 2, again
         aliases = dep.api("GET", "/assets/aliases?name_pattern=skald-release")["asset_aliases"]
         assert [a["name"] for a in aliases] == ["skald-release"]
 
@@ -404,17 +434,22 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
             browser.goto(by_uri[release_uri(str(outs[12]))]["extra"]["report_url"])
             assert browser.wait_for("document.title")
 
-            # embedded in the Airflow UI through its nav entry (Browse -> SKALD releases)
-            browser.goto(dep.base_url + "/plugin/skald-releases")
+            # as a user finds it: the Airflow UI's Browse menu -> "SKALD releases", embedded
+            browser.goto(dep.base_url + "/")
+            browser.wait_for(CLICK_BROWSE)
+            browser.wait_for(f"!!{MENU_ENTRY}")
+            time.sleep(0.5)
+            browser.screenshot(shots / "skald-browse-menu.png")
+            assert browser.evaluate(f"{MENU_ENTRY}.click() || true")
             framed = browser.wait_for(
                 f"(() => {{ const t = {FRAME_TEXT}; return t.includes('k=12') ? t : ''; }})()",
                 timeout=60,
             )
+            # the UI's route for the nav entry (it appends the embedded page's path)
+            assert browser.evaluate("location.pathname").startswith("/plugin/skald-releases")
             time.sleep(1.0)  # let the UI chrome finish drawing before the screenshot
             browser.screenshot(shots / "skald-releases-in-airflow-ui.png")
             assert runs[5] in framed and runs[12] in framed
-            nav = browser.evaluate(PAGE_TEXT)
-            assert "Browse" in nav, nav
         finally:
             browser.close()
     assert dep.alive_groups() == []
