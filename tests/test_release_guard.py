@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import contextlib
+import inspect
 import json
 import os
 import signal
@@ -25,6 +26,7 @@ import pytest
 from helpers_data import REPO, config_dict, release_bytes, skip_report_plots, write_dataset
 
 from airflow_skald.core import lease as leases
+from airflow_skald.core import pipeline
 from airflow_skald.core.config import DataLocation, config_from_dict
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lease import (
@@ -178,8 +180,6 @@ def test_the_older_form_still_works(tmp_path: Path) -> None:
 
 def test_identity_of_real_runs(tmp_path: Path, monkeypatch) -> None:
     """`ReleaseIdentity.of_run` matches what a real run's manifest records."""
-    from airflow_skald.core import pipeline
-
     skip_report_plots(monkeypatch)
     inp, out = tmp_path / "in", tmp_path / "out"
     write_dataset(inp, n_files=2, rows=30)
@@ -195,7 +195,9 @@ def test_identity_of_real_runs(tmp_path: Path, monkeypatch) -> None:
     )
     check_output_target(config.output, config.input, again, overwrite=False)  # identical rerun
     other = config_from_dict(config_dict(inp, out, k=4, chunk_rows=20))
-    with pytest.raises(DataError, match=r"made with k=3 by an earlier run .*this run has k=4"):
+    with pytest.raises(
+        DataError, match=r"made with k=3 by (run cli-|an earlier run).*this run has k=4"
+    ):
         check_output_target(
             other.output, other.input, ReleaseIdentity.of_run(other, chunks, "cli-x"), False
         )
@@ -411,3 +413,63 @@ def test_mapped_writers_check_the_token_without_taking_over(tmp_path: Path) -> N
         leases.check_lease_token(out, "run-2")
     held.release()
     leases.check_lease_token(out, "run-2")  # nobody holds it: nothing to fence
+
+
+# ------------------------------------------------- `skald run` end to end, once wired in
+
+_WIRED = "ReleaseIdentity" in inspect.getsource(pipeline)
+wired = pytest.mark.skipif(
+    not _WIRED, reason="pipeline.run does not yet take the lease and `overwrite` (issue 12)"
+)
+
+
+@wired
+def test_cli_refuses_to_replace_another_runs_release_unless_overwrite(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    from helpers_data import run_inprocess, setup_run
+
+    skip_report_plots(monkeypatch)
+    _, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
+    assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
+    first = release_bytes(out)
+    assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0  # identical rerun
+    code, _, err = run_inprocess(["run", str(config), "-q", "--k", "4"], capsys)
+    assert code == 2, err
+    assert err.startswith(f"skald: error: output {out} holds a release made with k=3 by run cli-")
+    assert "--overwrite" in err and len(err.strip().splitlines()) == 1
+    assert release_bytes(out) == first
+    code, _, err = run_inprocess(["run", str(config), "-q", "--k", "4", "--overwrite"], capsys)
+    assert code == 0, err
+    assert json.loads((out / MANIFEST).read_text())["k"] == 4
+    assert not Path(lease_path(str(out))).exists()
+
+
+@wired
+def test_cli_run_to_a_busy_output_fails_and_leaves_the_other_alone(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Another run (a live process) holds the output's lease: `skald run` exits 2 naming it,
+    and that run's staging folder and the release in place are untouched."""
+    from helpers_data import run_inprocess, setup_run
+
+    skip_report_plots(monkeypatch)
+    _, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
+    assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
+    before = release_bytes(out)
+    proc = _holder(str(out), "cli-other")
+    try:
+        staging = Path(staging_path(str(out), "cli-other"))
+        staging.mkdir()
+        (staging / "part-00000.parquet").write_bytes(b"the other run's part")
+        code, _, err = run_inprocess(["run", str(config), "-q", "--overwrite"], capsys)
+        assert code == 2, err
+        assert err.startswith(f"skald: error: output {out} is being written by run cli-other")
+        assert (staging / "part-00000.parquet").read_bytes() == b"the other run's part"
+        assert release_bytes(out) == before
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+        proc.stdout.close()
+    code, _, err = run_inprocess(["run", str(config), "-q"], capsys)  # the holder died
+    assert code == 0, err

@@ -12,6 +12,7 @@ import json
 import os
 import posixpath
 import shutil
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,10 +43,10 @@ def staging_path(output: str, token: str) -> str:
 
 @dataclass(frozen=True)
 class ReleaseIdentity:
-    """What makes two releases "the same": the run that made it (its token: ``cli-<pid>``, or
-    ``{dag_id}-{run_id}`` in Airflow), the effective config's hash, the input's fingerprint,
-    and k (for messages). Read from a manifest's ``run_token``, ``config_sha256``,
-    ``input_fingerprint`` and ``k``."""
+    """What makes two releases "the same": the run that made it (its token, unique per run:
+    ``cli_token()`` for the CLI, ``{dag_id}-{run_id}`` in Airflow, whose retries share it),
+    the effective config's hash, the input's fingerprint, and k (for messages). Read from a
+    manifest's ``run_token``, ``config_sha256``, ``input_fingerprint`` and ``k``."""
 
     run_token: str | None
     config_sha256: str | None
@@ -171,9 +172,12 @@ def _is_local(fs) -> bool:
     return "file" in protocols or "local" in protocols
 
 
-def remove_stale_staging(output: str) -> None:
-    """Remove staging folders of CLI runs (token ``cli-<pid>``) whose process is gone, so a
-    killed run leaves no debris and concurrent runs never share one."""
+def remove_stale_staging(output: str, holder: str | None = None) -> None:
+    """Remove staging folders of CLI runs (token ``cli-<pid>[-<nonce>]``) that are debris, so a
+    killed run leaves none behind: those whose process is gone or, when the caller holds the
+    output's lease as run `holder`, every other CLI run's (no other run may write here now;
+    one whose lease expired is fenced at its commit anyway). Airflow runs' staging folders
+    stay: a retried task of that run may still need their parts."""
     fs, root = filesystem(output)
     head, tail = posixpath.split(root.rstrip("/"))
     prefix = f".{tail}.skald-staging-cli-"
@@ -181,11 +185,21 @@ def remove_stale_staging(output: str) -> None:
         entries = fs.ls(head or "/", detail=False)
     except (FileNotFoundError, NotADirectoryError):
         return
+    ours = staging_path(root, holder).rsplit("/", 1)[-1] if holder else None
     for entry in entries:
         name = posixpath.basename(entry.rstrip("/"))
-        pid = name[len(prefix) :]
-        if name.startswith(prefix) and pid.isdigit() and not _alive(int(pid)):
+        if not name.startswith(prefix) or name == ours:
+            continue
+        pid = name[len(prefix) :].split("-", 1)[0]  # cli-<pid> or cli-<pid>-<nonce>
+        if holder or (pid.isdigit() and not _alive(int(pid))):
             fs.rm(entry, recursive=True)
+
+
+def cli_token() -> str:
+    """A CLI run's token: ``cli-<pid>-<nonce>``. The pid ties its staging folder and lease to a
+    live process; the nonce makes it unique, since pids repeat (in a container every run may
+    be pid 1) and a token shared by two runs would make the second a "retry" of the first."""
+    return f"cli-{os.getpid()}-{uuid.uuid4().hex[:8]}"
 
 
 def _alive(pid: int) -> bool:
