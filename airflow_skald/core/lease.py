@@ -20,13 +20,21 @@ staging folders; never inside the release): ``{"token", "nonce", "host", "pid", 
 - **Fenced**: ``Lease.check()`` (called by the commit) re-reads the lease and fails if it no
   longer holds this lease's nonce (it expired and another run took it over), so a run that
   lost its lease never publishes.
-- **Released** at the end of the block (deleted only if it still holds our nonce). A killed
-  run's lease is taken over by (b) or (c); a person may also delete the file by hand.
+- **Released** at the end of the ``output_lease`` block (deleted only if it still holds our
+  nonce): always (a CLI run), on success only, or never (see Airflow below). A killed run's
+  lease is taken over by (b) or (c); a person may also delete the object by hand.
 
 Airflow: a run spans several task processes, so its lease is taken with ``pid=None`` (no
-liveness rule, only expiry; choose ``ttl_s`` longer than the longest gap between its tasks) and
-the run's token (``{dag_id}-{run_id}``), so every task and every retry of that run takes over
-its own lease, and the last task releases it.
+liveness rule, only expiry; choose ``ttl_s`` longer than the longest gap between the run's
+tasks) and the run's token ``{dag_id}-{run_id}``: the first task takes it and keeps it
+(``release="never"``), the committing task takes it over with the same token and releases it
+on success (``release="on_success"``: a failed commit keeps it for the run's own retry).
+Mapped tasks writing parts side by side only check it (``check_lease_token``): a take-over,
+even by the same token, would change the nonce under the others.
+
+Limits: expiry compares wall clocks, so hosts sharing an output must agree on the time to well
+within ``ttl_s``; between a take-over's delete and its create another run may win, and the
+loser finds out at its next ``check()`` (before the commit), never after publishing.
 """
 
 from __future__ import annotations
