@@ -63,7 +63,9 @@ class ReleaseIdentity:
         )
 
     @classmethod
-    def of_run(cls, config: SkaldConfig, chunks: Sequence[ChunkRef], token: str | None):
+    def of_run(
+        cls, config: SkaldConfig, chunks: Sequence[ChunkRef], token: str | None
+    ) -> ReleaseIdentity:
         """This run's identity, from its effective config and chunk list (before phase 1)."""
         from airflow_skald.core.manifest import input_fingerprint
 
