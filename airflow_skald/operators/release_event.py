@@ -173,7 +173,11 @@ def release_extra(
 def _run_ids(context: Mapping[str, Any]) -> tuple[str, str]:
     ti = context.get("ti") or context.get("task_instance")
     dag_run = context.get("dag_run")
-    dag_id = getattr(ti, "dag_id", None) or getattr(dag_run, "dag_id", None)
+    dag_id = (
+        getattr(ti, "dag_id", None)
+        or getattr(dag_run, "dag_id", None)
+        or getattr(context.get("dag"), "dag_id", None)
+    )
     run_id = (
         context.get("run_id") or getattr(ti, "run_id", None) or getattr(dag_run, "run_id", None)
     )

@@ -101,6 +101,40 @@ def test_event_extra_schema():
         )
 
 
+def test_emit_adds_one_alias_event_unless_the_run_has_one(monkeypatch):
+    from airflow.sdk.execution_time.context import OutletEventAccessors
+
+    from airflow_skald.operators import release_event as R
+
+    manifest = {
+        "k": 3,
+        "suppression_limit": 0.05,
+        "node": {"a": 1},
+        "node_paper": "((2))",
+        "dm_star": 9,
+        "n_records": 9,
+        "n_suppressed": 0,
+        "verified": True,
+        "config_sha256": "c",
+        "input_fingerprint": "f",
+    }
+    dag = types.SimpleNamespace(dag_id="d")
+
+    def emit(seen):
+        monkeypatch.setattr(R, "already_emitted", lambda *a: seen)
+        events = OutletEventAccessors()
+        ctx = {"dag": dag, "run_id": "r1", "outlet_events": events}
+        extra = R.emit_release_event(ctx, [R.RELEASE_ALIAS], manifest, {"output_path": "/o/"})
+        return extra, events[R.RELEASE_ALIAS].asset_alias_events
+
+    extra, added = emit(False)
+    assert len(added) == 1 and added[0].extra == extra
+    assert added[0].dest_asset_key.uri == added[0].dest_asset_key.name == "file:///o"
+    assert extra["suppression_limit"] == "0.05" and extra["run_id"] == "r1"
+    assert emit(True)[1] == []  # this run's release already has its event (a cleared task)
+    assert emit(None)[1] != []  # could not tell: emit rather than lose the record
+
+
 def test_releases_page_escapes_everything():
     from airflow_skald.plugin import release_rows, render_releases
 
@@ -392,6 +426,12 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
         with urllib.request.urlopen(req, timeout=30) as resp:
             assert resp.headers["content-type"].startswith("text/html")
             assert b"<html" in resp.read(2000).lower()
+
+        # --- the same rows as JSON
+        rows = dep._request("GET", "/skald/releases?format=json")
+        assert sorted((r["run_id"], r["privacy"]) for r in rows) == sorted(
+            (runs[k], f"k={k}") for k in outs
+        )
 
         # --- the page needs Airflow auth
         with pytest.raises(urllib.error.HTTPError) as denied:
