@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import sys
-from pathlib import Path
 
 from airflow_skald.core.errors import SkaldInputError, VerificationError
 
@@ -87,12 +86,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from airflow_skald.core.progress import cli_progress
 
     progress = cli_progress(quiet=args.quiet)  # a bar on a TTY; else the log's per-chunk lines
+    workers = _int_arg(args.workers, "workers")
     if args.per_chunk:
         from airflow_skald.core.baseline import run_per_chunk
 
-        manifest = run_per_chunk(config, progress)
+        manifest = run_per_chunk(config, progress, workers=workers)
     else:
-        manifest = run(config, progress, workers=_int_arg(args.workers, "workers"))
+        manifest = run(config, progress, workers=workers)
     summary = {
         key: manifest.get(key)
         for key in (
@@ -108,7 +108,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     }
     summary["release"] = config.output.path
-    summary["manifest"] = str(Path(config.output.path) / "manifest.json")
+    summary["manifest"] = config.output.path.rstrip("/") + "/manifest.json"
     print(json.dumps(summary, indent=2))
     return 0
 

@@ -178,7 +178,9 @@ def run_experiment(
                 chunk_seconds[(domain, chunk_id)] = seconds
             for k in ks:
                 outs = [decisions[(domain, ch.chunk_id)][k] for ch in chunks]
-                union = union_figures(outs, k, config.suppression_limit, config.suppressed_records)
+                union = union_figures(
+                    outs, config.policy().with_thresholds(k=k), config.suppressed_records
+                )
                 decision, s_seconds = skald[k]
                 nodes: dict[str, int] = {}
                 for o in outs:

@@ -38,7 +38,7 @@ from helpers_data import (
     write_dataset,
 )
 
-from airflow_skald.core import pipeline, release
+from airflow_skald.core import pipeline, release, runner
 
 
 @pytest.fixture(autouse=True)
@@ -141,7 +141,7 @@ class Killed(BaseException):
 
 
 def _no_cleanup(monkeypatch) -> None:
-    monkeypatch.setattr(pipeline, "discard", lambda staging: None)
+    monkeypatch.setattr(runner, "discard", lambda staging: None)
 
 
 def _kill_at_part(n: int, before_rename: bool):
@@ -198,13 +198,13 @@ KILL_POINTS = {
     ),
     "between-parts": lambda mp: mp.setattr(pipeline, "write_part_atomic", _kill_at_part(7, False)),
     "all-parts-before-verify": lambda mp: mp.setattr(
-        pipeline, "verify_release", _kill_before(pipeline.verify_release)
+        runner, "verify_release", _kill_before(runner.verify_release)
     ),
     "after-verify": lambda mp: mp.setattr(
-        pipeline, "build_manifest", _kill_before(pipeline.build_manifest)
+        runner, "build_manifest", _kill_before(runner.build_manifest)
     ),
     "manifest-written-before-commit": lambda mp: mp.setattr(
-        pipeline, "commit", _kill_before(pipeline.commit)
+        runner, "commit", _kill_before(runner.commit)
     ),
     "old-release-moved-aside": lambda mp: mp.setattr(
         release, "Path", _rename_killer(lambda src, dst: dst.endswith(".skald-old"))
@@ -250,16 +250,17 @@ def test_kill_at_each_step_then_rerun(
     config = write_config(
         tmp_path / "skald.yaml", config_dict(shared_run["input"], out, chunk_rows=10)
     )
-    old = None
+    old, flags = None, ["-q"]
     if with_old_release:  # an earlier release with other settings sits at the output path
         shutil.copytree(shared_run["old"], out)
         old = release_bytes(out)
+        flags.append("--overwrite")  # replacing another run's release is asked for (SPEC §5)
 
     with monkeypatch.context() as mp:
         _no_cleanup(mp)
         KILL_POINTS[point](mp)
         with pytest.raises(Killed):
-            run_inprocess(["run", str(config), "-q"], capsys)
+            run_inprocess(["run", str(config), *flags], capsys)
 
     # Whatever is at the output path is a complete release (old or new) or nothing at all.
     if (out / "manifest.json").exists():
@@ -278,7 +279,7 @@ def test_kill_at_each_step_then_rerun(
     for staging in _staging(out):  # debris from the kill is hidden and incomplete, or whole
         assert staging.name.startswith(".")
 
-    code, _, err = run_inprocess(["run", str(config), "-q"], capsys)
+    code, _, err = run_inprocess(["run", str(config), *flags], capsys)
     assert code == 0, err
     _assert_same_release(out, ref)
     assert [p.name for p in leftovers(out)] == ["out"], "staging or old release left behind"

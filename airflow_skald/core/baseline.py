@@ -17,47 +17,33 @@ its own, and both are cross-checked against what the searches predicted.
 
 from __future__ import annotations
 
-import json
-import os
+import pickle
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from fractions import Fraction
 
 import numpy as np
 
-from airflow_skald import __version__
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.dimensions import TOP, paper_notation
 from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.figures import class_size_histogram, risk
 from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.manifest import input_fingerprint, release_description
-from airflow_skald.core.metrics import max_suppressed, risk, sum_squares
-from airflow_skald.core.pipeline import (
-    ChunkProgress,
-    Progress,
-    count_histogram,
-    list_chunks,
-    peak_rss_bytes,
-    plan_root,
-    scan_domain,
-    write_parts,
+from airflow_skald.core.manifest import (
+    privacy_section,
+    provenance_section,
+    release_section,
+    risk_section,
 )
+from airflow_skald.core.pipeline import ChunkProgress, Progress, count_histogram, write_parts
 from airflow_skald.core.plan import Plan
-from airflow_skald.core.release import (
-    MANIFEST,
-    check_output_target,
-    commit,
-    discard,
-    prepare_staging,
-    remove_stale_staging,
-    staging_path,
-    write_bytes_atomic,
-)
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
+from airflow_skald.core.quality import sum_squares
 from airflow_skald.core.rollups import RollUps
-from airflow_skald.core.search import Decision, class_size_histogram, search_lattice
+from airflow_skald.core.runner import ENCODE, Phase, Run, publish, run_local
+from airflow_skald.core.search import Decision, search_lattice
 from airflow_skald.core.verify import class_figures, count_release_classes
 
 __all__ = [
@@ -70,8 +56,6 @@ __all__ = [
     "run_per_chunk",
     "union_figures",
 ]
-
-ReportWriter = Callable[[dict, str], None]
 
 
 def chunk_plan(plan: Plan, n_records: int) -> Plan:
@@ -100,21 +84,23 @@ class RollUpCache:
     def histogram(self, node: tuple[int, ...]) -> Histogram:
         return self.rollups.get(tuple(node))
 
-    def __call__(self, node: tuple[int, ...]) -> np.ndarray:
-        """Class sizes of `node` (any order), for `search_lattice(class_sizes=...)`."""
+    def __call__(self, node: tuple[int, ...]) -> ClassTable:
+        """The classes of `node` (sizes, any order), for `search_lattice(class_tables=...)`."""
         hit = self._sizes.get(node)
         if hit is None:
             hit = np.unique(self.histogram(node).counts, return_counts=True)
             self._sizes[node] = hit
-        return np.repeat(*hit)
+        return ClassTable(np.repeat(*hit))
 
 
-def released_classes(plan: Plan, node: tuple[int, ...], hist: Histogram, k: int) -> Counter:
-    """Released QID tuple -> records, for the kept classes (>= k) of a node's histogram.
+def released_classes(
+    plan: Plan, node: tuple[int, ...], hist: Histogram, policy: PrivacyPolicy
+) -> Counter:
+    """Released QID tuple -> records, for the classes of a node's histogram the policy keeps.
 
     The strings are the dimensions' output labels, exactly what `write_parts` writes.
     """
-    kept = hist.counts >= k
+    kept = policy.judge(ClassTable(hist.counts)).kept
     sub = Histogram(hist.radices, hist.keys[kept], hist.counts[kept])
     columns = []
     for dim, level, codes in zip(plan.dims, node, sub.decompose(), strict=True):
@@ -125,7 +111,7 @@ def released_classes(plan: Plan, node: tuple[int, ...], hist: Histogram, k: int)
 
 
 def release_figures(
-    classes: Counter, n_rows: int, n_records: int, k: int, limit: Fraction, where: str = ""
+    classes: Counter, n_rows: int, n_records: int, policy: PrivacyPolicy, where: str = ""
 ) -> dict:
     """k-check and metrics of a release's class counts, read as `skald verify` reads them
     (`verify.class_figures`): the all-"*" tuple is suppressed records unless it is the only
@@ -134,7 +120,7 @@ def release_figures(
     star = tuple(TOP for _ in next(iter(classes), ()))
     n_star = classes.pop(star, 0) if star else 0
     kept = np.asarray(list(classes.values()), dtype=np.int64)
-    return class_figures(n_star, kept, n_rows, n_records, k, limit, where)
+    return class_figures(n_star, kept, n_rows, n_records, policy, where)
 
 
 @dataclass
@@ -142,10 +128,15 @@ class ChunkOutcome:
     """One chunk anonymised alone: its decision and its released classes (no data rows)."""
 
     chunk: ChunkRef
-    k: int
+    policy: PrivacyPolicy
     decision: Decision
     classes: Counter  # kept classes: released QID tuple -> records
     seconds: dict
+    part: str = ""  # the part file written, once written
+
+    @property
+    def k(self) -> int:
+        return self.policy.k
 
     @property
     def n_records(self) -> int:
@@ -189,17 +180,17 @@ def anonymise_chunk(
     out = []
     for k in ks or [config.k]:
         t = time.perf_counter()
-        cfg = config if k == config.k else replace(config, k=int(k))
-        decision = search_lattice(cfg, cplan, hist, class_sizes=cache)
-        classes = released_classes(cplan, decision.node, cache.histogram(decision.node), cfg.k)
+        policy = config.policy().with_thresholds(k=int(k))
+        decision = search_lattice(cplan, hist, policy, config.priority_order(), class_tables=cache)
+        classes = released_classes(cplan, decision.node, cache.histogram(decision.node), policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
-        out.append(ChunkOutcome(chunk, cfg.k, decision, classes, seconds))
+        out.append(ChunkOutcome(chunk, policy, decision, classes, seconds))
         t_hist = 0.0
     return out
 
 
 def union_figures(
-    outcomes: Sequence[ChunkOutcome], k: int, limit: Fraction, suppressed_records: str = "mask"
+    outcomes: Sequence[ChunkOutcome], policy: PrivacyPolicy, suppressed_records: str = "mask"
 ) -> dict:
     """Predicted figures of the union of the chunks' releases (before anything is written)."""
     union: Counter = Counter()
@@ -214,7 +205,7 @@ def union_figures(
             union[tuple(TOP for _ in outcomes[0].decision.node)] += n_suppressed
     else:
         n_rows -= n_suppressed
-    return release_figures(union, n_rows, n_records, k, limit, "the union of the chunk releases")
+    return release_figures(union, n_rows, n_records, policy, "the union of the chunk releases")
 
 
 def _distinct_nodes(outcomes: Sequence[ChunkOutcome]) -> list[dict]:
@@ -223,95 +214,87 @@ def _distinct_nodes(outcomes: Sequence[ChunkOutcome]) -> list[dict]:
     return [{"node_paper": p, "node": levels[p], "chunks": n} for p, n in counts.most_common()]
 
 
+class PerChunkPhase(Phase[list, dict]):
+    """Phases 2 and 3 of the baseline: each chunk's own histogram, search and part (one
+    pass); then the union of the parts checked and published by the runner's publish step."""
+
+    name = "per_chunk"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> list[ChunkOutcome]:
+        plan, out = run.plan(), []
+        tick = ChunkProgress("per-chunk", len(chunks), run.progress)
+        for i, chunk in enumerate(chunks):
+            outcome = anonymise_chunk(run.config, plan, chunk)[0]
+            t = time.perf_counter()
+            cplan = chunk_plan(plan, outcome.n_records)
+            outcome.part = write_parts(run.config, cplan, outcome.decision, [chunk], run.staging)[0]
+            outcome.seconds["generalise"] = time.perf_counter() - t
+            out.append(outcome)
+            tick(i + 1, chunk.n_rows)
+        return out
+
+    def merge(self, parts: Sequence[list[ChunkOutcome]]) -> list[ChunkOutcome]:
+        return sorted((o for p in parts for o in p), key=lambda o: o.chunk.chunk_id)
+
+    def dump(self, part: list[ChunkOutcome]) -> bytes:
+        return pickle.dumps(part)
+
+    def load(self, data: bytes) -> list[ChunkOutcome]:
+        return pickle.loads(data)
+
+    def finish(self, run: Run, outcomes: list[ChunkOutcome]) -> dict:
+        for phase in ("histogram", "search", "generalise"):  # the loop interleaves them
+            run.record.timings_s[phase] = sum(o.seconds.get(phase, 0.0) for o in outcomes)
+        config, plan = run.config, run.plan()
+
+        def check() -> dict:
+            predicted = union_figures(outcomes, config.policy(), config.suppressed_records)
+            written = _check_written(config, run.staging, outcomes)
+            for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
+                if written[key] != predicted[key]:
+                    raise VerificationError(
+                        f"the written per-chunk release has {key}={written[key]}, "
+                        f"the searches predicted {predicted[key]}"
+                    )
+            return _manifest(config, plan, run.chunks(), outcomes, written, run.token)
+
+        return publish(run, check)
+
+
+PER_CHUNK = PerChunkPhase()
+
+
 def run_per_chunk(
     config: SkaldConfig,
     progress: Progress | None = None,
     token: str | None = None,
-    report_writer: ReportWriter | None = None,
+    workers: int = 1,
 ) -> dict:
-    """The baseline release: every chunk anonymised alone; returns its (committed) manifest."""
-    check_output_target(config)
-    timings: dict[str, float] = {}
-    t = time.perf_counter()
-    chunks = list_chunks(config)
-    stats = scan_domain(config, chunks, progress)
-    plan = plan_root(config, stats)  # the global run's dimensions (and its RAM root, for info)
-    timings["encode"] = time.perf_counter() - t
-    memory = {"encode": peak_rss_bytes()}
-    if token is None:  # a CLI run: its own staging folder; stale ones of killed runs go
-        remove_stale_staging(config.output.path)
-        token = f"cli-{os.getpid()}"
-    staging = staging_path(config.output.path, token)
-    prepare_staging(staging)
-    try:
-        outcomes, names = [], []
-        tick = ChunkProgress("per-chunk", len(chunks), progress)
-        timings.update(histogram=0.0, search=0.0, generalise=0.0)
-        for i, chunk in enumerate(chunks):
-            outcome = anonymise_chunk(config, plan, chunk)[0]
-            timings["histogram"] += outcome.seconds["histogram"]
-            timings["search"] += outcome.seconds["search"]
-            t = time.perf_counter()
-            cplan = chunk_plan(plan, outcome.n_records)
-            names += write_parts(config, cplan, outcome.decision, [chunk], staging)
-            timings["generalise"] += time.perf_counter() - t
-            outcomes.append(outcome)
-            tick(i + 1, chunk.n_rows)
-        loop_peak = peak_rss_bytes()  # the chunk loop interleaves these three phases
-        memory.update(histogram=loop_peak, search=loop_peak, generalise=loop_peak)
-        t = time.perf_counter()
-        predicted = union_figures(
-            outcomes, config.k, config.suppression_limit, config.suppressed_records
-        )
-        written, union = _check_written(config, staging, names, outcomes)
-        for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
-            if written[key] != predicted[key]:
-                raise VerificationError(
-                    f"the written per-chunk release has {key}={written[key]}, "
-                    f"the searches predicted {predicted[key]}"
-                )
-        timings["verify"] = time.perf_counter() - t
-        memory["verify"] = peak_rss_bytes()
-        manifest = _manifest(config, plan, chunks, outcomes, names, written, union, timings)
-        manifest["peak_rss_bytes_by_phase"] = memory
-        if report_writer is None:
-            from airflow_skald.core.report import write_report as report_writer
-        report_writer(manifest, staging)
-        write_bytes_atomic(
-            staging.rstrip("/") + "/" + MANIFEST, json.dumps(manifest, indent=2).encode() + b"\n"
-        )
-        commit(staging, config.output.path)
-    except BaseException:
-        discard(staging)
-        raise
-    return manifest
+    """The baseline release: every chunk anonymised alone; returns its (committed) manifest.
+
+    Phase 1 is the global run's (its dimensions, and its RAM root for information)."""
+    run = Run(config, token=token or "", progress=progress)
+    return run_local(run, (ENCODE, PER_CHUNK), workers)
 
 
-def _check_written(
-    config: SkaldConfig, staging: str, names: list[str], outcomes: list[ChunkOutcome]
-) -> tuple[dict, Counter]:
-    """Read the parts back: k-check each alone, then the union of all of them."""
+def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcome]) -> dict:
+    """Read the parts back: check each alone, then the union of all of them."""
     location = DataLocation(staging, config.output.format, config.output.delimiter)
     union: Counter = Counter()
     n_rows = n_records = 0
-    for name, o in zip(names, outcomes, strict=True):
-        part = staging.rstrip("/") + "/" + name
+    for o in outcomes:
+        part = staging.rstrip("/") + "/" + o.part
         classes, rows = count_release_classes([part], location, config.qid_names)
-        own = release_figures(
-            classes, rows, o.n_records, config.k, config.suppression_limit, f"part {name}"
-        )
-        if own["dm_star"] != o.decision.stats.dm_star:
+        own = release_figures(classes, rows, o.n_records, o.policy, f"part {o.part}")
+        if own["dm_star"] != o.decision.figures.dm_star:
             raise VerificationError(
-                f"part {name} has DM*={own['dm_star']}, its search predicted "
-                f"{o.decision.stats.dm_star}"
+                f"part {o.part} has DM*={own['dm_star']}, its search predicted "
+                f"{o.decision.figures.dm_star}"
             )
         union.update(classes)
         n_rows += rows
         n_records += o.n_records
-    written = release_figures(
-        union, n_rows, n_records, config.k, config.suppression_limit, "the per-chunk release"
-    )
-    return written, union
+    return release_figures(union, n_rows, n_records, config.policy(), "the per-chunk release")
 
 
 def _manifest(
@@ -319,44 +302,65 @@ def _manifest(
     plan: Plan,
     chunks: list[ChunkRef],
     outcomes: list[ChunkOutcome],
-    parts: list[str],
     union: dict,
-    classes: Counter,
-    timings: dict[str, float],
+    run_token: str,
 ) -> dict:
-    """A manifest of the same shape as a SKALD run's, the figures being the union's."""
+    """A manifest of the same sections as a SKALD run's, the figures being the union's."""
+    sizes = union["sizes"]
+    parts = [o.part for o in outcomes]
+    return {
+        "mode": "per_chunk",
+        **privacy_section(config),
+        "privacy_models": union["privacy_models"],
+        **_union_counts(config, union),
+        **_union_quality(outcomes, union),
+        **_per_chunk_nodes(plan, outcomes),
+        **risk_section(risk(sizes, config.k), class_size_histogram(sizes)),
+        **release_section(config, chunks, parts),
+        **provenance_section(config, chunks, run_token, verified=True),
+        "verified_per_chunk": True,
+    }
+
+
+def _union_counts(config: SkaldConfig, union: dict) -> dict:
+    n = union["n_records"]
+    return {
+        "n_records": n,
+        "n_suppressed": union["n_suppressed"],
+        "max_suppressed": max_suppressed(config.suppression_limit, n),
+        "n_equivalence_classes": union["n_equivalence_classes"],
+        "min_class_size": union["min_class_size"],
+        "avg_class_size": (n - union["n_suppressed"]) / max(union["n_equivalence_classes"], 1),
+    }
+
+
+def _union_quality(outcomes: list[ChunkOutcome], union: dict) -> dict:
+    """The union's metrics; ARX's DM* adds each chunk's suppressed classes at its own node;
+    precision is the records-weighted mean over the chunks."""
+    figures = [o.decision.figures for o in outcomes]
+    dm_star_arx = sum_squares(union["sizes"]) + sum(
+        f.dm_star_arx - (f.dm_star - f.n_suppressed**2) for f in figures
+    )
+    weights = np.asarray([o.n_records for o in outcomes], dtype=np.float64)
+    return {
+        "dm_star": union["dm_star"],
+        "dm_star_sum_of_chunks": sum(f.dm_star for f in figures),
+        "dm_star_arx": dm_star_arx,
+        "dm": union["dm"],
+        "precision": float(np.average([f.precision for f in figures], weights=weights)),
+    }
+
+
+def _per_chunk_nodes(plan: Plan, outcomes: list[ChunkOutcome]) -> dict:
+    """Each chunk's node, the distinct nodes used, and the lattices searched."""
     nodes = [o.decision.node for o in outcomes]
     per_qid = {}
     for j, dim in enumerate(plan.dims):
         used = sorted({n[j] for n in nodes})
         per_qid[dim.name] = used[0] if len(used) == 1 else used
     distinct = _distinct_nodes(outcomes)
-    sizes = union["sizes"]
     zero = tuple(0 for _ in plan.dims)
-    n = union["n_records"]
-    # ARX's DM*: kept classes of the union, plus each chunk's suppressed classes at its node.
-    dm_star_arx = sum_squares(sizes) + sum(
-        o.decision.stats.dm_star_arx - (o.decision.stats.dm_star - o.decision.stats.n_suppressed**2)
-        for o in outcomes
-    )
-    weights = np.asarray([o.n_records for o in outcomes], dtype=np.float64)
-    precision = float(np.average([o.decision.precision for o in outcomes], weights=weights))
     return {
-        "mode": "per_chunk",
-        "k": config.k,
-        "suppression_limit": float(config.suppression_limit),
-        "n_records": n,
-        "n_suppressed": union["n_suppressed"],
-        "max_suppressed": max_suppressed(config.suppression_limit, n),
-        "dm_star": union["dm_star"],
-        "dm_star_sum_of_chunks": sum(o.decision.stats.dm_star for o in outcomes),
-        "dm_star_arx": dm_star_arx,
-        "dm": union["dm"],
-        "precision": precision,  # records-weighted mean over the chunks
-        "n_equivalence_classes": union["n_equivalence_classes"],
-        "min_class_size": union["min_class_size"],
-        "avg_class_size": (n - union["n_suppressed"]) / max(union["n_equivalence_classes"], 1),
-        "chunks": len(chunks),
         "node": per_qid,
         "node_paper": "; ".join(f"{d['node_paper']} x{d['chunks']}" for d in distinct),
         "chunk_nodes": distinct,
@@ -369,18 +373,7 @@ def _manifest(
         "histogram_bins": None,
         "root_bins": plan.bins(zero),
         "lattice": {
-            "nodes": sum(o.decision.lattice["nodes"] for o in outcomes),
-            "evaluated": sum(o.decision.lattice["evaluated"] for o in outcomes),
-            "passing": sum(o.decision.lattice["passing"] for o in outcomes),
+            key: sum(o.decision.lattice[key] for o in outcomes)
+            for key in ("nodes", "evaluated", "passing")
         },
-        "risk": risk(sizes, config.k),
-        "class_size_histogram": class_size_histogram(sizes),
-        **release_description(config, parts),
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "peak_rss_bytes": peak_rss_bytes(),
-        "verified": True,
-        "verified_per_chunk": True,
-        "config_sha256": config.fingerprint(),
-        "input_fingerprint": input_fingerprint(chunks),
-        "version": __version__,
     }

@@ -13,11 +13,11 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.hierarchies import Hierarchy
+from airflow_skald.core.privacy import KAnonymity, PrivacyPolicy
 from airflow_skald.core.settings import BY_NAME, OVERRIDE_KEYS, parse_overrides, read_file_setting
+from airflow_skald.core.yaml_load import load_yaml_file
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
 
@@ -80,6 +80,10 @@ class SkaldConfig:
     def qid_names(self) -> list[str]:
         return [q.name for q in self.quasi_identifiers]
 
+    def policy(self) -> PrivacyPolicy:
+        """The privacy models and suppression limit this config asks for."""
+        return PrivacyPolicy((KAnonymity(self.k),), self.suppression_limit)
+
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
         names = self.qid_names
@@ -99,8 +103,21 @@ class SkaldConfig:
                 fields[key] = value
         return replace(self, **fields) if fields else self
 
+    def effective(self) -> dict:
+        """The effective settings in full (hierarchies as tables), for the run's archive."""
+        body = json.loads(self._canonical())
+        for spec, qid in zip(self.quasi_identifiers, body["qids"], strict=True):
+            if spec.hierarchy is not None:
+                qid["hierarchy"] = spec.hierarchy.table.tolist()
+        body["overwrite"] = self.overwrite
+        body["source"] = self.source
+        return body
+
     def fingerprint(self) -> str:
         """SHA-256 of the effective settings, so an auditor can tell two runs' configs apart."""
+        return hashlib.sha256(self._canonical().encode()).hexdigest()
+
+    def _canonical(self) -> str:
         body = {
             "input": asdict(self.input),
             "output": asdict(self.output),
@@ -114,27 +131,13 @@ class SkaldConfig:
             "qid_priority": list(self.qid_priority),
             "suppressed_records": self.suppressed_records,
         }
-        return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+        return json.dumps(body, sort_keys=True)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
     """Read and validate a YAML config file, then apply overrides."""
     path = Path(path)
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"config file not found: {path}") from None
-    except OSError as exc:
-        raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise ConfigError(f"config file {path} is not UTF-8 text") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" (line {mark.line + 1})" if mark else ""
-        raise ConfigError(f"config file {path} is not valid YAML{where}") from None
-    except (ValueError, LookupError, TypeError, OverflowError, RecursionError):
-        # PyYAML's constructors raise these on bad tags or dates (`!!int x`, `2001-13-45`)
-        raise ConfigError(f"config file {path} is not valid YAML") from None
+    raw = load_yaml_file(path)
     return config_from_dict(raw, base_dir=path.resolve().parent, source=str(path)).with_overrides(
         overrides
     )

@@ -1,31 +1,107 @@
 """The release manifest (SPEC §5): what the run decided, in figures an auditor can check.
 
-It holds levels, counts and metrics, never a data value: the interval bounds of the domain are
-already in the release itself, and hierarchies appear only as hashes.
+Built from typed sections, one per concern (privacy, quality, node, release shape,
+provenance); the global run and the per-chunk baseline fill the same sections. The manifest
+is deterministic: a retry of the same run writes the same bytes. What changes between
+attempts (timings, memory, run identity and time) goes to the run record (`RunRecord`,
+``run.json`` beside the manifest).
+
+It holds levels, counts and metrics, never a data value: the interval bounds of the domain
+are already in the release itself, and hierarchies appear only as hashes.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 
 from airflow_skald import __version__
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import paper_notation
+from airflow_skald.core.figures import NodeFigures
 from airflow_skald.core.io import ChunkRef
 from airflow_skald.core.plan import Plan
 from airflow_skald.core.search import Decision
 
+MANIFEST_JSON = "manifest.json"
+RUN_JSON = "run.json"
+REPORT_HTML = "report.html"
 
-def input_fingerprint(chunks: list[ChunkRef]) -> str:
+
+def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
     """Hash of the chunk layout (files, offsets, row counts) the run read."""
     body = json.dumps([c.to_dict() for c in chunks], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
-def release_description(config: SkaldConfig, parts: list[str]) -> dict:
-    """Manifest fields that describe the release's shape (shared with the per-chunk baseline)."""
+def to_json_bytes(body: dict) -> bytes:
+    return json.dumps(body, indent=2).encode() + b"\n"
+
+
+def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> dict:
+    """The policy the release was made under, each criterion with the figure it reached."""
+    policy = config.policy()
     return {
+        "k": config.k,
+        "suppression_limit": float(config.suppression_limit),
+        "privacy": {
+            "models": policy.describe(),
+            "suppression_limit": str(config.suppression_limit),
+        },
+        "privacy_models": figures.privacy if figures else policy.describe(),
+    }
+
+
+def counts_section(figures: NodeFigures) -> dict:
+    """Records, suppression and classes of the release (kept classes only)."""
+    return {
+        "n_records": figures.n_records,
+        "n_suppressed": figures.n_suppressed,
+        "max_suppressed": figures.max_suppressed,
+        "n_equivalence_classes": figures.n_classes,
+        "min_class_size": figures.min_class_size,
+        "avg_class_size": (figures.n_records - figures.n_suppressed) / max(figures.n_classes, 1),
+    }
+
+
+def quality_section(quality: dict) -> dict:
+    """Every reported metric under its name (dm_star, dm_star_arx, dm, precision)."""
+    return dict(quality)
+
+
+def node_section(plan: Plan, decision: Decision) -> dict:
+    """The chosen node, the RAM root, and the searches that found them."""
+    return {
+        "node": decision.levels,
+        "node_paper_levels": {n: lv + 1 for n, lv in decision.levels.items()},
+        "node_paper": decision.node_paper,
+        "root_node": plan.levels(plan.root),
+        "root_node_paper": paper_notation(plan.dims, plan.root),
+        "top_node": plan.levels(tuple(plan.tops)),
+        "histogram_bins": plan.n_ram,
+        "histogram_bins_derived": plan.n_ram_derived,
+        "root_bins": plan.root_bins,
+        "root_bins_nonempty": decision.lattice.get("root_bins_nonempty"),
+        "lattice": decision.lattice,
+        "root_lattice": {
+            "nodes": plan.lattice_nodes,
+            "evaluated": plan.root_evaluated,
+            "complying": plan.root_complying,
+        },
+    }
+
+
+def risk_section(risk: dict, class_size_histogram: dict) -> dict:
+    return {"risk": risk, "class_size_histogram": class_size_histogram}
+
+
+def release_section(config: SkaldConfig, chunks: Sequence[ChunkRef], parts: list[str]) -> dict:
+    """The release's shape: columns removed and kept, format, parts."""
+    return {
+        "chunks": len(chunks),
         "suppressed_records": config.suppressed_records,
         "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
         "direct_identifiers_removed": list(config.direct_identifiers),
@@ -36,54 +112,64 @@ def release_description(config: SkaldConfig, parts: list[str]) -> dict:
     }
 
 
+def provenance_section(
+    config: SkaldConfig, chunks: Sequence[ChunkRef], run_token: str, verified: bool
+) -> dict:
+    """What an auditor matches a release with: config and input hashes, the run, the version."""
+    return {
+        "verified": verified,
+        "config_sha256": config.fingerprint(),
+        "input_fingerprint": input_fingerprint(chunks),
+        "run_token": run_token,
+        "version": __version__,
+    }
+
+
 def build_manifest(
     config: SkaldConfig,
     plan: Plan,
     decision: Decision,
-    chunks: list[ChunkRef],
+    chunks: Sequence[ChunkRef],
     parts: list[str],
-    verify_report: dict,
-    timings: dict[str, float],
-    peak_rss: int,
+    verified: bool,
+    run_token: str,
 ) -> dict:
-    d = decision.to_dict()
+    """The global run's manifest, section by section."""
+    f = decision.figures
     return {
-        "k": config.k,
-        "suppression_limit": float(config.suppression_limit),
-        "n_records": d["n_records"],
-        "n_suppressed": d["n_suppressed"],
-        "max_suppressed": d["max_suppressed"],
-        "dm_star": d["dm_star"],
-        "dm_star_arx": d["dm_star_arx"],
-        "dm": d["dm"],
-        "precision": d["precision"],
-        "n_equivalence_classes": d["n_equivalence_classes"],
-        "min_class_size": d["min_class_size"],
-        "avg_class_size": (d["n_records"] - d["n_suppressed"]) / max(d["n_equivalence_classes"], 1),
-        "chunks": len(chunks),
-        "node": d["node"],
-        "node_paper_levels": {n: lv + 1 for n, lv in d["node"].items()},
-        "node_paper": d["node_paper"],
-        "root_node": plan.levels(plan.root),
-        "root_node_paper": paper_notation(plan.dims, plan.root),
-        "top_node": plan.levels(tuple(plan.tops)),
-        "histogram_bins": plan.n_ram,
-        "histogram_bins_derived": plan.n_ram_derived,
-        "root_bins": plan.root_bins,
-        "root_bins_nonempty": d["lattice"].get("root_bins_nonempty"),
-        "lattice": d["lattice"],
-        "root_lattice": {
-            "nodes": plan.lattice_nodes,
-            "evaluated": plan.root_evaluated,
-            "complying": plan.root_complying,
-        },
-        "risk": d["risk"],
-        "class_size_histogram": d["class_size_histogram"],
-        **release_description(config, parts),
-        "timings_s": {k: round(v, 3) for k, v in timings.items()},
-        "peak_rss_bytes": peak_rss,
-        "verified": bool(verify_report.get("verified")),
-        "config_sha256": config.fingerprint(),
-        "input_fingerprint": input_fingerprint(chunks),
-        "version": __version__,
+        **privacy_section(config, f),
+        **counts_section(f),
+        **quality_section(f.quality),
+        **node_section(plan, decision),
+        **risk_section(decision.risk, decision.class_size_histogram),
+        **release_section(config, chunks, parts),
+        **provenance_section(config, chunks, run_token, verified),
     }
+
+
+def now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+@dataclass
+class RunRecord:
+    """What differs between attempts of one run: identity, time, timings and memory."""
+
+    run_token: str
+    started_at: str = field(default_factory=now_iso)
+    finished_at: str = ""
+    timings_s: dict = field(default_factory=dict)
+    peak_rss_bytes: int = 0
+    peak_rss_bytes_by_phase: dict = field(default_factory=dict)
+    airflow: dict = field(default_factory=dict)  # dag_id, run_id, try numbers
+
+    def to_dict(self) -> dict:
+        return {
+            "run_token": self.run_token,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "peak_rss_bytes": self.peak_rss_bytes,
+            "peak_rss_bytes_by_phase": self.peak_rss_bytes_by_phase,
+            **self.airflow,
+        }

@@ -1,58 +1,74 @@
-"""Phase 2's decision: the node of the sub-lattice above the RAM root with minimal DM*.
+"""Phase 2's decision: the node of the sub-lattice above the RAM root with the least loss.
 
-Each evaluated node's class sizes come from rolling the global root histogram up (no data is
-re-read). The chosen node's suppressed classes are kept as sorted keys for phase 3.
+Each evaluated node's classes come from rolling the global root histogram up (no data is
+re-read); the privacy policy says which classes a node keeps and whether it passes, the
+objective metric scores it and bounds the nodes above it. The search sees neither k nor DM*.
+The chosen node's suppressed classes are kept as sorted keys for phase 3.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import paper_notation
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.lattice import Lattice, search_optimal
-from airflow_skald.core.metrics import ClassStats, max_suppressed, precision, risk
 from airflow_skald.core.plan import Plan
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
+from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
 from airflow_skald.core.rollups import RollUps
 
 
 @dataclass
 class Decision:
-    """The chosen node and its figures. `to_dict` is small and holds no data values."""
+    """The chosen node, its figures and the privacy settings it was chosen under.
+
+    `to_dict` is small and holds no data values."""
 
     node: tuple[int, ...]
     levels: dict[str, int]
     node_paper: str
     radices: tuple[int, ...]
-    stats: ClassStats
-    precision: float
-    max_suppressed: int
+    figures: NodeFigures
+    privacy: dict  # the policy it was made under: models and suppression limit
     lattice: dict
     risk: dict
     class_size_histogram: dict = field(default_factory=dict)
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
+    @property
+    def stats(self) -> NodeFigures:
+        return self.figures
+
+    @property
+    def precision(self) -> float:
+        return self.figures.precision
+
+    @property
+    def max_suppressed(self) -> int:
+        return self.figures.max_suppressed
+
     def to_dict(self) -> dict:
+        f = self.figures
         return {
             "node": self.levels,
             "node_levels": list(self.node),
             "node_paper": self.node_paper,
             "radices": list(self.radices),
-            "n_records": self.stats.n_records,
-            "n_suppressed": self.stats.n_suppressed,
-            "max_suppressed": self.max_suppressed,
-            "n_equivalence_classes": self.stats.n_classes,
-            "min_class_size": self.stats.min_class_size,
-            "dm_star": self.stats.dm_star,
-            "dm_star_arx": self.stats.dm_star_arx,
-            "dm": self.stats.dm,
-            "precision": self.precision,
+            "privacy": self.privacy,
+            "n_records": f.n_records,
+            "n_suppressed": f.n_suppressed,
+            "max_suppressed": f.max_suppressed,
+            "n_equivalence_classes": f.n_classes,
+            "min_class_size": f.min_class_size,
+            **f.quality,
+            "privacy_models": f.privacy,
             "lattice": self.lattice,
             "risk": self.risk,
             "class_size_histogram": self.class_size_histogram,
@@ -60,7 +76,7 @@ class Decision:
 
     def to_bytes(self) -> bytes:
         body = self.to_dict()
-        body["stats"] = vars(self.stats)
+        body["figures"] = self.figures.to_dict()
         body["suppressed_keys"] = self.suppressed_keys.tolist()
         return json.dumps(body, sort_keys=True).encode()
 
@@ -72,9 +88,8 @@ class Decision:
             levels=d["node"],
             node_paper=d["node_paper"],
             radices=tuple(d["radices"]),
-            stats=ClassStats(**d["stats"]),
-            precision=d["precision"],
-            max_suppressed=d["max_suppressed"],
+            figures=NodeFigures.from_dict(d["figures"]),
+            privacy=d["privacy"],
             lattice=d["lattice"],
             risk=d["risk"],
             class_size_histogram=d.get("class_size_histogram", {}),
@@ -82,29 +97,22 @@ class Decision:
         )
 
 
-def class_size_histogram(sizes: np.ndarray) -> dict:
-    """Class sizes binned in powers of two (for the report); no data values."""
-    if sizes.size == 0:
-        return {}
-    edges = 2 ** np.arange(0, int(np.ceil(np.log2(sizes.max() + 1))) + 1)
-    counts, _ = np.histogram(sizes, bins=edges)
-    return {
-        f"{int(a)}-{int(b) - 1}": int(c)
-        for a, b, c in zip(edges, edges[1:], counts, strict=False)
-        if c
-    }
+ClassTables = Callable[[tuple[int, ...]], ClassTable]
 
 
 def search_lattice(
-    config: SkaldConfig,
     plan: Plan,
     root_hist: Histogram,
-    class_sizes: Callable[[tuple[int, ...]], np.ndarray] | None = None,
+    policy: PrivacyPolicy,
+    priority: Sequence[int],
+    objective: Metric = OBJECTIVE,
+    class_tables: ClassTables | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
-    `class_sizes(node)`, if given, returns the node's class sizes in place of rolling the root
-    histogram up (a cache shared across several k, e.g. `baseline.RollUpCache`).
+    `priority`: QID indices in tie-break order. `class_tables(node)`, if given, returns the
+    node's classes in place of rolling the root histogram up (a cache shared by several
+    searches, e.g. `baseline.RollUpCache`).
     """
     n = root_hist.n_records
     if n != plan.stats.n_rows:
@@ -114,30 +122,38 @@ def search_lattice(
         )
     lattice = Lattice(plan.root, tuple(plan.tops))
     rollups = RollUps(plan, root_hist)
-    cache: dict[int, ClassStats] = {}
+    tables = class_tables or (lambda node: ClassTable(rollups.sizes(node)))
 
-    def evaluate(i: int) -> tuple[bool, int, int]:
+    def evaluate(i: int) -> tuple[bool, bool, int, int | None]:
         node = lattice.node(i)
-        cs = ClassStats.of(
-            class_sizes(node) if class_sizes else rollups.sizes(node),
-            config.k,
-            config.suppression_limit,
-        )
-        cache[i] = cs
-        return cs.passes, cs.dm_star, cs.dm_star_arx
+        table = tables(node)
+        j = policy.judge(table)
+        loss = objective.value(Scored(table, j, node, plan.tops))
+        return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
-    outcome = search_optimal(lattice, evaluate, plan.tops, config.priority_order())
+    outcome = _search(lattice, evaluate, plan.tops, priority, policy.all_monotone)
+    if outcome.best is None:
+        top = NodeFigures.of(tables(tuple(plan.tops)), policy)
+        raise DataError(
+            f"no generalisation satisfies {_label(policy)}: even the top node suppresses "
+            f"{top.n_suppressed} of {n} records (limit {top.max_suppressed})"
+        )
     best = lattice.node(outcome.best)
     hist = rollups.get(best)
-    cs = cache[outcome.best]
+    table = ClassTable(hist.counts)
+    judgement = policy.judge(table)
+    figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
+    kept = hist.counts[judgement.kept]
     return Decision(
         node=best,
         levels=plan.levels(best),
         node_paper=paper_notation(plan.dims, best),
         radices=hist.radices,
-        stats=cs,
-        precision=precision(best, plan.tops),
-        max_suppressed=max_suppressed(config.suppression_limit, n),
+        figures=figures,
+        privacy={
+            "models": policy.describe(),
+            "suppression_limit": str(policy.suppression_limit),
+        },
         lattice={
             "nodes": len(lattice),
             "evaluated": outcome.evaluated,
@@ -145,7 +161,25 @@ def search_lattice(
             "pruned": outcome.pruned,
             "root_bins_nonempty": root_hist.n_bins,
         },
-        risk=risk(hist.counts, config.k),
-        class_size_histogram=class_size_histogram(hist.counts[hist.counts >= config.k]),
-        suppressed_keys=hist.keys[hist.counts < config.k],
+        risk=risk(kept, policy.k),
+        class_size_histogram=class_size_histogram(kept),
+        suppressed_keys=hist.keys[~judgement.kept],
     )
+
+
+def _label(policy: PrivacyPolicy) -> str:
+    return " and ".join(m.label() for m in policy.models)
+
+
+def _search(lattice, evaluate, tops, priority, all_monotone: bool):
+    """`lattice.search_optimal`; until it takes 4-tuples, a k-only shim (removed with it)."""
+    import inspect
+
+    if "all_monotone" in inspect.signature(search_optimal).parameters:
+        return search_optimal(lattice, evaluate, tops, priority, all_monotone=all_monotone)
+
+    def three(i: int):
+        _, passes, loss, bound = evaluate(i)
+        return passes, loss, bound
+
+    return search_optimal(lattice, three, tops, priority)

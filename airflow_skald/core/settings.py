@@ -57,6 +57,15 @@ def _decimal(value: Any) -> Any:
     return value
 
 
+def _shown(value: Any) -> str:
+    """A bad setting as the user wrote it (settings are not personal data): 1, 2.5, 'abc'."""
+    if isinstance(value, Fraction):
+        return str(value.numerator) if value.denominator == 1 else f"{float(value):g}"
+    if isinstance(value, bool | int | float | str):
+        return repr(value)
+    return f"a {type(value).__name__}"
+
+
 def _as_schema_value(value: Any) -> Any:
     """JSON Schema knows no Fraction: check its float, keep the exact value."""
     return float(value) if isinstance(value, Fraction) else value
@@ -94,11 +103,8 @@ class Setting:
         try:
             jsonschema.validate(_as_schema_value(value), self.schema)
         except jsonschema.ValidationError:
-            shown = value if isinstance(value, int | float | bool | str) else type(value).__name__
-            if isinstance(value, Fraction):
-                shown = str(value) if value.denominator == 1 else f"{float(value):g}"
             raise ConfigError(
-                f"{where or self.where} must be {self.expects} (got {shown!r})"
+                f"{where or self.where} must be {self.expects} (got {_shown(value)})"
             ) from None
         return value
 

@@ -25,7 +25,8 @@ from airflow_skald.core.encoding import dictionary_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram, group_counts, keys_of
 from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
-from airflow_skald.core.metrics import max_suppressed, sum_squares
+from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max_suppressed
+from airflow_skald.core.quality import DM, DMStar, Scored
 from airflow_skald.core.release import MANIFEST
 
 
@@ -179,46 +180,52 @@ def class_figures(
     kept: np.ndarray,
     n_rows: int,
     n_records: int,
-    k: int,
-    limit: Fraction,
+    policy: PrivacyPolicy,
     where: str = "",
     claimed_suppressed: int | None = None,
 ) -> dict:
-    """The k-check and metrics of a release from its all-"*" count and other class sizes.
+    """The privacy check and metrics of a release from its all-"*" count and other classes.
 
     Rows missing from the release were dropped, hence suppressed. The all-"*" records are
-    suppressed too, unless they are the only class, with >= k rows, and the run did not claim
-    them suppressed: then the release is the top node (one class).
+    suppressed too, unless they are the only class, satisfy the policy, and the run did not
+    claim them suppressed: then the release is the top node (one class). Every other class is
+    released, so every model must keep it.
     """
     where = where or "release"
     if n_rows > n_records:
         raise VerificationError(f"{where} has {n_rows} rows but {n_records} records were expected")
     dropped = n_records - n_rows
     sizes = np.asarray(kept, dtype=np.int64)
-    if n_star >= k and not sizes.size and claimed_suppressed != n_star + dropped:
-        sizes, n_suppressed = np.asarray([n_star], dtype=np.int64), dropped
+    star = ClassTable(np.asarray([n_star], dtype=np.int64))
+    if (
+        n_star
+        and not sizes.size
+        and not policy.check_release(star, where)
+        and claimed_suppressed != n_star + dropped
+    ):
+        sizes, n_suppressed = star.sizes, dropped
     else:
         n_suppressed = n_star + dropped
-    small = sizes[sizes < k]
-    if small.size:
-        raise VerificationError(
-            f"{where} is not {k}-anonymous: {small.size} class(es) smaller than k "
-            f"(smallest has {int(small.min())} record(s))"
-        )
-    allowed = max_suppressed(limit, n_records)
+    table = ClassTable(sizes)
+    broken = policy.check_release(table, where)
+    if broken:
+        raise VerificationError(broken[0])
+    allowed = max_suppressed(policy.suppression_limit, n_records)
     if n_suppressed > allowed:
         raise VerificationError(
             f"{where} suppresses {n_suppressed} records, more than the limit allows ({allowed})"
         )
-    kept_sq = sum_squares(sizes)
+    judged = Judgement(np.ones(sizes.size, bool), n_records, n_suppressed, allowed, True, True)
+    scored = Scored(table, judged, (), ())
     return {
         "n_records": n_records,
         "n_rows": n_rows,
         "n_suppressed": n_suppressed,
         "n_equivalence_classes": int(sizes.size),
         "min_class_size": int(sizes.min()) if sizes.size else 0,
-        "dm_star": kept_sq + n_suppressed * n_suppressed,
-        "dm": kept_sq + n_records * n_suppressed,
+        "dm_star": DMStar().value(scored),
+        "dm": DM().value(scored),
+        "privacy_models": policy.figures(table),
         "sizes": sizes,
     }
 
@@ -242,9 +249,11 @@ def verify_release(
     delimiter: str = ",",
     claimed_suppressed: int | None = None,
     classes: ReleaseClasses | None = None,
+    policy: PrivacyPolicy | None = None,
 ) -> dict:
-    """Check a release folder; raise VerificationError if it is not k-anonymous.
+    """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
+    The policy is `policy`, else the manifest's with `k` / `suppression_limit` overriding it.
     A release whose every row is all-"*" reads both as the top node (one class) and as every
     record suppressed; `claimed_suppressed` (default: the manifest's) picks the reading.
     `classes`, if given, are the parts' classes already counted from the written files (by the
@@ -252,59 +261,78 @@ def verify_release(
     """
     manifest = read_manifest(path)
     parts, fmt = release_parts(path)
-    if qids is None:
-        if manifest is None:
-            raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
-        qids = list(manifest["node"])
-    if k is None:
-        if manifest is None or "k" not in manifest:
-            raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
-        k = int(manifest["k"])
-    if suppression_limit is None:
-        suppression_limit = manifest["suppression_limit"] if manifest else 0
-    limit = Fraction(str(suppression_limit))
-    if n_records is None and manifest is not None:
-        n_records = int(manifest["n_records"])
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
-    try:
-        if classes is None:
-            classes = release_classes(parts, DataLocation(path, fmt, delimiter), qids)
-    except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
-        names = read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names
-        missing = [q for q in qids if q not in names]
-        if not missing:
-            raise
-        raise DataError(f"release {path} has no column '{missing[0]}'") from None
-    n_records = classes.n_rows if n_records is None else n_records
-    if claimed_suppressed is None and manifest is not None:
-        claimed_suppressed = manifest.get("n_suppressed")
+        if claimed_suppressed is None:
+            claimed_suppressed = manifest.get("n_suppressed")
+    location = DataLocation(path, fmt, delimiter)
+    policy = policy or _policy(path, manifest, k, suppression_limit)
+    qids = qids if qids is not None else _qids(path, manifest)
+    if classes is None:
+        classes = _count(parts, location, qids)
+    if n_records is None:
+        n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star = classes.star_mask()
     figures = class_figures(
         int(classes.sizes[star].sum()),
         classes.sizes[~star],
         classes.n_rows,
         n_records,
-        k,
-        limit,
+        policy,
         claimed_suppressed=claimed_suppressed,
     )
     report = {
         "verified": True,
-        "k": k,
+        "k": policy.k,
         **{key: figures[key] for key in _REPORTED},
+        "privacy_models": figures["privacy_models"],
         "parts": len(parts),
     }
     if manifest is not None:
-        for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
-            if key in manifest and manifest[key] != report[key]:
-                raise VerificationError(
-                    f"manifest says {key}={manifest[key]} but the release has {report[key]}"
-                )
-        present = set(read_release_part(DataLocation(path, fmt, delimiter), parts[0]).column_names)
-        leaked = present & set(manifest.get("direct_identifiers_removed", []))
-        if leaked:
-            raise VerificationError(
-                f"direct identifier column '{sorted(leaked)[0]}' is in the release"
-            )
+        _agrees_with_manifest(manifest, report)
+        _no_direct_identifiers(manifest, location, parts[0])
     return report
+
+
+def _policy(path: str, manifest: dict | None, k: int | None, limit) -> PrivacyPolicy:
+    """The manifest's policy, `k` and `limit` (CLI flags) overriding it."""
+    if k is None:
+        if manifest is None or "k" not in manifest:
+            raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
+        k = int(manifest["k"])
+    if limit is None:
+        limit = manifest["suppression_limit"] if manifest else 0
+    return PrivacyPolicy.k_anonymity(k, Fraction(str(limit)))
+
+
+def _qids(path: str, manifest: dict | None) -> list[str]:
+    if manifest is None:
+        raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
+    return list(manifest["node"])
+
+
+def _count(parts: list[str], location: DataLocation, qids: list[str]) -> ReleaseClasses:
+    """The classes of the written parts, or a one-line error naming a missing QID column."""
+    try:
+        return release_classes(parts, location, qids)
+    except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
+        names = read_release_part(location, parts[0]).column_names
+        missing = [q for q in qids if q not in names]
+        if not missing:
+            raise
+        raise DataError(f"release {location.path} has no column '{missing[0]}'") from None
+
+
+def _agrees_with_manifest(manifest: dict, report: dict) -> None:
+    for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
+        if key in manifest and manifest[key] != report[key]:
+            raise VerificationError(
+                f"manifest says {key}={manifest[key]} but the release has {report[key]}"
+            )
+
+
+def _no_direct_identifiers(manifest: dict, location: DataLocation, part: str) -> None:
+    present = set(read_release_part(location, part).column_names)
+    leaked = present & set(manifest.get("direct_identifiers_removed", []))
+    if leaked:
+        raise VerificationError(f"direct identifier column '{sorted(leaked)[0]}' is in the release")

@@ -15,15 +15,8 @@ import json
 import os
 from typing import Any
 
-# Names inside a run folder (documented in docs/adr/0102-airflow-artifacts.md).
-CHUNKS = "chunks.json"  # chunk layout and groups (file paths, offsets, row counts)
-DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERSONAL DATA
-ENCODE = "encode.json"  # phase 1 summary: root node, bins, timings (no values)
-HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
-DECISION = "decision.json"  # chosen node, metrics, suppressed class keys (codes, no values)
-MANIFEST = "manifest.json"  # copy of the release manifest
-REPORT = "report.html"
-TIMINGS = "timings/"  # wall-clock seconds per task: the only files a retry changes
+# The names inside a run folder are the runner's (core/runner.py: chunks.json, plan.json, ...)
+# and the release records copied after the commit (manifest.json, run.json, report.html).
 
 
 def safe_segment(text: str) -> str:

@@ -24,7 +24,7 @@ sys.path.insert(0, str(TESTS))
 ADULT = TESTS.parents[1] / "shared" / "data" / "adult"
 
 # Fields of a manifest that legitimately differ between two runs of the same release.
-VOLATILE = {"timings_s", "peak_rss_bytes", "config_sha256"}
+VOLATILE = {"timings_s", "peak_rss_bytes", "config_sha256", "run_token"}
 
 
 @pytest.fixture(scope="session")
@@ -154,7 +154,8 @@ def test_dags_parse_and_shape(dagbag):
             "suppression_limit",
             "histogram_bins",
         }
-        assert dag.params["k"] == 50
+        # bug 1 of issue 10: an empty param means the file's value, never a hidden default
+        assert all(dag.params[name] is None for name in dag.params if name != "chunks_per_task")
 
 
 def test_provider_info_valid_and_registered(airflow_home):
@@ -200,32 +201,58 @@ def test_package_import_is_light():
 
 
 # --------------------------------------------------------------------------- params
-@pytest.mark.parametrize(
-    "bad",
-    [{"k": 1}, {"k": "abc"}, {"suppression_limit": 2}, {"suppression_limit": -0.1}, {"k": 2.5}],
-)
-def test_param_validation_rejects(dagbag, bad):
-    from airflow.sdk.exceptions import ParamValidationError
-
+def test_params_keep_what_was_typed(dagbag):
+    """No bounds in the Param schemas: nothing is clamped (k=1 stays 1, 5 stays 5); the run's
+    first task refuses out-of-range values, naming the field."""
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
         params = copy.deepcopy(dagbag.dags[dag_id].params)
-        with pytest.raises(ParamValidationError):
-            params.update(bad)  # a trigger's conf is validated when it is merged
-            params.validate()
+        params.update({"k": 1, "suppression_limit": 5, "histogram_bins": 1, "config": "/x.yaml"})
+        params.validate()
+        assert params["k"] == 1 and params["suppression_limit"] == 5
 
 
-def test_param_validation_accepts(dagbag):
-    params = copy.deepcopy(dagbag.dags["skald_anonymise"].params)
-    params.update({"k": 2, "suppression_limit": 0, "histogram_bins": 1000, "config": "/x.yaml"})
-    params.validate()
-
-
-def test_invalid_param_fails_run(dagbag, artifacts_root):
-    """dag.test with k=1: the run is refused before any task writes anything."""
+def test_non_numbers_are_refused_by_the_schema(dagbag):
     from airflow.sdk.exceptions import ParamValidationError
 
     with pytest.raises(ParamValidationError, match="k"):
-        dagbag.dags["skald_anonymise"].test(run_conf={"k": 1, "config": "/nonexistent.yaml"})
+        dagbag.dags["skald_anonymise"].test(run_conf={"k": "abc", "config": "/nonexistent.yaml"})
+
+
+@pytest.mark.parametrize(
+    ("bad", "message"),
+    [
+        ({"k": 1}, "k must be an integer >= 2 (got 1)"),
+        ({"k": 2.5}, "k must be an integer >= 2 (got 2.5)"),
+        ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1 (got 5)"),
+        ({"suppression_limit": -0.1}, "suppression_limit must be a number between 0 and 1"),
+        ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2 (got 1)"),
+        ({"K": 25}, "unknown key 'K' in the run's conf"),
+    ],
+)
+def test_bad_conf_fails_the_run_before_any_work(
+    dagbag, artifacts_root, generated, tmp_path, capfd, caplog, bad, message
+):
+    out = tmp_path / "release"
+    conf = {"config": str(generated), "output_path": str(out), **bad}
+    dr = run_dag(dagbag, "skald_anonymise", conf, expect="failed")
+    states = {ti.task_id: ti.state for ti in dr.get_task_instances()}
+    assert states["encode"] == "failed" and states["generalise"] != "success"
+    text = capfd.readouterr()
+    assert message in text.out + text.err + caplog.text
+    assert not out.exists() and not list(tmp_path.glob(".release*"))
+
+
+def test_conf_without_k_uses_the_files_k(dagbag, artifacts_root, generated, tmp_path):
+    """Bug 1 of issue 10: a conf without k released at k=50 whatever the file said."""
+    cfg = yaml.safe_load(generated.read_text())
+    cfg["privacy"]["k"] = 100
+    cfg["input"]["path"] = str(generated.parent / cfg["input"]["path"])
+    path = tmp_path / "k100.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    out = tmp_path / "release"
+    dr = run_dag(dagbag, "skald_anonymise", {"config": str(path), "output_path": str(out)})
+    assert manifest(out)["k"] == 100 and manifest(out)["min_class_size"] >= 100
+    assert return_value(dr, "generalise")["min_class_size"] >= 100
 
 
 def test_missing_config_fails_clearly(dagbag, artifacts_root, tmp_path, capfd, caplog):
@@ -353,17 +380,26 @@ def test_rerun_reproduces_identical_artifacts(dagbag, artifacts_root, generated,
         files = {
             str(p.relative_to(root)): p.read_bytes()
             for p in root.rglob("*")
-            # timings, and the manifest/report that print them, are compared without them
+            # timings, the run record and the report that prints them differ between attempts;
+            # the manifest is deterministic (SPEC §5): compared byte for byte
             if p.is_file()
             and "timings" not in p.parts
-            and p.name not in ("manifest.json", "report.html")
+            and p.name not in ("run.json", "report.html")
         }
         files.update({f"release/{k}": v for k, v in release_files(out).items()})
+        files["release/manifest.json"] = (out / "manifest.json").read_bytes()
         return files
 
     first_dr = run_dag(dagbag, "skald_anonymise_mapped", conf, logical_date=when)
     first, first_manifest = snapshot(first_dr), stable(manifest(out))
-    assert {"chunks.json", "domain_stats.json", "histogram.bin", "decision.json"} <= set(first)
+    assert {
+        "chunks.json",
+        "domain_stats.json",
+        "plan.json",
+        "histogram.bin",
+        "decision.json",
+    } <= set(first)
+    assert {"manifest.json", "config/effective.json", "config/skald.yaml"} <= set(first)
     assert sum(1 for k in first if k.startswith("release/part-")) == 4
     second_dr = run_dag(dagbag, "skald_anonymise_mapped", conf, logical_date=when)
     assert second_dr.run_id == first_dr.run_id

@@ -100,7 +100,7 @@ def test_mapped_phases_equal_single_task(setup):
 
     # a merge with a missing partial fails clearly
     store = RunArtifacts(None, "unit", "mapped")
-    (Path(store.uri().removeprefix("file://")) / "partials/encode/group-00001.json").unlink()
+    (Path(store.uri().removeprefix("file://")) / "partials/encode/group-00001.bin").unlink()
     with pytest.raises(FileNotFoundError, match="group-00001"):
         EncodeOperator(task_id="em", mode="merge", **common).execute(ctx)
 

@@ -1,0 +1,103 @@
+"""The figures of one node under a privacy policy: counts, every reported metric, each privacy
+model's figure over the kept classes, and the re-identification risk of the kept classes.
+
+A typed result built once, from the models (``core.privacy``) and metrics (``core.quality``);
+the decision, the per-chunk baseline, the manifest and the report all read it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy
+from airflow_skald.core.quality import REPORTED, Metric, Scored
+
+
+@dataclass(frozen=True)
+class NodeFigures:
+    """What a node releases, in figures (never a data value)."""
+
+    n_records: int
+    n_suppressed: int
+    max_suppressed: int
+    n_classes: int  # kept classes
+    min_class_size: int  # kept classes; 0 if none
+    passes: bool
+    quality: dict = field(default_factory=dict)  # metric name -> loss (precision: higher=better)
+    privacy: list = field(default_factory=list)  # per model: its settings and figure reached
+
+    @classmethod
+    def of(
+        cls,
+        table: ClassTable,
+        policy: PrivacyPolicy,
+        node: Sequence[int] = (),
+        tops: Sequence[int] = (),
+        metrics: Sequence[Metric] = REPORTED,
+        judgement: Judgement | None = None,
+    ) -> NodeFigures:
+        j = judgement or policy.judge(table)
+        scored = Scored(table, j, tuple(node), tuple(tops))
+        kept = scored.kept_sizes
+        return cls(
+            n_records=j.n_records,
+            n_suppressed=j.n_suppressed,
+            max_suppressed=j.max_suppressed,
+            n_classes=int(kept.size),
+            min_class_size=int(kept.min()) if kept.size else 0,
+            passes=j.passes,
+            quality={m.name: m.value(scored) for m in metrics if node or m.name != "precision"},
+            privacy=policy.figures(ClassTable(kept)),
+        )
+
+    @property
+    def dm_star(self) -> int:
+        return self.quality["dm_star"]
+
+    @property
+    def dm_star_arx(self) -> int:
+        return self.quality["dm_star_arx"]
+
+    @property
+    def dm(self) -> int:
+        return self.quality["dm"]
+
+    @property
+    def precision(self) -> float:
+        return self.quality["precision"]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> NodeFigures:
+        return cls(**d)
+
+
+def risk(kept: np.ndarray, k: int) -> dict:
+    """Re-identification risk of kept classes: prosecutor risk and records in small classes."""
+    kept = np.asarray(kept, dtype=np.int64)
+    if kept.size == 0:
+        return {"prosecutor_risk_max": 0.0, "prosecutor_risk_avg": 0.0, "share_below_2k": 0.0}
+    n = int(kept.sum())
+    return {
+        "prosecutor_risk_max": 1.0 / int(kept.min()),
+        "prosecutor_risk_avg": float(kept.size / n),
+        "share_below_2k": float(kept[kept < 2 * k].sum() / n),
+    }
+
+
+def class_size_histogram(sizes: np.ndarray) -> dict:
+    """Class sizes binned in powers of two, in numeric order (for the report)."""
+    if sizes.size == 0:
+        return {}
+    edges = 2 ** np.arange(0, int(np.ceil(np.log2(sizes.max() + 1))) + 1)
+    counts, _ = np.histogram(sizes, bins=edges)
+    return {
+        f"{int(a)}-{int(b) - 1}": int(c)
+        for a, b, c in zip(edges, edges[1:], counts, strict=False)
+        if c
+    }

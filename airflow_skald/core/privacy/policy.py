@@ -1,0 +1,98 @@
+"""The privacy models of a run together with its suppression limit: which classes of a node
+are kept, how many records that suppresses, and whether the node passes (SPEC §4, §4b).
+
+A class is suppressed when any model refuses it; the node passes iff the suppressed records
+fit ``floor(limit * N)``. ``monotone_passes`` is the same test with the monotone models only:
+the search may tag predictively on it (a node failing it fails everywhere below; one passing
+it passes everywhere above), while ``passes`` must be learned node by node when a model is not
+monotone with suppression.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+import numpy as np
+
+from airflow_skald.core.privacy.k_anonymity import KAnonymity
+from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+
+
+def max_suppressed(limit: Fraction, n_records: int) -> int:
+    """floor(limit * N), exactly."""
+    return math.floor(Fraction(limit) * n_records)
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """One node's classes judged: which are kept, and whether the node passes."""
+
+    kept: np.ndarray  # bool per class
+    n_records: int
+    n_suppressed: int
+    max_suppressed: int
+    passes: bool
+    monotone_passes: bool
+
+
+@dataclass(frozen=True)
+class PrivacyPolicy:
+    """The models (k-anonymity first) and the suppression limit a release is made under."""
+
+    models: tuple[PrivacyModel, ...]
+    suppression_limit: Fraction
+
+    @classmethod
+    def k_anonymity(cls, k: int, suppression_limit: Fraction | int = 0) -> PrivacyPolicy:
+        return cls((KAnonymity(int(k)),), Fraction(suppression_limit))
+
+    @property
+    def k(self) -> int:
+        return next(m.k for m in self.models if isinstance(m, KAnonymity))
+
+    @property
+    def all_monotone(self) -> bool:
+        return all(m.monotone for m in self.models)
+
+    @property
+    def attributes(self) -> tuple[str, ...]:
+        """Sensitive attributes whose per-class distributions the models need."""
+        return tuple(dict.fromkeys(m.attribute for m in self.models if m.attribute))
+
+    def judge(self, table: ClassTable) -> Judgement:
+        n = table.n_records
+        allowed = max_suppressed(self.suppression_limit, n)
+        monotone = np.ones(table.n_classes, dtype=bool)
+        for m in self.models:
+            if m.monotone:
+                monotone &= m.keeps(table)
+        kept = monotone.copy()
+        for m in self.models:
+            if not m.monotone:
+                kept &= m.keeps(table)
+        s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
+        s = n - int(table.sizes[kept].sum(dtype=np.int64))
+        return Judgement(kept, n, s, allowed, s <= allowed, s_mono <= allowed)
+
+    def describe(self) -> list[dict]:
+        return [m.describe() for m in self.models]
+
+    def figures(self, kept: ClassTable) -> list[dict]:
+        """Each criterion with the figure reached over the kept classes (manifest)."""
+        return [{**m.describe(), **m.figure(kept)} for m in self.models]
+
+    def check_release(self, kept: ClassTable, where: str) -> list[str]:
+        """Why released (kept) classes break a model: one line per broken model."""
+        return [v for m in self.models if (v := m.violation(kept, where)) is not None]
+
+    def with_thresholds(self, **values: int) -> PrivacyPolicy:
+        """The same policy with another k (the per-chunk baseline's k sweep)."""
+        from dataclasses import replace
+
+        models: Sequence[PrivacyModel] = [
+            replace(m, **{m.name: values[m.name]}) if m.name in values else m for m in self.models
+        ]
+        return PrivacyPolicy(tuple(models), self.suppression_limit)

@@ -1,0 +1,572 @@
+"""One phase runner for every route: `skald run` (serial or `--workers`), `--per-chunk`, and
+the Airflow operators (one task per phase, or mapped tasks per chunk group plus a merge).
+
+Each pass is a `Phase`: ``partial`` over some chunks, an exact ``merge`` of partials, and a
+``finish`` that turns the merged result into what the next phase reads (as Dask's
+reductions are ``chunk`` + ``aggregate``). Partials and results go through a `Store` (the
+Airflow run's artifact folder, or memory for a CLI run), so a task that runs one group in a
+mapped task instance and a process that runs them all execute the same code. Phase 1's root
+choice is persisted (``plan.json``) and read back by the later phases, never re-derived.
+
+The release has one publish step (`publish`): stage, verify, run record, manifest last,
+commit.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+from airflow_skald.core import pipeline as P
+from airflow_skald.core.config import SkaldConfig
+from airflow_skald.core.dimensions import build_dimensions
+from airflow_skald.core.encoding import DomainStats
+from airflow_skald.core.errors import ConfigError, VerificationError
+from airflow_skald.core.histogram import Histogram
+from airflow_skald.core.io import ChunkRef, filesystem
+from airflow_skald.core.lease import Lease, check_lease_token, output_lease
+from airflow_skald.core.manifest import (
+    MANIFEST_JSON,
+    REPORT_HTML,
+    RUN_JSON,
+    RunRecord,
+    build_manifest,
+    input_fingerprint,
+    now_iso,
+    to_json_bytes,
+)
+from airflow_skald.core.parallel import chunk_groups, map_groups
+from airflow_skald.core.plan import Plan, plan_root
+from airflow_skald.core.release import (
+    ReleaseIdentity,
+    check_output_target,
+    cli_token,
+    commit,
+    discard,
+    part_name,
+    prepare_staging,
+    remove_stale_staging,
+    staging_path,
+    write_bytes_atomic,
+)
+from airflow_skald.core.search import Decision
+from airflow_skald.core.verify import ReleaseClasses, verify_release
+
+log = logging.getLogger("airflow_skald")
+
+# Artifact names inside a run's store (documented in docs/adr/0101).
+CHUNKS = "chunks.json"  # chunk layout and groups (file paths, offsets, row counts)
+DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERSONAL DATA
+PLAN = "plan.json"  # phase 1's decision: the RAM root and its figures (no values)
+HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
+DECISION = "decision.json"  # chosen node, figures, suppressed class keys (codes, no values)
+TIMINGS = "timings/"  # wall-clock seconds per task: the only artifacts a retry changes
+
+
+class Store(Protocol):
+    """Where a run keeps its partials and phase results."""
+
+    def read_bytes(self, name: str) -> bytes: ...
+    def write_bytes(self, name: str, data: bytes) -> Any: ...
+    def exists(self, name: str) -> bool: ...
+
+
+class MemoryStore:
+    """A store for one process (a CLI run): nothing is written anywhere."""
+
+    def __init__(self) -> None:
+        self.items: dict[str, bytes] = {}
+
+    def read_bytes(self, name: str) -> bytes:
+        return self.items[name]
+
+    def write_bytes(self, name: str, data: bytes) -> None:
+        self.items[name] = data
+
+    def exists(self, name: str) -> bool:
+        return name in self.items
+
+
+def read_json(store: Store, name: str) -> Any:
+    return json.loads(store.read_bytes(name))
+
+
+def write_json(store: Store, name: str, body: Any) -> None:
+    store.write_bytes(name, json.dumps(body, sort_keys=True, indent=1).encode() + b"\n")
+
+
+@dataclass
+class Run:
+    """One run: its settings, its store, its staging token and what it has measured."""
+
+    config: SkaldConfig
+    store: Store = field(default_factory=MemoryStore)
+    token: str = ""
+    progress: P.Progress | None = None
+    record: RunRecord | None = None
+    lease: Lease | None = None  # held while this process writes the output
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        if not self.token:
+            self.token = cli_token()
+        if self.record is None:
+            self.record = RunRecord(self.token)
+
+    @property
+    def staging(self) -> str:
+        return staging_path(self.config.output.path, self.token)
+
+    # ------------------------------------------------------------------ chunk layout
+    def layout(self, chunks_per_group: int = 1) -> list[dict]:
+        """List the chunks once (phase 0) and cut them into groups for mapped tasks."""
+        chunks = P.list_chunks(self.config)
+        ids = [c.chunk_id for c in chunks]
+        size = max(1, int(chunks_per_group))
+        groups = [
+            {"group": g, "chunk_ids": ids[i : i + size]}
+            for g, i in enumerate(range(0, len(ids), size))
+        ]
+        write_json(self.store, CHUNKS, {"chunks": [c.to_dict() for c in chunks], "groups": groups})
+        return groups
+
+    def chunks(self, chunk_ids: Sequence[int] | None = None) -> list[ChunkRef]:
+        refs = [ChunkRef.from_dict(c) for c in read_json(self.store, CHUNKS)["chunks"]]
+        if chunk_ids is None:
+            return refs
+        wanted = set(chunk_ids)
+        return [c for c in refs if c.chunk_id in wanted]
+
+    def groups(self) -> list[dict]:
+        return read_json(self.store, CHUNKS)["groups"]
+
+    def check_target(self) -> None:
+        """Before phase 1: the output is not the input nor foreign data, and a release there
+        is replaced only by a retry of its run, an identical rerun, or with `overwrite`."""
+        identity = ReleaseIdentity.of_run(self.config, self.chunks(), self.token)
+        check_output_target(self.config.output, self.config.input, identity, self.config.overwrite)
+
+    # ------------------------------------------------------------------ persisted results
+    def plan(self) -> Plan:
+        """Phase 1's plan, read back: the dimensions from the domain statistics, the root
+        as phase 1 chose it."""
+        if "plan" not in self._cache:
+            self._cache["plan"] = self._read_plan()
+        return self._cache["plan"]
+
+    def _read_plan(self) -> Plan:
+        stats = DomainStats.from_bytes(self.store.read_bytes(DOMAIN_STATS))
+        saved = read_json(self.store, PLAN)
+        if saved["config_sha256"] != self.config.fingerprint():
+            raise ConfigError(
+                "the SKALD config or params changed since the encode task (phase 1) of this run "
+                f"(config sha256 {saved['config_sha256'][:12]} -> "
+                f"{self.config.fingerprint()[:12]}); clear the whole run instead of single tasks"
+            )
+        return Plan(
+            stats=stats,
+            dims=build_dimensions(self.config.quasi_identifiers, stats.qids),
+            n_ram=saved["histogram_bins"],
+            n_ram_derived=saved["histogram_bins_derived"],
+            root=tuple(saved["root_levels"]),
+            root_bins=saved["root_bins"],
+            lattice_nodes=saved["root_lattice"]["nodes"],
+            root_evaluated=saved["root_lattice"]["evaluated"],
+            root_complying=saved["root_lattice"]["complying"],
+        )
+
+    def decision(self) -> Decision:
+        if "decision" not in self._cache:
+            self._cache["decision"] = Decision.from_bytes(self.store.read_bytes(DECISION))
+        return self._cache["decision"]
+
+    def for_worker(self) -> Run:
+        """What a worker process needs of this run (not the root histogram)."""
+        store = MemoryStore()
+        for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION):
+            if self.store.exists(name):
+                store.write_bytes(name, self.store.read_bytes(name))
+        return Run(self.config, store, self.token)
+
+    def measured(self, phase: str, seconds: float | None = None) -> None:
+        """Note a phase's seconds and peak memory in the run record, then hand the memory
+        the phase freed back to the OS."""
+        if seconds is not None:
+            self.record.timings_s[phase] = seconds
+        P.phase_done(self.record.peak_rss_bytes_by_phase, phase)
+
+    def timed(self, phase: str, seconds: float, group: int | None = None) -> None:
+        name = phase if group is None else f"{phase}-group-{group:05d}"
+        write_json(self.store, f"{TIMINGS}{name}.json", {"seconds": seconds})
+
+    def seconds(self, phase: str, groups: Sequence[int] | None = None) -> float:
+        names = [phase] if groups is None else [f"{phase}-group-{g:05d}" for g in groups]
+        return sum(
+            read_json(self.store, f"{TIMINGS}{n}.json")["seconds"]
+            for n in names
+            if self.store.exists(f"{TIMINGS}{n}.json")
+        )
+
+
+A = TypeVar("A")  # a phase's partial (additive) result
+R = TypeVar("R")  # what the phase's finish returns
+
+
+class Phase(Generic[A, R]):
+    """One pass over the chunks: partial per group, exact merge, finish."""
+
+    name = ""
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> A:
+        raise NotImplementedError
+
+    def merge(self, parts: Sequence[A]) -> A:
+        raise NotImplementedError
+
+    def finish(self, run: Run, merged: A) -> R:
+        raise NotImplementedError
+
+    def dump(self, part: A) -> bytes:
+        raise NotImplementedError
+
+    def load(self, data: bytes) -> A:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ drivers
+    def partial_name(self, group: int) -> str:
+        return f"partials/{self.name}/group-{group:05d}.bin"
+
+    def run_group(self, run: Run, group: int, chunk_ids: Sequence[int]) -> A:
+        """A mapped task instance: one group's partial, stored for the merge."""
+        t0 = time.perf_counter()
+        part = self.partial(run, run.chunks(chunk_ids))
+        run.store.write_bytes(self.partial_name(group), self.dump(part))
+        run.timed(self.name, time.perf_counter() - t0, group)
+        return part
+
+    def run_merge(self, run: Run) -> R:
+        """The merge task: every group's stored partial, merged exactly, then finished."""
+        groups = [g["group"] for g in run.groups()]
+        parts = [self.load(run.store.read_bytes(self.partial_name(g))) for g in groups]
+        t0 = time.perf_counter()
+        merged = self.merge(parts)
+        seconds = run.seconds(self.name, groups) + time.perf_counter() - t0
+        run.timed(self.name, seconds)
+        run.measured(self.name, seconds)
+        return self.finish(run, merged)
+
+    def run_all(self, run: Run, workers: int = 1) -> R:
+        """The whole phase in this process (`workers` > 1: one process per chunk group)."""
+        t0 = time.perf_counter()
+        chunks = run.chunks()
+        if workers > 1 and len(chunk_groups(chunks, workers)) > 1:
+            parts = map_groups(_partial_in_worker, (self, run.for_worker()), chunks, workers)
+            merged = self.merge([self.load(p) for p in parts])
+        else:
+            merged = self.partial(run, chunks)
+        seconds = time.perf_counter() - t0
+        run.timed(self.name, seconds)
+        run.measured(self.name, seconds)
+        return self.finish(run, merged)
+
+
+def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
+    """A worker process's share (spawned; the partial comes back in its byte form)."""
+    return phase.dump(phase.partial(run, chunks))
+
+
+class EncodePhase(Phase[DomainStats, Plan]):
+    """Phase 1: domain statistics per chunk group, merged; then the RAM root, persisted."""
+
+    name = "encode"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> DomainStats:
+        return P.scan_domain(run.config, chunks, run.progress)
+
+    def merge(self, parts: Sequence[DomainStats]) -> DomainStats:
+        return DomainStats.merge(list(parts))
+
+    def dump(self, part: DomainStats) -> bytes:
+        return part.to_bytes()
+
+    def load(self, data: bytes) -> DomainStats:
+        return DomainStats.from_bytes(data)
+
+    def finish(self, run: Run, merged: DomainStats) -> Plan:
+        plan = plan_root(run.config, merged)
+        run.store.write_bytes(DOMAIN_STATS, merged.to_bytes())
+        write_json(run.store, PLAN, plan_summary(run.config, plan))
+        run._cache["plan"] = plan
+        log.info(
+            "RAM root %s (%d possible bins, N_RAM=%d) over %d records",
+            plan.levels(plan.root),
+            plan.root_bins,
+            plan.n_ram,
+            merged.n_rows,
+        )
+        return plan
+
+
+def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
+    """Phase 1's decision as persisted (and returned to XCom): levels and counts only."""
+    return {
+        "n_rows": plan.stats.n_rows,
+        "root_node": plan.levels(plan.root),
+        "root_levels": list(plan.root),
+        "root_bins": plan.root_bins,
+        "histogram_bins": plan.n_ram,
+        "histogram_bins_derived": plan.n_ram_derived,
+        "root_lattice": {
+            "nodes": plan.lattice_nodes,
+            "evaluated": plan.root_evaluated,
+            "complying": plan.root_complying,
+        },
+        "config_sha256": config.fingerprint(),
+    }
+
+
+class HistogramPhase(Phase[Histogram, Decision]):
+    """Phase 2: root-node class counts per chunk group, summed; then the lattice search."""
+
+    name = "histogram"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> Histogram:
+        return P.count_histogram(run.config, run.plan(), chunks, run.progress)
+
+    def merge(self, parts: Sequence[Histogram]) -> Histogram:
+        return Histogram.merge(list(parts))
+
+    def dump(self, part: Histogram) -> bytes:
+        return part.compact().to_bytes()
+
+    def load(self, data: bytes) -> Histogram:
+        return Histogram.from_bytes(data)
+
+    def finish(self, run: Run, merged: Histogram) -> Decision:
+        run.store.write_bytes(HISTOGRAM, merged.to_bytes())
+        t0 = time.perf_counter()
+        decision = P.search_lattice(run.config, run.plan(), merged)
+        run.timed("search", time.perf_counter() - t0)
+        run.measured("search", time.perf_counter() - t0)
+        run.store.write_bytes(DECISION, decision.to_bytes())
+        run._cache["decision"] = decision
+        f = decision.figures
+        log.info(
+            "chosen node %s %s: DM*=%d, suppressed %d of %d (limit %d), %d/%d nodes evaluated",
+            decision.levels,
+            decision.node_paper,
+            f.dm_star,
+            f.n_suppressed,
+            f.n_records,
+            f.max_suppressed,
+            decision.lattice["evaluated"],
+            decision.lattice["nodes"],
+        )
+        return decision
+
+
+@dataclass
+class Written:
+    """Parts a group wrote to the staging folder, and their classes as read back."""
+
+    names: list[str]
+    classes: ReleaseClasses
+
+
+class GeneralisePhase(Phase[Written, dict]):
+    """Phase 3: generalise each chunk to the node, write its part, read its classes back;
+    then verify the whole staged release and publish it."""
+
+    name = "generalise"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> Written:
+        fs, root = filesystem(run.staging)
+        fs.makedirs(root, exist_ok=True)
+        names = P.write_parts(
+            run.config, run.plan(), run.decision(), chunks, run.staging, run.progress
+        )
+        return Written(names, P.count_written(run.config, run.staging, names))
+
+    def merge(self, parts: Sequence[Written]) -> Written:
+        return Written(
+            [n for p in parts for n in p.names], ReleaseClasses.merge([p.classes for p in parts])
+        )
+
+    def dump(self, part: Written) -> bytes:
+        return json.dumps(part.names).encode() + b"\n" + part.classes.to_bytes()
+
+    def load(self, data: bytes) -> Written:
+        head, _, body = data.partition(b"\n")
+        return Written(json.loads(head), ReleaseClasses.from_bytes(body))
+
+    def finish(self, run: Run, merged: Written) -> dict:
+        config, plan, decision = run.config, run.plan(), run.decision()
+        record_timings(run)
+        chunks = run.chunks()
+        expected = [part_name(c.chunk_id, config.output.format) for c in chunks]
+        if sorted(merged.names) != expected:
+            raise VerificationError(f"{len(merged.names)} parts written, {len(expected)} expected")
+
+        def check() -> dict:
+            report = verify_release(
+                run.staging,
+                qids=config.qid_names,
+                n_records=plan.stats.n_rows,
+                delimiter=config.output.delimiter,
+                claimed_suppressed=decision.figures.n_suppressed,
+                classes=merged.classes,
+                policy=config.policy(),
+            )
+            predicted = decision.to_dict()
+            for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
+                if report[key] != predicted[key]:
+                    raise VerificationError(
+                        f"written release has {key}={report[key]}, "
+                        f"the search predicted {predicted[key]}"
+                    )
+            return build_manifest(
+                config, plan, decision, chunks, expected, bool(report["verified"]), run.token
+            )
+
+        return publish(run, check)
+
+
+def publish(run: Run, verify: Callable[[], dict]) -> dict:
+    """The one publish step: verify the staged release (returns its manifest), write the
+    report and the run record, the manifest last, and move the release into place."""
+    t0 = time.perf_counter()
+    try:
+        manifest = verify()
+        record = run.record
+        record.timings_s["verify"] = time.perf_counter() - t0
+        record.peak_rss_bytes = P.peak_rss_bytes()
+        record.peak_rss_bytes_by_phase.setdefault("verify", record.peak_rss_bytes)
+        record.finished_at = now_iso()
+        from airflow_skald.core.report import write_report
+
+        staged = run.staging.rstrip("/") + "/"
+        write_report(manifest, run.staging, run=record.to_dict())
+        write_bytes_atomic(staged + RUN_JSON, to_json_bytes(record.to_dict()))
+        write_bytes_atomic(staged + MANIFEST_JSON, to_json_bytes(manifest))
+        commit(run.staging, run.config.output.path, lease=run.lease)
+    except BaseException:
+        discard(run.staging)
+        raise
+    log.info("release committed at %s", run.config.output.path)
+    return manifest
+
+
+def already_published(run: Run) -> dict | None:
+    """The manifest at the output if this run (same config, input and node) committed it:
+    a cleared merge task re-publishes instead of failing."""
+    fs, root = filesystem(run.staging)
+    if fs.exists(root):
+        return None
+    ofs, out = filesystem(run.config.output.path)
+    path = out.rstrip("/") + "/" + MANIFEST_JSON
+    if not ofs.exists(path):
+        return None
+    with ofs.open(path, "rb") as fh:
+        manifest = json.loads(fh.read())
+    same = (
+        manifest.get("config_sha256") == run.config.fingerprint()
+        and manifest.get("input_fingerprint") == input_fingerprint(run.chunks())
+        and manifest.get("node") == run.decision().levels
+    )
+    return manifest if same else None
+
+
+def drop_temporaries(staging: str) -> None:
+    """Remove ``.*.tmp`` files a killed mapped writer may have left, before commit."""
+    fs, root = filesystem(staging)
+    if not fs.exists(root):
+        return
+    for path in fs.ls(root, detail=False):
+        name = path.rstrip("/").rsplit("/", 1)[-1]
+        if name.startswith(".") and name.endswith(".tmp"):
+            log.info("removing %s left by an interrupted attempt", name)
+            fs.rm(path)
+
+
+ENCODE, HISTOGRAM_PHASE, GENERALISE = EncodePhase(), HistogramPhase(), GeneralisePhase()
+
+CONFIG_ARCHIVE = "config/"  # the effective config and hierarchies, and the file as written
+
+
+def archive_config(run: Run) -> None:
+    """Keep the effective config (with this run's settings) and the YAML file with the run's
+    artifacts, for the audit record."""
+    write_json(run.store, CONFIG_ARCHIVE + "effective.json", run.config.effective())
+    if run.config.source and os.path.isfile(run.config.source):
+        with open(run.config.source, "rb") as fh:
+            run.store.write_bytes(CONFIG_ARCHIVE + "skald.yaml", fh.read())
+
+
+@contextlib.contextmanager
+def claim_output(run: Run, ttl_s: float, release: str = "never") -> Iterator[Lease]:
+    """The output's lease for a run that spans several task processes: taken (or taken over:
+    same token) by its tasks, expiring if none renews it, released when the commit is done."""
+    with output_lease(
+        run.config.output, run.token, ttl_s=ttl_s, pid=None, release=release
+    ) as lease:
+        run.lease = lease
+        yield lease
+
+
+def check_lease(run: Run) -> None:
+    """A mapped writer's fence: no other run may hold the output's lease."""
+    check_lease_token(run.config.output.path, run.token)
+
+
+def copy_release_records(run: Run) -> None:
+    """The committed release's manifest, run record and report into the run's store."""
+    fs, out = filesystem(run.config.output.path)
+    for name in (MANIFEST_JSON, RUN_JSON, REPORT_HTML):
+        path = out.rstrip("/") + "/" + name
+        if fs.exists(path):
+            with fs.open(path, "rb") as fh:
+                run.store.write_bytes(name, fh.read())
+
+
+def run(
+    config: SkaldConfig,
+    progress: P.Progress | None = None,
+    token: str | None = None,
+    workers: int = 1,
+) -> dict:
+    """All three phases in this process; returns the manifest of the committed release."""
+    r = Run(config, token=token or "", progress=progress)
+    return run_local(r, (ENCODE, HISTOGRAM_PHASE, GENERALISE), workers)
+
+
+def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
+    """Phases one after the other in this process, the output's lease held throughout; the
+    last phase writes the staged release (discarded if anything fails)."""
+    check_output_target(run.config)  # before listing chunks: output inside input, a file...
+    with output_lease(run.config.output, run.token) as lease:
+        run.lease = lease
+        run.layout()
+        run.check_target()
+        remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
+        for phase in phases[:-1]:
+            phase.run_all(run, workers)
+        prepare_staging(run.staging)
+        try:
+            return phases[-1].run_all(run, workers)
+        except BaseException:
+            discard(run.staging)
+            raise
+
+
+def record_timings(run: Run) -> None:
+    """The run record's timings from the per-phase timing artifacts (tasks of a DAG run)."""
+    t = run.record.timings_s
+    for phase in ("encode", "histogram", "search", "generalise"):
+        if phase not in t and run.store.exists(f"{TIMINGS}{phase}.json"):
+            t[phase] = run.seconds(phase)
