@@ -203,16 +203,24 @@ OVERRIDE_KEYS: tuple[str, ...] = tuple(s.name for s in SETTINGS)
 def parse_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
     """Validated overrides from a CLI namespace, DAG params or operator fields.
 
-    Empty values are dropped (the file's value stands); an unknown name is an error.
+    Empty values are dropped (the file's value stands); an unknown name is an error. Every
+    bad value is named in one message (``k must be ...; suppression_limit must be ...``), so
+    a user who typed two wrong values learns of both from one failed run.
     """
     unknown = sorted(set(values) - set(BY_NAME))
     if unknown:
         raise ConfigError(f"unknown setting '{unknown[0]}'")
-    return {
-        name: BY_NAME[name].parse(value, name)
-        for name, value in values.items()
-        if not is_empty(value)
-    }
+    parsed, errors = {}, []
+    for name, value in values.items():
+        if is_empty(value):
+            continue
+        try:
+            parsed[name] = BY_NAME[name].parse(value, name)
+        except ConfigError as exc:
+            errors.append(str(exc))
+    if errors:
+        raise ConfigError("; ".join(errors))
+    return parsed
 
 
 def read_file_setting(raw: Mapping[str, Any], setting: Setting, default: Any) -> Any:
