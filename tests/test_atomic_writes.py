@@ -304,7 +304,7 @@ def test_rerun_with_fewer_chunks_leaves_no_stale_parts(tmp_path: Path, capsys) -
     _, out, config, _ = setup_run(tmp_path, n_files=3, rows=40)
     assert run_inprocess(["run", str(config), "-q", "--chunk-rows", "10"], capsys)[0] == 0
     assert len(release_bytes(out)) == 12
-    assert run_inprocess(["run", str(config), "-q", "--k", "4"], capsys)[0] == 0
+    assert run_inprocess(["run", str(config), "-q", "--k", "4", "--overwrite"], capsys)[0] == 0
     manifest = json.loads((out / "manifest.json").read_text())
     assert sorted(release_bytes(out)) == manifest["parts"]
     assert len(manifest["parts"]) == 3 and manifest["k"] == 4

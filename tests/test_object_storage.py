@@ -330,7 +330,7 @@ def test_skald_run_to_s3_then_verify(bucket: str, tmp_path: Path, capsys, monkey
     done = run_subprocess(["run", str(config), "-q"])
     assert done.returncode == 0, done.stderr
     names = _names(out)
-    assert names == _release_names(6), names
+    assert names == sorted([*_release_names(6), "run.json"]), names  # run record beside it
     manifest = _manifest(out)
     assert manifest["k"] == 3 and manifest["verified"] is True and manifest["chunks"] == 6
     assert _names(f"s3://{bucket}/releases") == [f"adult-k3/{n}" for n in names]  # no debris

@@ -21,8 +21,6 @@ from airflow_skald.core.config import load_config
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings import BY_NAME, SETTINGS, check_run_conf, parse_overrides
 
-pytestmark = pytest.mark.integration
-
 
 def _file_error(tmp_path: Path, name: str, value) -> str:
     inp, out = tmp_path / "in", tmp_path / "out"

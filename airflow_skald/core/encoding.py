@@ -201,8 +201,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], int]:
         table = read_chunk(config.input, chunk, config.qid_names, types)
-        qids = config.quasi_identifiers
-        return {q.name: _scan_qid(q, table.column(q.name), chunk) for q in qids}, table.num_rows
+        return scan_table(config, table, chunk), table.num_rows
 
     for i, (_, (part, rows)) in enumerate(map_ahead(scan, chunks)):
         qstats = part if qstats is None else {n: qstats[n].merge(part[n]) for n in qstats}
@@ -210,6 +209,11 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         if progress:
             progress(i + 1, len(chunks), rows)
     return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files)
+
+
+def scan_table(config: SkaldConfig, table: pa.Table, chunk: ChunkRef) -> dict[str, QidStats]:
+    """Phase 1's statistics of one chunk's QID columns (in memory; merge with QidStats.merge)."""
+    return {q.name: _scan_qid(q, table.column(q.name), chunk) for q in config.quasi_identifiers}
 
 
 def _check_types(config: SkaldConfig, file: str) -> None:

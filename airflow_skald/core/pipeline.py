@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Sequence
 
 import numpy as np
+import pyarrow as pa
 
 from airflow_skald.core import io as skald_io
 from airflow_skald.core.config import DataLocation, SkaldConfig
@@ -126,19 +127,22 @@ def count_histogram(
     types = csv_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
 
-    strides = strides_of(radices)
-
     def keys_of_chunk(chunk: ChunkRef) -> np.ndarray:
-        table = read_chunk(config.input, chunk, config.qid_names, types)
-        keys = np.zeros(table.num_rows, dtype=np.int64)
-        for d, level, stride in zip(plan.dims, plan.root, strides, strict=True):
-            keys += d.key_part(table.column(d.name), chunk, level, stride)
-        return keys
+        return root_keys(plan, read_chunk(config.input, chunk, config.qid_names, types), chunk)
 
     for i, (_, keys) in enumerate(map_ahead(keys_of_chunk, chunks)):
         acc.add_keys(keys)
         tick(i + 1, keys.size)
     return acc.result()
+
+
+def root_keys(plan: Plan, table: pa.Table, chunk: ChunkRef) -> np.ndarray:
+    """Phase 2 for one chunk's QID columns (in memory): each record's bin at the root node."""
+    keys = np.zeros(table.num_rows, dtype=np.int64)
+    strides = strides_of(plan.radices(plan.root))
+    for d, level, stride in zip(plan.dims, plan.root, strides, strict=True):
+        keys += d.key_part(table.column(d.name), chunk, level, stride)
+    return keys
 
 
 def search_lattice(
