@@ -1,9 +1,10 @@
 """The generalisation lattice: nodes, predictive tagging, and the optimal-node search.
 
-Nodes are rows of a small integer array, so "every generalisation of n" is one vectorised
-comparison. A monotone predicate (fits in RAM; k-anonymous within the suppression limit) is
-classified with predictive tagging: evaluate a node from the middle of what is still unknown;
-a pass tags every node above it as passing, a fail every node below it as failing.
+Nodes are the cells of an n-d grid (one axis per QID, `lattice.shape`), numbered in C order
+(lexicographic levels). "Every generalisation of node i" is then the n-d slice `up(i)` of any
+per-node array viewed with that shape, and "every specialisation" the slice `down(i)`: tagging
+and bound propagation are slice assignments costing the size of the region, with no per-node
+Python work and no comparison of whole node tables (ADR 0004).
 """
 
 from __future__ import annotations
@@ -11,43 +12,189 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
 MAX_NODES = 20_000_000
+_INT_LIMIT = 1 << 62  # bounds and losses below this are held exactly in int64
 
 
 @dataclass
 class Lattice:
-    """All nodes with lower[i] <= level_i <= upper[i], in lexicographic order."""
+    """All nodes with lower[i] <= level_i <= upper[i], in lexicographic (C) order."""
 
     lower: tuple[int, ...]
     upper: tuple[int, ...]
-    nodes: np.ndarray = field(init=False)
+    shape: tuple[int, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        sizes = [u - lo + 1 for lo, u in zip(self.lower, self.upper, strict=True)]
-        if math.prod(sizes) > MAX_NODES:
-            raise ValueError(f"lattice of {math.prod(sizes)} nodes is too large to search")
-        grids = np.indices(sizes, dtype=np.int16).reshape(len(sizes), -1).T
-        self.nodes = grids + np.asarray(self.lower, dtype=np.int16)
+        self.lower = tuple(int(x) for x in self.lower)
+        self.upper = tuple(int(x) for x in self.upper)
+        self.shape = tuple(u - lo + 1 for lo, u in zip(self.lower, self.upper, strict=True))
+        if math.prod(self.shape) > MAX_NODES:
+            raise ValueError(f"lattice of {math.prod(self.shape)} nodes is too large to search")
 
     def __len__(self) -> int:
-        return int(self.nodes.shape[0])
+        return math.prod(self.shape)
 
-    @property
+    @cached_property
+    def nodes(self) -> np.ndarray:
+        """(n, d) int16 table of the nodes' levels (built on first use)."""
+        grids = np.indices(self.shape, dtype=np.int16).reshape(len(self.shape), -1).T
+        return grids + np.asarray(self.lower, dtype=np.int16)
+
+    def axes(self) -> list[np.ndarray]:
+        """Per QID, its levels as an array broadcastable over the n-d grid."""
+        d = len(self.shape)
+        return [
+            np.arange(lo, u + 1, dtype=np.int64).reshape([-1 if j == i else 1 for j in range(d)])
+            for i, (lo, u) in enumerate(zip(self.lower, self.upper, strict=True))
+        ]
+
+    def grid_sum(self, terms: Sequence[np.ndarray], dtype: type = np.int64) -> np.ndarray:
+        """Flat array over all nodes of sum_i terms[i][level_i - lower_i] (one broadcast)."""
+        out = np.zeros(self.shape, dtype=dtype)
+        for i, t in enumerate(terms):
+            shape = [1] * len(self.shape)
+            shape[i] = -1
+            out += np.asarray(t, dtype=dtype).reshape(shape)
+        return out.reshape(-1)
+
+    @cached_property
     def heights(self) -> np.ndarray:
-        return self.nodes.sum(axis=1, dtype=np.int64)
+        return self.grid_sum(
+            [np.arange(lo, u + 1) for lo, u in zip(self.lower, self.upper, strict=True)]
+        )
 
     def node(self, i: int) -> tuple[int, ...]:
-        return tuple(int(x) for x in self.nodes[i])
+        idx = np.unravel_index(int(i), self.shape)
+        return tuple(int(x) + lo for x, lo in zip(idx, self.lower, strict=True))
+
+    def index(self, node: Sequence[int]) -> int:
+        return int(
+            np.ravel_multi_index(
+                tuple(int(v) - lo for v, lo in zip(node, self.lower, strict=True)), self.shape
+            )
+        )
+
+    def up(self, i: int) -> tuple[slice, ...]:
+        """Slices of an n-d view selecting node i and every node above it."""
+        return tuple(slice(int(x), None) for x in np.unravel_index(int(i), self.shape))
+
+    def down(self, i: int) -> tuple[slice, ...]:
+        """Slices of an n-d view selecting node i and every node below it."""
+        return tuple(slice(0, int(x) + 1) for x in np.unravel_index(int(i), self.shape))
 
     def above(self, i: int) -> np.ndarray:
         """Mask of the nodes that generalise node i (including itself)."""
-        return np.all(self.nodes >= self.nodes[i], axis=1)
+        mask = np.zeros(self.shape, dtype=bool)
+        mask[self.up(i)] = True
+        return mask.reshape(-1)
 
     def below(self, i: int) -> np.ndarray:
-        return np.all(self.nodes <= self.nodes[i], axis=1)
+        mask = np.zeros(self.shape, dtype=bool)
+        mask[self.down(i)] = True
+        return mask.reshape(-1)
+
+    def successors(self, i: int) -> list[int]:
+        """Nodes one level above i (one QID raised by one)."""
+        idx = np.unravel_index(int(i), self.shape)
+        strides = _strides(self.shape)
+        return [int(i) + s for x, n, s in zip(idx, self.shape, strides, strict=True) if x + 1 < n]
+
+
+def _strides(shape: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for n in reversed(shape):
+        out.append(acc)
+        acc *= n
+    return out[::-1]
+
+
+def fitting_nodes(lattice: Lattice, cards: Sequence[Sequence[int]], limit: int) -> np.ndarray:
+    """Mask of the nodes with prod_i cards[i][level_i] <= limit, exactly, for the whole lattice.
+
+    One broadcast product in float64; the rare products within rounding of `limit` are redone
+    in exact integers.
+    """
+    d = len(lattice.shape)
+    prod = np.ones(lattice.shape, dtype=np.float64)
+    per_dim = []
+    for i, (lo, u) in enumerate(zip(lattice.lower, lattice.upper, strict=True)):
+        c = [int(x) for x in cards[i][lo : u + 1]]
+        per_dim.append(c)
+        shape = [1] * d
+        shape[i] = -1
+        prod = prod * np.asarray(c, dtype=np.float64).reshape(shape)
+    flat = prod.reshape(-1)
+    tol = (d + 1) * 2.0**-52
+    lim = float(limit)
+    fits = flat <= lim * (1 - tol)
+    close = np.flatnonzero((flat > lim * (1 - tol)) & (flat <= lim * (1 + tol)))
+    for j in close.tolist():
+        idx = np.unravel_index(j, lattice.shape)
+        fits[j] = math.prod(per_dim[i][x] for i, x in enumerate(idx)) <= limit
+    return fits
+
+
+def _cost_terms(lattice: Lattice, tops: Sequence[int]) -> tuple[list[list[int]], int]:
+    positive = [t for t in tops if t > 0]
+    lcm = math.lcm(*positive) if positive else 1
+    terms = [
+        [lv * (lcm // t) if t > 0 else 0 for lv in range(lo, u + 1)]
+        for lo, u, t in zip(lattice.lower, lattice.upper, tops, strict=True)
+    ]
+    return terms, lcm
+
+
+def generalisation_cost(nodes: np.ndarray, tops: Sequence[int]) -> np.ndarray:
+    """Integer proportional to sum_i level_i/top_i (so lower = higher precision), exactly."""
+    positive = [t for t in tops if t > 0]
+    lcm = math.lcm(*positive) if positive else 1
+    weights = [lcm // t if t > 0 else 0 for t in tops]
+    if lcm * max(1, sum(tops)) < _INT_LIMIT:
+        return nodes.astype(np.int64) @ np.asarray(weights, dtype=np.int64)
+    return (nodes.astype(object) * np.asarray(weights, dtype=object)).sum(axis=1)
+
+
+def _lattice_cost(lattice: Lattice, tops: Sequence[int]) -> np.ndarray:
+    """generalisation_cost of every node (int64 when exact, else dense int ranks of it)."""
+    terms, lcm = _cost_terms(lattice, tops)
+    if lcm * max(1, sum(tops)) < _INT_LIMIT:
+        return lattice.grid_sum(terms)
+    exact = generalisation_cost(lattice.nodes, tops)
+    return np.unique(exact, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def static_rank(lattice: Lattice, tops: Sequence[int], priority: Sequence[int]) -> np.ndarray:
+    """Every node's position in the tie order: higher precision first, then levels in priority
+    order, lexicographic, finer first (SPEC §4). A permutation of 0..n-1 (int64)."""
+    cost = _lattice_cost(lattice, tops)
+    axes = lattice.axes()
+    keys = [np.broadcast_to(axes[p], lattice.shape).reshape(-1) for p in reversed(priority)]
+    order = np.lexsort([*keys, cost])
+    rank = np.empty(len(lattice), dtype=np.int64)
+    rank[order] = np.arange(len(lattice), dtype=np.int64)
+    return rank
+
+
+def best_by_precision(
+    lattice: Lattice, candidates: np.ndarray, tops: Sequence[int], priority: Sequence[int]
+) -> int | None:
+    """The candidate with the highest precision; ties by levels in priority order, finer first."""
+    candidates = np.asarray(candidates, dtype=np.int64)
+    if candidates.size == 0:
+        return None
+    terms, lcm = _cost_terms(lattice, tops)
+    idx = np.unravel_index(candidates, lattice.shape)
+    if lcm * max(1, sum(tops)) < _INT_LIMIT:
+        cost = sum(np.asarray(t, dtype=np.int64)[ix] for t, ix in zip(terms, idx, strict=True))
+    else:
+        cost = generalisation_cost(lattice.nodes[candidates], tops)
+        cost = np.unique(cost, return_inverse=True)[1].reshape(-1)
+    keys = [idx[p] for p in reversed(priority)]
+    return int(candidates[np.lexsort([*keys, cost])[0]])
 
 
 def classify(lattice: Lattice, passes: Callable[[int], bool]) -> tuple[np.ndarray, list[int]]:
@@ -56,44 +203,42 @@ def classify(lattice: Lattice, passes: Callable[[int], bool]) -> tuple[np.ndarra
     Returns the pass mask and the indices of the nodes actually evaluated, in order.
     """
     status = np.zeros(len(lattice), dtype=np.int8)  # 0 unknown, 1 pass, -1 fail
+    view = status.reshape(lattice.shape)
     heights = lattice.heights
     evaluated: list[int] = []
     while True:
         unknown = np.flatnonzero(status == 0)
         if unknown.size == 0:
             break
-        i = _middle(unknown, heights)
-        evaluated.append(i)
-        _tag(lattice, status, i, passes(i))
+        for i in _path(lattice, status, int(unknown[np.argmin(heights[unknown])]), heights):
+            if status[i] != 0:
+                continue
+            evaluated.append(i)
+            if passes(i):
+                view[lattice.up(i)] = 1
+            else:
+                view[lattice.down(i)] = -1
     return status == 1, evaluated
 
 
-def generalisation_cost(nodes: np.ndarray, tops: Sequence[int]) -> np.ndarray:
-    """Integer proportional to sum_i level_i/top_i (so lower = higher precision), exactly."""
-    positive = [t for t in tops if t > 0]
-    lcm = math.lcm(*positive) if positive else 1
-    weights = np.asarray([lcm // t if t > 0 else 0 for t in tops], dtype=object)
-    return (nodes.astype(object) * weights).sum(axis=1)
-
-
-def best_by_precision(
-    lattice: Lattice, candidates: np.ndarray, tops: Sequence[int], priority: Sequence[int]
-) -> int | None:
-    """The candidate with the highest precision; ties by levels in priority order, finer first."""
-    if candidates.size == 0:
-        return None
-    cost = generalisation_cost(lattice.nodes[candidates], tops)
-    nodes = lattice.nodes[candidates]
-    j = min(
-        range(candidates.size),
-        key=lambda j: (cost[j], tuple(int(nodes[j, p]) for p in priority)),
-    )
-    return int(candidates[j])
-
-
-def _exceeds(bound: float | np.ndarray, best: float) -> bool | np.ndarray:
-    """bound > best (elementwise for arrays), with a margin for float rounding of huge exact integers (never over-prune)."""
-    return bound > best * (1 + 1e-12)
+def _path(lattice: Lattice, status: np.ndarray, start: int, heights: np.ndarray) -> list[int]:
+    """An upward path of unknown nodes from `start`, in binary-search order (middle first)."""
+    path = [start]
+    while True:
+        nxt = [j for j in lattice.successors(path[-1]) if status[j] == 0]
+        if not nxt:
+            break
+        path.append(nxt[0])
+    order: list[int] = []
+    spans = [(0, len(path) - 1)]
+    while spans:
+        lo, hi = spans.pop()
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        order.append(path[mid])
+        spans.extend([(lo, mid - 1), (mid + 1, hi)])
+    return order
 
 
 @dataclass
@@ -103,83 +248,167 @@ class SearchOutcome:
     best: int | None
     evaluated: int
     passing: int  # nodes known to pass (evaluated or tagged)
-    pruned: int = 0  # nodes never classified: their DM* lower bound exceeds the best score
+    pruned: int = 0  # nodes never classified: their loss lower bound rules them out
     scores: dict[int, tuple] = field(default_factory=dict)
 
 
-def _tag(lattice: Lattice, status: np.ndarray, i: int, passed: bool) -> None:
-    """Predictive tagging: a pass tags every unknown node above i, a fail every one below."""
-    if passed:
-        status[lattice.above(i) & (status == 0)] = 1
-    else:
-        status[lattice.below(i) & (status == 0)] = -1
+class _Bounds:
+    """Per-node lower bounds of the loss: exact int64 while every value fits, else float64
+    compared with a margin that never prunes a node that could tie (ties are then evaluated)."""
 
+    def __init__(self, n: int):
+        self.exact = True
+        self.flat = np.full(n, -_INT_LIMIT, dtype=np.int64)
 
-def _middle(candidates: np.ndarray, heights: np.ndarray) -> int:
-    """A node from the middle height of a region (most tagging per evaluation, as OLA)."""
-    h = heights[candidates]
-    mid = (int(h.min()) + int(h.max())) // 2
-    level = candidates[h == mid]
-    if level.size == 0:
-        level = candidates[np.abs(h - mid) == np.abs(h - mid).min()]
-    return int(level[level.size // 2])
+    def raise_to(self, view_slices: tuple[slice, ...], shape: tuple[int, ...], value: int) -> None:
+        if self.exact and not -_INT_LIMIT < value < _INT_LIMIT:
+            self.exact = False
+            self.flat = self.flat.astype(np.float64)
+        region = self.flat.reshape(shape)[view_slices]
+        np.maximum(region, value if self.exact else float(value), out=region)
+
+    def can_win(
+        self, bound: np.ndarray, rank: np.ndarray, best_loss: int | None, best_rank: int
+    ) -> np.ndarray | bool:
+        """Whether a node of this bound and static rank might still beat the best so far."""
+        if best_loss is None:
+            return np.ones(np.shape(bound), dtype=bool) if np.ndim(bound) else True
+        if self.exact and -_INT_LIMIT < best_loss < _INT_LIMIT:
+            return (bound < best_loss) | ((bound == best_loss) & (rank < best_rank))
+        b = float(best_loss)
+        return bound <= b + abs(b) * 1e-12
 
 
 def search_optimal(
     lattice: Lattice,
-    evaluate: Callable[[int], tuple[bool, int, int]],
+    evaluate: Callable[[int], tuple[bool, bool, int, int | None]],
     tops: Sequence[int],
     priority: Sequence[int],
+    *,
+    all_monotone: bool = True,
 ) -> SearchOutcome:
-    """Minimise DM* over passing nodes; ties by precision, then priority (SPEC §4).
+    """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
 
-    `evaluate(i)` returns (passes, dm_star, dm_star_arx). Pass/fail is tagged predictively
-    (a pass tags every node above, a fail every node below). ARX's DM* of an evaluated node is
-    a lower bound of the paper's DM* of every node above it (merging classes never lowers
-    sum |E|^2, and suppressed |E|^2 sums to at most s^2), so nodes whose bound exceeds the
-    best score found so far are neither classified nor scored; ties are always evaluated.
+    `evaluate(i)` returns `(monotone_pass, passes, loss, bound)`. `monotone_pass` is the part of
+    the privacy predicate that is monotone upwards (k, distinct l): a pass tags every node above,
+    a fail every node below. `passes` is the full predicate; with `all_monotone` it equals
+    `monotone_pass` (so tagged nodes are known to pass), otherwise every node that
+    monotone-passes is evaluated unless its bound rules it out. `bound` is a lower bound of the
+    loss of node i and of every node above it (ARX's DM* for the paper's DM*: merging classes
+    never lowers sum |E|^2); None if the metric has none.
+
+    A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
+    the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
+    or bound == best loss with a worse static rank. Only alive nodes are evaluated, so the
+    answer is exactly an exhaustive search's. Order (Flash-like): the lowest alive node is
+    evaluated (a large bound there clears all above it), then an upward path of alive nodes
+    from it, climbing the QID that is relatively least generalised, in binary-search order (a
+    fail clears the path below, a large bound the path above). Bookkeeping is n-d slices of
+    per-node arrays: no per-node Python work beyond the path.
     """
     n = len(lattice)
-    status = np.zeros(n, dtype=np.int8)  # 0 unknown, 1 pass, -1 fail
-    bound = np.zeros(n, dtype=np.float64)
-    heights = lattice.heights
-    cost = generalisation_cost(lattice.nodes, tops)
-    scores: dict[int, tuple[bool, int, int]] = {}
-    state: dict[str, int | None] = {"best": None}
-
-    def rank(i: int) -> tuple:
-        return (scores[i][1], cost[i], tuple(int(lattice.nodes[i, p]) for p in priority))
-
-    def best_dm() -> float:
-        best = state["best"]
-        return math.inf if best is None else float(scores[best][1])
+    shape = lattice.shape
+    mono = np.zeros(n, dtype=np.int8)  # monotone part: 0 unknown, 1 pass, -1 fail
+    mono_view = mono.reshape(shape)
+    done = np.zeros(n, dtype=bool)
+    alive = np.ones(n, dtype=bool)
+    alive_view = alive.reshape(shape)
+    bounds = _Bounds(n)
+    bound_view = bounds.flat.reshape(shape)
+    rank = static_rank(lattice, tops, priority)
+    rank_view = rank.reshape(shape)
+    order = np.argsort(lattice.heights, kind="stable")  # lowest first, ties by index
+    climb = _climb_keys(lattice)
+    scores: dict[int, tuple] = {}
+    best: list = [None, None, -1]  # index, loss, static rank
 
     def run(i: int) -> None:
-        scores[i] = evaluate(i)
-        passes, _, arx = scores[i]
-        _tag(lattice, status, i, passes)
-        if passes and (state["best"] is None or rank(i) < rank(state["best"])):
-            state["best"] = i
-        _raise_bound(lattice, bound, i, arx)
+        nonlocal bound_view
+        mono_pass, passes, loss, bound = evaluate(i)
+        mono_pass, passes = bool(mono_pass), bool(passes)
+        scores[i] = (mono_pass, passes, loss, bound)
+        done[i] = True
+        alive[i] = False
+        if mono_pass:
+            mono_view[lattice.up(i)] = 1
+        else:
+            down = lattice.down(i)
+            mono_view[down] = -1
+            alive_view[down] = False
+        improved = passes and (best[0] is None or (loss, rank[i]) < (best[1], best[2]))
+        if improved:
+            best[:] = [i, loss, int(rank[i])]
+        if bound is not None:
+            up = lattice.up(i)
+            was_exact = bounds.exact
+            bounds.raise_to(up, shape, bound)
+            if bounds.exact != was_exact:
+                bound_view = bounds.flat.reshape(shape)
+            if not improved and best[0] is not None:
+                alive_view[up] &= bounds.can_win(bound_view[up], rank_view[up], best[1], best[2])
+        if improved:
+            alive[:] &= bounds.can_win(bounds.flat, rank, best[1], best[2])
 
+    cursor = 0
     while True:
-        relevant = np.flatnonzero((status == 0) & ~_exceeds(bound, best_dm()))
-        if relevant.size == 0:
+        cursor = _next_alive(alive, order, cursor)
+        if cursor >= n:
             break
-        run(_middle(relevant, heights))
-    initial = bound.copy()
-    for i in sorted(
-        np.flatnonzero(status == 1).tolist(), key=lambda j: (initial[j], heights[j], j)
-    ):
-        if _exceeds(initial[i], best_dm()):
-            break
-        if i not in scores and not _exceeds(bound[i], best_dm()):
-            run(i)
-    return SearchOutcome(
-        state["best"], len(scores), int((status == 1).sum()), int((status == 0).sum()), scores
-    )
+        start = int(order[cursor])
+        run(start)
+        path = [start]
+        while True:
+            nxt = [j for j in lattice.successors(path[-1]) if alive[j]]
+            if not nxt:
+                break
+            path.append(min(nxt, key=lambda j: (climb[0][j], climb[1][j], j)))
+        for k in _binary_order(len(path) - 1):
+            if alive[path[k + 1]]:
+                run(path[k + 1])
+    if all_monotone:
+        passing = int((mono == 1).sum())
+        pruned = int(((mono == 0) & ~done).sum())
+    else:
+        passing = sum(1 for s in scores.values() if s[1])
+        pruned = int(((mono >= 0) & ~done).sum())
+    return SearchOutcome(best[0], len(scores), passing, pruned, scores)
 
 
-def _raise_bound(lattice: Lattice, bound: np.ndarray, i: int, value: int) -> None:
-    mask = lattice.above(i)
-    np.maximum(bound, np.where(mask, float(value), 0.0), out=bound)
+def _next_alive(alive: np.ndarray, order: np.ndarray, cursor: int, chunk: int = 4096) -> int:
+    """Position in `order` of the first alive node at or after `cursor` (alive never returns)."""
+    n = order.size
+    while cursor < n:
+        hits = np.flatnonzero(alive[order[cursor : cursor + chunk]])
+        if hits.size:
+            return cursor + int(hits[0])
+        cursor += chunk
+    return n
+
+
+def _climb_keys(lattice: Lattice) -> tuple[np.ndarray, np.ndarray]:
+    """Per node: the largest relative level (level/top) over QIDs, and minus the smallest. An
+    upward path climbs to the successor with the least of these (a balanced climb)."""
+    rel = [
+        a / max(u, 1) if u > lo else np.full(a.shape, -1.0)
+        for a, lo, u in zip(lattice.axes(), lattice.lower, lattice.upper, strict=True)
+    ]
+    hi = np.full(lattice.shape, -1.0)
+    lo_ = np.full(lattice.shape, 2.0)
+    for r in rel:
+        np.maximum(hi, r, out=hi)
+        np.minimum(lo_, np.where(r < 0, 2.0, r), out=lo_)
+    return hi.reshape(-1), -lo_.reshape(-1)
+
+
+def _binary_order(m: int) -> list[int]:
+    """Positions 0..m-1 of a path in binary-search order (middle first, then each half's)."""
+    order: list[int] = []
+    spans = [(0, m - 1)]
+    while spans:
+        lo, hi = spans.pop()
+        if lo > hi:
+            continue
+        mid = (lo + hi) // 2
+        order.append(mid)
+        spans.extend([(mid + 1, hi), (lo, mid - 1)])
+    return order

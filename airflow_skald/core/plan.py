@@ -4,6 +4,9 @@ N_data(node) = prod_i bins_i(level_i) + 1 (paper eq. 1; the +1 is the suppressed
 node complies when N_data <= N_RAM. N_RAM is `memory.histogram_bins`, or derived from the
 chunk size as n*d/16 (paper eq. 3) with n = chunk_rows and d the record size from the schema.
 The root is the complying node with the best precision, ties by qid_priority.
+
+N_data is a product of per-QID bin counts, so it is computed for the whole lattice at once (one
+broadcast product, no per-node work) and the root picked from that array (ADR 0004).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import Dimension, build_dimensions
 from airflow_skald.core.encoding import DomainStats
 from airflow_skald.core.errors import ConfigError, DataError
-from airflow_skald.core.lattice import Lattice, best_by_precision, classify
+from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
 
 
 @dataclass
@@ -66,7 +69,8 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
     probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0)
-    complying, evaluated = classify(lattice, lambda i: probe.bins(lattice.node(i)) <= n_ram)
+    # N_data = prod_i cards_i + 1 <= n_ram, for every node in one array op
+    complying = fitting_nodes(lattice, [d.cards for d in dims], n_ram - 1)
     root_index = best_by_precision(
         lattice, complying.nonzero()[0], probe.tops, config.priority_order()
     )
@@ -78,6 +82,6 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     root = lattice.node(root_index)
     probe.root = root
     probe.root_bins = probe.bins(root)
-    probe.root_evaluated = len(evaluated)
+    probe.root_evaluated = len(lattice)  # every node's N_data, computed at once
     probe.root_complying = int(complying.sum())
     return probe

@@ -35,8 +35,10 @@ class _Source:
             keys_of([codes[i] for i in b], [cards[i] for i in b]) for b in self.blocks
         ]
         self.weights = hist.counts.astype(np.float64)
+        self.counts = hist.counts.astype(np.int64)
 
-    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+    def _keys(self, node: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...], int]:
+        """Every source bin's key at `node` (mixed radix), the radices and possible bins."""
         plan = self.plan
         radices = plan.radices(node)
         strides = np.cumprod((radices[1:] + (1,))[::-1], dtype=np.int64)[::-1]
@@ -51,8 +53,37 @@ class _Source:
             else:
                 keys += np.take(lut, bc)
         n_possible = int(np.prod(np.asarray(radices, dtype=object)))
+        return keys, radices, n_possible
+
+    def roll_up(self, node: tuple[int, ...]) -> Histogram:
+        keys, radices, n_possible = self._keys(node)
         k, counts = group_counts(keys, self.weights, n_possible)
         return Histogram(radices, k, counts)
+
+    def sizes(self, node: tuple[int, ...]) -> np.ndarray:
+        """The class sizes at `node` (any order), without building sorted keys."""
+        keys, _, n_possible = self._keys(node)
+        return class_sizes(keys, self.counts, n_possible)
+
+
+def class_sizes(keys: np.ndarray, counts: np.ndarray, n_possible: int) -> np.ndarray:
+    """Sum of `counts` per distinct key (int64, any order): a count table when the key space
+    is small, else one sort of keys packed with their counts (no argsort, no key output)."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    if n_possible <= max(1 << 16, 2 * keys.size):
+        table = np.bincount(keys, weights=counts, minlength=n_possible)
+        return table[table != 0].astype(np.int64)
+    count_bits = max(1, int(counts.max()).bit_length())
+    if (n_possible - 1).bit_length() + count_bits <= 63:
+        packed = np.sort((keys << count_bits) | counts)
+        k = packed >> count_bits
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        return np.add.reduceat(packed & ((1 << count_bits) - 1), starts)
+    order = np.argsort(keys)
+    k = keys[order]
+    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+    return np.add.reduceat(counts[order], starts)
 
 
 def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
@@ -196,7 +227,12 @@ class RollUps:
     def sizes(self, node: tuple[int, ...]) -> np.ndarray:
         """The node's class sizes, in any order (all that evaluating a node needs)."""
         if not self.dense:
-            return self._sparse(node).counts
+            if node in self.cache:
+                return self.cache[node].hist.counts
+            sizes = self._closest(node).sizes(node)
+            if sizes.size * 8 <= self.root_size and self.used + sizes.size <= self.budget:
+                self._sparse(node)  # small enough to keep: roll it up again with its keys
+            return sizes
         return self._dense(node).counts()
 
     def _sparse(self, node: tuple[int, ...]) -> Histogram:

@@ -1,0 +1,324 @@
+"""Lattice-search benchmark (issue 13, item 2): an 8-QID table shaped like ARX's benchmark data.
+
+    python benchmarks/bench_search.py [--rows 100000] [--seed 1] [--repeats 3] [--work DIR]
+                                      [--no-exhaustive] [--no-adult]
+
+The table is generated deterministically from the seed: 8 categorical QIDs (age, race, month,
+day, sex, hispanic, state, injury) with hierarchies of 2-7 levels, a 176,400-node lattice,
+~100,000 rows drawn from skewed, correlated distributions (Zipf-like marginals, a latent
+"region" that ties state, race and hispanic together), so the level-0 histogram has tens of
+thousands of non-empty bins of very uneven sizes. The RAM bound is set so the root is level 0.
+
+Measured, each over `--repeats` rounds (min-max reported; the machine is noisy):
+- `skald run` end to end in a fresh process (k = 5, suppression 0 and 5 %), with the
+  manifest's phase timings and nodes evaluated / lattice size;
+- in one process, side by side on the same histogram: the product's search (`search_lattice`)
+  and a plain exhaustive search (every node of the lattice rolled up with the same `RollUps`
+  and scored with the same `ClassStats`, no pruning); both must return the same node;
+- phase 1's root choice (`plan_root`) alone;
+- Adult with its 8 ARX hierarchies at level 0: `search_lattice` alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))  # the Adult files and hierarchies, as the tests use them
+
+from skald_testdata import ADULT, adult_qid_config  # noqa: E402
+
+# name: (distinct values, fan-outs of the intermediate levels). Levels = len(fan-outs) + 2
+# (the value, the groups, the top "*"): 7, 4, 5, 5, 2, 3, 6, 7 -> 176,400 lattice nodes.
+QIDS: dict[str, tuple[int, list[int]]] = {
+    "age": (100, [5, 2, 2, 2, 2]),
+    "race": (20, [3, 3]),
+    "month": (13, [2, 2, 2]),
+    "day": (32, [2, 2, 4]),
+    "sex": (3, []),
+    "hispanic": (15, [5]),
+    "state": (56, [2, 2, 2, 3]),
+    "injury": (40, [2, 2, 2, 2, 2]),
+}
+
+
+def hierarchy(name: str, n_values: int, fanouts: list[int]) -> dict[str, list[str]]:
+    """value -> labels of the intermediate levels (groups of consecutive values; top implied)."""
+    out = {}
+    for v in range(n_values):
+        labels, size = [], 1
+        for f in fanouts:
+            size *= f
+            g = v // size
+            labels.append(f"{name}:{g * size}-{min(n_values, (g + 1) * size) - 1}")
+        out[f"{name}{v}"] = labels
+    return out
+
+
+def _zipf(rng: np.random.Generator, n: int, a: float) -> np.ndarray:
+    """Zipf-like probabilities over n values, ranks shuffled."""
+    p = 1.0 / np.arange(1, n + 1) ** a
+    return rng.permutation(p / p.sum())
+
+
+def make_table(rows: int, seed: int) -> pd.DataFrame:
+    """The benchmark table (deterministic in `seed`)."""
+    rng = np.random.default_rng(seed)
+    n_regions = 12
+    region = rng.choice(n_regions, rows, p=_zipf(rng, n_regions, 1.0))
+    cols: dict[str, np.ndarray] = {}
+    # age: a mixture of two broad modes, clipped to 0..99
+    young = rng.random(rows) < 0.55
+    age = np.where(young, rng.normal(24, 7, rows), rng.normal(52, 16, rows))
+    cols["age"] = np.clip(np.rint(age), 0, 99).astype(np.int64)
+    # state: each region's own few states; race and hispanic: one dominant value, a
+    # region-dependent tail
+    cols["state"] = (region * 5 + rng.choice(5, rows, p=[0.5, 0.25, 0.13, 0.08, 0.04])) % 56
+    for name, top_share in (("race", 0.75), ("hispanic", 0.85)):
+        n_values = QIDS[name][0]
+        tails = np.stack([_zipf(rng, n_values - 1, 1.2) for _ in range(n_regions)])
+        u = rng.random(rows)
+        cdf = np.cumsum(tails, axis=1)[region]
+        tail = np.minimum((u[:, None] > cdf).sum(axis=1), n_values - 2) + 1
+        cols[name] = np.where(rng.random(rows) < top_share, 0, tail)
+    # injury: few dominant codes; month and day of death only for fatal injuries (code 0),
+    # the last code ("not applicable") otherwise, as in accident data
+    cols["injury"] = rng.choice(40, rows, p=_zipf(rng, 40, 2.2))
+    fatal = cols["injury"] != np.argmax(np.bincount(cols["injury"], minlength=40))
+    seasonal = 1 + 0.3 * np.cos(np.arange(12) / 12 * 2 * np.pi)
+    month = rng.choice(12, rows, p=seasonal / seasonal.sum())
+    weekday = 1 + 0.15 * (np.arange(31) % 7 >= 5)
+    day = rng.choice(31, rows, p=weekday / weekday.sum())
+    cols["month"] = np.where(fatal, month, 12)
+    cols["day"] = np.where(fatal, day, 31)
+    cols["sex"] = rng.choice(3, rows, p=[0.68, 0.31, 0.01])
+    df = pd.DataFrame({"id": np.arange(rows)})
+    for name in QIDS:
+        df[name] = np.char.add(name, cols[name].astype(str))
+    df["outcome"] = rng.integers(0, 4, rows)
+    return df
+
+
+def write_inputs(work: Path, rows: int, seed: int) -> Path:
+    """The table as one Parquet file and its config (root forced to level 0)."""
+    data = work / f"data-{rows}-{seed}"
+    config = data / "skald.yaml"
+    if config.exists():
+        return config
+    (data / "in").mkdir(parents=True, exist_ok=True)
+    df = make_table(rows, seed)
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), data / "in" / "part-0.parquet")
+    qids = [
+        {"name": n, "type": "categorical", "hierarchy": hierarchy(n, *spec)}
+        for n, spec in QIDS.items()
+    ]
+    body = {
+        "input": {"path": str(data / "in")},
+        "output": {"path": str(work / "out")},
+        "chunk_rows": 1_000_000,
+        "direct_identifiers": ["id"],
+        "sensitive_attributes": ["outcome"],
+        "quasi_identifiers": qids,
+        "privacy": {"k": 5, "suppression_limit": 0.05},
+        "memory": {"histogram_bins": 10**12},
+    }
+    config.write_text(yaml.safe_dump(body, sort_keys=False))
+    return config
+
+
+def _range(xs: list[float]) -> str:
+    return f"{min(xs):.2f}-{max(xs):.2f}" if len(xs) > 1 else f"{xs[0]:.2f}"
+
+
+def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
+    """`skald run` in a fresh process (imports included), `repeats` times."""
+    walls, phases, manifest = [], [], {}
+    for r in range(repeats):
+        out = work / f"out-{limit}-{r}"
+        cmd = [
+            sys.executable,
+            "-m",
+            "airflow_skald.cli",
+            "run",
+            str(config),
+            "--output",
+            str(out),
+            "--suppression-limit",
+            str(limit),
+            "--quiet",
+        ]
+        if out.exists():
+            subprocess.run(["rm", "-rf", str(out)], check=True)
+        t = time.perf_counter()
+        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+        walls.append(time.perf_counter() - t)
+        manifest = json.loads((out / "manifest.json").read_text())
+        phases.append(manifest["timings_s"])
+    return {
+        "suppression_limit": limit,
+        "wall_s": _range(walls),
+        "encode_s": _range([p["encode"] for p in phases]),
+        "search_s": _range([p["search"] for p in phases]),
+        "node": manifest["node_paper"],
+        "dm_star": manifest["dm_star"],
+        "lattice": manifest["lattice"],
+        "root_bins_nonempty": manifest["lattice"].get("root_bins_nonempty"),
+    }
+
+
+def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
+    """Plain exhaustive search: every node rolled up and scored, the best kept (SPEC §4)."""
+    from airflow_skald.core.lattice import Lattice
+    from airflow_skald.core.metrics import ClassStats
+    from airflow_skald.core.rollups import RollUps
+
+    lattice = Lattice(plan.root, tuple(plan.tops))
+    rollups = RollUps(plan, hist)
+    tops, priority = plan.tops, config.priority_order()
+    lcm = math.lcm(*[t for t in tops if t > 0] or [1])
+    best = None
+    for i in range(len(lattice)):
+        node = lattice.node(i)
+        cs = ClassStats.of(rollups.sizes(node), config.k, config.suppression_limit)
+        if not cs.passes:
+            continue
+        cost = sum(lv * (lcm // t) for lv, t in zip(node, tops, strict=True) if t)
+        key = (cs.dm_star, cost, tuple(node[p] for p in priority))
+        if best is None or key < best[0]:
+            best = (key, node)
+    assert best is not None
+    return best[0][0], best[1]
+
+
+def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive: bool) -> dict:
+    """The product's search and the plain exhaustive search on the same histogram."""
+    from airflow_skald.core.config import load_config
+    from airflow_skald.core.pipeline import (
+        count_histogram,
+        list_chunks,
+        plan_root,
+        scan_domain,
+        search_lattice,
+    )
+
+    config = load_config(config_path, {"suppression_limit": limit})
+    chunks = list_chunks(config)
+    stats = scan_domain(config, chunks)
+    plans, searches, exhaustives = [], [], []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        plan = plan_root(config, stats)
+        plans.append(time.perf_counter() - t)
+    hist = count_histogram(config, plan, chunks)
+    out = {"suppression_limit": limit, "root_bins_nonempty": hist.n_bins}
+    for _ in range(repeats):
+        t = time.perf_counter()
+        decision = search_lattice(config, plan, hist)
+        searches.append(time.perf_counter() - t)
+        if with_exhaustive:
+            t = time.perf_counter()
+            dm, node = exhaustive(config, plan, hist)
+            exhaustives.append(time.perf_counter() - t)
+            assert node == decision.node and dm == decision.stats.dm_star, (node, decision.node)
+    out.update(
+        plan_root_s=_range(plans),
+        search_s=_range(searches),
+        lattice=decision.lattice,
+        node=decision.node_paper,
+        dm_star=decision.stats.dm_star,
+    )
+    if with_exhaustive:
+        ratios = [e / s for e, s in zip(exhaustives, searches, strict=True)]
+        out.update(
+            exhaustive_s=_range(exhaustives),
+            exhaustive_over_search=_range(ratios),
+            same_answer=True,
+        )
+    return out
+
+
+def adult(work: Path, repeats: int) -> list[dict]:
+    """Adult, 8 ARX hierarchies, level-0 root: the search alone, k = 5 / 10, supp 0 / 5 %."""
+    from airflow_skald.core.config import load_config
+    from airflow_skald.core.pipeline import (
+        count_histogram,
+        list_chunks,
+        plan_root,
+        scan_domain,
+        search_lattice,
+    )
+
+    body = {
+        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "output": {"path": str(work / "adult-out")},
+        "chunk_rows": 8000,
+        "sensitive_attributes": ["salary-class"],
+        "quasi_identifiers": adult_qid_config(),
+        "privacy": {"k": 5, "suppression_limit": 0},
+        "memory": {"histogram_bins": 10**9},
+    }
+    path = work / "adult.yaml"
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    rows = []
+    for k, limit in ((5, 0), (5, 0.05), (10, 0.05)):
+        config = load_config(path, {"k": k, "suppression_limit": limit})
+        chunks = list_chunks(config)
+        plan = plan_root(config, scan_domain(config, chunks))
+        hist = count_histogram(config, plan, chunks)
+        times = []
+        for _ in range(repeats):
+            t = time.perf_counter()
+            decision = search_lattice(config, plan, hist)
+            times.append(time.perf_counter() - t)
+        rows.append(
+            {
+                "k": k,
+                "suppression_limit": limit,
+                "search_s": _range(times),
+                "lattice": decision.lattice,
+                "node": decision.node_paper,
+            }
+        )
+    return rows
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=100_000)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--work", default="/tmp/skald-bench-search")
+    p.add_argument("--no-exhaustive", action="store_true")
+    p.add_argument("--no-adult", action="store_true")
+    args = p.parse_args()
+    work = Path(args.work)
+    work.mkdir(parents=True, exist_ok=True)
+    config = write_inputs(work, args.rows, args.seed)
+    report: dict = {"rows": args.rows, "seed": args.seed, "lattice_nodes": 176_400}
+    report["end_to_end"] = [end_to_end(config, work, lim, args.repeats) for lim in (0.0, 0.05)]
+    print(json.dumps(report, indent=1), flush=True)
+    report["side_by_side"] = [
+        side_by_side(config, lim, args.repeats, not args.no_exhaustive) for lim in (0.0, 0.05)
+    ]
+    print(json.dumps(report["side_by_side"], indent=1), flush=True)
+    if not args.no_adult:
+        report["adult"] = adult(work, args.repeats)
+        print(json.dumps(report["adult"], indent=1), flush=True)
+    (work / "report.json").write_text(json.dumps(report, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
