@@ -30,6 +30,9 @@ format: $(STAMP)
 bench: $(STAMP)
 	@$(BIN)/python benchmarks/bench_core.py
 
+bench-search: $(STAMP)
+	@$(BIN)/python benchmarks/bench_search.py
+
 profile: $(STAMP)
 	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py
 	@$(BIN)/python benchmarks/profile_passes.py

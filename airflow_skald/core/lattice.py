@@ -170,12 +170,21 @@ def _lattice_cost(lattice: Lattice, tops: Sequence[int]) -> np.ndarray:
 def static_rank(lattice: Lattice, tops: Sequence[int], priority: Sequence[int]) -> np.ndarray:
     """Every node's position in the tie order: higher precision first, then levels in priority
     order, lexicographic, finer first (SPEC §4). A permutation of 0..n-1 (int64)."""
+    n = len(lattice)
     cost = _lattice_cost(lattice, tops)
-    axes = lattice.axes()
-    keys = [np.broadcast_to(axes[p], lattice.shape).reshape(-1) for p in reversed(priority)]
-    order = np.lexsort([*keys, cost])
-    rank = np.empty(len(lattice), dtype=np.int64)
-    rank[order] = np.arange(len(lattice), dtype=np.int64)
+    # the priority levels as one mixed-radix number (priority[0] most significant) ...
+    terms = [np.zeros(s, dtype=np.int64) for s in lattice.shape]
+    weight = 1
+    for p in reversed(priority):
+        terms[p] = np.arange(lattice.shape[p], dtype=np.int64) * weight
+        weight *= lattice.shape[p]
+    levels = lattice.grid_sum(terms)
+    if int(cost.max(initial=0)) < _INT_LIMIT // max(n, 1):  # ... and cost before it: one key
+        order = np.argsort(cost * n + levels, kind="stable")
+    else:
+        order = np.lexsort([levels, cost])
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = np.arange(n, dtype=np.int64)
     return rank
 
 
@@ -186,15 +195,11 @@ def best_by_precision(
     candidates = np.asarray(candidates, dtype=np.int64)
     if candidates.size == 0:
         return None
-    terms, lcm = _cost_terms(lattice, tops)
-    idx = np.unravel_index(candidates, lattice.shape)
-    if lcm * max(1, sum(tops)) < _INT_LIMIT:
-        cost = sum(np.asarray(t, dtype=np.int64)[ix] for t, ix in zip(terms, idx, strict=True))
-    else:
-        cost = generalisation_cost(lattice.nodes[candidates], tops)
-        cost = np.unique(cost, return_inverse=True)[1].reshape(-1)
+    cost = _lattice_cost(lattice, tops)[candidates]  # one int per candidate, no level table
+    tied = candidates[cost == cost.min()]
+    idx = np.unravel_index(tied, lattice.shape)
     keys = [idx[p] for p in reversed(priority)]
-    return int(candidates[np.lexsort([*keys, cost])[0]])
+    return int(tied[np.lexsort(keys)[0]]) if keys else int(tied[0])
 
 
 def classify(lattice: Lattice, passes: Callable[[int], bool]) -> tuple[np.ndarray, list[int]]:
@@ -315,9 +320,9 @@ def search_optimal(
     alive_view = alive.reshape(shape)
     bounds = _Bounds(n)
     bound_view = bounds.flat.reshape(shape)
-    rank = static_rank(lattice, tops, priority)
+    rank = static_rank(lattice, tops, priority).astype(np.int32)  # n <= MAX_NODES < 2^31
     rank_view = rank.reshape(shape)
-    order = np.argsort(lattice.heights, kind="stable")  # lowest first, ties by index
+    order = np.argsort(lattice.heights, kind="stable").astype(np.int32)  # lowest first
     climb = _climb_keys(lattice)
     scores: dict[int, tuple] = {}
     best: list = [None, None, -1]  # index, loss, static rank
@@ -392,8 +397,8 @@ def _climb_keys(lattice: Lattice) -> tuple[np.ndarray, np.ndarray]:
         a / max(u, 1) if u > lo else np.full(a.shape, -1.0)
         for a, lo, u in zip(lattice.axes(), lattice.lower, lattice.upper, strict=True)
     ]
-    hi = np.full(lattice.shape, -1.0)
-    lo_ = np.full(lattice.shape, 2.0)
+    hi = np.full(lattice.shape, -1.0, dtype=np.float32)
+    lo_ = np.full(lattice.shape, 2.0, dtype=np.float32)
     for r in rel:
         np.maximum(hi, r, out=hi)
         np.minimum(lo_, np.where(r < 0, 2.0, r), out=lo_)
