@@ -540,3 +540,16 @@ def test_differs_from_arx_only_at_exact_ties():
     assert _arx_equal(d, glob, 0.25)[0] is False
     assert S.t_equal(_one_class(d, 2), np.array([1, 11]), Fraction(1, 4)).ok[0]
     assert S.t_equal(_one_class(d, 2), np.array([1, 11]), 0.25).ok[0]
+
+
+def test_from_pairs_sums_repeats_and_subset_renumbers():
+    cv = S.ClassValues.from_pairs(3, [2, 0, 2, 0, 2, 1], [1, 3, 1, 0, 0, 4], [1, 2, 3, 4, 5, 0])
+    assert cv.cls.tolist() == [0, 0, 2, 2]
+    assert cv.value.tolist() == [0, 3, 0, 1]
+    assert cv.count.tolist() == [4, 2, 5, 4]
+    assert cv.sizes().tolist() == [6, 0, 9]
+    sub = cv.subset(np.array([1, 2]))
+    assert sub.n_classes == 2 and sub.cls.tolist() == [1, 1]
+    assert sub.distribution(1) == {0: 5, 1: 4}
+    rows = S.ClassValues.from_pairs(2, [1, 0, 1, 1], [3, 2, 3, 0])  # one record per row
+    assert rows.count.tolist() == [1, 1, 2]

@@ -38,7 +38,7 @@ import numpy as np
 _EPS = float(np.finfo(np.float64).eps)
 _INT64_SAFE = 1 << 62  # an int64 product below this cannot overflow (sums of two stay in range)
 _BIGINT_BITS = 1 << 17  # entropy ties: compare the integer powers directly up to this many bits
-_TOP_BY_PASSES = 4  # recursive (c,l): the l-1 largest counts by repeated maxima up to this l-1
+_TOP_BY_PASSES = 2  # recursive (c,l): the l-1 largest counts by repeated maxima up to this l-1
 
 
 class Verdict(NamedTuple):
@@ -73,12 +73,19 @@ class ClassValues:
         if not cls.shape == value.shape == count.shape or cls.ndim != 1:
             raise ValueError("cls, value and count must be 1-d arrays of one length")
         if cls.size:
+            vmax = int(self.value.max())
             if cls[0] < 0 or cls[-1] >= self.n_classes or int(self.value.min()) < 0:
                 raise ValueError("class index or value code out of range")
             if int(count.min()) <= 0:
                 raise ValueError("counts must be > 0")
-            dc = np.diff(cls)
-            if not np.all((dc > 0) | ((dc == 0) & (np.diff(self.value) > 0))):
+            if self.n_classes * (vmax + 1) < _INT64_SAFE:
+                key = cls * (vmax + 1)
+                key += self.value
+                in_order = bool(np.all(key[1:] > key[:-1]))
+            else:
+                dc = np.diff(cls)
+                in_order = bool(np.all((dc > 0) | ((dc == 0) & (np.diff(self.value) > 0))))
+            if not in_order:
                 raise ValueError("rows must be in (class, value) order, each pair once")
 
     @classmethod
@@ -307,9 +314,13 @@ def _top_counts(cv: ClassValues, j: int) -> tuple[np.ndarray, np.ndarray]:
                 break
         return n1, top
     # many: sort each class's counts, largest first, and sum the first j
-    order = np.lexsort((-cv.count, cv.cls))
+    width = int(n1.max(initial=0)) + 1
+    if cv.n_classes * width < _INT64_SAFE:
+        packed = np.sort(cv.cls * width + (width - 1 - cv.count))
+        counts = width - 1 - packed % width
+    else:
+        counts = cv.count[np.lexsort((-cv.count, cv.cls))]
     rank = np.arange(cv.cls.size, dtype=np.int64) - cv._starts[cv.cls]
-    counts = cv.count[order]
     return n1, cv.class_sum(np.where(rank < j, counts, 0))
 
 
@@ -391,7 +402,7 @@ def t_ordered(cv: ClassValues, global_counts: np.ndarray, t: Fraction | str | in
     """
     g = _global_counts(cv, global_counts)
     m_all = int(np.count_nonzero(g))
-    width = 16 * _EPS * (cv.distinct() + 8) * 2 + 8.0 * (cv.distinct() + 1) / max(int(g.sum()), 1)
+    width = 64 * _EPS * (cv.distinct() + 8)
     return _decide(cv, t, width, lambda sub, exact: _ordered_num_den(sub, g, m_all, exact))
 
 
@@ -414,19 +425,22 @@ def _ordered_num_den(cv: ClassValues, g: np.ndarray, m_all: int, exact: bool):
     before[ne] = cum[starts[ne]] - cv.count[starts[ne]]
     k_cum = cum - before[cv.cls]
     a = rank[cv.value]
-    last = np.r_[cv.cls[1:] != cv.cls[:-1], True]
-    b = np.where(last, m_all, np.r_[a[1:], 0])
-    n_row = n_int[cv.cls]
-    # |N K - n G_i| changes sign once in the segment: n G_i <= N K iff G_i <= floor(N K / n)
-    if big_n * int(n_int.max(initial=0)) < _INT64_SAFE:
-        q = (k_cum * big_n) // n_row
-    else:  # off by one at most, which moves one term of size <= n (inside the error bound)
-        q = np.floor(k_cum.astype(np.float64) * big_n / n_row).astype(np.int64)
-    s = np.clip(np.searchsorted(cum_g, q, side="right"), a, b)
-    nk = _as(k_cum, exact) * big_n
-    nr = n[cv.cls]
-    pa, ps, pb = prefix[a], prefix[s], prefix[b]
-    terms = (s - a) * nk - nr * (ps - pa) + nr * (pb - ps) - (b - s) * nk
+    b = np.empty_like(a)  # the next value's position in the class, m_all after its last
+    b[:-1] = a[1:]
+    b[cv._starts[ne] + cv._n_values[ne] - 1] = m_all
+    # |N K - n G_i| changes sign once in the segment, at s = #{i: G_i <= N K / n}; then the
+    # segment adds (s-a) N K - n (P[s]-P[a]) + n (P[b]-P[s]) - (b-s) N K
+    if exact:
+        q = (k_cum.astype(object) * big_n) // n_int[cv.cls].astype(object)
+        s = np.searchsorted(cum_g, q.astype(np.int64), side="right")
+    else:  # a split off by one moves a term |N K - n G_s| within rounding of 0
+        ratio = np.zeros(cv.n_classes)
+        ratio[ne] = big_n / n_int[ne]
+        s = np.searchsorted(cum_g.astype(np.float64), k_cum * ratio[cv.cls], side="right")
+    s = np.clip(s, a, b)
+    terms = _as(k_cum, exact) * big_n * (2 * s - a - b) + n[cv.cls] * (
+        prefix[a] + prefix[b] - 2 * prefix[s]
+    )
     head = n * 0  # positions below the class's first value: sum of n G_i
     head[ne] = n[ne] * prefix[a[starts[ne]]]
     return head + cv.class_sum(terms), n * (big_n * (m_all - 1))
@@ -469,10 +483,27 @@ class EmdHierarchy:
         rank[order] = np.arange(lv.shape[0])
         return rank
 
+    @cached_property
+    def codes_in_tree_order(self) -> bool:
+        """Whether every node's values already have adjacent codes (no sort needed)."""
+        return bool(np.all(np.diff(self.rank) > 0))
+
+    @cached_property
+    def parents(self) -> list[np.ndarray]:
+        """parents[L - 1][id of a node at level L - 1] = id of its parent at level L (at
+        level 0 the ids are the value codes)."""
+        lv = self.levels
+        out = [lv[:, 1]]
+        for level in range(2, lv.shape[1]):
+            p = np.zeros(int(lv[:, level - 1].max()) + 1, dtype=np.int64)
+            p[lv[:, level - 1]] = lv[:, level]
+            out.append(p)
+        return out
+
     def subtree_counts(self, g: np.ndarray, level: int) -> np.ndarray:
         """Global records under each node of `level` (int64, indexed by node id)."""
-        ids = self.levels[:, level]
-        out = np.zeros(int(ids.max(initial=-1)) + 1, dtype=np.int64)
+        ids = self.levels[: g.size, level]
+        out = np.zeros(int(self.levels[:, level].max()) + 1, dtype=np.int64)
         np.add.at(out, ids, g)
         return out
 
@@ -500,29 +531,23 @@ def t_hierarchical(
 def _hier_num_den(cv: ClassValues, g: np.ndarray, hier: EmdHierarchy, exact: bool):
     big_n = int(g.sum())
     n = _as(cv.sizes(), exact)
-    cls, value, count = cv.cls, cv.value, cv.count
-    rank = hier.rank[value]
-    if cls.size and not np.all((np.diff(cls) > 0) | (np.diff(rank) > 0)):
-        order = _order_within_classes(cv, rank)
-        cls, value, count = cls[order], value[order], count[order]
-    nr = n[cls]
-    count_x = _as(count, exact)
-    net = nr * _as(g[value], exact) - count_x * big_n  # level 0: one group per row
-    group_start = np.arange(cls.size)
+    cls, node, count = cv.cls, cv.value, cv.count
+    if not hier.codes_in_tree_order:  # each node's values must be adjacent within a class
+        order = _order_within_classes(cv, hier.rank[node])
+        cls, node, count = cls[order], node[order], count[order]
+    # groups: one per (class, node at the current level) holding class records, in order;
+    # at level 0 one per row. net: a group's net extra n * G_sub - N * C_sub
+    csub = _as(count, exact)
+    net = n[cls] * _as(g[node], exact) - csub * big_n
     cost = n * 0
     for level in range(1, hier.height + 1):
-        node = hier.levels[value, level]
-        new = np.r_[True, (cls[1:] != cls[:-1]) | (node[1:] != node[:-1])]
-        starts = np.flatnonzero(new)
-        parent_of_child = (np.cumsum(new) - 1)[group_start]
-        child_neg = np.maximum(-net, 0)
-        child_first = np.flatnonzero(np.r_[True, parent_of_child[1:] != parent_of_child[:-1]])
-        neg = np.add.reduceat(child_neg, child_first) if child_first.size else child_neg[:0]
-        gcls = cls[starts]
-        gsub = _as(hier.subtree_counts(g, level)[node[starts]], exact)
-        net = n[gcls] * gsub - np.add.reduceat(count_x, starts) * big_n if starts.size else net
-        cost = cost + _sorted_sum(gcls, level * (neg + np.minimum(net, 0)), cv.n_classes)
-        group_start = starts
+        parent = hier.parents[level - 1][node]
+        starts = np.flatnonzero(np.r_[True, (cls[1:] != cls[:-1]) | (parent[1:] != parent[:-1])])
+        neg = np.add.reduceat(np.maximum(-net, 0), starts) if starts.size else net
+        cls, node = cls[starts], parent[starts]
+        csub = np.add.reduceat(csub, starts) if starts.size else csub
+        net = n[cls] * _as(hier.subtree_counts(g, level)[node], exact) - csub * big_n
+        cost = cost + _sorted_sum(cls, level * (neg + np.minimum(net, 0)), cv.n_classes)
     return cost, n * (big_n * hier.height)
 
 
