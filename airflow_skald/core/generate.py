@@ -38,8 +38,10 @@ __all__ = [
     "BLOOD_GROUP_HIERARCHY",
     "COLUMNS",
     "HEALTH_CONDITIONS",
+    "HEALTH_CONDITION_HIERARCHY",
     "PROFESSION_HIERARCHY",
     "chunk_table",
+    "example_criteria",
     "generate_dataset",
     "paper_config_dict",
     "pin_code_pool",
@@ -114,31 +116,88 @@ _AGE_KNOTS_Y = (1.0, 1.0, 0.9, 0.75, 0.55, 0.32, 0.12, 0.05)
 _BMI_MIN_T, _BMI_MAX_T = 120, 360
 _BMI_MEDIAN, _BMI_SIGMA = 24.2, 0.16
 
-# Health condition weights for the age bands <40, 40-59, 60+ (chronic conditions grow with age).
-_CONDITIONS: dict[str, tuple[float, float, float]] = {
-    "Hypertension": (4.0, 16.0, 18.0),
-    "Diabetes": (3.0, 14.0, 14.0),
-    "Asthma": (10.0, 6.0, 4.0),
-    "Migraine": (12.0, 6.0, 1.5),
-    "Hypothyroidism": (7.0, 8.0, 5.0),
-    "Anaemia": (12.0, 6.0, 4.0),
-    "Arthritis": (2.0, 7.0, 11.0),
-    "Gout": (1.5, 4.0, 4.0),
-    "Dementia": (0.2, 0.5, 7.0),
-    "Coronary Artery Disease": (0.8, 5.0, 9.0),
-    "COPD": (0.8, 3.0, 6.0),
-    "Chronic Kidney Disease": (0.8, 3.0, 5.0),
-    "GERD": (9.0, 8.0, 3.0),
-    "Depression": (9.0, 5.0, 3.0),
-    "Anxiety": (11.0, 5.0, 2.0),
-    "Allergic Rhinitis": (12.0, 5.0, 1.5),
-    "Tuberculosis": (3.0, 2.0, 1.5),
-    "Psoriasis": (3.0, 2.5, 1.0),
-    "Osteoporosis": (0.5, 2.0, 6.0),
-    "Cataract": (0.4, 2.0, 8.0),
+# Health condition (the sensitive attribute): one primary chronic condition per patient (or
+# none), 30 values whose prevalence depends on age and BMI. Each entry gives the weight per 100
+# patients of age 20, 30, .., 80 (linear in between, flat beyond; empirical-looking, loosely
+# after Indian prevalence surveys) and the factors for the BMI bands <18.5, 18.5-25, 25-30 and
+# >=30 (diabetes, hypertension, gout rise with BMI; tuberculosis, anaemia, osteoporosis are
+# commoner in the underweight). Over the age pyramid ~43 % have no chronic condition (62 % of
+# the under-30s, 14 % of the over-60s), hypertension ~10 % and diabetes ~6 % follow, and the
+# shares fall off Zipf-like to ten conditions rarer than 0.6 %, five of them rarer than 0.3 %.
+# Hypertension, diabetes, arthritis, cataract, dementia rise with age; allergies, asthma,
+# eczema, migraine, anxiety are commoner young. So the small classes of fine generalisations
+# hold one or two distinct conditions and young classes are dominated by one value: l-diversity
+# has something to refuse. Order: most frequent first. (Never reorder or retune without
+# meaning to: the table is part of the data definition, like the random streams.)
+_CONDITION_AGES = (20, 30, 40, 50, 60, 70, 80)
+_BMI_BAND_EDGES_T = (185, 250, 300)  # BMI in tenths: <18.5, 18.5-24.9, 25-29.9, >=30
+_CONDITIONS: dict[str, tuple[tuple[float, ...], tuple[float, float, float, float]]] = {
+    "No Chronic Condition": ((80, 66, 50, 33, 20, 12, 8), (0.9, 1.15, 0.9, 0.6)),
+    "Hypertension": ((1.2, 3.5, 9, 16, 21, 23, 22), (0.6, 0.8, 1.2, 1.8)),
+    "Diabetes": ((0.6, 2, 6, 11, 14, 14, 12), (0.5, 0.7, 1.2, 2.2)),
+    "Allergic Rhinitis": ((9, 8, 6, 4, 2.5, 1.5, 1), (1, 1, 1, 1)),
+    "Asthma": ((7, 5.5, 4.5, 4, 3.5, 3.5, 3), (0.9, 0.9, 1.1, 1.4)),
+    "GERD": ((2.5, 3.5, 4, 4, 3.5, 3, 2.5), (0.8, 0.9, 1.1, 1.4)),
+    "Anxiety": ((5, 4.5, 3.5, 2.5, 1.5, 1, 0.8), (1.2, 1, 1, 1)),
+    "Hypothyroidism": ((1.2, 2.5, 3.5, 3.5, 3, 2.5, 2), (0.9, 1, 1.1, 1.2)),
+    "Hyperlipidaemia": ((0.3, 1.2, 3, 4.5, 4.5, 4, 3), (0.5, 0.8, 1.2, 1.6)),
+    "Arthritis": ((0.1, 0.3, 1.2, 3, 6, 9, 11), (0.7, 0.8, 1.1, 1.6)),
+    "Migraine": ((3.5, 4, 3.5, 2, 1, 0.5, 0.3), (1, 1, 1, 1)),
+    "Anaemia": ((3.5, 3, 2.5, 2, 1.8, 2, 2.5), (2, 1, 0.9, 0.8)),
+    "Depression": ((2.5, 2.5, 2.3, 2, 1.8, 1.8, 2.2), (1.2, 1, 1, 1.2)),
+    "Chronic Back Pain": ((0.8, 1.6, 2.4, 2.8, 2.8, 2.4, 2), (1, 0.9, 1.1, 1.3)),
+    "Coronary Artery Disease": ((0.02, 0.1, 0.5, 1.6, 3.5, 5, 6), (0.8, 0.8, 1.1, 1.5)),
+    "Eczema": ((2.5, 1.6, 1.1, 0.8, 0.6, 0.5, 0.5), (1, 1, 1, 1)),
+    "COPD": ((0.05, 0.1, 0.3, 0.8, 2, 3.5, 4.5), (1.5, 1, 0.9, 1)),
+    "Cataract": ((0.02, 0.05, 0.1, 0.4, 1.6, 4.5, 7), (1, 1, 1, 1)),
+    "Chronic Kidney Disease": ((0.05, 0.1, 0.25, 0.6, 1.3, 2.5, 4), (1, 0.9, 1.1, 1.3)),
+    "Gout": ((0.1, 0.25, 0.6, 1, 1.2, 1.2, 1.1), (0.5, 0.8, 1.2, 1.8)),
+    "Tuberculosis": ((0.7, 0.7, 0.6, 0.6, 0.6, 0.6, 0.5), (3, 1, 0.7, 0.6)),
+    "Osteoporosis": ((0.01, 0.03, 0.1, 0.4, 1.3, 2.5, 4), (2, 1, 0.8, 0.7)),
+    "Psoriasis": ((0.5, 0.6, 0.6, 0.6, 0.5, 0.4, 0.4), (1, 1, 1, 1.3)),
+    "Epilepsy": ((0.45, 0.4, 0.35, 0.3, 0.3, 0.3, 0.3), (1, 1, 1, 1)),
+    "Atrial Fibrillation": ((0.01, 0.02, 0.05, 0.15, 0.5, 1.2, 2.5), (1, 1, 1.1, 1.3)),
+    "Dementia": ((0.002, 0.005, 0.01, 0.05, 0.3, 1.3, 4), (1.3, 1, 0.9, 0.9)),
+    "Hepatitis B": ((0.3, 0.3, 0.3, 0.25, 0.2, 0.15, 0.1), (1, 1, 1, 1)),
+    "HIV": ((0.15, 0.25, 0.25, 0.15, 0.08, 0.04, 0.02), (2, 1, 0.8, 0.8)),
+    "Parkinson's Disease": ((0.002, 0.005, 0.01, 0.04, 0.15, 0.5, 1), (1, 1, 1, 1)),
+    "Multiple Sclerosis": ((0.03, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01), (1, 1, 1, 1)),
 }
 HEALTH_CONDITIONS: tuple[str, ...] = tuple(_CONDITIONS)
-_AGE_BAND_EDGES = (40, 60)  # band 0: age < 40, band 1: 40..59, band 2: >= 60
+#: The conditions by ICD-10 chapter (a hierarchy for hierarchical t-closeness, SPEC section 3
+#: form: value -> [level 1]); "No Chronic Condition" is a chapter of its own.
+HEALTH_CONDITION_HIERARCHY: dict[str, list[str]] = {
+    "No Chronic Condition": ["No Condition"],
+    "Hypertension": ["Circulatory"],
+    "Diabetes": ["Endocrine"],
+    "Allergic Rhinitis": ["Respiratory"],
+    "Asthma": ["Respiratory"],
+    "GERD": ["Digestive"],
+    "Anxiety": ["Mental"],
+    "Hypothyroidism": ["Endocrine"],
+    "Hyperlipidaemia": ["Endocrine"],
+    "Arthritis": ["Musculoskeletal"],
+    "Migraine": ["Nervous"],
+    "Anaemia": ["Blood"],
+    "Depression": ["Mental"],
+    "Chronic Back Pain": ["Musculoskeletal"],
+    "Coronary Artery Disease": ["Circulatory"],
+    "Eczema": ["Skin"],
+    "COPD": ["Respiratory"],
+    "Cataract": ["Eye"],
+    "Chronic Kidney Disease": ["Genitourinary"],
+    "Gout": ["Musculoskeletal"],
+    "Tuberculosis": ["Infectious"],
+    "Osteoporosis": ["Musculoskeletal"],
+    "Psoriasis": ["Skin"],
+    "Epilepsy": ["Nervous"],
+    "Atrial Fibrillation": ["Circulatory"],
+    "Dementia": ["Mental"],
+    "Hepatitis B": ["Infectious"],
+    "HIV": ["Infectious"],
+    "Parkinson's Disease": ["Nervous"],
+    "Multiple Sclerosis": ["Nervous"],
+}
 
 # PIN codes: (3-digit prefix, number of codes, highest last-3-digit value). Karnataka-like:
 # Bengaluru (560) dense and most frequent, then its surroundings (561-563), then the rest.
@@ -203,14 +262,6 @@ _STREET_KINDS = ("Road", "Marg", "Chowk", "Circle", "Nagar", "Street", "Layout",
 _CHUNK_FILE = re.compile(r"^chunk-\d{5,}\.(parquet|csv)$")
 
 
-def _cdf(weights: np.ndarray) -> np.ndarray:
-    """Cumulative distribution ending exactly at 1.0, for inverse-CDF sampling of uniforms."""
-    cdf = np.cumsum(np.asarray(weights, dtype=np.float64))
-    cdf /= cdf[-1]
-    cdf[-1] = 1.0
-    return cdf
-
-
 def pin_code_pool() -> np.ndarray:
     """The 1347 distinct PIN codes, sorted; fixed (own seed), so the encoded domain never varies."""
     rng = np.random.default_rng(_PIN_POOL_SEED)
@@ -248,25 +299,41 @@ def _bmi_weights() -> np.ndarray:
 class _Sampler:
     """Exact inverse-CDF sampling, ``searchsorted(cdf, u, "right")``, without a binary search.
 
-    A guide table over 2**16 equal cells of [0, 1) gives each u the first candidate index; as a
-    cell holds at most ``steps`` CDF points, that many branch-free corrections give the exact
-    answer (u * 2**16 and cell / 2**16 are exact in binary floating point).
+    A guide table over ``cells`` (a power of 2) equal cells of [0, 1) gives each u the first
+    candidate index; as a cell holds at most ``steps`` CDF points, that many branch-free
+    corrections give the exact answer (u * cells and cell / cells are exact in binary floating
+    point). With 2-d weights (segments, values) it holds one distribution per segment, with
+    guide and CDF flattened, and each row inverts the CDF of its own segment.
     """
 
-    _CELLS = 1 << 16
+    def __init__(self, weights: np.ndarray, cells: int = 1 << 16) -> None:
+        w = np.atleast_2d(np.asarray(weights, dtype=np.float64))  # every segment positive
+        cdf = np.cumsum(w, axis=1)
+        cdf /= cdf[:, -1:]
+        cdf[:, -1] = 1.0
+        n_seg, self.n_values = cdf.shape
+        edges = np.arange(cells + 1, dtype=np.float64) / cells
+        guide = np.stack([np.searchsorted(row, edges, side="right") for row in cdf])
+        self.cells, self.steps = cells, int(np.max(np.diff(guide, axis=1)))
+        local = np.minimum(guide[:, :-1], self.n_values - 1)
+        self.guide = (local + self.n_values * np.arange(n_seg)[:, None]).ravel()
+        self.cdf = cdf.ravel()
 
-    def __init__(self, weights: np.ndarray) -> None:
-        self.cdf = _cdf(weights)
-        edges = np.arange(self._CELLS + 1, dtype=np.float64) / self._CELLS
-        guide = np.searchsorted(self.cdf, edges, side="right")
-        self.guide = np.minimum(guide[:-1], self.cdf.size - 1)
-        self.steps = int(np.max(guide[1:] - guide[:-1]))
-
-    def __call__(self, u: np.ndarray) -> np.ndarray:
-        idx = self.guide[(u * self._CELLS).astype(np.int64)]
+    def __call__(self, u: np.ndarray, segment: np.ndarray | None = None) -> np.ndarray:
+        cell = (u * self.cells).astype(np.int64)
+        idx = self.guide[cell if segment is None else segment * self.cells + cell]
         for _ in range(self.steps):
             idx += self.cdf[idx] <= u
-        return idx
+        return idx if segment is None else idx - segment * self.n_values
+
+
+def _condition_weights() -> np.ndarray:
+    """Weight of each condition per (age, BMI band) segment, ``segment = (age - 19) * 4 + band``:
+    the age profile (linear between the knots) times the BMI band's factor."""
+    ages = np.arange(_AGE_MIN, _AGE_MAX + 1, dtype=np.float64)
+    by_age = np.stack([np.interp(ages, _CONDITION_AGES, p) for p, _ in _CONDITIONS.values()], 1)
+    by_bmi = np.array([f for _, f in _CONDITIONS.values()]).T  # (bands, conditions)
+    return (by_age[:, None, :] * by_bmi[None, :, :]).reshape(-1, len(_CONDITIONS))
 
 
 class _Tables:
@@ -288,9 +355,7 @@ class _Tables:
         self.pins = pin_code_pool()
         self.pin_sampler = _Sampler(_pin_weights(self.pins))
         self.conditions = pa.array(list(_CONDITIONS))
-        self.condition_samplers = [
-            _Sampler(np.array(w)) for w in zip(*_CONDITIONS.values(), strict=True)
-        ]
+        self.condition_sampler = _Sampler(_condition_weights(), cells=1 << 10)
 
 
 class _Streams:
@@ -372,7 +437,6 @@ def chunk_table(seed: int, start: int, stop: int, tables: _Tables | None = None)
         raise ValueError(f"need 0 <= start < stop, got start={start}, stop={stop}")
     t = tables or _Tables()
     s = _Streams(seed, start, stop)
-    n = stop - start
     row = np.arange(start, stop, dtype=np.int64)
 
     age = _AGE_MIN + s.choice(_S_AGE, t.age_sampler)
@@ -383,13 +447,10 @@ def chunk_table(seed: int, start: int, stop: int, tables: _Tables | None = None)
     force_rows = _PIN_FORCE_START + _PIN_FORCE_STRIDE * np.arange(_N_PIN_CODES, dtype=np.int64)
     s.force(pin_idx, force_rows, np.arange(_N_PIN_CODES))
 
-    # Condition depends on the age band: pick each row's CDF by band, then invert.
-    band = np.searchsorted(np.array(_AGE_BAND_EDGES), age, side="right")
-    u = s.uniform(_S_CONDITION)
-    condition = np.zeros(n, dtype=np.int64)
-    for b, sampler in enumerate(t.condition_samplers):
-        sel = band == b
-        condition[sel] = sampler(u[sel])
+    # Condition depends on age and BMI band: each row inverts its (age, band) segment's CDF.
+    band = np.searchsorted(np.array(_BMI_BAND_EDGES_T), bmi_t, side="right")
+    segment = (age - _AGE_MIN) * (len(_BMI_BAND_EDGES_T) + 1) + band
+    condition = t.condition_sampler(s.uniform(_S_CONDITION), segment)
 
     # Patient id "P0000001-9112-1": row number, birth year-month (from age), visit digit.
     birth_yymm = ((_REFERENCE_YEAR - age) % 100) * 100 + s.integers(_S_BIRTH_MONTH, 1, 12)
@@ -472,6 +533,24 @@ def paper_config_dict(
     }
 
 
+def example_criteria() -> dict[str, list[dict[str, Any]]]:
+    """The ``privacy`` keys of an l-diversity criterion on the paper's sensitive attribute
+    (SPEC section 4b), to merge into `paper_config_dict`'s ``privacy`` section; the generated
+    skald.yaml carries them as a commented example."""
+    return {"l_diversity": [{"attribute": "health_condition", "l": 3, "variant": "distinct"}]}
+
+
+def _example_comment(config: dict[str, Any]) -> str:
+    """The config's privacy section with `example_criteria` added, as YAML comment lines."""
+    privacy = {"privacy": {**config["privacy"], **example_criteria()}}
+    lines = yaml.safe_dump(privacy, sort_keys=False).splitlines()
+    return (
+        "\n# Example: k-anonymity and l-diversity on the sensitive attribute together (SPEC 4b).\n"
+        "# To use it, replace the privacy section above with:\n"
+        + "".join(f"# {line}\n" for line in lines)
+    )
+
+
 def _integer(name: str, value: object, minimum: int) -> int:
     """A plain int >= minimum (numpy integers accepted; bools and floats are mistakes)."""
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | np.integer):
@@ -522,6 +601,7 @@ def generate_dataset(
     config = paper_config_dict(".", f"../{out.name}-anonymised", chunk_rows, fmt)
     yaml_path = out / "skald.yaml"
     tmp = out / ".skald.yaml.tmp"
-    tmp.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    text = yaml.safe_dump(config, sort_keys=False) + _example_comment(config)
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, yaml_path)
     return yaml_path
