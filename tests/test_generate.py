@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from pathlib import Path
 
@@ -15,8 +16,12 @@ import yaml
 from airflow_skald.core.generate import (
     BLOOD_GROUP_HIERARCHY,
     COLUMNS,
+    HEALTH_CONDITION_HIERARCHY,
     HEALTH_CONDITIONS,
     PROFESSION_HIERARCHY,
+    _Sampler,
+    chunk_table,
+    example_criteria,
     generate_dataset,
     paper_config_dict,
     pin_code_pool,
@@ -148,8 +153,6 @@ def test_direct_identifiers_look_like_the_paper(big: pd.DataFrame) -> None:
 
 
 def test_patient_ids_past_ten_million_stay_unique_and_ordered() -> None:
-    from airflow_skald.core.generate import chunk_table
-
     ids = chunk_table(3, 9_999_998, 10_000_002)["patient_id"].to_pylist()
     assert [i.split("-")[0] for i in ids] == ["P9999999", "P10000000", "P10000001", "P10000002"]
 
@@ -175,6 +178,100 @@ def test_distributions_are_realistic_not_uniform(big: pd.DataFrame) -> None:
     assert 23.5 < big["bmi"].mean() < 25.5 and 3 < big["bmi"].std() < 5
     cond = big.groupby(big["age"] >= 60)["health_condition"].value_counts(normalize=True)
     assert cond[(True, "Dementia")] > 5 * cond[(False, "Dementia")]  # conditions follow age
+
+
+def _share(df: pd.DataFrame, rows: pd.Series) -> pd.Series:
+    """Share of each condition among the selected rows (0 for those that do not occur)."""
+    share = df.loc[rows, "health_condition"].value_counts(normalize=True)
+    return share.reindex(list(HEALTH_CONDITIONS), fill_value=0.0)
+
+
+def test_health_condition_is_skewed_with_a_rare_tail(big: pd.DataFrame) -> None:
+    share = big["health_condition"].value_counts(normalize=True)
+    assert len(HEALTH_CONDITIONS) == 30 and set(share.index) == set(HEALTH_CONDITIONS)
+    assert list(share.index[:3]) == ["No Chronic Condition", "Hypertension", "Diabetes"]
+    assert 0.35 < share.iloc[0] < 0.5 and share.iloc[0] > 3 * share.iloc[1]  # one common value
+    assert share.iloc[:5].sum() > 0.6  # a few conditions cover most patients...
+    assert (share < 0.005).sum() >= 5 and share.min() < 0.001  # ...and some are rare
+    # HEALTH_CONDITIONS lists them most frequent first (near-ties may swap in a sample).
+    rank = pd.Series(range(len(share)), index=share.index)[list(HEALTH_CONDITIONS)]
+    assert np.corrcoef(rank.to_numpy(), np.arange(len(rank)))[0, 1] > 0.97
+
+
+def test_health_condition_follows_age_and_bmi(big: pd.DataFrame) -> None:
+    mean_age = big.groupby("health_condition")["age"].mean()
+    assert mean_age["Hypertension"] > mean_age["Asthma"] + 10
+    assert mean_age["Dementia"] > mean_age["Diabetes"] > mean_age["Allergic Rhinitis"] + 10
+    young, old = _share(big, big["age"] < 40), _share(big, big["age"] >= 60)
+    for rising in ("Hypertension", "Diabetes", "Arthritis", "Cataract", "Dementia"):
+        assert old[rising] > 3 * young[rising], rising
+    for falling in ("No Chronic Condition", "Asthma", "Allergic Rhinitis", "Eczema", "Migraine"):
+        assert young[falling] > 1.25 * old[falling], falling
+    assert _share(big, big["age"] < 30)["No Chronic Condition"] > 0.55  # young: mostly healthy
+    normal, obese = _share(big, big["bmi"].between(18.5, 24.9)), _share(big, big["bmi"] >= 30)
+    assert obese["Diabetes"] > 2 * normal["Diabetes"]
+    assert _share(big, big["bmi"] < 18.5)["Tuberculosis"] > 2 * normal["Tuberculosis"]
+
+
+def test_l_diversity_bites_at_fine_nodes(big: pd.DataFrame) -> None:
+    """Most classes of a fine generalisation hold at most 2 distinct conditions (distinct l = 3
+    must suppress or generalise them), while a coarse one is diverse."""
+    fine = big.groupby(["blood_group", "profession", "age", big["bmi"] // 1])
+    assert (fine["health_condition"].nunique() <= 2).mean() > 0.7
+    coarse = big.groupby([big["age"] // 10])["health_condition"].nunique()
+    assert coarse.min() >= 15
+
+
+def test_condition_is_chunk_invariant_across_block_boundaries() -> None:
+    whole = chunk_table(4, 0, 140_000)
+    cuts = [0, 1, 65_535, 65_537, 131_072, 140_000]
+    parts = [chunk_table(4, a, b) for a, b in zip(cuts, cuts[1:], strict=False)]
+    assert pa.concat_tables(parts).equals(whole)
+
+
+def test_other_columns_are_unchanged_by_the_condition_model() -> None:
+    """Digest of every column but health_condition, pinned from before the condition model
+    changed: the paper experiment's QID distributions (and expected nodes) stay the same."""
+    h = hashlib.sha256()
+    for start, stop in ((0, 3_000), (64_000, 67_000)):
+        table = chunk_table(11, start, stop)
+        for name in table.column_names:
+            if name != "health_condition":
+                h.update("\n".join(map(str, table[name].to_pylist())).encode())
+    assert h.hexdigest() == "c8b21a9426c010667729ee87b3532bd2564699608b3047a73bceba568feed8a6"
+
+
+@pytest.mark.parametrize("shape", [(8,), (5, 30)])
+def test_sampler_is_exact_inverse_cdf(shape: tuple[int, ...]) -> None:
+    rng = np.random.default_rng(0)
+    weights = rng.pareto(1.0, shape) + 1e-4  # skewed, with tiny weights sharing guide cells
+    sampler = _Sampler(weights, cells=1 << 6)
+    cdf = sampler.cdf.reshape(-1, shape[-1])
+    for seg, row in enumerate(cdf):
+        u = np.r_[0.0, row[:-1], np.nextafter(row, 0.0), rng.random(2_000)]
+        u = u[u < 1.0]
+        want = np.searchsorted(row, u, side="right")
+        got = sampler(u) if len(shape) == 1 else sampler(u, np.full(u.size, seg))
+        assert np.array_equal(got, want)
+
+
+def test_condition_hierarchy_covers_every_condition() -> None:
+    assert list(HEALTH_CONDITION_HIERARCHY) == list(HEALTH_CONDITIONS)
+    assert all(len(levels) == 1 for levels in HEALTH_CONDITION_HIERARCHY.values())
+    assert len(set(HEALTH_CONDITION_HIERARCHY["Hypertension"])) == 1
+
+
+def test_yaml_lists_an_l_diversity_example(tmp_path: Path) -> None:
+    assert example_criteria() == {
+        "l_diversity": [{"attribute": "health_condition", "l": 3, "variant": "distinct"}]
+    }
+    text = generate_dataset(100, 50, 1, tmp_path / "d").read_text(encoding="utf-8")
+    config = yaml.safe_load(text)
+    assert "l_diversity" not in config["privacy"]  # today's keys only; the example is a comment
+    example = text[text.index("# privacy:") :]
+    uncommented = yaml.safe_load("\n".join(line[2:] for line in example.splitlines()))
+    assert uncommented == {"privacy": {**config["privacy"], **example_criteria()}}
+    assert example_criteria()["l_diversity"][0]["attribute"] in config["sensitive_attributes"]
 
 
 def test_csv_format_holds_the_same_rows(tmp_path: Path) -> None:
