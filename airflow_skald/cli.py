@@ -81,7 +81,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from airflow_skald.core.config import OVERRIDE_KEYS, load_config
     from airflow_skald.core.pipeline import run
 
-    overrides = {key: getattr(args, key) for key in OVERRIDE_KEYS}
+    overrides = {key: getattr(args, key, None) for key in OVERRIDE_KEYS}
     config = load_config(args.config, overrides)
     from airflow_skald.core.progress import cli_progress
 

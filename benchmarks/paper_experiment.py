@@ -49,6 +49,7 @@ from airflow_skald.core.baseline import (  # noqa: E402
     anonymise_chunk,
     run_per_chunk,
     union_figures,
+    union_policy,
 )
 from airflow_skald.core.config import load_config  # noqa: E402
 from airflow_skald.core.generate import generate_dataset, paper_config_dict  # noqa: E402
@@ -179,7 +180,7 @@ def run_experiment(
             for k in ks:
                 outs = [decisions[(domain, ch.chunk_id)][k] for ch in chunks]
                 union = union_figures(
-                    outs, config.policy().with_thresholds(k=k), config.suppressed_records
+                    outs, union_policy(replace(config, k=k)), config.suppressed_records
                 )
                 decision, s_seconds = skald[k]
                 nodes: dict[str, int] = {}

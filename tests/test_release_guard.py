@@ -12,7 +12,6 @@
 from __future__ import annotations
 
 import contextlib
-import inspect
 import json
 import os
 import signal
@@ -415,15 +414,9 @@ def test_mapped_writers_check_the_token_without_taking_over(tmp_path: Path) -> N
     leases.check_lease_token(out, "run-2")  # nobody holds it: nothing to fence
 
 
-# ------------------------------------------------- `skald run` end to end, once wired in
-
-_WIRED = "ReleaseIdentity" in inspect.getsource(pipeline)
-wired = pytest.mark.skipif(
-    not _WIRED, reason="pipeline.run does not yet take the lease and `overwrite` (issue 12)"
-)
+# ------------------------------------------------------------- `skald run` end to end
 
 
-@wired
 def test_cli_refuses_to_replace_another_runs_release_unless_overwrite(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:
@@ -445,7 +438,6 @@ def test_cli_refuses_to_replace_another_runs_release_unless_overwrite(
     assert not Path(lease_path(str(out))).exists()
 
 
-@wired
 def test_cli_run_to_a_busy_output_fails_and_leaves_the_other_alone(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:

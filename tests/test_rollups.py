@@ -54,7 +54,7 @@ def test_dense_and_sparse_rollups_agree_on_every_node(tmp_path):
     )
     chunks = list_chunks(cfg)
     plan = plan_root(cfg, scan_domain(cfg, chunks))
-    root = count_histogram(cfg, plan, chunks)
+    root = count_histogram(cfg, plan, chunks).classes
     dense, sparse = _DenseSource(plan, plan.root, root), _Source(plan, plan.root, root)
     cached = RollUps(plan, root)
     lattice = Lattice(plan.root, tuple(plan.tops))
@@ -87,7 +87,7 @@ def _plan_and_root(tmp_path, df, qids, bins=10**6):
     )
     chunks = list_chunks(cfg)
     plan = plan_root(cfg, scan_domain(cfg, chunks))
-    return cfg, chunks, plan, count_histogram(cfg, plan, chunks)
+    return cfg, chunks, plan, count_histogram(cfg, plan, chunks).classes
 
 
 def test_a_level_that_only_renumbers_codes_is_still_applied(tmp_path):

@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from airflow_skald.core.class_source import ClassSource, chunk_distribution
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.dimensions import TOP, paper_notation
 from airflow_skald.core.errors import DataError, VerificationError
@@ -41,9 +42,10 @@ from airflow_skald.core.pipeline import ChunkProgress, Progress, count_histogram
 from airflow_skald.core.plan import Plan
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality import sum_squares
-from airflow_skald.core.rollups import RollUps
+from airflow_skald.core.root_counts import RootCounts
 from airflow_skald.core.runner import ENCODE, Phase, Run, publish, run_local
 from airflow_skald.core.search import Decision, search_lattice
+from airflow_skald.core.sensitive_domain import SensitiveStats
 from airflow_skald.core.verify import class_figures, count_release_classes
 
 __all__ = [
@@ -69,39 +71,38 @@ def chunk_plan(plan: Plan, n_records: int) -> Plan:
     return replace(plan, stats=stats, root=zero, root_bins=plan.bins(zero))
 
 
-class RollUpCache:
-    """Class sizes of any node above a plan's root, shared by several searches (several k).
+class RollUpCache(ClassSource):
+    """Classes of any node above a plan's root, shared by several searches (several k).
 
-    Histograms come from `search.RollUps` (each rolled up from the smallest cached finer node);
-    the class sizes of every node evaluated are kept compressed (distinct sizes and their
-    multiplicities), so a search for another k re-uses them instead of rolling up again.
+    Sizes-only: the class sizes of every node evaluated are kept compressed (distinct sizes and
+    their multiplicities), so a search for another k re-uses them instead of rolling up again.
+    With criteria the (class, value) tables are rolled up per call (`ClassSource`).
     """
 
-    def __init__(self, plan: Plan, root_hist: Histogram):
-        self.rollups = RollUps(plan, root_hist)
+    def __init__(self, plan: Plan, counts: RootCounts, attributes: Sequence[str] = ()):
+        super().__init__(plan, counts, attributes)
         self._sizes: dict[tuple[int, ...], tuple[np.ndarray, np.ndarray]] = {}
 
-    def histogram(self, node: tuple[int, ...]) -> Histogram:
-        return self.rollups.get(tuple(node))
-
-    def __call__(self, node: tuple[int, ...]) -> ClassTable:
-        """The classes of `node` (sizes, any order), for `search_lattice(class_tables=...)`."""
+    def table(self, node: tuple[int, ...]) -> ClassTable:
+        if not self.sizes_only:
+            return super().table(node)
         hit = self._sizes.get(node)
         if hit is None:
-            hit = np.unique(self.histogram(node).counts, return_counts=True)
+            hit = np.unique(self.rollups.get(tuple(node)).counts, return_counts=True)
             self._sizes[node] = hit
         return ClassTable(np.repeat(*hit))
 
 
 def released_classes(
-    plan: Plan, node: tuple[int, ...], hist: Histogram, policy: PrivacyPolicy
+    plan: Plan, node: tuple[int, ...], source: ClassSource, policy: PrivacyPolicy
 ) -> Counter:
-    """Released QID tuple -> records, for the classes of a node's histogram the policy keeps.
+    """Released QID tuple -> records, for the classes of a node that the policy keeps.
 
     The strings are the dimensions' output labels, exactly what `write_parts` writes.
     """
-    kept = policy.judge(ClassTable(hist.counts)).kept
-    sub = Histogram(hist.radices, hist.keys[kept], hist.counts[kept])
+    keys, table = source.keyed(node)
+    kept = policy.judge(table).kept
+    sub = Histogram(plan.radices(node), keys[kept], table.sizes[kept])
     columns = []
     for dim, level, codes in zip(plan.dims, node, sub.decompose(), strict=True):
         uniq, inverse = np.unique(codes, return_inverse=True)
@@ -173,20 +174,34 @@ def anonymise_chunk(
             f"k={smallest}: no node can release it alone; use a larger chunk_rows"
         )
     zero_plan = chunk_plan(plan, chunk.n_rows)
-    hist = count_histogram(config, zero_plan, [chunk])
-    cplan = chunk_plan(plan, hist.n_records)
-    cache = RollUpCache(cplan, hist)
+    counts = count_histogram(config, zero_plan, [chunk])
+    cplan = chunk_plan(plan, counts.n_records)
+    cache = RollUpCache(cplan, counts, config.criteria_attributes)
+    own = chunk_sensitive(plan, counts)  # t-closeness: the chunk's own distribution (SPEC §4b)
     t_hist = time.perf_counter() - t
     out = []
     for k in ks or [config.k]:
         t = time.perf_counter()
-        policy = config.policy().with_thresholds(k=int(k))
-        decision = search_lattice(cplan, hist, policy, config.priority_order(), class_tables=cache)
-        classes = released_classes(cplan, decision.node, cache.histogram(decision.node), policy)
+        policy = config.policy(own).with_thresholds(k=int(k))
+        decision = search_lattice(cplan, counts, policy, config.priority_order(), source=cache)
+        classes = released_classes(cplan, decision.node, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
         out.append(ChunkOutcome(chunk, policy, decision, classes, seconds))
         t_hist = 0.0
     return out
+
+
+def chunk_sensitive(plan: Plan, counts: RootCounts) -> dict[str, SensitiveStats]:
+    """The criteria's attributes as one chunk holds them: the global value codes, the chunk's
+    own counts (values it lacks count 0)."""
+    own = chunk_distribution(counts)
+    return {a: replace(plan.stats.sensitive[a], counts=own[a].tolist()) for a in counts.values}
+
+
+def union_policy(config: SkaldConfig) -> PrivacyPolicy:
+    """What the union of the chunk releases is checked for: k-anonymity within the limit.
+    (Criteria beyond k hold per chunk, each checked on its own part by its search.)"""
+    return PrivacyPolicy.k_anonymity(config.k, config.suppression_limit)
 
 
 def union_figures(
@@ -248,7 +263,7 @@ class PerChunkPhase(Phase[list, dict]):
         config, plan = run.config, run.plan()
 
         def check() -> dict:
-            predicted = union_figures(outcomes, config.policy(), config.suppressed_records)
+            predicted = union_figures(outcomes, union_policy(config), config.suppressed_records)
             written = _check_written(config, run.staging, outcomes)
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
                 if written[key] != predicted[key]:
@@ -294,7 +309,7 @@ def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcom
         union.update(classes)
         n_rows += rows
         n_records += o.n_records
-    return release_figures(union, n_rows, n_records, config.policy(), "the per-chunk release")
+    return release_figures(union, n_rows, n_records, union_policy(config), "the per-chunk release")
 
 
 def _manifest(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -15,8 +16,14 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.hierarchies import Hierarchy
-from airflow_skald.core.privacy import KAnonymity, PrivacyPolicy
-from airflow_skald.core.settings import BY_NAME, OVERRIDE_KEYS, parse_overrides, read_file_setting
+from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.settings import (
+    BY_NAME,
+    OVERRIDE_KEYS,
+    decimal_text,
+    parse_overrides,
+    read_file_setting,
+)
 from airflow_skald.core.yaml_load import load_yaml_file
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
@@ -58,6 +65,44 @@ class QidSpec:
         return out
 
 
+L_VARIANTS = ("distinct", "entropy", "recursive")
+T_DISTANCES = ("equal", "ordered", "hierarchical")
+
+
+@dataclass(frozen=True)
+class LDiversitySpec:
+    """One l-diversity criterion as configured (SPEC §4b)."""
+
+    attribute: str
+    l: int  # noqa: E741 - the criterion's name for it
+    variant: str = "distinct"
+    c: Fraction | None = None  # recursive (c,l) only
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"attribute": self.attribute, "variant": self.variant, "l": self.l}
+        if self.c is not None:
+            out["c"] = decimal_text(self.c)
+        return out
+
+
+@dataclass(frozen=True)
+class TClosenessSpec:
+    """One t-closeness criterion as configured (SPEC §4b)."""
+
+    attribute: str
+    t: Fraction
+    distance: str = "equal"
+    hierarchy: Hierarchy | None = None  # hierarchical distance only
+
+    def describe(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"attribute": self.attribute, "distance": self.distance}
+        out["t"] = decimal_text(self.t)
+        if self.hierarchy is not None:
+            table = json.dumps(self.hierarchy.table.tolist()).encode()
+            out["hierarchy_sha256"] = hashlib.sha256(table).hexdigest()
+        return out
+
+
 @dataclass(frozen=True)
 class SkaldConfig:
     """A validated configuration. Paths are absolute or fsspec URLs."""
@@ -73,6 +118,9 @@ class SkaldConfig:
     histogram_bins: int | None = None
     qid_priority: tuple[str, ...] = ()
     suppressed_records: str = "mask"
+    l_diversity: tuple[LDiversitySpec, ...] = ()
+    t_closeness: tuple[TClosenessSpec, ...] = ()
+    root: str = "paper"
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -80,9 +128,37 @@ class SkaldConfig:
     def qid_names(self) -> list[str]:
         return [q.name for q in self.quasi_identifiers]
 
-    def policy(self) -> PrivacyPolicy:
-        """The privacy models and suppression limit this config asks for."""
-        return PrivacyPolicy((KAnonymity(self.k),), self.suppression_limit)
+    @property
+    def criteria_attributes(self) -> tuple[str, ...]:
+        """Sensitive attributes that privacy criteria name (their distributions are counted)."""
+        named = [c.attribute for c in (*self.l_diversity, *self.t_closeness)]
+        return tuple(dict.fromkeys(named))
+
+    def policy(self, sensitive: Mapping[str, Any] | None = None) -> PrivacyPolicy:
+        """The privacy models and suppression limit this config asks for; criteria beyond k
+        need phase 1's statistics of their attributes (`DomainStats.sensitive`)."""
+        from airflow_skald.core.privacy.build import build_policy
+
+        return build_policy(self, sensitive)
+
+    def describe_privacy(self) -> list[dict]:
+        """The criteria as configured (no data needed): k first, then l and t."""
+        from airflow_skald.core.privacy import KAnonymity, LDiversity
+
+        models = [KAnonymity(self.k).describe()]
+        models += [
+            LDiversity(c.attribute, c.l, c.variant, c.c).describe() for c in self.l_diversity
+        ]
+        models += [
+            {
+                "model": "t-closeness",
+                "attribute": c.attribute,
+                "distance": c.distance,
+                "t": decimal_text(c.t),
+            }
+            for c in self.t_closeness
+        ]
+        return models
 
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
@@ -99,6 +175,10 @@ class SkaldConfig:
                 fields["input"] = replace(self.input, path=_abs(value, None))
             elif key == "output_path":
                 fields["output"] = replace(self.output, path=_abs(value, None))
+            elif key in ("l", "c"):
+                fields["l_diversity"] = _one(self.l_diversity, "l-diversity", key, value)
+            elif key == "t":
+                fields["t_closeness"] = _one(self.t_closeness, "t-closeness", key, value)
             else:
                 fields[key] = value
         return replace(self, **fields) if fields else self
@@ -130,8 +210,24 @@ class SkaldConfig:
             "histogram_bins": self.histogram_bins,
             "qid_priority": list(self.qid_priority),
             "suppressed_records": self.suppressed_records,
+            "l_diversity": [c.describe() for c in self.l_diversity],
+            "t_closeness": [c.describe() for c in self.t_closeness],
+            "root": self.root,
         }
         return json.dumps(body, sort_keys=True)
+
+
+def _one(criteria: tuple, kind: str, key: str, value: Any) -> tuple:
+    """A per-run threshold (--l, --t, --c) sets the one configured criterion of its kind."""
+    if len(criteria) != 1:
+        raise ConfigError(
+            f"{key} sets the threshold of the one configured {kind} criterion, "
+            f"but the config lists {len(criteria)}"
+        )
+    updated = replace(criteria[0], **{key: value})
+    if key == "c" and updated.variant != "recursive":
+        raise ConfigError("c applies to recursive (c,l)-diversity only")
+    return (updated,)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
@@ -166,11 +262,11 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         if key not in raw:
             raise ConfigError(f"config is missing '{key}'")
     privacy = _mapping(raw["privacy"], "privacy")
-    _no_unknown(privacy, {"k", "suppression_limit"}, "privacy")
+    _no_unknown(privacy, {"k", "suppression_limit", "l_diversity", "t_closeness"}, "privacy")
     if privacy.get("k") is None:
         raise ConfigError("privacy.k is required")
     memory = _mapping(raw.get("memory") or {}, "memory")
-    _no_unknown(memory, {"histogram_bins"}, "memory")
+    _no_unknown(memory, {"histogram_bins", "root"}, "memory")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
@@ -197,12 +293,97 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         histogram_bins=_file(raw, "histogram_bins", None),
         qid_priority=tuple(priority),
         suppressed_records=_file(raw, "suppressed_records", "mask"),
+        l_diversity=_l_diversity(privacy.get("l_diversity"), sensitive),
+        t_closeness=_t_closeness(privacy.get("t_closeness"), sensitive, base_dir),
+        root=_file(raw, "root", "paper"),
         source=source,
     )
 
 
 def _file(raw: dict, name: str, default: Any) -> Any:
     return read_file_setting(raw, BY_NAME[name], default)
+
+
+def _criteria_list(raw: Any, where: str, sensitive: list[str]) -> list[tuple[str, dict]]:
+    """(where, mapping) per criterion of a list; each names a sensitive attribute."""
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise ConfigError(f"privacy.{where} must be a list of criteria")
+    out = []
+    for i, item in enumerate(raw):
+        at = f"privacy.{where}[{i}]"
+        item = _mapping(item, at)
+        attribute = item.get("attribute")
+        if not isinstance(attribute, str) or not attribute:
+            raise ConfigError(f"{at} needs an 'attribute'")
+        if attribute not in sensitive:
+            raise ConfigError(f"{at}: attribute '{attribute}' is not one of sensitive_attributes")
+        out.append((at, item))
+    return out
+
+
+def _l_diversity(raw: Any, sensitive: list[str]) -> tuple[LDiversitySpec, ...]:
+    out = []
+    for at, item in _criteria_list(raw, "l_diversity", sensitive):
+        _no_unknown(item, {"attribute", "l", "variant", "c"}, at)
+        if "l" not in item:
+            raise ConfigError(f"{at} needs 'l'")
+        variant = _choice(item.get("variant", "distinct"), L_VARIANTS, f"{at}.variant")
+        ell = BY_NAME["l"].parse(item["l"], f"{at}.l")
+        c = None
+        if variant == "recursive":
+            if "c" not in item:
+                raise ConfigError(f"{at}: recursive (c,l)-diversity needs 'c'")
+            c = BY_NAME["c"].parse(item["c"], f"{at}.c")
+        elif "c" in item:
+            raise ConfigError(f"{at}: 'c' applies to variant recursive only")
+        out.append(LDiversitySpec(item["attribute"], ell, variant, c))
+    _no_repeats(out, "l_diversity", lambda c: (c.attribute, c.variant))
+    return tuple(out)
+
+
+def _t_closeness(
+    raw: Any, sensitive: list[str], base_dir: Path | None
+) -> tuple[TClosenessSpec, ...]:
+    out = []
+    for at, item in _criteria_list(raw, "t_closeness", sensitive):
+        _no_unknown(item, {"attribute", "t", "distance", "hierarchy", "hierarchy_file"}, at)
+        if "t" not in item:
+            raise ConfigError(f"{at} needs 't'")
+        distance = _choice(item.get("distance", "equal"), T_DISTANCES, f"{at}.distance")
+        t = BY_NAME["t"].parse(item["t"], f"{at}.t")
+        hierarchy = None
+        given = ("hierarchy" in item) + ("hierarchy_file" in item)
+        if distance == "hierarchical":
+            if given != 1:
+                raise ConfigError(
+                    f"{at}: hierarchical distance needs exactly one of 'hierarchy' or "
+                    "'hierarchy_file'"
+                )
+            hierarchy = _hierarchy(item, item["attribute"], base_dir)
+        elif given:
+            raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
+        out.append(TClosenessSpec(item["attribute"], t, distance, hierarchy))
+    _no_repeats(out, "t_closeness", lambda c: (c.attribute, c.distance))
+    return tuple(out)
+
+
+def _no_repeats(criteria: list, where: str, key) -> None:
+    keys = [key(c) for c in criteria]
+    for i, k in enumerate(keys):
+        if k in keys[:i]:
+            raise ConfigError(f"privacy.{where}[{i}] repeats a criterion listed before it")
+
+
+def _hierarchy(item: dict, name: str, base_dir: Path | None) -> Hierarchy:
+    """An inline hierarchy or an ARX hierarchy file (relative to the config's folder)."""
+    if "hierarchy" in item:
+        return Hierarchy.from_mapping(name, item["hierarchy"])
+    hfile = Path(str(item["hierarchy_file"]))
+    if not hfile.is_absolute() and base_dir is not None:
+        hfile = base_dir / hfile
+    return Hierarchy.from_file(name, hfile)
 
 
 def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
@@ -220,13 +401,7 @@ def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
             _no_unknown(item, {"name", "type", "hierarchy", "hierarchy_file"}, where)
             if ("hierarchy" in item) == ("hierarchy_file" in item):
                 raise ConfigError(f"{where} needs exactly one of 'hierarchy' or 'hierarchy_file'")
-            if "hierarchy" in item:
-                hierarchy = Hierarchy.from_mapping(name, item["hierarchy"])
-            else:
-                hfile = Path(str(item["hierarchy_file"]))
-                if not hfile.is_absolute() and base_dir is not None:
-                    hfile = base_dir / hfile
-                hierarchy = Hierarchy.from_file(name, hfile)
+            hierarchy = _hierarchy(item, name, base_dir)
             out.append(QidSpec(name=name, type="categorical", hierarchy=hierarchy))
         elif kind == "numerical":
             _no_unknown(item, {"name", "type", "min_width", "widths", "encode"}, where)

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from airflow_skald.core.config import QidSpec, SkaldConfig
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
+from airflow_skald.core.sensitive_domain import SensitiveStats
 
 
 @dataclass
@@ -68,6 +69,7 @@ class DomainStats:
     bytes_per_record: int
     qids: dict[str, QidStats]
     files_checked: list[str] = field(default_factory=list)
+    sensitive: dict[str, SensitiveStats] = field(default_factory=dict)  # criteria's attributes
 
     @staticmethod
     def merge(parts: Sequence[DomainStats]) -> DomainStats:
@@ -82,6 +84,7 @@ class DomainStats:
             first.bytes_per_record,
             dict(first.qids),
             list(first.files_checked),
+            dict(first.sensitive),
         )
         for p in parts[1:]:
             if p.columns != out.columns:
@@ -89,11 +92,12 @@ class DomainStats:
             out.n_rows += p.n_rows
             out.n_chunks += p.n_chunks
             out.qids = {n: out.qids[n].merge(p.qids[n]) for n in out.qids}
+            out.sensitive = {n: out.sensitive[n].merge(p.sensitive[n]) for n in out.sensitive}
             out.files_checked += [f for f in p.files_checked if f not in out.files_checked]
         return out
 
     def to_dict(self) -> dict:
-        return {
+        out = {
             "n_rows": self.n_rows,
             "n_chunks": self.n_chunks,
             "columns": self.columns,
@@ -101,6 +105,9 @@ class DomainStats:
             "files_checked": self.files_checked,
             "qids": {n: vars(q) for n, q in self.qids.items()},
         }
+        if self.sensitive:
+            out["sensitive"] = {n: s.to_dict() for n, s in self.sensitive.items()}
+        return out
 
     @classmethod
     def from_dict(cls, d: dict) -> DomainStats:
@@ -111,6 +118,9 @@ class DomainStats:
             bytes_per_record=d["bytes_per_record"],
             files_checked=list(d.get("files_checked", [])),
             qids={n: QidStats(**q) for n, q in d["qids"].items()},
+            sensitive={
+                n: SensitiveStats.from_dict(n, v) for n, v in d.get("sensitive", {}).items()
+            },
         )
 
     def to_bytes(self) -> bytes:
@@ -199,16 +209,21 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         _check_types(config, file)
         files.append(file)
 
-    def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], int]:
-        table = read_chunk(config.input, chunk, config.qid_names, types)
-        return scan_table(config, table, chunk), table.num_rows
+    attributes = config.criteria_attributes
+    sstats: dict[str, SensitiveStats] = {}
 
-    for i, (_, (part, rows)) in enumerate(map_ahead(scan, chunks)):
+    def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
+        table = read_chunk(config.input, chunk, [*config.qid_names, *attributes], types)
+        values = {a: SensitiveStats.of_column(a, table.column(a)) for a in attributes}
+        return scan_table(config, table, chunk), values, table.num_rows
+
+    for i, (_, (part, values, rows)) in enumerate(map_ahead(scan, chunks)):
         qstats = part if qstats is None else {n: qstats[n].merge(part[n]) for n in qstats}
+        sstats = values if not sstats else {a: sstats[a].merge(values[a]) for a in sstats}
         n_rows += rows
         if progress:
             progress(i + 1, len(chunks), rows)
-    return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files)
+    return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files, sstats)
 
 
 def scan_table(config: SkaldConfig, table: pa.Table, chunk: ChunkRef) -> dict[str, QidStats]:

@@ -50,7 +50,7 @@ class NodeFigures:
             min_class_size=int(kept.min()) if kept.size else 0,
             passes=j.passes,
             quality={m.name: m.value(scored) for m in metrics if node or m.name != "precision"},
-            privacy=policy.figures(ClassTable(kept)),
+            privacy=policy.figures(table.subset(j.kept)),
         )
 
     @property

@@ -25,6 +25,7 @@ from airflow_skald.core.figures import NodeFigures
 from airflow_skald.core.io import ChunkRef
 from airflow_skald.core.plan import Plan
 from airflow_skald.core.search import Decision
+from airflow_skald.core.settings import decimal_text
 
 MANIFEST_JSON = "manifest.json"
 RUN_JSON = "run.json"
@@ -43,15 +44,15 @@ def to_json_bytes(body: dict) -> bytes:
 
 def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> dict:
     """The policy the release was made under, each criterion with the figure it reached."""
-    policy = config.policy()
+    described = config.describe_privacy()
     return {
         "k": config.k,
         "suppression_limit": float(config.suppression_limit),
         "privacy": {
-            "models": policy.describe(),
-            "suppression_limit": str(config.suppression_limit),
+            "models": described,
+            "suppression_limit": decimal_text(config.suppression_limit),
         },
-        "privacy_models": figures.privacy if figures else policy.describe(),
+        "privacy_models": figures.privacy if figures else described,
     }
 
 

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core import io as skald_io
+from airflow_skald.core.class_source import ClassSource
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.encoding import DomainStats, csv_types
 from airflow_skald.core.encoding import scan_domain as _scan_domain
@@ -36,7 +37,8 @@ from airflow_skald.core.release import (
     part_name,
     write_part_atomic,
 )
-from airflow_skald.core.search import ClassTables, Decision
+from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.search import Decision
 from airflow_skald.core.search import search_lattice as _search_lattice
 from airflow_skald.core.verify import ReleaseClasses, release_classes
 
@@ -120,20 +122,29 @@ def scan_domain(
 
 def count_histogram(
     config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef], progress: Progress | None = None
-) -> Histogram:
-    """Phase 2 over some chunks: root-node class counts (merge with Histogram.merge)."""
+) -> RootCounts:
+    """Phase 2 over some chunks: root-node class counts and, per attribute that criteria name,
+    (class, value) counts (merge with RootCounts.merge)."""
     radices = plan.radices(plan.root)
     acc = HistogramAccumulator(radices)
+    sensitive = {a: plan.stats.sensitive[a] for a in config.criteria_attributes}
+    by_value = {a: HistogramAccumulator((*radices, s.m)) for a, s in sensitive.items()}
+    columns = [*config.qid_names, *sensitive]
     types = csv_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
 
-    def keys_of_chunk(chunk: ChunkRef) -> np.ndarray:
-        return root_keys(plan, read_chunk(config.input, chunk, config.qid_names, types), chunk)
+    def keys_of_chunk(chunk: ChunkRef) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        table = read_chunk(config.input, chunk, columns, types)
+        keys = root_keys(plan, table, chunk)
+        values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
+        return keys, values
 
-    for i, (_, keys) in enumerate(map_ahead(keys_of_chunk, chunks)):
+    for i, (_, (keys, values)) in enumerate(map_ahead(keys_of_chunk, chunks)):
         acc.add_keys(keys)
+        for a, value_keys in values.items():
+            by_value[a].add_keys(value_keys)
         tick(i + 1, keys.size)
-    return acc.result()
+    return RootCounts(acc.result(), {a: v.result() for a, v in by_value.items()})
 
 
 def root_keys(plan: Plan, table: pa.Table, chunk: ChunkRef) -> np.ndarray:
@@ -146,12 +157,11 @@ def root_keys(plan: Plan, table: pa.Table, chunk: ChunkRef) -> np.ndarray:
 
 
 def search_lattice(
-    config: SkaldConfig, plan: Plan, hist: Histogram, class_tables: ClassTables | None = None
+    config: SkaldConfig, plan: Plan, counts: RootCounts, source: ClassSource | None = None
 ) -> Decision:
     """Phase 2's search under the config's privacy policy, objective and tie-break order."""
-    return _search_lattice(
-        plan, hist, config.policy(), config.priority_order(), class_tables=class_tables
-    )
+    policy = config.policy(plan.stats.sensitive)
+    return _search_lattice(plan, counts, policy, config.priority_order(), source=source)
 
 
 def write_parts(
@@ -186,7 +196,7 @@ def count_written(config: SkaldConfig, staging: str, names: Sequence[str]) -> Re
     checks its own parts, and the final step merges these tables instead of re-reading all."""
     location = DataLocation(staging, config.output.format, config.output.delimiter)
     paths = [staging.rstrip("/") + "/" + n for n in names]
-    return release_classes(paths, location, config.qid_names)
+    return release_classes(paths, location, config.qid_names, config.criteria_attributes)
 
 
 def run(

@@ -28,7 +28,6 @@ from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import build_dimensions
 from airflow_skald.core.encoding import DomainStats
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.io import ChunkRef, filesystem
 from airflow_skald.core.lease import Lease, check_lease_token, output_lease
 from airflow_skald.core.manifest import (
@@ -55,6 +54,7 @@ from airflow_skald.core.release import (
     staging_path,
     write_bytes_atomic,
 )
+from airflow_skald.core.root_counts import RootCounts
 from airflow_skald.core.search import Decision
 from airflow_skald.core.verify import ReleaseClasses, verify_release
 
@@ -331,24 +331,24 @@ def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
     }
 
 
-class HistogramPhase(Phase[Histogram, Decision]):
+class HistogramPhase(Phase[RootCounts, Decision]):
     """Phase 2: root-node class counts per chunk group, summed; then the lattice search."""
 
     name = "histogram"
 
-    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> Histogram:
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> RootCounts:
         return P.count_histogram(run.config, run.plan(), chunks, run.progress)
 
-    def merge(self, parts: Sequence[Histogram]) -> Histogram:
-        return Histogram.merge(list(parts))
+    def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
+        return RootCounts.merge(list(parts))
 
-    def dump(self, part: Histogram) -> bytes:
+    def dump(self, part: RootCounts) -> bytes:
         return part.compact().to_bytes()
 
-    def load(self, data: bytes) -> Histogram:
-        return Histogram.from_bytes(data)
+    def load(self, data: bytes) -> RootCounts:
+        return RootCounts.from_bytes(data)
 
-    def finish(self, run: Run, merged: Histogram) -> Decision:
+    def finish(self, run: Run, merged: RootCounts) -> Decision:
         run.store.write_bytes(HISTOGRAM, merged.to_bytes())
         t0 = time.perf_counter()
         decision = P.search_lattice(run.config, run.plan(), merged)
@@ -421,7 +421,8 @@ class GeneralisePhase(Phase[Written, dict]):
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=config.policy(),
+                policy=config.policy(plan.stats.sensitive),
+                sensitive=plan.stats.sensitive,
             )
             predicted = decision.to_dict()
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):

@@ -9,20 +9,21 @@ The chosen node's suppressed classes are kept as sorted keys for phase 3.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from airflow_skald.core.class_source import ClassSource
 from airflow_skald.core.dimensions import paper_notation
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.figures import NodeFigures, class_size_histogram, risk
-from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.plan import Plan
-from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
+from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
-from airflow_skald.core.rollups import RollUps
+from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.settings import decimal_text
 
 
 @dataclass
@@ -97,73 +98,68 @@ class Decision:
         )
 
 
-ClassTables = Callable[[tuple[int, ...]], ClassTable]
-
-
 def search_lattice(
     plan: Plan,
-    root_hist: Histogram,
+    counts: RootCounts,
     policy: PrivacyPolicy,
     priority: Sequence[int],
     objective: Metric = OBJECTIVE,
-    class_tables: ClassTables | None = None,
+    source: ClassSource | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
-    `priority`: QID indices in tie-break order. `class_tables(node)`, if given, returns the
-    node's classes in place of rolling the root histogram up (a cache shared by several
-    searches, e.g. `baseline.RollUpCache`).
+    `counts`: the root's class counts (and (class, value) tables of the policy's attributes);
+    `priority`: QID indices in tie-break order; `source`, if given, supplies node classes in
+    place of rolling `counts` up (a cache shared by several searches, `baseline.RollUpCache`).
     """
-    n = root_hist.n_records
+    n = counts.n_records
     if n != plan.stats.n_rows:
         raise DataError(
             f"the histogram counts {n} records but phase 1 saw {plan.stats.n_rows}: "
             "the input changed between passes, or chunks are missing"
         )
     lattice = Lattice(plan.root, tuple(plan.tops))
-    rollups = RollUps(plan, root_hist)
-    tables = class_tables or (lambda node: ClassTable(rollups.sizes(node)))
+    source = source or ClassSource(plan, counts, policy.attributes)
 
     def evaluate(i: int) -> tuple[bool, bool, int, int | None]:
         node = lattice.node(i)
-        table = tables(node)
+        table = source.table(node)
         j = policy.judge(table)
         loss = objective.value(Scored(table, j, node, plan.tops))
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
     outcome = _search(lattice, evaluate, plan.tops, priority, policy.all_monotone)
     if outcome.best is None:
-        top = NodeFigures.of(tables(tuple(plan.tops)), policy)
+        top = NodeFigures.of(source.table(tuple(plan.tops)), policy)
         raise DataError(
             f"no generalisation satisfies {_label(policy)}: even the top node suppresses "
             f"{top.n_suppressed} of {n} records (limit {top.max_suppressed})"
         )
     best = lattice.node(outcome.best)
-    hist = rollups.get(best)
-    table = ClassTable(hist.counts)
+    keys, table = source.keyed(best)
     judgement = policy.judge(table)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
-    kept = hist.counts[judgement.kept]
+    kept = table.sizes[judgement.kept]
     return Decision(
         node=best,
         levels=plan.levels(best),
         node_paper=paper_notation(plan.dims, best),
-        radices=hist.radices,
+        radices=plan.radices(best),
         figures=figures,
         privacy={
             "models": policy.describe(),
-            "suppression_limit": str(policy.suppression_limit),
+            "suppression_limit": decimal_text(policy.suppression_limit),
         },
         lattice={
             "nodes": len(lattice),
             "evaluated": outcome.evaluated,
             "passing": outcome.passing,
             "pruned": outcome.pruned,
-            "root_bins_nonempty": root_hist.n_bins,
+            "root_bins_nonempty": counts.n_bins,
         },
         risk=risk(kept, policy.k),
         class_size_histogram=class_size_histogram(kept),
-        suppressed_keys=hist.keys[~judgement.kept],
+        suppressed_keys=keys[~judgement.kept].astype(np.int64),
     )
 
 

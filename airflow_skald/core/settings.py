@@ -66,6 +66,24 @@ def _shown(value: Any) -> str:
     return f"a {type(value).__name__}"
 
 
+def decimal_text(value: Fraction) -> str:
+    """An exact fraction as the decimal the user wrote (1/100 -> "0.01"); a fraction without a
+    finite decimal (never from a decimal input) as "p/q"."""
+    value = Fraction(value)
+    den, twos, fives = value.denominator, 0, 0
+    while den % 2 == 0:
+        den, twos = den // 2, twos + 1
+    while den % 5 == 0:
+        den, fives = den // 5, fives + 1
+    if den != 1:
+        return str(value)
+    digits = max(twos, fives)
+    scaled = value * 10**digits
+    text = str(abs(scaled.numerator)).rjust(digits + 1, "0")
+    sign = "-" if value < 0 else ""
+    return sign + (text[:-digits] + "." + text[-digits:] if digits else text)
+
+
 def _as_schema_value(value: Any) -> Any:
     """JSON Schema knows no Fraction: check its float, keep the exact value."""
     return float(value) if isinstance(value, Fraction) else value
@@ -180,6 +198,39 @@ SETTINGS: tuple[Setting, ...] = (
         {"type": "string", "enum": ["mask", "drop"]},
         "one of mask, drop",
         "mask: keep suppressed rows with every QID '*'; drop: leave them out.",
+    ),
+    Setting(
+        "l",
+        None,  # privacy.l_diversity[i].l: read by the criteria's loader with this row
+        {"type": "integer", "minimum": 2},
+        "an integer >= 2",
+        "l of the one configured l-diversity criterion; empty = the config file's.",
+        coerce=_integer,
+    ),
+    Setting(
+        "t",
+        None,  # privacy.t_closeness[i].t
+        {"type": "number", "exclusiveMinimum": 0, "maximum": 1},
+        "a number in (0, 1]",
+        "t of the one configured t-closeness criterion; empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "c",
+        None,  # privacy.l_diversity[i].c (recursive (c,l)-diversity)
+        {"type": "number", "exclusiveMinimum": 0},
+        "a number > 0",
+        "c of the one configured recursive (c,l)-diversity criterion; empty = the file's.",
+        coerce=_decimal,
+        cli=False,
+        param=False,
+    ),
+    Setting(
+        "root",
+        ("memory", "root"),
+        {"type": "string", "enum": ["adaptive", "paper"]},
+        "one of adaptive, paper",
+        "How N_RAM bounds the root: adaptive (its non-empty bins) or paper (its possible bins).",
     ),
     Setting(
         "overwrite",

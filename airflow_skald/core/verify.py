@@ -13,7 +13,7 @@ import json
 import math
 import posixpath
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -25,9 +25,20 @@ from airflow_skald.core.encoding import dictionary_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram, group_counts, keys_of
 from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
-from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy import (
+    ClassTable,
+    Judgement,
+    KAnonymity,
+    LDiversity,
+    PrivacyPolicy,
+    TCloseness,
+    max_suppressed,
+)
 from airflow_skald.core.quality import DM, DMStar, Scored
 from airflow_skald.core.release import MANIFEST
+from airflow_skald.core.sensitive import ClassValues
+from airflow_skald.core.sensitive_domain import SensitiveStats
+from airflow_skald.core.sensitive_domain import sorted_values as _sorted_values
 
 
 def release_parts(path: str) -> tuple[list[str], str]:
@@ -137,31 +148,39 @@ class ReleaseClasses:
         )
 
 
-def release_classes(parts: list[str], location: DataLocation, qids: list[str]) -> ReleaseClasses:
-    """The classes of the released QID tuples over all parts.
+def release_classes(
+    parts: list[str], location: DataLocation, qids: list[str], sensitive: Sequence[str] = ()
+) -> ReleaseClasses:
+    """The classes of the released QID tuples over all parts (with `sensitive`: of the
+    (QID tuple, sensitive values) tuples, a null being a value of its own).
 
     Each part is read dictionary-encoded and its classes counted over the dictionaries' indices
     in the reading threads; parts' class tables are merged one at a time (a loop over distinct
     labels and classes, never over rows)."""
 
+    names = [*qids, *sensitive]
+
     def classes_of(part: str) -> ReleaseClasses:
-        table = read_release_part(location, part, qids)
+        table = read_release_part(location, part, names)
         if not table.num_rows:
-            return ReleaseClasses.empty(len(qids))
+            return ReleaseClasses.empty(len(names))
         labels, codes = [], []
-        for name in qids:
+        for name in names:
             enc = dictionary_of(table.column(name))
             local = enc.dictionary.to_pylist()
-            if any(v is None for v in local) or enc.indices.null_count:
-                raise VerificationError(f"release column '{name}' has empty values in {part}")
+            index = enc.indices
+            if any(v is None for v in local) or index.null_count:
+                if name in qids:
+                    raise VerificationError(f"release column '{name}' has empty values in {part}")
+                local, index = [*local, None], index.fill_null(len(local))
             labels.append(local)
-            codes.append(enc.indices.to_numpy().astype(np.int64))
+            codes.append(index.to_numpy(zero_copy_only=False).astype(np.int64))
         local = Histogram.from_codes(codes, [max(len(x), 1) for x in labels])
         return ReleaseClasses(
             labels, np.stack(local.decompose(), axis=1), local.counts, table.num_rows
         )
 
-    acc = ReleaseClasses.empty(len(qids))
+    acc = ReleaseClasses.empty(len(names))
     for _, part in map_ahead(classes_of, parts):  # parts read two at a time
         acc = ReleaseClasses.merge([acc, part])
     return acc
@@ -176,8 +195,8 @@ def count_release_classes(
 
 
 def class_figures(
-    n_star: int,
-    kept: np.ndarray,
+    n_star: int | ClassTable,
+    kept: np.ndarray | ClassTable,
     n_rows: int,
     n_records: int,
     policy: PrivacyPolicy,
@@ -195,18 +214,19 @@ def class_figures(
     if n_rows > n_records:
         raise VerificationError(f"{where} has {n_rows} rows but {n_records} records were expected")
     dropped = n_records - n_rows
-    sizes = np.asarray(kept, dtype=np.int64)
-    star = ClassTable(np.asarray([n_star], dtype=np.int64))
+    star = n_star if isinstance(n_star, ClassTable) else ClassTable(np.asarray([n_star], np.int64))
+    table = kept if isinstance(kept, ClassTable) else ClassTable(np.asarray(kept, np.int64))
+    n_star = star.n_records
     if (
         n_star
-        and not sizes.size
+        and not table.n_classes
         and not policy.check_release(star, where)
         and claimed_suppressed != n_star + dropped
     ):
-        sizes, n_suppressed = star.sizes, dropped
+        table, n_suppressed = star, dropped
     else:
         n_suppressed = n_star + dropped
-    table = ClassTable(sizes)
+    sizes = table.sizes
     broken = policy.check_release(table, where)
     if broken:
         raise VerificationError(broken[0])
@@ -250,14 +270,16 @@ def verify_release(
     claimed_suppressed: int | None = None,
     classes: ReleaseClasses | None = None,
     policy: PrivacyPolicy | None = None,
+    sensitive: Mapping[str, SensitiveStats] | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
-    The policy is `policy`, else the manifest's with `k` / `suppression_limit` overriding it.
-    A release whose every row is all-"*" reads both as the top node (one class) and as every
-    record suppressed; `claimed_suppressed` (default: the manifest's) picks the reading.
-    `classes`, if given, are the parts' classes already counted from the written files (by the
-    mapped tasks that wrote them, `release_classes` over their own parts), merged.
+    The policy is `policy` (the run's own check, with phase 1's `sensitive` statistics), else
+    the manifest's, `k` / `suppression_limit` overriding it, its criteria re-checked from the
+    release's own rows (see `standalone_policy`). A release whose every row is all-"*" reads
+    both as the top node (one class) and as every record suppressed; `claimed_suppressed`
+    (default: the manifest's) picks the reading. `classes`, if given, are the parts' classes
+    already counted from the written files (`release_classes`, merged).
     """
     manifest = read_manifest(path)
     parts, fmt = release_parts(path)
@@ -266,20 +288,19 @@ def verify_release(
         if claimed_suppressed is None:
             claimed_suppressed = manifest.get("n_suppressed")
     location = DataLocation(path, fmt, delimiter)
-    policy = policy or _policy(path, manifest, k, suppression_limit)
     qids = qids if qids is not None else _qids(path, manifest)
+    attributes = policy.attributes if policy is not None else _attributes(manifest)
     if classes is None:
-        classes = _count(parts, location, qids)
+        classes = _count(parts, location, qids, attributes)
+    skipped: list[dict] = []
+    if policy is None:
+        sensitive = release_sensitive(classes, len(qids), attributes)
+        policy, skipped = standalone_policy(path, manifest, k, suppression_limit, sensitive)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
-    star = classes.star_mask()
+    star, kept = class_tables(classes, len(qids), policy.attributes, sensitive or {})
     figures = class_figures(
-        int(classes.sizes[star].sum()),
-        classes.sizes[~star],
-        classes.n_rows,
-        n_records,
-        policy,
-        claimed_suppressed=claimed_suppressed,
+        star, kept, classes.n_rows, n_records, policy, claimed_suppressed=claimed_suppressed
     )
     report = {
         "verified": True,
@@ -288,21 +309,108 @@ def verify_release(
         "privacy_models": figures["privacy_models"],
         "parts": len(parts),
     }
+    if skipped:
+        report["not_rechecked"] = skipped
     if manifest is not None:
         _agrees_with_manifest(manifest, report)
         _no_direct_identifiers(manifest, location, parts[0])
     return report
 
 
-def _policy(path: str, manifest: dict | None, k: int | None, limit) -> PrivacyPolicy:
-    """The manifest's policy, `k` and `limit` (CLI flags) overriding it."""
+def class_tables(
+    classes: ReleaseClasses,
+    n_qids: int,
+    attributes: Sequence[str],
+    sensitive: Mapping[str, SensitiveStats],
+) -> tuple[ClassTable, ClassTable]:
+    """The all-"*" class and the other (released) classes, with the distributions of the
+    `attributes` (columns after the QIDs in `classes`) coded as `sensitive` codes them."""
+    qlabels = classes.labels[:n_qids]
+    radices = [max(len(x), 1) for x in qlabels]
+    keys = keys_of(list(classes.codes[:, :n_qids].T), radices) if classes.sizes.size else _NONE
+    star_key = -1
+    if all(TOP in x for x in qlabels):
+        star_key = int(keys_of([np.asarray([x.index(TOP)]) for x in qlabels], radices)[0])
+    uniq, cls = np.unique(keys, return_inverse=True)
+    codes = {}
+    for j, a in enumerate(attributes):
+        index = {v: i for i, v in enumerate(sensitive[a].values)}
+        try:
+            lookup = np.asarray([index[v] for v in classes.labels[n_qids + j]], dtype=np.int64)
+        except KeyError:
+            raise VerificationError(
+                f"release column '{a}' holds a value the input did not have"
+            ) from None
+        codes[a] = lookup[classes.codes[:, n_qids + j]] if lookup.size else _NONE
+
+    def table(select: np.ndarray) -> ClassTable:
+        renumber = np.full(uniq.size, -1, dtype=np.int64)
+        renumber[select] = np.arange(int(select.sum()))
+        c = renumber[cls.reshape(-1)]
+        rows = c >= 0
+        n = int(select.sum())
+        w = classes.sizes[rows]
+        sizes = np.bincount(c[rows], weights=w, minlength=n).astype(np.int64)
+        values = {a: ClassValues.from_pairs(n, c[rows], codes[a][rows], w) for a in attributes}
+        return ClassTable(sizes, values)
+
+    star = uniq == star_key
+    return table(star), table(~star)
+
+
+def release_sensitive(
+    classes: ReleaseClasses, n_qids: int, attributes: Sequence[str]
+) -> dict[str, SensitiveStats]:
+    """The attributes' distributions over every row of a release (suppressed rows included:
+    in mask mode, exactly the input's)."""
+    out = {}
+    for j, a in enumerate(attributes):
+        labels = classes.labels[n_qids + j]
+        counts = np.bincount(
+            classes.codes[:, n_qids + j], weights=classes.sizes, minlength=len(labels)
+        ).astype(np.int64)
+        numeric = all(isinstance(v, int | float) for v in labels if v is not None)
+        out[a] = SensitiveStats(a, *_sorted_values(labels, counts.tolist()), numeric)
+    return out
+
+
+def standalone_policy(
+    path: str, manifest: dict | None, k: int | None, limit, sensitive: Mapping[str, SensitiveStats]
+) -> tuple[PrivacyPolicy, list[dict]]:
+    """The manifest's policy for `skald verify` (k and the limit overridable by flags), its
+    criteria rebuilt with the release's own distributions; criteria that cannot be re-checked
+    from the release alone are listed, with the reason, instead of being skipped silently."""
     if k is None:
         if manifest is None or "k" not in manifest:
             raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
         k = int(manifest["k"])
     if limit is None:
         limit = manifest["suppression_limit"] if manifest else 0
-    return PrivacyPolicy.k_anonymity(k, Fraction(str(limit)))
+    models: list = [KAnonymity(k)]
+    skipped = []
+    described = ((manifest or {}).get("privacy") or {}).get("models", [])
+    drop = (manifest or {}).get("suppressed_records") == "drop"
+    for d in described:
+        name = d.get("model", "")
+        if name.endswith("l-diversity") or name == "recursive-cl-diversity":
+            variant = "recursive" if name.startswith("recursive") else name.split("-")[0]
+            c = Fraction(d["c"]) if "c" in d else None
+            models.append(LDiversity(d["attribute"], int(d["l"]), variant, c))
+        elif name == "t-closeness":
+            if drop or d.get("distance") == "hierarchical":
+                why = "suppressed records were dropped" if drop else "the hierarchy is not in it"
+                skipped.append({**d, "reason": f"not re-checked from the release: {why}"})
+                continue
+            stats = sensitive[d["attribute"]]
+            models.append(
+                TCloseness(d["attribute"], Fraction(d["t"]), d["distance"], stats.global_counts)
+            )
+    return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
+
+
+def _attributes(manifest: dict | None) -> tuple[str, ...]:
+    described = ((manifest or {}).get("privacy") or {}).get("models", [])
+    return tuple(dict.fromkeys(d["attribute"] for d in described if "attribute" in d))
 
 
 def _qids(path: str, manifest: dict | None) -> list[str]:
@@ -311,13 +419,15 @@ def _qids(path: str, manifest: dict | None) -> list[str]:
     return list(manifest["node"])
 
 
-def _count(parts: list[str], location: DataLocation, qids: list[str]) -> ReleaseClasses:
-    """The classes of the written parts, or a one-line error naming a missing QID column."""
+def _count(
+    parts: list[str], location: DataLocation, qids: list[str], sensitive: Sequence[str] = ()
+) -> ReleaseClasses:
+    """The classes of the written parts, or a one-line error naming a missing column."""
     try:
-        return release_classes(parts, location, qids)
+        return release_classes(parts, location, qids, sensitive)
     except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
         names = read_release_part(location, parts[0]).column_names
-        missing = [q for q in qids if q not in names]
+        missing = [q for q in (*qids, *sensitive) if q not in names]
         if not missing:
             raise
         raise DataError(f"release {location.path} has no column '{missing[0]}'") from None

@@ -21,6 +21,7 @@ from airflow_skald.core.io import ChunkRef
 from airflow_skald.core.pipeline import root_keys, search_lattice
 from airflow_skald.core.plan import plan_root
 from airflow_skald.core.privacy import ClassTable
+from airflow_skald.core.root_counts import RootCounts
 
 pytestmark = pytest.mark.unit
 
@@ -95,7 +96,7 @@ def test_phases_over_arrow_tables_equal_the_exhaustive_search(data, cuts) -> Non
     one = _phase2(plan, whole)  # counts are additive: any cut gives the same histogram
     assert np.array_equal(hist.keys, one.keys) and np.array_equal(hist.counts, one.counts)
 
-    decision = search_lattice(config, plan, hist)
+    decision = search_lattice(config, plan, RootCounts(hist))
     expected = exhaustive_search(df, oracle_qids, k, limit, priority, root=root)
     assert decision.levels == expected["node"]
     assert decision.figures.dm_star == expected["dm_star"]

@@ -36,8 +36,9 @@ class ClassTable:
         return int(self.sizes.sum(dtype=np.int64))
 
     def subset(self, mask: np.ndarray) -> ClassTable:
-        """The classes where `mask` holds (sizes only: distributions stay with their node)."""
-        return ClassTable(self.sizes[mask])
+        """The classes where `mask` holds, with their distributions."""
+        index = np.flatnonzero(mask)
+        return ClassTable(self.sizes[index], {a: v.subset(index) for a, v in self.values.items()})
 
 
 class PrivacyModel(ABC):

@@ -1,0 +1,79 @@
+"""The equivalence classes of any node above the root, for the search, the decision and the
+per-chunk baseline: class sizes rolled up from the root histogram (k-only), or, when criteria
+name sensitive attributes, the (class, value) tables rolled up too (`ClassTable.values`).
+
+The (class, value) table is rolled up as a histogram with one more axis, the value code, that
+never changes level (`ValueAxis`), so the same roll-up machinery (`rollups.RollUps`) serves.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from airflow_skald.core.dimensions import Dimension
+from airflow_skald.core.plan import Plan
+from airflow_skald.core.privacy import ClassTable
+from airflow_skald.core.rollups import RollUps
+from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.sensitive import ClassValues
+
+
+@dataclass
+class ValueAxis(Dimension):
+    """A sensitive attribute's value codes as a histogram axis with one level (never merged)."""
+
+    name: str = "value"
+    cards: list[int] = field(default_factory=list)
+
+    def _level_map(self, src: int, dst: int) -> np.ndarray:
+        return np.arange(self.cards[0], dtype=np.int64)
+
+
+class ClassSource:
+    """A node's classes: `table(node)` for judging, `keyed(node)` also gives each class's key
+    at the node (aligned with the table), for the decision's suppressed keys."""
+
+    def __init__(self, plan: Plan, counts: RootCounts, attributes: Sequence[str] = ()):
+        self.attributes = tuple(attributes)
+        self.sizes_only = not self.attributes
+        self.rollups = RollUps(plan, counts.classes) if self.sizes_only else None
+        self.values: dict[str, tuple[int, RollUps]] = {}
+        for a in self.attributes:
+            hist = counts.values[a]
+            m = int(hist.radices[-1])
+            axis_plan = replace(plan, dims=[*plan.dims, ValueAxis(a, [m])], root=(*plan.root, 0))
+            self.values[a] = (m, RollUps(axis_plan, hist))
+
+    def table(self, node: tuple[int, ...]) -> ClassTable:
+        if self.sizes_only:
+            return ClassTable(self.rollups.sizes(node))
+        return self.keyed(node)[1]
+
+    def keyed(self, node: tuple[int, ...]) -> tuple[np.ndarray, ClassTable]:
+        if self.sizes_only:
+            hist = self.rollups.get(node)
+            return hist.keys, ClassTable(hist.counts)
+        keys = None
+        values: dict[str, ClassValues] = {}
+        for a, (m, rollups) in self.values.items():
+            hist = rollups.get((*node, 0))
+            class_key, code = np.divmod(hist.keys, m)
+            starts = np.flatnonzero(np.r_[True, class_key[1:] != class_key[:-1]])
+            index = np.cumsum(np.r_[False, class_key[1:] != class_key[:-1]])
+            if keys is None:
+                keys = class_key[starts]
+            values[a] = ClassValues(int(keys.size), index, code, hist.counts)
+        sizes = values[self.attributes[0]].sizes()
+        return keys, ClassTable(sizes, values)
+
+
+def chunk_distribution(counts: RootCounts) -> Mapping[str, np.ndarray]:
+    """Per attribute, the counts per value over the records counted (one chunk's own)."""
+    out = {}
+    for a, hist in counts.values.items():
+        m = int(hist.radices[-1])
+        out[a] = np.bincount(hist.keys % m, weights=hist.counts, minlength=m).astype(np.int64)
+    return out

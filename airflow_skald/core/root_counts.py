@@ -1,0 +1,64 @@
+"""Phase 2's partial and merged result: the root node's class counts and, per sensitive
+attribute that a privacy criterion names, the counts per (root class, value) (SPEC §4b).
+
+Both are histograms (`Histogram`): the (class, value) table is the root histogram with one more
+axis, the attribute's value code, innermost (key = class key * m + code). Counts are additive,
+so partials counted over any chunks merge exactly. A k-only run has no value tables, and its
+byte form is the class histogram's own (unchanged).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from airflow_skald.core.histogram import Histogram
+
+
+@dataclass
+class RootCounts:
+    classes: Histogram
+    values: Mapping[str, Histogram] = field(default_factory=dict)
+
+    @property
+    def n_records(self) -> int:
+        return self.classes.n_records
+
+    @property
+    def n_bins(self) -> int:
+        """Non-empty bins held: classes, plus (class, value) pairs of every attribute."""
+        return self.classes.n_bins + sum(h.n_bins for h in self.values.values())
+
+    @staticmethod
+    def merge(parts: Sequence[RootCounts]) -> RootCounts:
+        names = list(parts[0].values)
+        return RootCounts(
+            Histogram.merge([p.classes for p in parts]),
+            {a: Histogram.merge([p.values[a] for p in parts]) for a in names},
+        )
+
+    def compact(self) -> RootCounts:
+        return RootCounts(self.classes.compact(), {a: h.compact() for a, h in self.values.items()})
+
+    def to_bytes(self) -> bytes:
+        if not self.values:
+            return self.classes.to_bytes()
+        blobs = [self.classes.to_bytes(), *(h.to_bytes() for h in self.values.values())]
+        head = {"values": list(self.values), "sizes": [len(b) for b in blobs]}
+        return b"SKALDRC1" + json.dumps(head).encode() + b"\n" + b"".join(blobs)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RootCounts:
+        if not data.startswith(b"SKALDRC1"):
+            return cls(Histogram.from_bytes(data))
+        head, _, body = data[8:].partition(b"\n")
+        meta = json.loads(head)
+        blobs, at = [], 0
+        for size in meta["sizes"]:
+            blobs.append(body[at : at + size])
+            at += size
+        values = {
+            a: Histogram.from_bytes(b) for a, b in zip(meta["values"], blobs[1:], strict=True)
+        }
+        return cls(Histogram.from_bytes(blobs[0]), values)
