@@ -177,10 +177,17 @@ class EncodeOperator(_SkaldOperator):
         from airflow_skald.core.runner import ENCODE, archive_config, claim_output
 
         if self.mode in ("all", "list"):
-            with claim_output(run, LEASE_TTL_S):  # kept for the run's later tasks
-                archive_config(run)
-                groups = run.layout(int(self.chunks_per_task or 1))
-                run.check_target()
+            try:
+                with claim_output(run, LEASE_TTL_S):  # kept for the run's later tasks
+                    archive_config(run)
+                    groups = run.layout(int(self.chunks_per_task or 1))
+                    run.check_target()
+            except BaseException:
+                # refused before phase 1 (a release it may not replace, foreign data): free the
+                # output now, or the next run (even with overwrite) would wait out LEASE_TTL_S
+                if run.lease is not None:
+                    run.lease.release()
+                raise
             if self.mode == "list":
                 return groups
         if self.mode == "partial":

@@ -417,6 +417,30 @@ def pg_database(admin_dsn: str = PG_ADMIN_DSN) -> Iterator[str]:
 
 
 @contextlib.contextmanager
+def local_postgres_deployment(
+    dags_folder: str | Path, artifacts: str | Path
+) -> Iterator[Deployment]:
+    """LocalExecutor on a fresh PostgreSQL database (dropped after), SKALD artifacts under
+    ``artifacts``: the deployment the release and run-safety tests share."""
+    import importlib.util
+
+    if importlib.util.find_spec("asyncpg") is None:
+        raise DeploymentError(
+            "asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)"
+        )
+    with (
+        pg_database() as pg_url,
+        Deployment(
+            dags_folder=dags_folder,
+            executor="LocalExecutor",
+            sql_alchemy_conn=pg_url,
+            extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(artifacts)},
+        ) as dep,
+    ):
+        yield dep
+
+
+@contextlib.contextmanager
 def redis_db(base_url: str = REDIS_URL) -> Iterator[str]:
     """An empty Redis logical database (index 1..15), flushed after; yields its URL.
 

@@ -342,7 +342,7 @@ MENU_ENTRY = (  # the innermost element showing the nav entry's name (the menu i
 # --------------------------------------------------------------------------- deployment
 @pytest.mark.deployment
 def test_releases_page_in_a_real_deployment(dataset, tmp_path):
-    from deploy import Deployment, pg_database
+    from deploy import local_postgres_deployment
 
     if importlib.util.find_spec("asyncpg") is None:
         pytest.fail("asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)")
@@ -352,15 +352,7 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     outs = {5: tmp_path / "releases" / "a", 12: tmp_path / "releases" / "b"}
     t0 = time.monotonic()
-    with (
-        pg_database() as pg_url,
-        Deployment(
-            dags_folder=REPO / "dags",
-            executor="LocalExecutor",
-            sql_alchemy_conn=pg_url,
-            extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(tmp_path / "artifacts")},
-        ) as dep,
-    ):
+    with local_postgres_deployment(REPO / "dags", tmp_path / "artifacts") as dep:
         dep.wait_for_dag(DAG_ID)
         runs = {
             k: dep.trigger(DAG_ID, conf={"config": str(dataset), "output_path": str(out), "k": k})

@@ -1,0 +1,369 @@
+"""Run safety on a real deployment (issue 12, "How it is checked"; SPEC sections 5 and 7).
+
+One deployment for the whole module (api-server, scheduler, dag-processor; LocalExecutor;
+PostgreSQL in a database of its own, dropped after), driving ``skald_anonymise`` through the
+REST API v2 and, for the trigger form, through the Airflow UI in headless Chromium:
+
+1. a conf without ``k`` uses the config file's k (privacy.k = 7): manifest, asset event extra
+   and the encode task's first log line say 7;
+2. + 6. bad conf (an unknown key ``K``, no ``config``, ``k`` = 2.5, ``k`` = 1 with
+   ``suppression_limit`` = 5) posted through the REST API: each run fails in ``encode`` naming
+   the field, before any work (no artifacts, no event, the release at the output untouched);
+   a wrong type (``k`` = "abc") is refused by the trigger itself (HTTP 400);
+3. a second run with other settings (k=10, then k=50) to the same output is refused naming the
+   existing release's k, which stays byte-identical; with ``overwrite`` it is replaced;
+4. one asset event per release, holding k and the run id; a cleared ``generalise`` adds none
+   and writes identical manifest bytes and parts;
+5. the real trigger form: k=1 with suppression_limit=5, and k=2.5, typed into the form fields;
+   the DAG run's conf holds exactly what was typed (not clamped) and the run fails naming the
+   fields. Screenshots (``SKALD_IT_SHOTS``, default ``/tmp/skald-run-safety``) of the filled
+   form and of the failed task's log.
+
+The tests share the deployment and the two first releases (``releases``), each checks its own
+outputs and runs, so any one of them can be run alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+import urllib.parse
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from deploy import Deployment, DeploymentError, local_postgres_deployment  # noqa: E402
+from test_releases_page import CHROMIUM, PAGE_TEXT, Browser  # noqa: E402
+
+pytestmark = pytest.mark.deployment
+
+REPO = Path(__file__).resolve().parents[2]
+DAG_ID = "skald_anonymise"
+K_IN_FILE = 7
+SHOTS = Path(os.environ.get("SKALD_IT_SHOTS") or "/tmp/skald-run-safety")
+
+
+# --------------------------------------------------------------------------- fixtures
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("run-safety")
+
+
+@pytest.fixture(scope="module")
+def config_k7(workdir) -> Path:
+    """A generated dataset and a config beside it whose privacy.k is 7 (not the default 50)."""
+    import yaml
+
+    from airflow_skald.core.generate import generate_dataset
+
+    generated = generate_dataset(3000, 1000, seed=11, out_dir=workdir / "data")
+    body = yaml.safe_load(generated.read_text())
+    body["privacy"]["k"] = K_IN_FILE
+    path = generated.with_name("skald-k7.yaml")
+    path.write_text(yaml.safe_dump(body, sort_keys=False))
+    return path
+
+
+@pytest.fixture(scope="module")
+def dep(workdir):
+    with local_postgres_deployment(REPO / "dags", workdir / "artifacts") as dep:
+        dep.wait_for_dag(DAG_ID)
+        dep.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
+        yield dep
+    assert dep.alive_groups() == []
+
+
+@pytest.fixture(scope="module")
+def releases(dep, config_k7, workdir) -> dict:
+    """Two releases made at once: ``a`` without k in the conf, ``b`` with k=10."""
+    outs = {"a": workdir / "out" / "a", "b": workdir / "out" / "b"}
+    confs = {
+        "a": {"config": str(config_k7), "output_path": str(outs["a"])},
+        "b": {"config": str(config_k7), "output_path": str(outs["b"]), "k": 10},
+    }
+    runs = {name: trigger(dep, conf) for name, conf in confs.items()}
+    for run_id in runs.values():
+        assert_run(dep, run_id, "success")
+    return {"out": outs, "run": runs, "config": config_k7, "artifacts": workdir / "artifacts"}
+
+
+# --------------------------------------------------------------------------- helpers
+def trigger(dep: Deployment, conf: dict) -> str:
+    return dep.trigger(DAG_ID, conf=conf, unpause=False)
+
+
+def assert_run(dep: Deployment, run_id: str, state: str) -> dict[str, dict]:
+    """Wait for the run; assert its state; its task instances by task id."""
+    got = dep.wait_for_run(DAG_ID, run_id, timeout=180)
+    tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, run_id)}
+    assert got == state, (run_id, {k: t["state"] for k, t in tis.items()}, task_log(dep, run_id))
+    return tis
+
+
+def assert_refused_in_encode(dep: Deployment, run_id: str, *fields: str) -> str:
+    """The run failed in encode's first try, its later tasks never ran; the log names `fields`."""
+    tis = assert_run(dep, run_id, "failed")
+    assert tis["encode"]["state"] == "failed" and tis["encode"]["try_number"] == 1, tis["encode"]
+    assert {tis[t]["state"] for t in ("histogram_lattice", "generalise")} == {"upstream_failed"}
+    log = task_log(dep, run_id)
+    for field in fields:
+        assert field in log, (field, log)
+    return log
+
+
+def task_log(dep: Deployment, run_id: str, task_id: str = "encode", try_number: int = 1) -> str:
+    """The task's log as Airflow serves it (structured events, incl. the error's text)."""
+    return json.dumps(log_events(dep, run_id, task_id, try_number))
+
+
+def log_events(dep: Deployment, run_id: str, task_id: str = "encode", try_number: int = 1):
+    quoted = urllib.parse.quote(run_id, safe="")
+    return dep.api(
+        "GET",
+        f"/dags/{DAG_ID}/dagRuns/{quoted}/taskInstances/{task_id}/logs/{try_number}"
+        "?full_content=true",
+    )["content"]
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    """Every file of a folder tree and its bytes (a release, an artifact folder)."""
+    return {
+        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+    }
+
+
+def siblings(folder: Path) -> list[str]:
+    """What sits beside an output (staging folders, leases): nothing a refused run leaves."""
+    return sorted(p.name for p in folder.parent.iterdir())
+
+
+def run_folders(artifacts: Path) -> set[str]:
+    root = artifacts / DAG_ID
+    return {p.name for p in root.iterdir()} if root.exists() else set()
+
+
+def release_events(dep: Deployment) -> list[dict]:
+    events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")["asset_events"]
+    return [e for e in events if (e.get("extra") or {}).get("skald_release")]
+
+
+def events_for(dep: Deployment, out: Path) -> list[dict]:
+    from airflow_skald.operators.release_event import release_uri
+
+    return [e for e in release_events(dep) if e["uri"] == release_uri(str(out))]
+
+
+# --------------------------------------------------------------------------- 1. k from the file
+def test_conf_without_k_releases_at_the_files_k(dep, releases):
+    out, run_id = releases["out"]["a"], releases["run"]["a"]
+    assert "k" not in dep.run(DAG_ID, run_id)["conf"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["k"] == K_IN_FILE and manifest["verified"] is True
+    (event,) = events_for(dep, out)
+    assert event["extra"]["k"] == K_IN_FILE and event["extra"]["run_id"] == run_id
+    # each task's first own log line states the run's settings
+    for task_id in ("encode", "histogram_lattice", "generalise"):
+        events = [e.get("event") or "" for e in log_events(dep, run_id, task_id)]
+        own = events[events.index("::endgroup::", events.index("::group::Pre Execute")) + 1]
+        assert own.startswith(f"SKALD {task_id} (all): config={releases['config']} "), own
+        assert f" output={out} k={K_IN_FILE} suppression_limit=" in own, own
+
+
+# --------------------------------------------------------------------------- 2. + 6. bad conf
+def test_bad_conf_is_refused_before_any_work(dep, releases):
+    """Unknown key, missing config, out-of-range values (REST): the run fails in encode naming
+    the field; no artifacts, no asset event, the release at the output untouched."""
+    out, config = releases["out"]["a"], str(releases["config"])
+    before, beside = files(out), siblings(out)
+    folders = run_folders(releases["artifacts"])
+    cases = {
+        "K": ({"config": config, "output_path": str(out), "K": 25}, ["unknown key 'K'"]),
+        "config": (
+            {"output_path": str(out), "k": 10},
+            ["no SKALD config: set the DAG param 'config'"],
+        ),
+        "k": ({"config": config, "output_path": str(out), "k": 2.5}, ["k must be an integer"]),
+        "k+suppression_limit": (
+            {"config": config, "output_path": str(out), "k": 1, "suppression_limit": 5},
+            [
+                "k must be an integer >= 2 (got 1)",
+                "suppression_limit must be a number between 0 and 1 (got 5)",
+            ],
+        ),
+    }
+    runs = {name: trigger(dep, conf) for name, (conf, _) in cases.items()}
+    # a value of the wrong type never makes a run: the Param's schema refuses it, naming it
+    with pytest.raises(DeploymentError, match=r"400.*\bk\b"):
+        trigger(dep, {"config": config, "output_path": str(out), "k": "abc"})
+    for name, run_id in runs.items():
+        assert_refused_in_encode(dep, run_id, *cases[name][1])
+    assert "k must be an integer >= 2 (got 2.5)" in task_log(dep, runs["k"])
+    assert run_folders(releases["artifacts"]) == folders  # not even the run's artifact folder
+    assert files(out) == before and siblings(out) == beside
+    assert not {e["source_run_id"] for e in release_events(dep)} & set(runs.values())
+
+
+# --------------------------------------------------------------------------- 3. no replacement
+def test_other_settings_refused_then_overwrite_replaces(dep, releases):
+    out, first = releases["out"]["b"], releases["run"]["b"]
+    config = str(releases["config"])
+    before, beside = files(out), siblings(out)
+    assert json.loads(before["manifest.json"])["k"] == 10
+
+    refused = trigger(dep, {"config": config, "output_path": str(out), "k": 50})
+    log = assert_refused_in_encode(dep, refused, f"holds a release made with k=10 by run {DAG_ID}")
+    assert "this run has k=50" in log and "DAG param overwrite" in log
+    assert files(out) == before and siblings(out) == beside  # parts, manifest: byte-identical
+    assert [e["extra"]["run_id"] for e in events_for(dep, out)] == [first]
+
+    # the refused run left the output free: overwrite replaces the release at once
+    again = trigger(dep, {"config": config, "output_path": str(out), "k": 50, "overwrite": True})
+    assert_run(dep, again, "success")
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["k"] == 50 and manifest["verified"] is True
+    assert files(out) != before and siblings(out) == beside
+    events = sorted(events_for(dep, out), key=lambda e: e["timestamp"])
+    assert [(e["extra"]["k"], e["extra"]["run_id"]) for e in events] == [(10, first), (50, again)]
+
+
+# --------------------------------------------------------------------------- 4. events, retry
+def test_one_event_per_release_and_a_retry_writes_the_same_bytes(dep, releases):
+    from airflow_skald.operators.artifacts import safe_segment
+
+    out, run_id = releases["out"]["a"], releases["run"]["a"]
+    (event,) = events_for(dep, out)
+    extra = event["extra"]
+    assert event["source_run_id"] == extra["run_id"] == run_id and extra["dag_id"] == DAG_ID
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert extra["k"] == manifest["k"] == K_IN_FILE
+    assert extra["suppression_limit"] == "0.01" and extra["verified"] is True
+    for key in ("node", "dm_star", "n_suppressed", "config_sha256", "input_fingerprint"):
+        assert extra[key] == manifest[key], key
+    before = files(out)
+    run_dir = releases["artifacts"] / DAG_ID / safe_segment(run_id)
+    assert (run_dir / "manifest.json").read_bytes() == before["manifest.json"]
+
+    dep.api(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": run_id,
+            "task_ids": ["generalise"],
+            "only_failed": False,
+            "reset_dag_runs": True,
+        },
+    )
+    tis = assert_run(dep, run_id, "success")
+    assert tis["generalise"]["try_number"] == 2 and tis["encode"]["try_number"] == 1
+    after = files(out)
+    assert after["manifest.json"] == before["manifest.json"]
+    parts = sorted(n for n in before if n.startswith("part-"))
+    assert parts and all(after[n] == before[n] for n in parts) and sorted(after) == sorted(before)
+    assert (run_dir / "manifest.json").read_bytes() == before["manifest.json"]
+    (again,) = events_for(dep, out)
+    assert again["id"] == event["id"]
+
+
+# --------------------------------------------------------------------------- 5. the trigger form
+OPEN_TRIGGER = (
+    "(() => { const b = [...document.querySelectorAll('button')]"
+    ".find(e => e.innerText.trim() === 'Trigger' && !e.closest('[role=dialog]'));"
+    " if (b) { b.click(); } return !!b; })()"
+)
+SUBMIT = (
+    "(() => { const d = [...document.querySelectorAll('[role=dialog]')]"
+    ".find(d => d.innerText.includes('Run Parameters')); const b = d && [...d.querySelectorAll("
+    "'button')].filter(e => e.innerText.trim() === 'Trigger').pop(); if (b) { b.click(); }"
+    " return !!b; })()"
+)
+
+
+def field(name: str) -> str:
+    return f"document.querySelector('[role=dialog] input[name=element_{name}]')"
+
+
+def type_into(browser: Browser, name: str, text: str) -> None:
+    """Focus the form field and type `text` key by key, as a user does, then Tab out."""
+    focused = browser.evaluate(
+        f"(() => {{ const e = {field(name)}; e.scrollIntoView({{block: 'center'}}); e.focus();"
+        " e.select(); return document.activeElement === e; })()"
+    )
+    assert focused, name
+    for ch in text:
+        browser.send("Input.dispatchKeyEvent", type="keyDown", key=ch, text=ch, unmodifiedText=ch)
+        browser.send("Input.dispatchKeyEvent", type="keyUp", key=ch)
+    for kind in ("keyDown", "keyUp"):
+        browser.send(
+            "Input.dispatchKeyEvent", type=kind, key="Tab", code="Tab", windowsVirtualKeyCode=9
+        )
+
+
+def submit_form(dep: Deployment, browser: Browser, typed: dict[str, str], shot: Path) -> str:
+    """Open the DAG's trigger form, type the values, check what the form shows, submit it;
+    the new run's id (the UI goes to its page)."""
+    browser.goto(f"{dep.base_url}/dags/{DAG_ID}")
+    browser.wait_for(OPEN_TRIGGER)
+    browser.wait_for(f"!!{field('k')}")
+    for name, text in typed.items():
+        type_into(browser, name, text)
+    time.sleep(0.3)
+    shown = {name: browser.evaluate(f"{field(name)}.value") for name in typed}
+    assert shown == typed  # nothing rounded, clamped or reformatted in the field
+    browser.evaluate(f"{field('k')}.scrollIntoView({{block: 'center'}})")
+    browser.screenshot(shot)
+    assert browser.evaluate(SUBMIT)
+    path = browser.wait_for(
+        f"location.pathname.startsWith('/dags/{DAG_ID}/runs/') && location.pathname"
+    )
+    return urllib.parse.unquote(path.rsplit("/", 1)[-1])
+
+
+def test_trigger_form_sends_what_was_typed_in_a_browser(dep, releases):
+    if CHROMIUM is None:
+        pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    out, config = releases["out"]["a"], str(releases["config"])
+    before = files(out)
+    forms = {
+        "k1-sl5": (
+            {"k": "1", "suppression_limit": "5"},
+            {"k": 1, "suppression_limit": 5},
+            [
+                "k must be an integer >= 2 (got 1)",
+                "suppression_limit must be a number between 0 and 1 (got 5)",
+            ],
+        ),
+        "k2.5": ({"k": "2.5"}, {"k": 2.5}, ["k must be an integer >= 2 (got 2.5)"]),
+    }
+    browser = Browser(CHROMIUM)
+    try:
+        browser.send("Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/")
+        for name, (typed, sent, messages) in forms.items():
+            typed = {"config": config, "output_path": str(out), **typed}
+            run_id = submit_form(dep, browser, typed, SHOTS / f"form-{name}-filled.png")
+            conf = dep.run(DAG_ID, run_id)["conf"]
+            given = {key: value for key, value in conf.items() if value is not None}
+            assert given == {"config": config, "output_path": str(out), **sent}, conf
+            for key, value in sent.items():  # 1 stays 1 (not 2, not 1.0), 5 stays 5 (not 1.0)
+                assert json.dumps(conf[key]) == json.dumps(value), (key, conf[key])
+            assert_refused_in_encode(dep, run_id, *messages)
+
+            # what the user sees: the failed encode task and its log naming the field
+            quoted = urllib.parse.quote(run_id, safe="")
+            browser.goto(f"{dep.base_url}/dags/{DAG_ID}/runs/{quoted}/tasks/encode")
+            text = browser.wait_for(
+                f"(() => {{ const t = {PAGE_TEXT}; return t.includes({json.dumps(messages[-1])})"
+                " ? t : ''; })()"
+            )
+            time.sleep(0.5)
+            browser.screenshot(SHOTS / f"form-{name}-failed-run.png")
+            assert "Failed" in text and run_id in text
+            for message in messages:
+                assert message in text, (message, text)
+    finally:
+        browser.close()
+    assert files(out) == before
