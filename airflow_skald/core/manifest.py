@@ -143,6 +143,7 @@ def build_manifest(
         **quality_section(f.quality),
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
+        **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **release_section(config, chunks, parts),
         **provenance_section(config, chunks, run_token, verified),
     }

@@ -41,6 +41,7 @@ class Decision:
     lattice: dict
     risk: dict
     class_size_histogram: dict = field(default_factory=dict)
+    at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
@@ -73,6 +74,7 @@ class Decision:
             "lattice": self.lattice,
             "risk": self.risk,
             "class_size_histogram": self.class_size_histogram,
+            "at_risk_classes": self.at_risk,
         }
 
     def to_bytes(self) -> bytes:
@@ -94,6 +96,7 @@ class Decision:
             lattice=d["lattice"],
             risk=d["risk"],
             class_size_histogram=d.get("class_size_histogram", {}),
+            at_risk=d.get("at_risk_classes", []),
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
         )
 
@@ -159,6 +162,7 @@ def search_lattice(
         },
         risk=risk(kept, policy.k),
         class_size_histogram=class_size_histogram(kept),
+        at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
     )
 

@@ -145,9 +145,13 @@ class _SkaldOperator(BaseOperator):
 
 def settings_line(config) -> str:
     """The run's settings on one line (paths, thresholds; never a data value)."""
+    criteria = "; ".join(
+        ", ".join(f"{k}={v}" for k, v in m.items()) for m in config.describe_privacy()[1:]
+    )
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
         f"k={config.k} suppression_limit={config.suppression_limit} "
+        f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
         f"config_sha256={config.fingerprint()[:12]}"
@@ -223,7 +227,8 @@ class HistogramLatticeOperator(_SkaldOperator):
         d = decision.to_dict()
         keys = ("node", "node_paper", "dm_star", "dm_star_arx", "dm", "precision", "n_records")
         more = ("n_suppressed", "max_suppressed", "n_equivalence_classes", "min_class_size")
-        return {"artifacts": run.store.uri(), **{k: d[k] for k in (*keys, *more, "lattice")}}
+        figures = ("privacy_models", "lattice")  # each criterion and the figure it reached
+        return {"artifacts": run.store.uri(), **{k: d[k] for k in (*keys, *more, *figures)}}
 
 
 class GeneraliseOperator(_SkaldOperator):
@@ -274,7 +279,7 @@ class GeneraliseOperator(_SkaldOperator):
         )
         emit_release_event(context, self.outlets, manifest, {"output_path": out})
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
-        more = ("n_equivalence_classes", "min_class_size", "verified")
+        more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {
             "release": out,
             "manifest": run.store.uri("manifest.json"),

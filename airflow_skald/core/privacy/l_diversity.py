@@ -65,3 +65,28 @@ class LDiversity(PrivacyModel):
     def label(self) -> str:
         c = f", c={self.c}" if self.c is not None else ""
         return f"{self.variant} l-diversity of '{self.attribute}' (l={self.l}{c})"
+
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+        if not kept.n_classes:
+            return []
+        return at_risk_classes(self, _FIGURE[self.variant][1], kept, self.verdict(kept).figure, top)
+
+
+def at_risk_classes(
+    model: PrivacyModel, kind: str, kept: ClassTable, figure: np.ndarray, top: int
+) -> list[dict]:
+    """`top` kept classes with the worst `figure`, as sizes and ranked value counts."""
+    cv = kept.values[model.attribute]
+    out = []
+    for i in S.most_at_risk(kind, figure, None, top).tolist():
+        counts = sorted(cv.distribution(i).values(), reverse=True)
+        out.append(
+            {
+                "model": model.describe()["model"],
+                "attribute": model.attribute,
+                "size": int(kept.sizes[i]),
+                "figure": float(figure[i]),
+                "distribution": {f"value #{r + 1}": int(c) for r, c in enumerate(counts)},
+            }
+        )
+    return out

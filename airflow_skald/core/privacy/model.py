@@ -72,3 +72,8 @@ class PrivacyModel(ABC):
 
     def label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.describe().items())
+
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+        """The kept classes closest to breaking this criterion, each with its size and the
+        counts of its sensitive values by rank (most frequent first; never a value)."""
+        return []

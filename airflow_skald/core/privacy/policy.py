@@ -84,6 +84,10 @@ class PrivacyPolicy:
         """Each criterion with the figure reached over the kept classes (manifest)."""
         return [{**m.describe(), **m.figure(kept)} for m in self.models]
 
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+        """Per criterion on a sensitive attribute, the kept classes closest to breaking it."""
+        return [row for m in self.models for row in m.at_risk(kept, top)]
+
     def check_release(self, kept: ClassTable, where: str) -> list[str]:
         """Why released (kept) classes break a model: one line per broken model."""
         return [v for m in self.models if (v := m.violation(kept, where)) is not None]

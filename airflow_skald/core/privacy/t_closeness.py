@@ -10,6 +10,7 @@ from fractions import Fraction
 import numpy as np
 
 from airflow_skald.core import sensitive as S
+from airflow_skald.core.privacy.l_diversity import at_risk_classes
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
 from airflow_skald.core.settings import decimal_text
 
@@ -51,3 +52,8 @@ class TCloseness(PrivacyModel):
 
     def label(self) -> str:
         return f"{self.distance}-distance t-closeness of '{self.attribute}' (t={self.t})"
+
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+        if not kept.n_classes:
+            return []
+        return at_risk_classes(self, "t_closeness", kept, self.verdict(kept).figure, top)
