@@ -34,10 +34,31 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError:
             run_dag_demo = None
         if run_dag_demo is not None:
-            return run_dag_demo(config, output, args.k, base)
+            code = run_dag_demo(config, output, args.k, base)
+            return code or run_with_l(config, base / "release-k-and-l", args.k)
+    code = run_cli(config, output, args.k)
+    return code or run_with_l(config, base / "release-k-and-l", args.k)
+
+
+def run_with_l(config: Path, output: Path, k: int) -> int:
+    """The same data released with k and an l-diversity criterion on health_condition."""
+    import yaml
+
+    from airflow_skald.core.generate import example_criteria
+
+    body = yaml.safe_load(config.read_text())
+    body["privacy"].update(example_criteria())
+    with_l = config.with_name("skald-k-and-l.yaml")
+    with_l.write_text(yaml.safe_dump(body, sort_keys=False))
+    print(f"\nnow with k={k} and {example_criteria()['l_diversity'][0]} ({with_l.name}):")
+    return run_cli(with_l, output, k)
+
+
+def run_cli(config: Path, output: Path, k: int) -> int:
     from airflow_skald.cli import main as cli_main
 
-    code = cli_main(["run", str(config), "--output", str(output), "--k", str(args.k), "--quiet"])
+    argv = ["run", str(config), "--output", str(output), "--k", str(k), "--quiet", "--overwrite"]
+    code = cli_main(argv)
     if code != 0:
         return code
     manifest = json.loads((output / "manifest.json").read_text())
@@ -48,6 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{manifest['n_records']}, {manifest['n_equivalence_classes']} classes\n"
         f"release:  {output}\nmanifest: {output / 'manifest.json'}"
     )
+    for model in manifest.get("privacy_models", []):
+        print("criterion: " + ", ".join(f"{key}={value}" for key, value in model.items()))
     report = output / "report.html"
     if report.exists():
         print(f"report:   {report}")
