@@ -227,6 +227,11 @@ def test_other_settings_refused_then_overwrite_replaces(dep, releases):
     assert files(out) != before and siblings(out) == beside
     events = sorted(events_for(dep, out), key=lambda e: e["timestamp"])
     assert [(e["extra"]["k"], e["extra"]["run_id"]) for e in events] == [(10, first), (50, again)]
+    # the releases page lists both releases of this output (the replaced one too), not the
+    # refused run
+    rows = dep._request("GET", "/skald/releases?format=json")
+    listed = {(r["run_id"], r["privacy"]) for r in rows if r["release"] == events[0]["uri"]}
+    assert listed == {(first, "k=10"), (again, "k=50")}, rows
 
 
 # --------------------------------------------------------------------------- 4. events, retry
