@@ -184,7 +184,14 @@ def test_every_criterion_matches_the_oracle(data):
     case = data.draw(cases())
     ell = data.draw(st.integers(1, 5))
     c = Fraction(data.draw(st.integers(1, 40)), data.draw(st.sampled_from([1, 2, 4, 10])))
-    _check_all(case, ell, c, _t_choices(case, data.draw))
+    t = _t_choices(case, data.draw)
+    if data.draw(st.booleans()):
+        _check_all(case, ell, c, t)
+    else:  # the hierarchical EMD's sorted-runs path instead of its dense table
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(S, "_DENSE_GROUPS", 0)
+            mp.setattr(S, "_DENSE_MIN", 0)
+            _check_all(case, ell, c, t)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -265,8 +272,12 @@ def test_recursive_many_top_values_by_sort():
             assert v.ok.tolist() == [oracle.recursive_ok(d, c, ell) for d in classes]
 
 
-def test_hierarchical_with_many_values_and_shuffled_codes():
+@pytest.mark.parametrize("dense", [True, False])
+def test_hierarchical_with_many_values_and_shuffled_codes(dense, monkeypatch):
     """Codes out of the hierarchy's order (the within-class sort) and a deeper tree."""
+    if not dense:
+        monkeypatch.setattr(S, "_DENSE_GROUPS", 0)
+        monkeypatch.setattr(S, "_DENSE_MIN", 0)
     rng = np.random.default_rng(11)
     m_all = 40
     paths = [(v % 8, v % 8 % 3, 0) for v in rng.permutation(m_all)]
@@ -314,7 +325,8 @@ def test_hand_computed_hierarchical():
     y = -7/78, 2 * 7/78. Sum 4/78 + 11/78 + 14/78 = 29/78, over H = 2: 29/156."""
     g = np.array([20, 10, 10, 12])
     cv = _one_class({0: 5, 1: 5, 2: 5}, 4)
-    h = S.EmdHierarchy(np.array([[0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 1, 0]]))
+    h = S.EmdHierarchy.from_labels([("x", "*"), ("x", "*"), ("y", "*"), ("y", "*")])
+    assert h.levels.tolist() == [[0, 0, 0], [1, 0, 0], [2, 1, 0], [3, 1, 0]]
     assert S.t_hierarchical(cv, g, Fraction(29, 156), h).ok[0]
     assert not S.t_hierarchical(cv, g, Fraction(28, 156), h).ok[0]
     assert S.t_hierarchical(cv, g, 1, h).figure[0] == pytest.approx(29 / 156)
@@ -419,6 +431,8 @@ def test_rejects_malformed_input():
         S.distinct_l(cv, 0)
     with pytest.raises(ValueError, match="functional"):
         S.EmdHierarchy(np.array([[0, 0, 0, 0], [1, 0, 1, 0]]))
+    with pytest.raises(ValueError, match="functional"):
+        S.EmdHierarchy.from_labels([("a", "x", "*"), ("a", "y", "*")])
 
 
 # -- ARX's definitions, transliterated (doubles) -----------------------------------------------

@@ -38,6 +38,8 @@ import numpy as np
 _EPS = float(np.finfo(np.float64).eps)
 _INT64_SAFE = 1 << 62  # an int64 product below this cannot overflow (sums of two stay in range)
 _BIGINT_BITS = 1 << 17  # entropy ties: compare the integer powers directly up to this many bits
+_DENSE_GROUPS = 4  # hierarchical EMD: a dense (class, node) table up to this many cells per row
+_DENSE_MIN = 1 << 20  # ... or up to this many cells
 _TOP_BY_PASSES = 2  # recursive (c,l): the l-1 largest counts by repeated maxima up to this l-1
 
 
@@ -469,6 +471,21 @@ class EmdHierarchy:
             if np.unique(pairs[:, 0]).size != pairs.shape[0]:
                 raise ValueError(f"hierarchy is not functional at level {level}")
 
+    @classmethod
+    def from_labels(cls, paths: Sequence[Sequence[object]]) -> EmdHierarchy:
+        """From each value code's labels at levels 1..H (`paths[v]`, the top last), e.g. a
+        normalised hierarchy's rows without their first column; ids numbered per level."""
+        height = len(paths[0]) if len(paths) else 0
+        table = np.zeros((len(paths), height + 1), dtype=np.int64)
+        table[:, 0] = np.arange(len(paths))
+        for level in range(1, height + 1):
+            ids: dict[object, int] = {}
+            for v, path in enumerate(paths):
+                if len(path) != height:
+                    raise ValueError("every value needs a label at every level")
+                table[v, level] = ids.setdefault(path[level - 1], len(ids))
+        return cls(table)
+
     @property
     def height(self) -> int:
         return self.levels.shape[1] - 1
@@ -482,6 +499,11 @@ class EmdHierarchy:
         rank = np.empty(lv.shape[0], dtype=np.int64)
         rank[order] = np.arange(lv.shape[0])
         return rank
+
+    @cached_property
+    def widest(self) -> int:
+        """The most nodes on any level above the values."""
+        return int(self.levels[:, 1:].max(initial=0)) + 1
 
     @cached_property
     def codes_in_tree_order(self) -> bool:
@@ -532,20 +554,36 @@ def _hier_num_den(cv: ClassValues, g: np.ndarray, hier: EmdHierarchy, exact: boo
     big_n = int(g.sum())
     n = _as(cv.sizes(), exact)
     cls, node, count = cv.cls, cv.value, cv.count
-    if not hier.codes_in_tree_order:  # each node's values must be adjacent within a class
+    # groups: one per (class, node at the current level) holding class records, in (class,
+    # node) order; at level 0 one per row. They are merged level by level, in floats through a
+    # dense (class, node) table when that is small, else as runs (each node's values adjacent
+    # within a class: codes in tree order, or rows sorted so)
+    in_order = hier.codes_in_tree_order
+    limit = max(_DENSE_GROUPS * cls.size, _DENSE_MIN)
+    dense = not exact and cv.n_classes * hier.widest <= limit
+    if not (dense or in_order):
         order = _order_within_classes(cv, hier.rank[node])
         cls, node, count = cls[order], node[order], count[order]
-    # groups: one per (class, node at the current level) holding class records, in order;
-    # at level 0 one per row. net: a group's net extra n * G_sub - N * C_sub
     csub = _as(count, exact)
-    net = n[cls] * _as(g[node], exact) - csub * big_n
+    net = n[cls] * _as(g[node], exact) - csub * big_n  # a group's n * G_sub - N * C_sub
     cost = n * 0
     for level in range(1, hier.height + 1):
         parent = hier.parents[level - 1][node]
-        starts = np.flatnonzero(np.r_[True, (cls[1:] != cls[:-1]) | (parent[1:] != parent[:-1])])
-        neg = np.add.reduceat(np.maximum(-net, 0), starts) if starts.size else net
-        cls, node = cls[starts], parent[starts]
-        csub = np.add.reduceat(csub, starts) if starts.size else csub
+        child_neg = np.maximum(-net, 0)
+        if dense:
+            width = int(hier.levels[:, level].max()) + 1
+            key = cls * width + parent
+            total = np.bincount(key, weights=csub, minlength=cv.n_classes * width)
+            slots = np.flatnonzero(total)
+            neg = np.bincount(key, weights=child_neg, minlength=total.size)[slots]
+            cls, node, csub = slots // width, slots % width, total[slots]
+        else:
+            starts = np.flatnonzero(
+                np.r_[True, (cls[1:] != cls[:-1]) | (parent[1:] != parent[:-1])]
+            )
+            neg = np.add.reduceat(child_neg, starts) if starts.size else child_neg
+            cls, node = cls[starts], parent[starts]
+            csub = np.add.reduceat(csub, starts) if starts.size else csub
         net = n[cls] * _as(hier.subtree_counts(g, level)[node], exact) - csub * big_n
         cost = cost + _sorted_sum(cls, level * (neg + np.minimum(net, 0)), cv.n_classes)
     return cost, n * (big_n * hier.height)
