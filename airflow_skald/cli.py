@@ -22,6 +22,10 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"skald: error: {message} (see '{self.prog} --help')\n")
 
 
+# `skald audit` flags: where to read, and the thresholds to audit against
+_AUDIT_SETTINGS = ("input_path", "chunk_rows", "k", "suppression_limit", "l", "t", "c")
+
+
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="skald", description="k-anonymise datasets larger than RAM")
     sub = p.add_subparsers(dest="command", required=True)
@@ -46,6 +50,12 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("output", help="release folder")
     _add_settings(v, only=("k", "suppression_limit"), suffix=" (default: the manifest's)")
     v.add_argument("--qids", help="comma-separated QID columns (default: from the manifest)")
+
+    a = sub.add_parser(
+        "audit", help="check a dataset or release as it is against the config's criteria"
+    )
+    a.add_argument("config", help="YAML configuration file")
+    _add_settings(a, only=_AUDIT_SETTINGS)
     return p
 
 
@@ -137,6 +147,17 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_audit(args: argparse.Namespace) -> int:
+    from airflow_skald.core.audit import audit
+    from airflow_skald.core.config import load_config
+
+    overrides = {key: getattr(args, key, None) for key in _AUDIT_SETTINGS}
+    config = load_config(args.config, overrides)
+    report = audit(config)
+    print(json.dumps(report, indent=2))
+    return 0 if report["holds"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(
@@ -144,7 +165,12 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
-    commands = {"run": _cmd_run, "generate": _cmd_generate, "verify": _cmd_verify}
+    commands = {
+        "run": _cmd_run,
+        "generate": _cmd_generate,
+        "verify": _cmd_verify,
+        "audit": _cmd_audit,
+    }
     try:
         return commands[args.command](args)
     except SkaldInputError as exc:

@@ -1,0 +1,354 @@
+"""`skald audit`: does a dataset (or a release) as it already is satisfy the config's privacy
+criteria at its CURRENT QID values (no generalisation)? Figures only, nothing written.
+
+One pass over the chunks (`io.list_chunks` / `read_chunk`, `map_ahead`). Each chunk's QID
+columns and the sensitive attributes that criteria name are dictionary-encoded and its distinct
+(QID tuple, sensitive values) tuples counted; the partial counts are additive and merge exactly
+(labels unified by value, equal tuples summed), so memory follows the distinct tuples, not the
+rows. The merged counts become the same `ClassTable` the search judges, asked by the same
+`PrivacyPolicy` the run builds (`config.policy` over `SensitiveStats` of every record).
+
+A release is audited the same way: its QIDs are generalised text, and its all-"*" rows are the
+suppressed records. QID values are read as the run reads them (numbers from a CSV dataset's
+numerical QIDs), or as text for a release (a folder holding a manifest.json); a null QID value
+is a value of its own. The report holds counts and figures only, never a QID or sensitive value.
+"""
+
+from __future__ import annotations
+
+import logging
+import posixpath
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from fractions import Fraction
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_skald.core.config import SkaldConfig
+from airflow_skald.core.dimensions import TOP
+from airflow_skald.core.encoding import DICTIONARY, csv_types, dictionary_of, single_array
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.io import (
+    ChunkRef,
+    column_names,
+    filesystem,
+    list_chunks,
+    map_ahead,
+    read_chunk,
+)
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
+from airflow_skald.core.release import MANIFEST
+from airflow_skald.core.sensitive import ClassValues
+from airflow_skald.core.sensitive_domain import SensitiveStats
+from airflow_skald.core.settings import decimal_text
+
+log = logging.getLogger("airflow_skald")
+
+_SAFE = 1 << 62  # a mixed-radix key below this cannot overflow int64
+
+
+def audit(config: SkaldConfig) -> dict:
+    """The audit report of `config.input` under the config's criteria (JSON-safe; see module)."""
+    start = time.perf_counter()
+    manifest = release_manifest(config.input.path)
+    chunks = list_chunks(config.input, config.chunk_rows)
+    qids, attributes = config.qid_names, config.criteria_attributes
+    _check_columns(config, chunks, [*qids, *attributes])
+    counted = count_tuples(config, chunks, release=manifest is not None)
+    stats = counted.sensitive
+    policy = config.policy(stats)  # l above a distinct count, a hierarchy missing a value: exit 2
+    star, table = class_tables(counted, len(qids), attributes, stats)
+    claimed = manifest.get("n_suppressed") if manifest else None
+    if (
+        star.n_records
+        and not table.n_classes
+        and not policy.check_release(star, "audit")
+        and claimed != star.n_records
+    ):
+        star, table = ClassTable(np.zeros(0, np.int64)), star  # the top node: one class, kept
+    n_rows = table.n_records + star.n_records
+    dropped = max(int(manifest.get("n_records", n_rows)) - n_rows, 0) if manifest else 0
+    return {
+        "input": config.input.path,
+        "release": manifest is not None,
+        "chunks": len(chunks),
+        "n_rows": n_rows,
+        **judge(policy, table, star.n_records + dropped),
+        "seconds": round(time.perf_counter() - start, 3),
+    }
+
+
+def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
+    """Figures of the classes as they are, and whether the policy holds: the records in classes
+    any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit."""
+    n_records = table.n_records + n_star
+    judged = policy.judge(table)
+    sizes = table.sizes
+    to_suppress = n_star + int(sizes[~judged.kept].sum(dtype=np.int64))
+    allowed = max_suppressed(policy.suppression_limit, n_records)
+    criteria = []
+    for model in policy.models:
+        bad = ~model.keeps(table)
+        figure = {key: _finite(v) for key, v in model.figure(table).items()}
+        criteria.append(
+            {
+                **model.describe(),
+                **figure,
+                "classes_violating": int(bad.sum()),
+                "records_in_violating_classes": int(sizes[bad].sum(dtype=np.int64)),
+            }
+        )
+    below_k = criteria[0]  # KAnonymity comes first in every policy
+    return {
+        "n_records": n_records,
+        "n_suppressed_already": n_star,
+        "n_equivalence_classes": table.n_classes,
+        "min_class_size": int(sizes.min()) if sizes.size else 0,
+        "k": policy.k,
+        "classes_below_k": below_k["classes_violating"],
+        "records_in_classes_below_k": below_k["records_in_violating_classes"],
+        "privacy_models": criteria,
+        "suppression": {
+            "limit": decimal_text(Fraction(policy.suppression_limit)),
+            "records_to_suppress": to_suppress,
+            "max_suppressed": allowed,
+            "fits": to_suppress <= allowed,
+        },
+        "holds_without_suppression": to_suppress == 0,
+        "holds": to_suppress <= allowed,
+    }
+
+
+def _finite(value):
+    """JSON has no infinity: an unbounded figure (a recursive ratio with an empty tail) is null."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    return value
+
+
+def release_manifest(path: str) -> dict | None:
+    """The manifest beside the input when it is a release (folder or one of its part files)."""
+    import json
+
+    fs, root = filesystem(path)
+    if any(ch in root for ch in "*?[") or not fs.isdir(root):
+        root = posixpath.dirname(root)
+    target = posixpath.join(root, MANIFEST)
+    if not fs.exists(target):
+        return None
+    with fs.open(target, "rb") as fh:
+        try:
+            manifest = json.loads(fh.read())
+        except ValueError:
+            raise DataError(f"{MANIFEST} beside the input is not valid JSON") from None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def _check_columns(config: SkaldConfig, chunks: Sequence[ChunkRef], needed: list[str]) -> None:
+    for file in dict.fromkeys(c.file for c in chunks):
+        names = column_names(config.input, file)
+        for name in needed:
+            if name not in names:
+                raise DataError(f"column '{name}' is missing from file {file}")
+
+
+# -- counting (QID tuple, sensitive values) tuples over chunks ---------------------------------
+
+
+@dataclass
+class Tuples:
+    """Distinct tuples of some columns: per column its labels (Python values), each tuple's
+    index into them (one row per tuple) and its record count; with the criteria attributes'
+    `SensitiveStats` over the same records."""
+
+    labels: list[list]
+    codes: np.ndarray  # (tuples, columns) int64
+    counts: np.ndarray  # int64
+    sensitive: dict[str, SensitiveStats]
+
+
+def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool) -> Tuples:
+    """The distinct (QID tuple, sensitive values) tuples of all chunks and their counts."""
+    from airflow_skald.core.pipeline import ChunkProgress
+
+    qids, attributes = config.qid_names, config.criteria_attributes
+    names = [*qids, *attributes]
+    if release:  # generalised labels ("[20, 30)", "*"): text, as `skald verify` reads them
+        types = {q: DICTIONARY for q in qids}
+        text = set(qids)
+    else:  # as the run reads them: numbers for numerical QIDs, text for categorical ones
+        types = csv_types(config)
+        text = {q.name for q in config.quasi_identifiers if q.type == "categorical"}
+    tick = ChunkProgress("audit", len(chunks))
+
+    def count(chunk: ChunkRef) -> tuple[Tuples, int]:
+        table = read_chunk(config.input, chunk, names, types)
+        labels, codes = [], []
+        for name in names:
+            local, index = _encode(table.column(name), name in text, name in attributes)
+            labels.append(local)
+            codes.append(index)
+        matrix = np.stack(codes, axis=1) if codes else np.zeros((table.num_rows, 0), np.int64)
+        order, starts = _group(matrix, [len(x) for x in labels])
+        tuples = matrix[order[starts]]
+        counts = np.diff(np.r_[starts, order.size]).astype(np.int64)
+        stats = {a: SensitiveStats.of_column(a, table.column(a)) for a in attributes}
+        return _only_used(Tuples(labels, tuples, counts, stats)), table.num_rows
+
+    acc = _Accumulator(len(names))
+    stats: dict[str, SensitiveStats] = {}
+    for i, (_, (part, rows)) in enumerate(map_ahead(count, chunks)):
+        acc.add(part)
+        stats = (
+            part.sensitive if not stats else {a: stats[a].merge(part.sensitive[a]) for a in stats}
+        )
+        tick(i + 1, rows)
+    labels, codes, counts = acc.result()
+    return Tuples(labels, codes, counts, stats)
+
+
+def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list, np.ndarray]:
+    """A column's distinct values (Python values; a null is one) and each row's index into them.
+    Text QIDs as text (like the run); an attribute's values as `SensitiveStats` lists them."""
+    arr = single_array(column)
+    if text:
+        arr = dictionary_of(arr)
+    else:
+        if pa.types.is_dictionary(arr.type):
+            arr = arr.cast(arr.type.value_type)
+        if pa.types.is_floating(arr.type) and not attribute:  # NaN: a null, one value
+            arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
+        arr = pc.dictionary_encode(arr)
+    labels = arr.dictionary.to_pylist()
+    indices = arr.indices
+    if indices.null_count:
+        labels.append(None)
+        indices = indices.fill_null(len(labels) - 1)
+    if attribute:
+        value_type = arr.type.value_type
+        numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
+        numeric = numeric or pa.types.is_decimal(value_type)
+        if not numeric:
+            labels = [None if v is None else str(v) for v in labels]
+    return labels, indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _only_used(t: Tuples) -> Tuples:
+    """Drop dictionary entries no tuple uses (a stored dictionary may hold unused values)."""
+    labels, codes = [], np.empty_like(t.codes)
+    for j, local in enumerate(t.labels):
+        used, codes[:, j] = np.unique(t.codes[:, j], return_inverse=True)
+        labels.append([local[i] for i in used.tolist()])
+    return replace(t, labels=labels, codes=codes)
+
+
+def _group(codes: np.ndarray, radices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+    """Rows grouped by equal code tuples: the rows in group order, and where each group starts.
+
+    The key is mixed-radix over the columns; when it would overflow, the key so far is replaced
+    by its rank (ranks < rows), so any number of columns and labels is grouped exactly."""
+    n = codes.shape[0]
+    key = np.zeros(n, dtype=np.int64)
+    radix = 1
+    for j, r in enumerate(radices):
+        r = max(int(r), 1)
+        if radix * r >= _SAFE:
+            uniq, key = np.unique(key, return_inverse=True)
+            key = key.astype(np.int64).reshape(-1)
+            radix = max(int(uniq.size), 1)
+        key *= r
+        key += codes[:, j]
+        radix *= r
+    order = np.argsort(key, kind="stable")
+    sk = key[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if n else np.zeros(0, np.int64)
+    return order, starts
+
+
+class _Accumulator:
+    """Partial tuple counts merged exactly: labels unified by value, equal tuples summed.
+
+    Partials are merged like a binary counter (a partial is merged with the one before it once
+    it is at least half its size), so each tuple is re-grouped O(log chunks) times, not once
+    per chunk."""
+
+    def __init__(self, n_columns: int):
+        self.index: list[dict] = [{} for _ in range(n_columns)]
+        self.stack: list[tuple[np.ndarray, np.ndarray]] = []
+        self.n_columns = n_columns
+
+    def add(self, part: Tuples) -> None:
+        columns = []
+        for j, local in enumerate(part.labels):
+            ix = self.index[j]
+            lookup = np.asarray([ix.setdefault(v, len(ix)) for v in local], dtype=np.int64)
+            columns.append(lookup[part.codes[:, j]] if lookup.size else part.codes[:, j])
+        codes = np.stack(columns, axis=1) if columns else part.codes
+        self.stack.append((codes, part.counts))
+        while len(self.stack) >= 2 and self.stack[-2][1].size <= 2 * self.stack[-1][1].size:
+            top = self.stack.pop()
+            self.stack[-1] = self._merge([self.stack[-1], top])
+
+    def _merge(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+        codes = np.concatenate([p[0] for p in parts])
+        counts = np.concatenate([p[1] for p in parts])
+        order, starts = _group(codes, [len(ix) for ix in self.index])
+        return codes[order[starts]], np.add.reduceat(
+            counts[order], starts
+        ) if starts.size else counts
+
+    def result(self) -> tuple[list[list], np.ndarray, np.ndarray]:
+        labels = [list(ix) for ix in self.index]
+        if not self.stack:
+            return labels, np.zeros((0, self.n_columns), np.int64), np.zeros(0, np.int64)
+        codes, counts = self._merge(self.stack)
+        return labels, codes, counts
+
+
+# -- the node's classes as the policy sees them ------------------------------------------------
+
+
+def class_tables(
+    tuples: Tuples, n_qids: int, attributes: Sequence[str], stats: dict[str, SensitiveStats]
+) -> tuple[ClassTable, ClassTable]:
+    """The all-"*" class (suppressed records) and the other classes (one per distinct QID
+    tuple), with the attributes' distributions coded as `stats` codes them."""
+    qlabels = tuples.labels[:n_qids]
+    order, starts = _group(tuples.codes[:, :n_qids], [len(x) for x in qlabels])
+    n_groups = starts.size
+    group = np.empty(order.size, dtype=np.int64)
+    group[order] = np.repeat(np.arange(n_groups), np.diff(np.r_[starts, order.size]))
+    star_group = -1
+    if n_qids and n_groups and all(TOP in x for x in qlabels):
+        star = np.asarray([x.index(TOP) for x in qlabels], dtype=np.int64)
+        hit = np.flatnonzero((tuples.codes[:, :n_qids] == star).all(axis=1))
+        if hit.size:
+            star_group = int(group[hit[0]])
+    values = {}
+    for j, a in enumerate(attributes):
+        index = {v: i for i, v in enumerate(stats[a].values)}
+        try:
+            lookup = [index[v] for v in tuples.labels[n_qids + j]]
+        except KeyError:  # NaN, or a type the stats list differently
+            raise DataError(
+                f"sensitive attribute '{a}' holds a value that cannot be audited"
+            ) from None
+        values[a] = np.asarray(lookup, dtype=np.int64)[tuples.codes[:, n_qids + j]]
+
+    def table(select: np.ndarray) -> ClassTable:
+        renumber = np.full(n_groups, -1, dtype=np.int64)
+        renumber[select] = np.arange(int(select.sum()))
+        c = renumber[group]
+        rows = c >= 0
+        n = int(select.sum())
+        w = tuples.counts[rows]
+        sizes = np.zeros(n, dtype=np.int64)
+        np.add.at(sizes, c[rows], w)
+        by_value = {a: ClassValues.from_pairs(n, c[rows], v[rows], w) for a, v in values.items()}
+        return ClassTable(sizes, by_value)
+
+    is_star = np.arange(n_groups) == star_group
+    return table(is_star), table(~is_star)
