@@ -20,9 +20,11 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
+from pathlib import Path
 
 import numpy as np
 import oracle_criteria as oracle
+import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -567,3 +569,65 @@ def test_from_pairs_sums_repeats_and_subset_renumbers():
     assert sub.distribution(1) == {0: 5, 1: 4}
     rows = S.ClassValues.from_pairs(2, [1, 0, 1, 1], [3, 2, 3, 0])  # one record per row
     assert rows.count.tolist() == [1, 1, 2]
+
+
+# -- Adult ------------------------------------------------------------------------------------
+
+ADULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+
+
+@pytest.mark.skipif(not ADULT_CSV.exists(), reason="Adult data not present")
+@pytest.mark.parametrize(
+    "qids", [["sex", "race", "marital-status"], ["education"], ["sex", "workclass", "race"]]
+)
+def test_adult_occupation_and_age_match_oracle_and_arx(qids):
+    """Adult with the issue's settings: occupation as the sensitive attribute (distinct l 2 and
+    3, entropy l 2, recursive c 3 l 2, equal and hierarchical t 0.2), and age for the ordered
+    distance, over classes of a few QIDs; checked against the oracle and ARX's doubles."""
+    df = pd.read_csv(ADULT_CSV, sep=";", dtype=str)
+    hier_rows = [
+        r.split(";")
+        for r in (ADULT_CSV.parent / "adult_hierarchy_occupation.csv").read_text().splitlines()
+        if r
+    ]
+    paths = {r[0]: tuple(r[1:]) for r in hier_rows}
+    class_id = df.groupby(qids, sort=True).ngroup().to_numpy()
+    for attr in ("occupation", "age"):
+        labels = sorted(df[attr].unique(), key=int) if attr == "age" else sorted(df[attr].unique())
+        code = {v: i for i, v in enumerate(labels)}
+        values = df[attr].map(code).to_numpy()
+        cv = S.ClassValues.from_pairs(int(class_id.max()) + 1, class_id, values)
+        g = np.bincount(values, minlength=len(labels))
+        dicts = [cv.distribution(i) for i in range(cv.n_classes)]
+        glob = dict(enumerate(g.tolist()))
+        if attr == "age":
+            v = S.t_ordered(cv, g, Fraction(1, 5))
+            exact = [oracle.ordered_distance(d, glob) for d in dicts]
+            assert v.ok.tolist() == [x <= Fraction(1, 5) for x in exact]
+            arx = [_arx_ordered(d, glob, list(range(len(labels))), 0.2) for d in dicts]
+            assert v.ok.tolist() == [ok for ok, _ in arx]
+            np.testing.assert_allclose(v.figure, [val for _, val in arx], rtol=1e-9)
+            continue
+        for ell in (2, 3):
+            assert S.distinct_l(cv, ell).ok.tolist() == [len(d) >= ell for d in dicts]
+        e = S.entropy_l(cv, 2)
+        assert e.ok.tolist() == [oracle.entropy_ok(d, 2) for d in dicts]
+        assert e.ok.tolist() == [_arx_entropy(list(d.values()), 2)[0] for d in dicts]
+        r = S.recursive_cl(cv, 3, 2)
+        assert r.ok.tolist() == [oracle.recursive_ok(d, Fraction(3), 2) for d in dicts]
+        assert r.ok.tolist() == [_arx_recursive(list(d.values()), 3.0, 2)[0] for d in dicts]
+        h = S.EmdHierarchy.from_labels([paths[v] for v in labels])
+        label_paths = {i: paths[v] for i, v in enumerate(labels)}
+        for verdict, dist, arx in [
+            (S.t_equal(cv, g, "0.2"), oracle.equal_distance, _arx_equal),
+            (
+                S.t_hierarchical(cv, g, "0.2", h),
+                lambda d, gl, lp=label_paths: oracle.hierarchical_distance(d, gl, lp),
+                lambda d, gl, t, lp=label_paths: _arx_hierarchical(d, gl, lp, t),
+            ),
+        ]:
+            exact = [dist(d, glob) for d in dicts]
+            assert verdict.ok.tolist() == [x <= Fraction(1, 5) for x in exact]
+            theirs = [arx(d, glob, 0.2) for d in dicts]
+            assert verdict.ok.tolist() == [ok for ok, _ in theirs]
+            np.testing.assert_allclose(verdict.figure, [val for _, val in theirs], rtol=1e-9)
