@@ -14,7 +14,7 @@ Measured, each over `--repeats` rounds (min-max reported; the machine is noisy):
   manifest's phase timings and nodes evaluated / lattice size;
 - in one process, side by side on the same histogram: the product's search (`search_lattice`)
   and a plain exhaustive search (every node of the lattice rolled up with the same `RollUps`
-  and scored with the same `ClassStats`, no pruning); both must return the same node;
+  and scored with the same `NodeFigures`, no pruning); both must return the same node;
 - phase 1's root choice (`plan_root`) alone;
 - Adult with its 8 ARX hierarchies at level 0: `search_lattice` alone.
 """
@@ -182,18 +182,20 @@ def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
 
 def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
     """Plain exhaustive search: every node rolled up and scored, the best kept (SPEC §4)."""
+    from airflow_skald.core.figures import NodeFigures
     from airflow_skald.core.lattice import Lattice
-    from airflow_skald.core.metrics import ClassStats
+    from airflow_skald.core.privacy import ClassTable
     from airflow_skald.core.rollups import RollUps
 
     lattice = Lattice(plan.root, tuple(plan.tops))
-    rollups = RollUps(plan, hist)
+    rollups = RollUps(plan, hist.classes)
+    policy = config.policy()
     tops, priority = plan.tops, config.priority_order()
     lcm = math.lcm(*[t for t in tops if t > 0] or [1])
     best = None
     for i in range(len(lattice)):
         node = lattice.node(i)
-        cs = ClassStats.of(rollups.sizes(node), config.k, config.suppression_limit)
+        cs = NodeFigures.of(ClassTable(rollups.sizes(node)), policy, node, tops)
         if not cs.passes:
             continue
         cost = sum(lv * (lcm // t) for lv, t in zip(node, tops, strict=True) if t)

@@ -33,17 +33,19 @@ class Plan:
     lattice_nodes: int
     root_evaluated: int
     root_complying: int
+    value_factor: int = 1  # sum of the criteria attributes' distinct values (SPEC §4b), else 1
 
     @property
     def tops(self) -> list[int]:
         return [d.top for d in self.dims]
 
     def bins(self, node: tuple[int, ...]) -> int:
-        """Paper eq. 1 for a node."""
+        """Paper eq. 1 for a node; with criteria, one (class, value) table per attribute:
+        prod_i card_i * sum_a m_a + 1 (SPEC §4b)."""
         n = 1
         for d, level in zip(self.dims, node, strict=True):
             n *= d.cards[level]
-        return n + 1
+        return n * self.value_factor + 1
 
     def radices(self, node: tuple[int, ...]) -> tuple[int, ...]:
         return tuple(d.cards[level] for d, level in zip(self.dims, node, strict=True))
@@ -68,9 +70,10 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
-    probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0)
-    # N_data = prod_i cards_i + 1 <= n_ram, for every node in one array op
-    complying = fitting_nodes(lattice, [d.cards for d in dims], n_ram - 1)
+    factor = sum(stats.sensitive[a].m for a in config.criteria_attributes) or 1
+    probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0, factor)
+    # N_data = prod_i cards_i * factor + 1 <= n_ram, for every node in one array op
+    complying = fitting_nodes(lattice, [d.cards for d in dims], (n_ram - 1) // factor)
     root_index = best_by_precision(
         lattice, complying.nonzero()[0], probe.tops, config.priority_order()
     )

@@ -179,6 +179,7 @@ class Run:
             lattice_nodes=saved["root_lattice"]["nodes"],
             root_evaluated=saved["root_lattice"]["evaluated"],
             root_complying=saved["root_lattice"]["complying"],
+            value_factor=saved.get("value_factor", 1),
         )
 
     def decision(self) -> Decision:
@@ -322,6 +323,7 @@ def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
         "root_bins": plan.root_bins,
         "histogram_bins": plan.n_ram,
         "histogram_bins_derived": plan.n_ram_derived,
+        "value_factor": plan.value_factor,
         "root_lattice": {
             "nodes": plan.lattice_nodes,
             "evaluated": plan.root_evaluated,

@@ -131,7 +131,9 @@ def search_lattice(
         loss = objective.value(Scored(table, j, node, plan.tops))
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
-    outcome = _search(lattice, evaluate, plan.tops, priority, policy.all_monotone)
+    outcome = search_optimal(
+        lattice, evaluate, plan.tops, priority, all_monotone=policy.all_monotone
+    )
     if outcome.best is None:
         top = NodeFigures.of(source.table(tuple(plan.tops)), policy)
         raise DataError(
@@ -169,17 +171,3 @@ def search_lattice(
 
 def _label(policy: PrivacyPolicy) -> str:
     return " and ".join(m.label() for m in policy.models)
-
-
-def _search(lattice, evaluate, tops, priority, all_monotone: bool):
-    """`lattice.search_optimal`; until it takes 4-tuples, a k-only shim (removed with it)."""
-    import inspect
-
-    if "all_monotone" in inspect.signature(search_optimal).parameters:
-        return search_optimal(lattice, evaluate, tops, priority, all_monotone=all_monotone)
-
-    def three(i: int):
-        _, passes, loss, bound = evaluate(i)
-        return passes, loss, bound
-
-    return search_optimal(lattice, three, tops, priority)
