@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -112,27 +112,27 @@ class ClassValues:
 
     @cached_property
     def _n_values(self) -> np.ndarray:
-        return np.bincount(self.cls, minlength=self.n_classes).astype(np.int64)
+        return _frozen(np.bincount(self.cls, minlength=self.n_classes).astype(np.int64))
 
     @cached_property
     def _starts(self) -> np.ndarray:
-        return np.r_[0, np.cumsum(self._n_values)[:-1]].astype(np.int64)
+        return _frozen(np.r_[0, np.cumsum(self._n_values)[:-1]].astype(np.int64))
 
     @cached_property
     def _nonempty(self) -> np.ndarray:
         return self._n_values > 0
 
     def distinct(self) -> np.ndarray:
-        """Number of distinct values per class (int64, length n_classes)."""
+        """Number of distinct values per class (int64, length n_classes, read-only)."""
         return self._n_values
 
     def sizes(self) -> np.ndarray:
-        """Records per class n (int64, length n_classes)."""
+        """Records per class n (int64, length n_classes, read-only)."""
         return self._sizes
 
     @cached_property
     def _sizes(self) -> np.ndarray:
-        return self.class_sum(self.count)
+        return _frozen(self.class_sum(self.count))
 
     def class_sum(self, x: np.ndarray) -> np.ndarray:
         """Per-class sum of a per-row array, in its dtype (exact for ints and Python ints)."""
@@ -168,6 +168,11 @@ class ClassValues:
         return ClassValues(int(classes.size), new_cls, self.value[rows], self.count[rows])
 
 
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
 # -- l-diversity -------------------------------------------------------------------------------
 
 
@@ -180,7 +185,7 @@ def _check_l(ell: int) -> int:
 def distinct_l(cv: ClassValues, ell: int) -> Verdict:
     """Distinct l-diversity: m >= l. Figure: the distinct count m (int64)."""
     m = cv.distinct()
-    return Verdict(m >= _check_l(ell), m)
+    return Verdict(m >= _check_l(ell), m.copy())
 
 
 def entropy_l(cv: ClassValues, ell: int) -> Verdict:
@@ -209,7 +214,7 @@ def entropy_l(cv: ClassValues, ell: int) -> Verdict:
     return Verdict(ok, figure)
 
 
-def entropy_passes_exact(counts: Sequence[int] | object, ell: int) -> bool:
+def entropy_passes_exact(counts: Iterable[int], ell: int) -> bool:
     """Exactly whether counts n_1..n_m (n their sum) satisfy l^n * prod n_i^n_i <= n^n.
 
     With d = gcd(n, n_1, .., n_m) both sides are compared as d-th roots (an even spread over
@@ -218,7 +223,7 @@ def entropy_passes_exact(counts: Sequence[int] | object, ell: int) -> bool:
     the log difference is found with Decimal logs at doubling precision until it exceeds a
     rigorous error bound (it is nonzero, so this ends).
     """
-    cs = [int(c) for c in counts if int(c) > 0]  # type: ignore[attr-defined]
+    cs = [int(c) for c in counts if int(c) > 0]
     if len(cs) < ell:
         return False
     n = sum(cs)
