@@ -306,10 +306,12 @@ def search_optimal(
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
     or bound == best loss with a worse static rank. Only alive nodes are evaluated, so the
     answer is exactly an exhaustive search's. Order (Flash-like): the lowest alive node is
-    evaluated (a large bound there clears all above it), then an upward path of alive nodes
-    from it, climbing the QID that is relatively least generalised, in binary-search order (a
-    fail clears the path below, a large bound the path above). Bookkeeping is n-d slices of
-    per-node arrays: no per-node Python work beyond the path.
+    evaluated (a large bound there clears all above it); then an upward path of alive nodes
+    from it, each step to the successor of least bound (ties: the QID relatively least
+    generalised), is checked top first (a fail there clears the whole path and more below it)
+    and then in binary-search order (a fail clears the path below, a large bound the path
+    above). Bookkeeping is n-d slices of per-node arrays: no per-node Python work beyond the
+    path.
     """
     n = len(lattice)
     shape = lattice.shape
@@ -366,10 +368,11 @@ def search_optimal(
             nxt = [j for j in lattice.successors(path[-1]) if alive[j]]
             if not nxt:
                 break
-            path.append(min(nxt, key=lambda j: (climb[0][j], climb[1][j], j)))
-        for k in _binary_order(len(path) - 1):
-            if alive[path[k + 1]]:
-                run(path[k + 1])
+            path.append(min(nxt, key=lambda j: (bounds.flat[j], climb[0][j], climb[1][j], j)))
+        top = len(path) - 1
+        for k in [top, *(k + 1 for k in _binary_order(top - 1))] if top else []:
+            if alive[path[k]]:
+                run(path[k])
     if all_monotone:
         passing = int((mono == 1).sum())
         pruned = int(((mono == 0) & ~done).sum())

@@ -1,0 +1,37 @@
+"""Class sizes of a sparse roll-up (`rollups.class_sizes`) in each of its three regimes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from airflow_skald.core.rollups import class_sizes
+
+
+def _expected(keys: np.ndarray, counts: np.ndarray) -> list[int]:
+    sums: dict[int, int] = {}
+    for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
+        sums[k] = sums.get(k, 0) + c
+    return sorted(sums.values())
+
+
+@pytest.mark.parametrize(
+    "n_possible, max_count",
+    [
+        (50, 9),  # a count table
+        (10**12, 9),  # keys packed with their counts, one sort
+        (2**62, 2**20),  # too wide to pack: argsort
+    ],
+)
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(0, 300))
+def test_class_sizes_sum_counts_per_key(n_possible, max_count, seed, m):
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, n_possible, size=max(1, m // 3 + 1), dtype=np.int64)
+    keys = rng.choice(pool, size=m)
+    counts = rng.integers(1, max_count + 1, size=m).astype(np.int64)
+    out = class_sizes(keys, counts, n_possible)
+    assert out.dtype.kind == "i"
+    assert sorted(out.tolist()) == _expected(keys, counts)
