@@ -20,7 +20,7 @@ import logging
 import posixpath
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
@@ -85,13 +85,12 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
     """Figures of the classes as they are, and whether the policy holds: the records in classes
     any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit."""
     n_records = table.n_records + n_star
-    judged = policy.judge(table)
     sizes = table.sizes
-    to_suppress = n_star + int(sizes[~judged.kept].sum(dtype=np.int64))
-    allowed = max_suppressed(policy.suppression_limit, n_records)
+    kept = np.ones(table.n_classes, dtype=bool)
     criteria = []
-    for model in policy.models:
+    for model in policy.models:  # a class any model refuses is suppressed (PrivacyPolicy.judge)
         bad = ~model.keeps(table)
+        kept &= ~bad
         figure = {key: _finite(v) for key, v in model.figure(table).items()}
         criteria.append(
             {
@@ -101,6 +100,8 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
                 "records_in_violating_classes": int(sizes[bad].sum(dtype=np.int64)),
             }
         )
+    to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
+    allowed = max_suppressed(policy.suppression_limit, n_records)
     below_k = criteria[0]  # KAnonymity comes first in every policy
     return {
         "n_records": n_records,
@@ -160,12 +161,13 @@ def _check_columns(config: SkaldConfig, chunks: Sequence[ChunkRef], needed: list
 
 @dataclass
 class Tuples:
-    """Distinct tuples of some columns: per column its labels (Python values), each tuple's
-    index into them (one row per tuple) and its record count; with the criteria attributes'
-    `SensitiveStats` over the same records."""
+    """Distinct tuples of some columns: per column its labels (Python values), per column each
+    tuple's index into them, and each tuple's record count; with the criteria attributes'
+    `SensitiveStats` over the same records. Tuples are in lexicographic order of their codes
+    once grouped (`group_tuples`), so equal QID prefixes are adjacent."""
 
     labels: list[list]
-    codes: np.ndarray  # (tuples, columns) int64
+    codes: np.ndarray  # (columns, tuples) int64
     counts: np.ndarray  # int64
     sensitive: dict[str, SensitiveStats]
 
@@ -191,12 +193,10 @@ def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool)
             local, index = _encode(table.column(name), name in text, name in attributes)
             labels.append(local)
             codes.append(index)
-        matrix = np.stack(codes, axis=1) if codes else np.zeros((table.num_rows, 0), np.int64)
-        order, starts = _group(matrix, [len(x) for x in labels])
-        tuples = matrix[order[starts]]
-        counts = np.diff(np.r_[starts, order.size]).astype(np.int64)
+        ones = np.ones(table.num_rows, dtype=np.int64)
+        codes, counts = group_tuples([(np.stack(codes), ones)], [len(x) for x in labels])
         stats = {a: SensitiveStats.of_column(a, table.column(a)) for a in attributes}
-        return _only_used(Tuples(labels, tuples, counts, stats)), table.num_rows
+        return Tuples(labels, codes, counts, stats), table.num_rows
 
     acc = _Accumulator(len(names))
     stats: dict[str, SensitiveStats] = {}
@@ -212,7 +212,8 @@ def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool)
 
 def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list, np.ndarray]:
     """A column's distinct values (Python values; a null is one) and each row's index into them.
-    Text QIDs as text (like the run); an attribute's values as `SensitiveStats` lists them."""
+    Text QIDs as text (like the run); an attribute's values as `SensitiveStats` lists them.
+    Entries of a stored dictionary that no row uses are dropped."""
     arr = single_array(column)
     if text:
         arr = dictionary_of(arr)
@@ -222,50 +223,74 @@ def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list,
         if pa.types.is_floating(arr.type) and not attribute:  # NaN: a null, one value
             arr = pc.if_else(pc.is_nan(arr), pa.scalar(None, arr.type), arr)
         arr = pc.dictionary_encode(arr)
-    labels = arr.dictionary.to_pylist()
+    dictionary = arr.dictionary
     indices = arr.indices
     if indices.null_count:
-        labels.append(None)
-        indices = indices.fill_null(len(labels) - 1)
+        dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
+        indices = indices.fill_null(len(dictionary) - 1)
+    index = indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    used = np.bincount(index, minlength=len(dictionary)) > 0
+    if not used.all():
+        index = (np.cumsum(used) - 1)[index]
+        dictionary = dictionary.filter(pa.array(used))
+    labels = dictionary.to_pylist()
     if attribute:
         value_type = arr.type.value_type
         numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
-        numeric = numeric or pa.types.is_decimal(value_type)
-        if not numeric:
+        if not (numeric or pa.types.is_decimal(value_type)):
             labels = [None if v is None else str(v) for v in labels]
-    return labels, indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    return labels, index
 
 
-def _only_used(t: Tuples) -> Tuples:
-    """Drop dictionary entries no tuple uses (a stored dictionary may hold unused values)."""
-    labels, codes = [], np.empty_like(t.codes)
-    for j, local in enumerate(t.labels):
-        used, codes[:, j] = np.unique(t.codes[:, j], return_inverse=True)
-        labels.append([local[i] for i in used.tolist()])
-    return replace(t, labels=labels, codes=codes)
+def group_tuples(
+    parts: list[tuple[np.ndarray, np.ndarray]], radices: Sequence[int]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Equal code tuples summed over `parts` (each: codes of shape (columns, rows), counts):
+    the distinct tuples in lexicographic order and their counts. `parts` is emptied, so its
+    arrays are freed as soon as they are no longer needed.
 
-
-def _group(codes: np.ndarray, radices: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
-    """Rows grouped by equal code tuples: the rows in group order, and where each group starts.
-
-    The key is mixed-radix over the columns; when it would overflow, the key so far is replaced
-    by its rank (ranks < rows), so any number of columns and labels is grouped exactly."""
-    n = codes.shape[0]
-    key = np.zeros(n, dtype=np.int64)
-    radix = 1
+    The key is mixed-radix, the first column most significant. When the key with the count
+    packed below it fits int64 (usual) one plain sort does it; else the key is arg-sorted, and
+    a key that would overflow is replaced by its rank first (ranks < rows), so any number of
+    columns and labels is grouped exactly."""
+    radices = [max(int(r), 1) for r in radices]
+    codes = np.concatenate([p[0] for p in parts], axis=1) if len(parts) > 1 else parts[0][0]
+    counts = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
+    parts.clear()
+    n = codes.shape[1]
+    dtype = np.int32 if max(radices, default=1) < 1 << 31 else np.int64
+    if n == 0:
+        return codes.astype(dtype), counts
+    key, radix, exact = np.zeros(n, dtype=np.int64), 1, True
     for j, r in enumerate(radices):
-        r = max(int(r), 1)
         if radix * r >= _SAFE:
-            uniq, key = np.unique(key, return_inverse=True)
-            key = key.astype(np.int64).reshape(-1)
-            radix = max(int(uniq.size), 1)
+            _, key = np.unique(key, return_inverse=True)
+            key, radix, exact = key.astype(np.int64).reshape(-1), n, False
         key *= r
-        key += codes[:, j]
+        key += codes[j]
         radix *= r
-    order = np.argsort(key, kind="stable")
-    sk = key[order]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]]) if n else np.zeros(0, np.int64)
-    return order, starts
+    width = int(counts.max()) + 1
+    if exact and radix * width < _SAFE:  # pack the count below the key: np.sort, no argsort
+        del codes
+        key *= width
+        key += counts
+        key.sort()
+        key, counts = np.divmod(key, width)
+        out = None
+    else:
+        order = np.argsort(key, kind="stable")
+        key, counts, out = key[order], counts[order], codes[:, order]
+        del codes, order
+    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+    sums = np.add.reduceat(counts, starts)
+    if out is not None:
+        return out[:, starts].astype(dtype, copy=False), sums
+    key = key[starts]
+    out = np.empty((len(radices), starts.size), dtype=dtype)
+    for j in range(len(radices) - 1, -1, -1):
+        key, digit = np.divmod(key, radices[j])
+        out[j] = digit
+    return out, sums
 
 
 class _Accumulator:
@@ -281,29 +306,24 @@ class _Accumulator:
         self.n_columns = n_columns
 
     def add(self, part: Tuples) -> None:
-        columns = []
+        codes = part.codes  # local codes become global ones, in place
         for j, local in enumerate(part.labels):
             ix = self.index[j]
             lookup = np.asarray([ix.setdefault(v, len(ix)) for v in local], dtype=np.int64)
-            columns.append(lookup[part.codes[:, j]] if lookup.size else part.codes[:, j])
-        codes = np.stack(columns, axis=1) if columns else part.codes
+            if lookup.size and len(ix) >= 1 << 31:
+                codes = codes.astype(np.int64)
+            codes[j] = lookup[codes[j]] if lookup.size else codes[j]
         self.stack.append((codes, part.counts))
         while len(self.stack) >= 2 and self.stack[-2][1].size <= 2 * self.stack[-1][1].size:
-            top = self.stack.pop()
-            self.stack[-1] = self._merge([self.stack[-1], top])
+            self.stack.append(self._merge([self.stack.pop(-2), self.stack.pop()]))
 
     def _merge(self, parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-        codes = np.concatenate([p[0] for p in parts])
-        counts = np.concatenate([p[1] for p in parts])
-        order, starts = _group(codes, [len(ix) for ix in self.index])
-        return codes[order[starts]], np.add.reduceat(
-            counts[order], starts
-        ) if starts.size else counts
+        return group_tuples(parts, [len(ix) for ix in self.index])
 
     def result(self) -> tuple[list[list], np.ndarray, np.ndarray]:
         labels = [list(ix) for ix in self.index]
         if not self.stack:
-            return labels, np.zeros((0, self.n_columns), np.int64), np.zeros(0, np.int64)
+            return labels, np.zeros((self.n_columns, 0), np.int64), np.zeros(0, np.int64)
         codes, counts = self._merge(self.stack)
         return labels, codes, counts
 
@@ -315,16 +335,20 @@ def class_tables(
     tuples: Tuples, n_qids: int, attributes: Sequence[str], stats: dict[str, SensitiveStats]
 ) -> tuple[ClassTable, ClassTable]:
     """The all-"*" class (suppressed records) and the other classes (one per distinct QID
-    tuple), with the attributes' distributions coded as `stats` codes them."""
-    qlabels = tuples.labels[:n_qids]
-    order, starts = _group(tuples.codes[:, :n_qids], [len(x) for x in qlabels])
-    n_groups = starts.size
-    group = np.empty(order.size, dtype=np.int64)
-    group[order] = np.repeat(np.arange(n_groups), np.diff(np.r_[starts, order.size]))
+    tuple), with the attributes' distributions coded as `stats` codes them. The tuples are
+    grouped (lexicographic order), so a class is a run of tuples with equal QID codes."""
+    qcodes = tuples.codes[:n_qids]
+    n = tuples.counts.size
+    new = np.ones(n, dtype=bool)
+    if n:
+        new[1:] = (qcodes[:, 1:] != qcodes[:, :-1]).any(axis=0)
+    group = np.cumsum(new) - 1
+    n_groups = int(group[-1]) + 1 if n else 0
     star_group = -1
-    if n_qids and n_groups and all(TOP in x for x in qlabels):
+    qlabels = tuples.labels[:n_qids]
+    if n_groups and all(TOP in x for x in qlabels):
         star = np.asarray([x.index(TOP) for x in qlabels], dtype=np.int64)
-        hit = np.flatnonzero((tuples.codes[:, :n_qids] == star).all(axis=1))
+        hit = np.flatnonzero((qcodes == star[:, None]).all(axis=0))
         if hit.size:
             star_group = int(group[hit[0]])
     values = {}
@@ -336,19 +360,19 @@ def class_tables(
             raise DataError(
                 f"sensitive attribute '{a}' holds a value that cannot be audited"
             ) from None
-        values[a] = np.asarray(lookup, dtype=np.int64)[tuples.codes[:, n_qids + j]]
+        values[a] = np.asarray(lookup, dtype=np.int64)[tuples.codes[n_qids + j]]
 
-    def table(select: np.ndarray) -> ClassTable:
-        renumber = np.full(n_groups, -1, dtype=np.int64)
-        renumber[select] = np.arange(int(select.sum()))
-        c = renumber[group]
-        rows = c >= 0
-        n = int(select.sum())
+    def table(rows: np.ndarray) -> ClassTable:
+        """The classes of the selected tuples (whole classes, in order), numbered from 0."""
+        starts = new[rows]
+        c = np.cumsum(starts) - 1
         w = tuples.counts[rows]
-        sizes = np.zeros(n, dtype=np.int64)
-        np.add.at(sizes, c[rows], w)
-        by_value = {a: ClassValues.from_pairs(n, c[rows], v[rows], w) for a, v in values.items()}
-        return ClassTable(sizes, by_value)
+        sizes = np.add.reduceat(w, np.flatnonzero(starts)) if w.size else w
+        by_value = {}
+        for a, v in values.items():  # (class, value) pairs summed, in order: ClassValues' rows
+            pairs, n_pairs = group_tuples([(np.stack([c, v[rows]]), w)], [sizes.size, stats[a].m])
+            by_value[a] = ClassValues(sizes.size, pairs[0], pairs[1], n_pairs)
+        return ClassTable(sizes.astype(np.int64), by_value)
 
-    is_star = np.arange(n_groups) == star_group
-    return table(is_star), table(~is_star)
+    is_star = group == star_group
+    return table(np.flatnonzero(is_star)), table(np.flatnonzero(~is_star))
