@@ -18,10 +18,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
-from airflow_skald.core.encoding import dictionary_of
+from airflow_skald.core.encoding import dictionary_of, single_array
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import Histogram, group_counts, keys_of
 from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
@@ -166,7 +168,7 @@ def release_classes(
             return ReleaseClasses.empty(len(names))
         labels, codes = [], []
         for name in names:
-            enc = dictionary_of(table.column(name))
+            enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
             local = enc.dictionary.to_pylist()
             index = enc.indices
             if any(v is None for v in local) or index.null_count:
@@ -184,6 +186,15 @@ def release_classes(
     for _, part in map_ahead(classes_of, parts):  # parts read two at a time
         acc = ReleaseClasses.merge([acc, part])
     return acc
+
+
+def _values(table: pa.Table, name: str) -> pa.DictionaryArray:
+    """A sensitive column dictionary-encoded with its own values: numbers stay numbers (the
+    run's value codes are keyed by them); a CSV release's columns are text."""
+    column = table.column(name)
+    if pa.types.is_dictionary(column.type):
+        return dictionary_of(column)
+    return pc.dictionary_encode(single_array(column))
 
 
 def count_release_classes(
@@ -335,8 +346,13 @@ def class_tables(
     codes = {}
     for j, a in enumerate(attributes):
         index = {v: i for i, v in enumerate(sensitive[a].values)}
+        # a CSV release holds the values as text: numbers as written, a null as an empty cell
+        text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
         try:
-            lookup = np.asarray([index[v] for v in classes.labels[n_qids + j]], dtype=np.int64)
+            lookup = np.asarray(
+                [index[v] if v in index else text[v] for v in classes.labels[n_qids + j]],
+                dtype=np.int64,
+            )
         except KeyError:
             raise VerificationError(
                 f"release column '{a}' holds a value the input did not have"
@@ -356,6 +372,11 @@ def class_tables(
 
     star = uniq == star_key
     return table(star), table(~star)
+
+
+def _as_text(value: object) -> str:
+    """A sensitive value as a CSV release writes it (pyarrow's text of a number)."""
+    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
 
 
 def release_sensitive(
