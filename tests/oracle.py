@@ -23,9 +23,12 @@ from __future__ import annotations
 import itertools
 import math
 import re
+from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from fractions import Fraction
+from pathlib import Path
 
+import oracle_criteria as OC
 import pandas as pd
 
 _TOLERANCE = Decimal("1e-9")
@@ -152,10 +155,10 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
     return out
 
 
-def _class_sizes(prepared: dict, node: dict[str, int]) -> pd.Series:
-    """Size of every equivalence class when each QID is generalised to its node level."""
+def _class_ids(prepared: dict, node: dict[str, int]) -> list[int]:
+    """Each record's equivalence class (0, 1, ... in order of first appearance) at the node."""
     table = pd.DataFrame({name: prepared[name]["codes"][level] for name, level in node.items()})
-    return table.groupby(list(node), sort=False, dropna=False).size()
+    return table.groupby(list(node), sort=False, dropna=False).ngroup().tolist()
 
 
 def _lattice(tops: dict[str, int], root: dict[str, int] | None):
@@ -181,17 +184,163 @@ def _priority_order(qids: list[dict], qid_priority) -> list[str]:
     return listed + [n for n in names if n not in listed]
 
 
+# ------------------------------------------------------------- criteria beyond k (§4b)
+
+
+def sensitive_value(v):
+    """A sensitive value as the criteria see it: None for a null (one more value), numpy
+    scalars as Python ones, an integral float as its int (pandas turns an int column with
+    nulls into floats; 3.0 and 3 are the same value)."""
+    if v is None or (not isinstance(v, str) and pd.isna(v)):
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v
+
+
+def _label(v) -> str:
+    """How a sensitive value is looked up in a t-closeness hierarchy (a null as NULL)."""
+    return "NULL" if v is None else str(v)
+
+
+def hierarchy_of(criterion: Mapping) -> dict:
+    """A hierarchical t-closeness criterion's hierarchy as {value: [labels...]}, from its inline
+    `hierarchy` or its ARX `hierarchy_file` (value;level1;...;*), read independently."""
+    if "hierarchy" in criterion:
+        return {str(v): labels for v, labels in criterion["hierarchy"].items()}
+    rows = [r.split(";") for r in Path(criterion["hierarchy_file"]).read_text().splitlines() if r]
+    return {r[0]: r[1:] for r in rows}
+
+
+class Criteria:
+    """The l-diversity and t-closeness criteria of a run (config-style dicts), with the input's
+    distribution of each attribute they name (t-closeness compares with ALL N records).
+
+    l_diversity: [{"attribute", "l", "variant": distinct|entropy|recursive, "c"}]
+    t_closeness: [{"attribute", "t", "distance": equal|ordered|hierarchical, "hierarchy" or
+    "hierarchy_file"}]
+    """
+
+    def __init__(self, l_diversity=(), t_closeness=(), inputs: Mapping[str, Sequence] = None):
+        self.l_diversity = [dict(c) for c in l_diversity or ()]
+        self.t_closeness = [dict(c) for c in t_closeness or ()]
+        named = [c["attribute"] for c in (*self.l_diversity, *self.t_closeness)]
+        self.attributes = list(dict.fromkeys(named))
+        self.glob: dict[str, dict] = {}
+        for a in self.attributes:
+            counts: dict = {}
+            for v in inputs[a]:
+                v = sensitive_value(v)
+                counts[v] = counts.get(v, 0) + 1
+            self.glob[a] = counts
+        self.paths: list[dict | None] = []
+        for c in self.t_closeness:
+            if c.get("distance", "equal") != "hierarchical":
+                self.paths.append(None)
+                continue
+            hier = hierarchy_of(c)
+            missing = [v for v in self.glob[c["attribute"]] if _label(v) not in hier]
+            if missing:
+                raise ValueError(f"{c['attribute']}: hierarchy misses {missing[:3]}")
+            self.paths.append(
+                {v: hierarchy_chain(v, hier[_label(v)])[1:] for v in self.glob[c["attribute"]]}
+            )
+
+    def __bool__(self) -> bool:
+        return bool(self.attributes)
+
+    @property
+    def n_values(self) -> int:
+        """sum_a m_a: distinct values (a null counted) of every attribute criteria name."""
+        return sum(len(self.glob[a]) for a in self.attributes)
+
+    def keeps(self, dists: Mapping[str, dict]) -> bool:
+        """Does a class (its {value: count} per attribute) satisfy every criterion?"""
+        for c in self.l_diversity:
+            d, ell, variant = dists[c["attribute"]], int(c["l"]), c.get("variant", "distinct")
+            if variant == "distinct" and not OC.distinct_ok(d, ell):
+                return False
+            if variant == "entropy" and not OC.entropy_ok(d, ell):
+                return False
+            if variant == "recursive" and not OC.recursive_ok(d, Fraction(str(c["c"])), ell):
+                return False
+        for c, paths in zip(self.t_closeness, self.paths, strict=True):
+            if self.distance(c, paths, dists[c["attribute"]]) > Fraction(str(c["t"])):
+                return False
+        return True
+
+    def distance(self, c: Mapping, paths, d: dict) -> Fraction:
+        glob = self.glob[c["attribute"]]
+        distance = c.get("distance", "equal")
+        if distance == "equal":
+            return OC.equal_distance(d, glob)
+        if distance == "ordered":
+            return OC.ordered_distance(d, glob)
+        return OC.hierarchical_distance(d, glob, paths)
+
+    def figures(self, kept: list[dict]) -> list:
+        """The figure each criterion reaches over the kept classes (SPEC §4b), in config
+        order, l-diversity first: smallest distinct count, smallest entropy l (a float),
+        largest n_1 / (n_l + ... + n_m), largest distance (a Fraction); None if none kept."""
+        out: list = []
+        for c in self.l_diversity:
+            ds = [k[c["attribute"]] for k in kept]
+            variant = c.get("variant", "distinct")
+            if not ds:
+                out.append(None)
+            elif variant == "distinct":
+                out.append(min(OC.distinct_count(d) for d in ds))
+            elif variant == "entropy":
+                out.append(min(OC.entropy_l_figure(d) for d in ds))
+            else:
+                out.append(max(OC.recursive_ratio(d, int(c["l"])) for d in ds))
+        for c, paths in zip(self.t_closeness, self.paths, strict=True):
+            ds = [k[c["attribute"]] for k in kept]
+            out.append(max((self.distance(c, paths, d) for d in ds), default=None))
+        return out
+
+
+def _class_distributions(class_ids: Sequence[int], n_classes: int, values: Sequence) -> list:
+    """{value: count} of each class, by walking the records one by one."""
+    dists: list[dict] = [{} for _ in range(n_classes)]
+    for cls, v in zip(class_ids, values, strict=True):
+        d = dists[cls]
+        v = sensitive_value(v)
+        d[v] = d.get(v, 0) + 1
+    return dists
+
+
+def _judge(sizes: list[int], dists: dict[str, list], k: int, criteria: Criteria):
+    """Kept class indices and suppressed records: a class is suppressed if smaller than k or
+    violating any criterion (the criteria are only asked about classes of >= k records)."""
+    kept = [
+        i
+        for i, size in enumerate(sizes)
+        if size >= k and (not criteria or criteria.keeps({a: d[i] for a, d in dists.items()}))
+    ]
+    s = sum(sizes) - sum(sizes[i] for i in kept)
+    return kept, s
+
+
 # ------------------------------------------------------------------------ the search
 
 
-def exhaustive_search(df, qids, k, suppression_limit, qid_priority, root=None) -> dict:
-    """Best node of the (sub-)lattice above ``root`` by brute force (SPEC section 4 phase 2).
+def exhaustive_search(
+    df, qids, k, suppression_limit, qid_priority, root=None, l_diversity=(), t_closeness=()
+) -> dict:
+    """Best node of the (sub-)lattice above ``root`` by brute force (SPEC section 4 phase 2, §4b).
 
-    A node passes iff s = records in classes smaller than k <= floor(limit * N).
-    Best = minimal DM* = sum over kept classes |E|^2 + s^2, then higher precision,
-    then levels compared lexicographically in qid_priority order (finer first).
+    A class is suppressed if it has fewer than k records or violates any l-diversity /
+    t-closeness criterion (config-style dicts, see `Criteria`; t against the distribution over
+    all N input records, a null one more value). A node passes iff s = suppressed records
+    <= floor(limit * N). Best = minimal DM* = sum over kept classes |E|^2 + s^2, then higher
+    precision, then levels compared lexicographically in qid_priority order (finer first).
+    ``figures`` lists each criterion's figure over the kept classes (`Criteria.figures`).
     """
     prepared = _prepare(df, qids)
+    criteria = Criteria(l_diversity, t_closeness, df)
     tops = {name: p["top"] for name, p in prepared.items()}
     order = _priority_order(qids, qid_priority)
     n = len(df)
@@ -200,12 +349,16 @@ def exhaustive_search(df, qids, k, suppression_limit, qid_priority, root=None) -
     evaluated = passing = 0
     for node in _lattice(tops, root):
         evaluated += 1
-        sizes = [int(x) for x in _class_sizes(prepared, node)]
-        kept = [x for x in sizes if x >= k]
-        s = sum(x for x in sizes if x < k)
+        ids = _class_ids(prepared, node)
+        sizes = [int(x) for x in pd.Series(ids).value_counts(sort=False).sort_index()]
+        dists = {
+            a: _class_distributions(ids, len(sizes), df[a].tolist()) for a in criteria.attributes
+        }
+        kept_ids, s = _judge(sizes, dists, k, criteria)
         if s > allowed:
             continue
         passing += 1
+        kept = [sizes[i] for i in kept_ids]
         dm_star = sum(x * x for x in kept) + s * s
         prec = precision(node, tops)
         key = (dm_star, -prec, tuple(node[q] for q in order))
@@ -220,22 +373,32 @@ def exhaustive_search(df, qids, k, suppression_limit, qid_priority, root=None) -
                 "precision": prec,
                 "dm_star_arx": sum(x * x for x in sizes),
                 "dm": sum(x * x for x in kept) + n * s,
+                "figures": criteria.figures(
+                    [{a: d[i] for a, d in dists.items()} for i in kept_ids]
+                ),
             }
     result = best or {"node": None}
     result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
     return result
 
 
-def ram_root(df, qids, histogram_bins, qid_priority) -> dict[str, int]:
-    """RAM root (SPEC section 4 phase 1): among nodes of the full lattice with
+def top_node(df, qids) -> dict[str, int]:
+    """The top node of the lattice (every QID at its top level)."""
+    return {name: p["top"] for name, p in _prepare(df, qids).items()}
+
+
+def ram_root(df, qids, histogram_bins, qid_priority, value_tables: int = 0) -> dict[str, int]:
+    """RAM root (SPEC section 4 phase 1, paper mode): among nodes of the full lattice with
     N_data = prod(bins per QID at its level) + 1 <= histogram_bins, the one with the
-    best precision; ties by qid_priority (finer first)."""
+    best precision; ties by qid_priority (finer first). With criteria (§4b) a node's bins
+    are prod(bins) * sum_a m_a + 1: ``value_tables`` = sum_a m_a (`Criteria.n_values`)."""
     prepared = _prepare(df, qids)
     tops = {name: p["top"] for name, p in prepared.items()}
     order = _priority_order(qids, qid_priority)
     best, best_key = None, None
     for node in _lattice(tops, None):
-        n_data = math.prod(prepared[q]["n_bins"][level] for q, level in node.items()) + 1
+        n_data = math.prod(prepared[q]["n_bins"][level] for q, level in node.items())
+        n_data = n_data * (value_tables or 1) + 1
         if n_data > histogram_bins:
             continue
         key = (-precision(node, tops), tuple(node[q] for q in order))
@@ -249,14 +412,27 @@ def ram_root(df, qids, histogram_bins, qid_priority) -> dict[str, int]:
 # ------------------------------------------------------------------ checking releases
 
 
-def check_release(release_df, qid_names, k, suppression_limit, n_records) -> dict:
-    """Independent k-anonymity check of a written release (QID columns are strings).
+def check_release(
+    release_df,
+    qid_names,
+    k,
+    suppression_limit,
+    n_records,
+    l_diversity=(),
+    t_closeness=(),
+    sensitive_input: Mapping[str, Sequence] | None = None,
+) -> dict:
+    """Independent check of a written release (QID columns are strings): k-anonymity and
+    every l-diversity / t-closeness criterion (config-style dicts, see `Criteria`).
 
     Suppressed = rows missing from the release (``drop``) plus rows whose QIDs are all
     "*" (``mask``).  If every QID value of the release is "*" the node may be the top
-    one: the rows then count as one class if there are at least k of them, else as
-    suppressed.  Every other class (identical QID tuple) must have >= k rows and the
-    suppressed count must be <= floor(limit * n_records).  Raises AssertionError.
+    one: the rows then count as one class if there are at least k of them and they satisfy
+    the criteria, else as suppressed.  Every other class (identical QID tuple) must have >= k
+    rows and satisfy every criterion, and the suppressed count must be <= floor(limit *
+    n_records).  t-closeness compares with ``sensitive_input`` (the attribute's values over
+    all input records; default: the release's own column, right when no row was dropped).
+    Raises AssertionError.
     """
     qids = release_df[list(qid_names)]
     nulls = qids.isna().sum()
@@ -264,30 +440,47 @@ def check_release(release_df, qid_names, k, suppression_limit, n_records) -> dic
     qids = qids.astype(str)
     n_rows = len(qids)
     assert n_rows <= n_records, f"release has {n_rows} rows but the input had {n_records}"
+    inputs = release_df if sensitive_input is None else sensitive_input
+    criteria = Criteria(l_diversity, t_closeness, inputs)
+    ids = qids.groupby(list(qid_names), sort=False).ngroup().tolist() if n_rows else []
+    n_classes = max(ids, default=-1) + 1
+    sizes = [0] * n_classes
+    for i in ids:
+        sizes[i] += 1
+    dists = {
+        a: _class_distributions(ids, n_classes, release_df[a].tolist()) for a in criteria.attributes
+    }
     all_star = (qids == "*").all(axis=1)
-    # every QID value "*" and at least k rows: the top node for every QID, one kept class
-    top_node = bool(n_rows) and bool(all_star.all()) and n_rows >= k
-    masked = all_star & (not top_node)
-    n_masked = int(masked.sum())
+    first = dict(zip(reversed(ids), range(n_rows - 1, -1, -1), strict=True))  # class -> a row
+    star = [i for i in range(n_classes) if all_star.iloc[first[i]]]  # at most one class
+    # every QID value "*": the top node for every QID, one class, if it is kept; else masked
+    top_node = n_classes == 1 and bool(star) and _judge(sizes, dists, k, criteria)[1] == 0
+    masked = [] if top_node else star
+    n_masked = sum(sizes[i] for i in masked)
     n_dropped = n_records - n_rows
     n_suppressed = n_masked + n_dropped
-    sizes = [int(x) for x in qids[~masked].groupby(list(qid_names), sort=False).size()]
-    small = [x for x in sizes if x < k]
+    released = [i for i in range(n_classes) if i not in masked]
+    small = [sizes[i] for i in released if sizes[i] < k]
     assert not small, f"{len(small)} kept class(es) smaller than k={k}: sizes {sorted(small)[:10]}"
+    for i in released:
+        one = {a: d[i] for a, d in dists.items()}
+        assert not criteria or criteria.keeps(one), f"a released class violates a criterion: {one}"
     allowed = max_suppressed(suppression_limit, n_records)
     assert n_suppressed <= allowed, (
         f"{n_suppressed} suppressed records ({n_masked} masked, {n_dropped} dropped) "
         f"exceed floor({suppression_limit} * {n_records}) = {allowed}"
     )
+    kept_sizes = [sizes[i] for i in released]
     return {
         "n_records": n_records,
         "n_rows": n_rows,
         "n_suppressed": n_suppressed,
         "n_masked": n_masked,
         "n_dropped": n_dropped,
-        "n_classes": len(sizes),
-        "min_class_size": min(sizes, default=0),
-        "dm_star": sum(x * x for x in sizes) + n_suppressed**2,
+        "n_classes": len(kept_sizes),
+        "min_class_size": min(kept_sizes, default=0),
+        "dm_star": sum(x * x for x in kept_sizes) + n_suppressed**2,
+        "figures": criteria.figures([{a: d[i] for a, d in dists.items()} for i in released]),
     }
 
 
