@@ -22,7 +22,7 @@ from helpers_data import (
     write_table,
 )
 
-from airflow_skald.core.audit import audit
+from airflow_skald.core.audit import audit, group_tuples
 from airflow_skald.core.config import load_config
 
 QIDS = ["city", "age", "zip"]
@@ -285,17 +285,38 @@ def test_chunking_invariance(tmp_path):
     check_against_naive(big, naive(table, 3, cfg["privacy"]["t_closeness"][0], 0.1))
 
 
+@pytest.mark.parametrize(
+    "radices", [[3, 5, 7], [1 << 30, 1 << 20], [1 << 40, 1 << 40, 3], [2, 1 << 61]]
+)
+@pytest.mark.parametrize("weights", ["ones", "wide"])
+def test_group_tuples_sums_equal_tuples_in_order(radices, weights):
+    """Every path of the grouping: packed sort, arg-sort for wide counts, ranks on overflow."""
+    rng = np.random.default_rng(len(radices) + radices[-1])
+    n = 2000
+    codes = np.stack([rng.integers(0, min(r, 4), n) * (r // min(r, 4)) for r in radices])
+    counts = np.ones(n, np.int64) if weights == "ones" else rng.integers(1, 1 << 40, n)
+    expected: dict[tuple, int] = {}
+    for row, c in zip(codes.T.tolist(), counts.tolist(), strict=True):
+        expected[tuple(row)] = expected.get(tuple(row), 0) + c
+    halves = [(codes[:, : n // 2], counts[: n // 2]), (codes[:, n // 2 :], counts[n // 2 :])]
+    out, sums = group_tuples(halves, radices)
+    assert [tuple(r) for r in out.T.tolist()] == sorted(expected)
+    assert sums.tolist() == [expected[k] for k in sorted(expected)]
+
+
 def pq_read(path: Path) -> pa.Table:
     import pyarrow.parquet as pq
 
     return pq.read_table(path)
 
 
-def test_release_audited_as_written(tmp_path, capsys):
-    """A release: its all-"*" rows are the suppressed records; the figures are the manifest's."""
+@pytest.mark.parametrize("out_fmt", ["parquet", "csv"])
+def test_release_audited_as_written(tmp_path, capsys, out_fmt):
+    """A release: its all-"*" rows are the suppressed records; the figures are the manifest's.
+    Its parts are read in the format they were written in (here the input is Parquet)."""
     inp, out = tmp_path / "in", tmp_path / "out"
     write_dataset(inp, n_files=3, rows=60)
-    cfg = config_dict(inp, out, k=3, suppression_limit=0.1)
+    cfg = config_dict(inp, out, k=3, suppression_limit=0.1, out_fmt=out_fmt)
     cfg["privacy"]["l_diversity"] = [{"attribute": "disease", "l": 2, "variant": "distinct"}]
     path = write_config(tmp_path / "skald.yaml", cfg)
     code, _, err = run_inprocess(["run", str(path), "-q"], capsys)

@@ -20,14 +20,14 @@ import logging
 import posixpath
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_skald.core.config import SkaldConfig
+from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import DICTIONARY, csv_types, dictionary_of, single_array
 from airflow_skald.core.errors import DataError
@@ -44,6 +44,7 @@ from airflow_skald.core.release import MANIFEST
 from airflow_skald.core.sensitive import ClassValues
 from airflow_skald.core.sensitive_domain import SensitiveStats
 from airflow_skald.core.settings import decimal_text
+from airflow_skald.core.verify import release_parts
 
 log = logging.getLogger("airflow_skald")
 
@@ -54,6 +55,8 @@ def audit(config: SkaldConfig) -> dict:
     """The audit report of `config.input` under the config's criteria (JSON-safe; see module)."""
     start = time.perf_counter()
     manifest = release_manifest(config.input.path)
+    if manifest is not None:
+        config = replace(config, input=release_location(config.input, manifest))
     chunks = list_chunks(config.input, config.chunk_rows)
     qids, attributes = config.qid_names, config.criteria_attributes
     _check_columns(config, chunks, [*qids, *attributes])
@@ -146,6 +149,16 @@ def release_manifest(path: str) -> dict | None:
         except ValueError:
             raise DataError(f"{MANIFEST} beside the input is not valid JSON") from None
     return manifest if isinstance(manifest, dict) else None
+
+
+def release_location(given: DataLocation, manifest: dict) -> DataLocation:
+    """A release folder is read in the format its parts were written in, whatever the
+    config's input format (`--input` pointing at the release of a CSV dataset, say)."""
+    fs, root = filesystem(given.path)
+    if not fs.isdir(root):
+        return given
+    _, fmt = release_parts(given.path)
+    return replace(given, format=fmt, delimiter=manifest.get("output_delimiter", given.delimiter))
 
 
 def _check_columns(config: SkaldConfig, chunks: Sequence[ChunkRef], needed: list[str]) -> None:
