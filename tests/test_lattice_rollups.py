@@ -1,4 +1,4 @@
-"""Class sizes of a sparse roll-up (`rollups.class_sizes`) in each of its three regimes."""
+"""Class sizes of a sparse roll-up (`rollups.grouped`) in each of its three regimes."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_skald.core.rollups import class_sizes
+from airflow_skald.core.rollups import grouped
 
 
-def _expected(keys: np.ndarray, counts: np.ndarray) -> list[int]:
+def _sums(keys: np.ndarray, counts: np.ndarray) -> dict[int, int]:
     sums: dict[int, int] = {}
     for k, c in zip(keys.tolist(), counts.tolist(), strict=True):
         sums[k] = sums.get(k, 0) + c
-    return sorted(sums.values())
+    return sums
 
 
 @pytest.mark.parametrize(
@@ -27,11 +27,12 @@ def _expected(keys: np.ndarray, counts: np.ndarray) -> list[int]:
 )
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), m=st.integers(0, 300))
-def test_class_sizes_sum_counts_per_key(n_possible, max_count, seed, m):
+def test_grouped_sums_counts_per_key(n_possible, max_count, seed, m):
     rng = np.random.default_rng(seed)
     pool = rng.integers(0, n_possible, size=max(1, m // 3 + 1), dtype=np.int64)
     keys = rng.choice(pool, size=m)
     counts = rng.integers(1, max_count + 1, size=m).astype(np.int64)
-    out = class_sizes(keys, counts, n_possible)
-    assert out.dtype.kind == "i"
-    assert sorted(out.tolist()) == _expected(keys, counts)
+    distinct, sums = grouped(keys, counts, n_possible)
+    assert sums.dtype.kind == "i" and distinct.dtype.kind == "i"
+    assert distinct.tolist() == sorted(set(keys.tolist()))  # sorted, one per key
+    assert dict(zip(distinct.tolist(), sums.tolist(), strict=True)) == _sums(keys, counts)

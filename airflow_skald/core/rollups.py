@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, group_counts, keys_of
+from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, strides_of
 from airflow_skald.core.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
@@ -30,11 +30,14 @@ class _Source:
                 size = 1
             self.blocks[-1].append(i)
             size *= c
-        codes = hist.decompose()
-        self.block_codes = [
-            keys_of([codes[i] for i in b], [cards[i] for i in b]) for b in self.blocks
-        ]
-        self.weights = hist.counts.astype(np.float64)
+        # a block's code is its QIDs' digits of the key: (key // stride of its last QID) modulo
+        # the block's size (two array ops per block, not a divmod per QID and a recombination)
+        strides = strides_of(cards)
+        self.block_codes = []
+        for b in self.blocks:
+            size = int(np.prod([cards[i] for i in b], dtype=np.int64))
+            code = hist.keys // strides[b[-1]] if strides[b[-1]] > 1 else hist.keys
+            self.block_codes.append(code % size if b[0] > 0 else code)
         self.counts = hist.counts.astype(np.int64)
 
     def _keys(self, node: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...], int]:
@@ -57,33 +60,31 @@ class _Source:
 
     def roll_up(self, node: tuple[int, ...]) -> Histogram:
         keys, radices, n_possible = self._keys(node)
-        k, counts = group_counts(keys, self.weights, n_possible)
+        k, counts = grouped(keys, self.counts, n_possible)
         return Histogram(radices, k, counts)
 
-    def sizes(self, node: tuple[int, ...]) -> np.ndarray:
-        """The class sizes at `node` (any order), without building sorted keys."""
-        keys, _, n_possible = self._keys(node)
-        return class_sizes(keys, self.counts, n_possible)
 
-
-def class_sizes(keys: np.ndarray, counts: np.ndarray, n_possible: int) -> np.ndarray:
-    """Sum of `counts` per distinct key (int64, any order): a count table when the key space
-    is small, else one sort of keys packed with their counts (no argsort, no key output)."""
+def grouped(keys: np.ndarray, counts: np.ndarray, n_possible: int) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and the sum of `counts` of each: a count table when the key space
+    is small, else one sort of keys packed with their counts (no stable argsort), else an
+    argsort."""
     if keys.size == 0:
-        return np.zeros(0, dtype=np.int64)
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if n_possible <= max(1 << 16, 2 * keys.size):
         table = np.bincount(keys, weights=counts, minlength=n_possible)
-        return table[table != 0].astype(np.int64)
+        nz = np.flatnonzero(table)
+        return nz, table[nz].astype(np.int64)
     count_bits = max(1, int(counts.max()).bit_length())
     if (n_possible - 1).bit_length() + count_bits <= 63:
         packed = np.sort((keys << count_bits) | counts)
         k = packed >> count_bits
         starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        return np.add.reduceat(packed & ((1 << count_bits) - 1), starts)
+        sums = np.add.reduceat(packed & ((1 << count_bits) - 1), starts)
+        return k[starts], sums
     order = np.argsort(keys)
     k = keys[order]
     starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return np.add.reduceat(counts[order], starts)
+    return k[starts], np.add.reduceat(counts[order], starts)
 
 
 def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
@@ -184,7 +185,10 @@ class RollUps:
     The root is held dense (int32 cells) when its possible bins are few (<= 2^24), else as sparse
     sorted keys. Dense roll-ups go one QID at a time (largest reduction first) and cache the
     intermediate nodes, which many later nodes share. Sparse roll-ups cache results at least 8x
-    smaller than the root. The cache holds at most CACHE_FACTOR times the root's size (ADR 0004).
+    smaller than the root (keeping every evaluated node up to half the root's size, oldest
+    dropped first, halved the bins rolled up on the 8-QID benchmark but not the time: building
+    the sources cost as much). The cache holds at most CACHE_FACTOR times the root's size
+    (ADR 0004).
     """
 
     def __init__(self, plan: Plan, root_hist: Histogram):
@@ -227,12 +231,7 @@ class RollUps:
     def sizes(self, node: tuple[int, ...]) -> np.ndarray:
         """The node's class sizes, in any order (all that evaluating a node needs)."""
         if not self.dense:
-            if node in self.cache:
-                return self.cache[node].hist.counts
-            sizes = self._closest(node).sizes(node)
-            if sizes.size * 8 <= self.root_size and self.used + sizes.size <= self.budget:
-                self._sparse(node)  # small enough to keep: roll it up again with its keys
-            return sizes
+            return self._sparse(node).counts
         return self._dense(node).counts()
 
     def _sparse(self, node: tuple[int, ...]) -> Histogram:
