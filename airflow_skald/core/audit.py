@@ -207,7 +207,7 @@ def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool)
             labels.append(local)
             codes.append(index)
         ones = np.ones(table.num_rows, dtype=np.int64)
-        codes, counts = group_tuples([(np.stack(codes), ones)], [len(x) for x in labels])
+        codes, counts = group_tuples([(codes, ones)], [len(x) for x in labels])
         stats = {a: SensitiveStats.of_column(a, table.column(a)) for a in attributes}
         return Tuples(labels, codes, counts, stats), table.num_rows
 
@@ -241,7 +241,7 @@ def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list,
     if indices.null_count:
         dictionary = pa.concat_arrays([dictionary, pa.nulls(1, dictionary.type)])
         indices = indices.fill_null(len(dictionary) - 1)
-    index = indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    index = indices.to_numpy(zero_copy_only=False)
     used = np.bincount(index, minlength=len(dictionary)) > 0
     if not used.all():
         index = (np.cumsum(used) - 1)[index]
@@ -258,7 +258,8 @@ def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list,
 def group_tuples(
     parts: list[tuple[np.ndarray, np.ndarray]], radices: Sequence[int]
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Equal code tuples summed over `parts` (each: codes of shape (columns, rows), counts):
+    """Equal code tuples summed over `parts` (each: codes of shape (columns, rows), or a list
+    of one array per column, and counts):
     the distinct tuples in lexicographic order and their counts. `parts` is emptied, so its
     arrays are freed as soon as they are no longer needed.
 
@@ -270,10 +271,10 @@ def group_tuples(
     codes = np.concatenate([p[0] for p in parts], axis=1) if len(parts) > 1 else parts[0][0]
     counts = np.concatenate([p[1] for p in parts]) if len(parts) > 1 else parts[0][1]
     parts.clear()
-    n = codes.shape[1]
+    n = counts.size
     dtype = np.int32 if max(radices, default=1) < 1 << 31 else np.int64
     if n == 0:
-        return codes.astype(dtype), counts
+        return np.zeros((len(radices), 0), dtype), counts
     key, radix, exact = np.zeros(n, dtype=np.int64), 1, True
     for j, r in enumerate(radices):
         if radix * r >= _SAFE:
@@ -292,7 +293,7 @@ def group_tuples(
         out = None
     else:
         order = np.argsort(key, kind="stable")
-        key, counts, out = key[order], counts[order], codes[:, order]
+        key, counts, out = key[order], counts[order], np.stack(codes)[:, order]
         del codes, order
     starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
     sums = np.add.reduceat(counts, starts)
