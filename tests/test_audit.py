@@ -260,6 +260,26 @@ def test_null_sensitive_value_is_a_value(tmp_path):
     assert report["holds"] and report["privacy_models"][1]["min_distinct"] == 2
 
 
+def test_null_qid_values_form_classes_of_their_own(tmp_path):
+    """At current values a null (or NaN) QID is one more value, as in a groupby with dropna off."""
+    table = _classes([["flu", "gout", "flu"], ["none", "asthma", "none"]])
+    table = pa.concat_tables([table, table, table])
+    n = table.num_rows
+    table = table.set_column(
+        table.schema.get_field_index("age"),
+        "age",
+        pa.array([None if i % 6 == 0 else (np.nan if i % 6 == 1 else 30.0) for i in range(n)]),
+    )
+    table = table.set_column(
+        table.schema.get_field_index("city"),
+        "city",
+        pa.array([None if i % 4 == 0 else "Oslo" for i in range(n)]),
+    )
+    report = _audit(_setup(tmp_path, table))
+    check_against_naive(report, naive(table, 3))
+    assert report["n_equivalence_classes"] == 4  # age {null or NaN, 30} x city {null, Oslo}
+
+
 # -- input forms and invariance ----------------------------------------------------------------
 
 

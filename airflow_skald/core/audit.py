@@ -16,6 +16,7 @@ is a value of its own. The report holds counts and figures only, never a QID or 
 
 from __future__ import annotations
 
+import json
 import logging
 import posixpath
 import time
@@ -58,6 +59,8 @@ def audit(config: SkaldConfig) -> dict:
     if manifest is not None:
         config = replace(config, input=release_location(config.input, manifest))
     chunks = list_chunks(config.input, config.chunk_rows)
+    kind = "release" if manifest is not None else "dataset"
+    log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
     qids, attributes = config.qid_names, config.criteria_attributes
     _check_columns(config, chunks, [*qids, *attributes])
     counted = count_tuples(config, chunks, release=manifest is not None)
@@ -86,12 +89,16 @@ def audit(config: SkaldConfig) -> dict:
 
 def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
     """Figures of the classes as they are, and whether the policy holds: the records in classes
-    any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit."""
+    any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit.
+
+    The decision is `PrivacyPolicy.judge`'s (a class any model refuses is suppressed), taken
+    here from each model's own verdict so that every verdict is computed once for the decision
+    and the per-criterion counts (an entropy verdict over millions of classes is not free)."""
     n_records = table.n_records + n_star
     sizes = table.sizes
     kept = np.ones(table.n_classes, dtype=bool)
     criteria = []
-    for model in policy.models:  # a class any model refuses is suppressed (PrivacyPolicy.judge)
+    for model in policy.models:
         bad = ~model.keeps(table)
         kept &= ~bad
         figure = {key: _finite(v) for key, v in model.figure(table).items()}
@@ -135,8 +142,6 @@ def _finite(value):
 
 def release_manifest(path: str) -> dict | None:
     """The manifest beside the input when it is a release (folder or one of its part files)."""
-    import json
-
     fs, root = filesystem(path)
     if any(ch in root for ch in "*?[") or not fs.isdir(root):
         root = posixpath.dirname(root)
@@ -180,7 +185,7 @@ class Tuples:
     once grouped (`group_tuples`), so equal QID prefixes are adjacent."""
 
     labels: list[list]
-    codes: np.ndarray  # (columns, tuples) int64
+    codes: np.ndarray  # (columns, tuples) int32 (int64 beyond 2^31 labels in a column)
     counts: np.ndarray  # int64
     sensitive: dict[str, SensitiveStats]
 
