@@ -79,7 +79,7 @@ def test_node_and_dm_star_match_exhaustive_search(tmp_path_factory, data, cut):
             "sensitive_attributes": ["sens"],
             "quasi_identifiers": qids,
             "privacy": {"k": k, "suppression_limit": limit},
-            "memory": {"histogram_bins": bins or 10**9},
+            "memory": {"histogram_bins": bins or 10**9, "root": "paper"},  # the paper's root
             "qid_priority": priority,
         },
     )

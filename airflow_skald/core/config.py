@@ -120,7 +120,7 @@ class SkaldConfig:
     suppressed_records: str = "mask"
     l_diversity: tuple[LDiversitySpec, ...] = ()
     t_closeness: tuple[TClosenessSpec, ...] = ()
-    root: str = "paper"
+    root: str = "adaptive"
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -295,7 +295,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         suppressed_records=_file(raw, "suppressed_records", "mask"),
         l_diversity=_l_diversity(privacy.get("l_diversity"), sensitive),
         t_closeness=_t_closeness(privacy.get("t_closeness"), sensitive, base_dir),
-        root=_file(raw, "root", "paper"),
+        root=_file(raw, "root", "adaptive"),
         source=source,
     )
 

@@ -74,7 +74,9 @@ def quality_section(quality: dict) -> dict:
 
 
 def node_section(plan: Plan, decision: Decision) -> dict:
-    """The chosen node, the RAM root, and the searches that found them."""
+    """The chosen node, the RAM root, and the searches that found them. In adaptive mode
+    (ADR 0012) the root is the one phase 2 settled on; paper mode's root is its bound."""
+    paper_root = plan.paper_root or plan.root
     return {
         "node": decision.levels,
         "node_paper_levels": {n: lv + 1 for n, lv in decision.levels.items()},
@@ -86,6 +88,9 @@ def node_section(plan: Plan, decision: Decision) -> dict:
         "histogram_bins_derived": plan.n_ram_derived,
         "root_bins": plan.root_bins,
         "root_bins_nonempty": decision.lattice.get("root_bins_nonempty"),
+        "root_mode": plan.root_mode,
+        "paper_root_node": plan.levels(paper_root),
+        "paper_root_node_paper": paper_notation(plan.dims, paper_root),
         "lattice": decision.lattice,
         "root_lattice": {
             "nodes": plan.lattice_nodes,

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core import io as skald_io
+from airflow_skald.core.adaptive_root import ChainCounts
 from airflow_skald.core.class_source import ClassSource
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.encoding import DomainStats, csv_types
@@ -124,14 +125,34 @@ def count_histogram(
     config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef], progress: Progress | None = None
 ) -> RootCounts:
     """Phase 2 over some chunks: root-node class counts and, per attribute that criteria name,
-    (class, value) counts (merge with RootCounts.merge)."""
-    radices = plan.radices(plan.root)
-    acc = HistogramAccumulator(radices)
+    (class, value) counts (merge with RootCounts.merge, or `merge_on_chain`).
+
+    Paper mode counts at the root. Adaptive mode (ADR 0012) counts along phase 1's chain,
+    rolling the counts up whenever their non-empty bins outgrow N_RAM; the result's `node`
+    says where it ended."""
+    chain = plan.counting_chain()
     sensitive = {a: plan.stats.sensitive[a] for a in config.criteria_attributes}
-    by_value = {a: HistogramAccumulator((*radices, s.m)) for a, s in sensitive.items()}
     columns = [*config.qid_names, *sensitive]
     types = csv_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
+    if len(chain) > 1:
+        acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
+
+        def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], np.ndarray, dict]:
+            node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
+            table = read_chunk(config.input, chunk, columns, types)
+            keys = root_keys(plan, table, chunk, node)
+            values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
+            return node, keys, values
+
+        for i, (_, (node, keys, values)) in enumerate(map_ahead(counted_at, chunks)):
+            acc.add_keys(node, keys, values)
+            tick(i + 1, keys.size)
+        return acc.result()
+
+    radices = plan.radices(plan.root)
+    acc = HistogramAccumulator(radices)
+    by_value = {a: HistogramAccumulator((*radices, s.m)) for a, s in sensitive.items()}
 
     def keys_of_chunk(chunk: ChunkRef) -> tuple[np.ndarray, dict[str, np.ndarray]]:
         table = read_chunk(config.input, chunk, columns, types)
@@ -144,14 +165,20 @@ def count_histogram(
         for a, value_keys in values.items():
             by_value[a].add_keys(value_keys)
         tick(i + 1, keys.size)
-    return RootCounts(acc.result(), {a: v.result() for a, v in by_value.items()})
+    return RootCounts(
+        acc.result(), {a: v.result() for a, v in by_value.items()}, node=tuple(plan.root)
+    )
 
 
-def root_keys(plan: Plan, table: pa.Table, chunk: ChunkRef) -> np.ndarray:
-    """Phase 2 for one chunk's QID columns (in memory): each record's bin at the root node."""
+def root_keys(
+    plan: Plan, table: pa.Table, chunk: ChunkRef, node: tuple[int, ...] | None = None
+) -> np.ndarray:
+    """Phase 2 for one chunk's QID columns (in memory): each record's bin at the root node
+    (or at `node`)."""
+    node = plan.root if node is None else node
     keys = np.zeros(table.num_rows, dtype=np.int64)
-    strides = strides_of(plan.radices(plan.root))
-    for d, level, stride in zip(plan.dims, plan.root, strides, strict=True):
+    strides = strides_of(plan.radices(node))
+    for d, level, stride in zip(plan.dims, node, strides, strict=True):
         keys += d.key_part(table.column(d.name), chunk, level, stride)
     return keys
 
@@ -159,7 +186,10 @@ def root_keys(plan: Plan, table: pa.Table, chunk: ChunkRef) -> np.ndarray:
 def search_lattice(
     config: SkaldConfig, plan: Plan, counts: RootCounts, source: ClassSource | None = None
 ) -> Decision:
-    """Phase 2's search under the config's privacy policy, objective and tie-break order."""
+    """Phase 2's search under the config's privacy policy, objective and tie-break order,
+    above the node the counts are at (the adaptive root, when phase 2 settled one)."""
+    if counts.node is not None and tuple(counts.node) != tuple(plan.root):
+        plan = plan.with_root(counts.node)
     policy = config.policy(plan.stats.sensitive)
     return _search_lattice(plan, counts, policy, config.priority_order(), source=source)
 

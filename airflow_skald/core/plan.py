@@ -7,12 +7,17 @@ The root is the complying node with the best precision, ties by qid_priority.
 
 N_data is a product of per-QID bin counts, so it is computed for the whole lattice at once (one
 broadcast product, no per-node work) and the root picked from that array (ADR 0004).
+
+`memory.root: adaptive` (SPEC §4a, ADR 0012): that root P is the upper bound, and phase 1 also
+fixes the chain of nodes from the all-zeros node up to P along which phase 2 counts
+(`adaptive_root`); phase 2 then sets `root` to the first chain node whose non-empty bins fit.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from airflow_skald.core.adaptive_root import root_chain
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import Dimension, build_dimensions
 from airflow_skald.core.encoding import DomainStats
@@ -34,6 +39,22 @@ class Plan:
     root_evaluated: int
     root_complying: int
     value_factor: int = 1  # sum of the criteria attributes' distinct values (SPEC §4b), else 1
+    root_mode: str = "paper"  # "adaptive": N_RAM bounds the non-empty bins (SPEC §4a)
+    paper_root: tuple[int, ...] = ()  # paper mode's root P (adaptive: the upper bound)
+    chain: tuple[tuple[int, ...], ...] = ()  # adaptive: phase 2's chain of nodes up to P
+    root_bins_nonempty: int | None = None  # the bins N_RAM bounds, as phase 2 counted them
+
+    def counting_chain(self) -> tuple[tuple[int, ...], ...]:
+        """The nodes phase 2 may count at, in order: the chain up to the root (phase 1's
+        adaptive root is P, the chain's top), or just the root (paper mode, a fixed root)."""
+        if self.root in self.chain:
+            return self.chain[: self.chain.index(self.root) + 1]
+        return (self.root,)
+
+    def with_root(self, node: tuple[int, ...], nonempty: int | None = None) -> Plan:
+        """This plan with the root phase 2 settled on."""
+        node = tuple(int(x) for x in node)
+        return replace(self, root=node, root_bins=self.bins(node), root_bins_nonempty=nonempty)
 
     @property
     def tops(self) -> list[int]:
@@ -87,4 +108,8 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     probe.root_bins = probe.bins(root)
     probe.root_evaluated = len(lattice)  # every node's N_data, computed at once
     probe.root_complying = int(complying.sum())
+    probe.paper_root = root
+    if config.root == "adaptive":
+        probe.root_mode = "adaptive"
+        probe.chain = root_chain(dims, root, config.priority_order(), factor)
     return probe

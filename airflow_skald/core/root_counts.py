@@ -5,6 +5,10 @@ Both are histograms (`Histogram`): the (class, value) table is the root histogra
 axis, the attribute's value code, innermost (key = class key * m + code). Counts are additive,
 so partials counted over any chunks merge exactly. A k-only run has no value tables, and its
 byte form is the class histogram's own (unchanged).
+
+`node` is the lattice node the counts are at (the root in paper mode; in adaptive mode a node
+of phase 1's root chain, ADR 0012), so partials counted at different nodes can be merged by
+rolling them up (`adaptive_root.merge_on_chain`). It prefixes the byte form when set.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from airflow_skald.core.histogram import Histogram
 class RootCounts:
     classes: Histogram
     values: Mapping[str, Histogram] = field(default_factory=dict)
+    node: tuple[int, ...] | None = None
 
     @property
     def n_records(self) -> int:
@@ -32,16 +37,29 @@ class RootCounts:
 
     @staticmethod
     def merge(parts: Sequence[RootCounts]) -> RootCounts:
+        """Exact sum of counts at the same node (adaptive_root.merge_on_chain rolls first)."""
         names = list(parts[0].values)
+        nodes = {p.node for p in parts}
+        if len(nodes) > 1:
+            raise ValueError(f"counts at different nodes {sorted(nodes)} cannot be summed")
         return RootCounts(
             Histogram.merge([p.classes for p in parts]),
             {a: Histogram.merge([p.values[a] for p in parts]) for a in names},
+            node=parts[0].node,
         )
 
     def compact(self) -> RootCounts:
-        return RootCounts(self.classes.compact(), {a: h.compact() for a, h in self.values.items()})
+        return RootCounts(
+            self.classes.compact(), {a: h.compact() for a, h in self.values.items()}, self.node
+        )
 
     def to_bytes(self) -> bytes:
+        body = self._body()
+        if self.node is None:
+            return body
+        return b"SKALDRN1" + json.dumps(list(self.node)).encode() + b"\n" + body
+
+    def _body(self) -> bytes:
         if not self.values:
             return self.classes.to_bytes()
         blobs = [self.classes.to_bytes(), *(h.to_bytes() for h in self.values.values())]
@@ -50,6 +68,11 @@ class RootCounts:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> RootCounts:
+        if data.startswith(b"SKALDRN1"):
+            head, _, body = data[8:].partition(b"\n")
+            counts = cls.from_bytes(body)
+            counts.node = tuple(int(x) for x in json.loads(head))
+            return counts
         if not data.startswith(b"SKALDRC1"):
             return cls(Histogram.from_bytes(data))
         head, _, body = data[8:].partition(b"\n")

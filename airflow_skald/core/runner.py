@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from airflow_skald.core import pipeline as P
+from airflow_skald.core.adaptive_root import fill_bins, merge_on_chain
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import build_dimensions
 from airflow_skald.core.encoding import DomainStats
@@ -180,6 +181,10 @@ class Run:
             root_evaluated=saved["root_lattice"]["evaluated"],
             root_complying=saved["root_lattice"]["complying"],
             value_factor=saved.get("value_factor", 1),
+            root_mode=saved.get("root_mode", "paper"),
+            paper_root=tuple(saved.get("paper_root_levels", saved["root_levels"])),
+            chain=tuple(tuple(n) for n in saved.get("root_chain", ())),
+            root_bins_nonempty=saved.get("root_bins_nonempty"),
         )
 
     def decision(self) -> Decision:
@@ -230,6 +235,10 @@ class Phase(Generic[A, R]):
     def merge(self, parts: Sequence[A]) -> A:
         raise NotImplementedError
 
+    def merge_in(self, run: Run, parts: Sequence[A]) -> A:
+        """The merge, given the run (a phase whose merge needs phase 1's plan overrides it)."""
+        return self.merge(parts)
+
     def finish(self, run: Run, merged: A) -> R:
         raise NotImplementedError
 
@@ -256,7 +265,7 @@ class Phase(Generic[A, R]):
         groups = [g["group"] for g in run.groups()]
         parts = [self.load(run.store.read_bytes(self.partial_name(g))) for g in groups]
         t0 = time.perf_counter()
-        merged = self.merge(parts)
+        merged = self.merge_in(run, parts)
         seconds = run.seconds(self.name, groups) + time.perf_counter() - t0
         run.timed(self.name, seconds)
         run.measured(self.name, seconds)
@@ -268,7 +277,7 @@ class Phase(Generic[A, R]):
         chunks = run.chunks()
         if workers > 1 and len(chunk_groups(chunks, workers)) > 1:
             parts = map_groups(_partial_in_worker, (self, run.for_worker()), chunks, workers)
-            merged = self.merge([self.load(p) for p in parts])
+            merged = self.merge_in(run, [self.load(p) for p in parts])
         else:
             merged = self.partial(run, chunks)
         seconds = time.perf_counter() - t0
@@ -324,6 +333,10 @@ def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
         "histogram_bins": plan.n_ram,
         "histogram_bins_derived": plan.n_ram_derived,
         "value_factor": plan.value_factor,
+        "root_mode": plan.root_mode,
+        "paper_root_levels": list(plan.paper_root or plan.root),
+        "root_chain": [list(n) for n in plan.chain],
+        "root_bins_nonempty": plan.root_bins_nonempty,
         "root_lattice": {
             "nodes": plan.lattice_nodes,
             "evaluated": plan.root_evaluated,
@@ -334,7 +347,11 @@ def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
 
 
 class HistogramPhase(Phase[RootCounts, Decision]):
-    """Phase 2: root-node class counts per chunk group, summed; then the lattice search."""
+    """Phase 2: root-node class counts per chunk group, summed; then the lattice search.
+
+    Adaptive mode (ADR 0012): partials may sit at different nodes of phase 1's chain; the
+    merge rolls them up to one, and `finish` persists the root it ended at (``plan.json``),
+    which phase 3 and the manifest read back."""
 
     name = "histogram"
 
@@ -344,6 +361,9 @@ class HistogramPhase(Phase[RootCounts, Decision]):
     def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
         return RootCounts.merge(list(parts))
 
+    def merge_in(self, run: Run, parts: Sequence[RootCounts]) -> RootCounts:
+        return merge_on_chain(run.plan(), list(parts))
+
     def dump(self, part: RootCounts) -> bytes:
         return part.compact().to_bytes()
 
@@ -352,8 +372,20 @@ class HistogramPhase(Phase[RootCounts, Decision]):
 
     def finish(self, run: Run, merged: RootCounts) -> Decision:
         run.store.write_bytes(HISTOGRAM, merged.to_bytes())
+        plan = run.plan()
+        plan = plan.with_root(merged.node or plan.root, fill_bins(merged))
+        write_json(run.store, PLAN, plan_summary(run.config, plan))
+        run._cache["plan"] = plan
+        if plan.root_mode == "adaptive":
+            log.info(
+                "adaptive root %s: %d non-empty bins (N_RAM=%d); paper mode's root %s",
+                plan.levels(plan.root),
+                plan.root_bins_nonempty,
+                plan.n_ram,
+                plan.levels(plan.paper_root),
+            )
         t0 = time.perf_counter()
-        decision = P.search_lattice(run.config, run.plan(), merged)
+        decision = P.search_lattice(run.config, plan, merged)
         run.timed("search", time.perf_counter() - t0)
         run.measured("search", time.perf_counter() - t0)
         run.store.write_bytes(DECISION, decision.to_bytes())

@@ -230,7 +230,7 @@ SETTINGS: tuple[Setting, ...] = (
         ("memory", "root"),
         {"type": "string", "enum": ["adaptive", "paper"]},
         "one of adaptive, paper",
-        "How N_RAM bounds the root: adaptive (its non-empty bins) or paper (its possible bins).",
+        "How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper (possible bins).",
     ),
     Setting(
         "overwrite",

@@ -1,0 +1,214 @@
+"""The adaptive root (SPEC §4a, ADR 0012): N_RAM bounds the root's NON-EMPTY bins, measured.
+
+Phase 1 fixes, from the dimensions alone, a chain of nodes from the all-zeros node up to paper
+mode's root P (`root_chain`): each step raises one QID by one level, the one losing the least
+precision (1/top_i), ties: the larger reduction of possible bins (card[l]/card[l+1]), then the
+later QID in `qid_priority` order. Phase 2 counts at the current chain node and, whenever the
+accumulated non-empty bins exceed N_RAM - 1, rolls the accumulated counts one chain step up
+(`ChainCounts`). A subset of the data never has more non-empty bins at a node than all of it,
+so the counts never pass the FIRST chain node whose bins over all data fit, and end there:
+the root is the same however the chunks are grouped, ordered or merged (partials counted at
+different chain positions are rolled to the highest of them, then up while they overflow).
+
+Bins are (class, value) pairs, summed over the attributes, when criteria name sensitive
+attributes (SPEC §4b); otherwise classes. P always fits (its possible bins do), so the root is
+at or below P. Roll-ups are key arithmetic on sorted int64 keys, one QID per step.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from airflow_skald.core.dimensions import Dimension
+from airflow_skald.core.histogram import Histogram, group_counts
+from airflow_skald.core.root_counts import RootCounts
+
+if TYPE_CHECKING:
+    from airflow_skald.core.plan import Plan
+
+# Keys (class key * m + value code) are int64: chain nodes with more possible bins than this
+# are left out of the chain's start (the search cannot hold such a root either).
+KEY_LIMIT = 1 << 62
+
+Node = tuple[int, ...]
+
+
+def root_chain(
+    dims: Sequence[Dimension], upper: Node, priority: Sequence[int], factor: int = 1
+) -> tuple[Node, ...]:
+    """The chain from the all-zeros node up to `upper` (paper mode's root), one level of one
+    QID per step; nodes whose keys would not fit int64 are dropped from its start."""
+    later = {q: r for r, q in enumerate(priority)}  # a larger rank is raised first on ties
+    node = [0] * len(dims)
+    chain = [tuple(node)]
+
+    def better(i: int, j: int) -> bool:
+        """Raising QID i loses less than raising QID j (or ties and i goes first)."""
+        ti, tj = dims[i].top, dims[j].top
+        if ti != tj:  # precision lost: 1/top, smaller first
+            return ti > tj
+        ci, cj = dims[i].cards, dims[j].cards
+        li, lj = node[i], node[j]
+        ri, rj = ci[li] * cj[lj + 1], cj[lj] * ci[li + 1]  # card[l]/card[l+1], exactly
+        if ri != rj:
+            return ri > rj
+        return later[i] > later[j]
+
+    while tuple(node) != tuple(upper):
+        best = None
+        for i in range(len(dims)):
+            if node[i] < upper[i] and (best is None or better(i, best)):
+                best = i
+        node[best] += 1
+        chain.append(tuple(node))
+    start = 0
+    while start < len(chain) - 1 and possible_bins(dims, chain[start]) * factor > KEY_LIMIT:
+        start += 1
+    return tuple(chain[start:])
+
+
+def possible_bins(dims: Sequence[Dimension], node: Node) -> int:
+    return math.prod(d.cards[level] for d, level in zip(dims, node, strict=True))
+
+
+def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> Histogram:
+    """`hist` with QID `axis` mapped by `level_map` to a level of `card` bins: one key
+    rewrite (high digits and low digits kept) and one grouping, vectorised."""
+    radices = list(hist.radices)
+    low_size = math.prod(radices[axis + 1 :])
+    old = radices[axis]
+    radices[axis] = card
+    if hist.n_bins == 0:
+        return Histogram.empty(radices)
+    high, rest = np.divmod(hist.keys, old * low_size)
+    code, low = np.divmod(rest, low_size)
+    del rest
+    keys = (high * card + level_map[code]) * low_size + low
+    del high, code, low
+    k, c = group_counts(keys, hist.counts.astype(np.float64), math.prod(radices))
+    return Histogram(radices, k, c)
+
+
+def add_sorted(a: Histogram, b: Histogram) -> Histogram:
+    """Exact sum of two sparse histograms over the same node: the keys of `b` are looked up
+    in `a` (both sorted), matches added, the rest inserted in order."""
+    if b.n_bins == 0:
+        return a
+    if a.n_bins == 0:
+        return b
+    ak, bk, bc = a.keys, b.keys, b.counts
+    idx = np.searchsorted(ak, bk)
+    hit = np.zeros(bk.size, dtype=bool)
+    inside = idx < ak.size
+    hit[inside] = ak[idx[inside]] == bk[inside]
+    counts = a.counts.copy()
+    counts[idx[hit]] += bc[hit]
+    miss = ~hit
+    keys = np.insert(ak, idx[miss], bk[miss])
+    counts = np.insert(counts, idx[miss], bc[miss])
+    return Histogram(a.radices, keys, counts)
+
+
+def fill_bins(counts: RootCounts) -> int:
+    """The bins N_RAM bounds: (class, value) pairs with criteria, else classes (non-empty)."""
+    if counts.values:
+        return sum(h.n_bins for h in counts.values.values())
+    return counts.classes.n_bins
+
+
+def _sparse(hist: Histogram) -> Histogram:
+    return Histogram(hist.radices, hist.keys, hist.counts)
+
+
+class ChainCounts:
+    """Phase 2's adaptive accumulator: RootCounts at the current chain node, rolled one chain
+    step up whenever the non-empty bins exceed N_RAM - 1 (peak: these bins plus one chunk's).
+
+    `add` takes counts made at any chain node: counts below the current node are rolled up
+    before they are added; counts above it roll the accumulator up to them first (a merge).
+    """
+
+    def __init__(self, plan: Plan, chain: Sequence[Node], values: Mapping[str, int]):
+        self.dims = plan.dims
+        self.chain = [tuple(n) for n in chain]
+        self.where = {n: i for i, n in enumerate(self.chain)}
+        self.limit = plan.n_ram - 1
+        self.m = dict(values)  # attribute -> number of value codes
+        self.position = 0
+        node = self.chain[0]
+        self.counts = RootCounts(
+            Histogram.empty(self.radices(node)),
+            {a: Histogram.empty((*self.radices(node), m)) for a, m in self.m.items()},
+            node=node,
+        )
+
+    @property
+    def node(self) -> Node:
+        return self.chain[self.position]
+
+    def radices(self, node: Node) -> tuple[int, ...]:
+        return tuple(d.cards[level] for d, level in zip(self.dims, node, strict=True))
+
+    def step(self, counts: RootCounts) -> RootCounts:
+        """`counts` rolled from its chain node to the next one (one QID, one level)."""
+        src = counts.node
+        dst = self.chain[self.where[src] + 1]
+        axis = next(i for i, (a, b) in enumerate(zip(src, dst, strict=True)) if a != b)
+        dim = self.dims[axis]
+        level_map = dim.level_map(src[axis], dst[axis])
+        card = dim.cards[dst[axis]]
+        return RootCounts(
+            raise_one(counts.classes, axis, level_map, card),
+            {a: raise_one(h, axis, level_map, card) for a, h in counts.values.items()},
+            node=dst,
+        )
+
+    def add(self, counts: RootCounts) -> None:
+        at = self.where.get(counts.node)
+        if at is None:
+            raise ValueError(f"counts at node {counts.node} are not on the root chain")
+        while self.position < at:  # a partial further up: everything joins it there
+            self.counts = self.step(self.counts)
+            self.position += 1
+        while self.where[counts.node] < self.position:
+            counts = self.step(counts)
+        self.counts = RootCounts(
+            add_sorted(_sparse(self.counts.classes), _sparse(counts.classes)),
+            {
+                a: add_sorted(_sparse(h), _sparse(counts.values[a]))
+                for a, h in self.counts.values.items()
+            },
+            node=self.node,
+        )
+        while fill_bins(self.counts) > self.limit and self.position < len(self.chain) - 1:
+            self.counts = self.step(self.counts)
+            self.position += 1
+
+    def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
+        """One chunk's records, given their keys at `node` (class keys; key * m + code)."""
+        radices = self.radices(node)
+        n = math.prod(radices)
+        classes = Histogram(radices, *group_counts(keys, None, n))
+        tables = {
+            a: Histogram((*radices, m), *group_counts(values[a], None, n * m))
+            for a, m in self.m.items()
+        }
+        self.add(RootCounts(classes, tables, node=node))
+
+    def result(self) -> RootCounts:
+        return self.counts
+
+
+def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:
+    """Partials counted at (possibly) different chain nodes, merged exactly: each rolled up to
+    the highest of them, then up the chain while the sum overflows N_RAM."""
+    if not plan.chain or any(p.node not in plan.chain for p in parts):
+        return RootCounts.merge(parts)  # a fixed root (paper mode): all counted there
+    acc = ChainCounts(plan, plan.chain, {a: int(h.radices[-1]) for a, h in parts[0].values.items()})
+    for part in sorted(parts, key=lambda p: -acc.where[p.node]):  # the highest first
+        acc.add(part)
+    return acc.result()
