@@ -12,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 from helpers_data import (
+    CANARY_RAW,
     CITIES,
     DISEASES,
     config_dict,
@@ -390,6 +391,21 @@ def test_cli_exit_codes_nothing_written_no_values(tmp_path, capsys):
         assert value not in stdout
     assert _snapshot(tmp_path) == before
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_canary_never_printed(tmp_path, capsys, fmt):
+    """The canary record's raw values appear neither in the report nor in the logs."""
+    inp = tmp_path / "in"
+    write_dataset(inp, n_files=2, rows=30, fmt=fmt, canary_in=1)
+    cfg = config_dict(inp, tmp_path / "out", fmt=fmt, k=3, suppression_limit=0.1)
+    cfg["privacy"]["t_closeness"] = [{"attribute": "disease", "t": 0.5, "distance": "equal"}]
+    path = write_config(tmp_path / "skald.yaml", cfg)
+    code, stdout, err = run_inprocess(["audit", str(path), "--chunk-rows", "7"], capsys)
+    assert code in (0, 1), err
+    assert json.loads(stdout)["n_records"] == 61
+    for raw in CANARY_RAW:
+        assert raw not in stdout and raw not in err
 
 
 def load_yaml(path: Path) -> dict:
