@@ -361,15 +361,11 @@ def class_tables(
     new = np.ones(n, dtype=bool)
     if n:
         new[1:] = (qcodes[:, 1:] != qcodes[:, :-1]).any(axis=0)
-    group = np.cumsum(new) - 1
-    n_groups = int(group[-1]) + 1 if n else 0
-    star_group = -1
+    star_rows = np.zeros(0, dtype=np.int64)  # the tuples whose every QID is "*": one class
     qlabels = tuples.labels[:n_qids]
-    if n_groups and all(TOP in x for x in qlabels):
-        star = np.asarray([x.index(TOP) for x in qlabels], dtype=np.int64)
-        hit = np.flatnonzero((qcodes == star[:, None]).all(axis=0))
-        if hit.size:
-            star_group = int(group[hit[0]])
+    if n and all(TOP in x for x in qlabels):
+        star = np.asarray([x.index(TOP) for x in qlabels], dtype=qcodes.dtype)
+        star_rows = np.flatnonzero((qcodes == star[:, None]).all(axis=0))
     values = {}
     for j, a in enumerate(attributes):
         index = {v: i for i, v in enumerate(stats[a].values)}
@@ -381,17 +377,20 @@ def class_tables(
             ) from None
         values[a] = np.asarray(lookup, dtype=np.int64)[tuples.codes[n_qids + j]]
 
-    def table(rows: np.ndarray) -> ClassTable:
+    def table(rows: np.ndarray | slice) -> ClassTable:
         """The classes of the selected tuples (whole classes, in order), numbered from 0."""
         starts = new[rows]
-        c = np.cumsum(starts) - 1
         w = tuples.counts[rows]
         sizes = np.add.reduceat(w, np.flatnonzero(starts)) if w.size else w
         by_value = {}
         for a, v in values.items():  # (class, value) pairs summed, in order: ClassValues' rows
+            c = np.cumsum(starts) - 1
             pairs, n_pairs = group_tuples([(np.stack([c, v[rows]]), w)], [sizes.size, stats[a].m])
             by_value[a] = ClassValues(sizes.size, pairs[0], pairs[1], n_pairs)
         return ClassTable(sizes.astype(np.int64), by_value)
 
-    is_star = group == star_group
-    return table(np.flatnonzero(is_star)), table(np.flatnonzero(~is_star))
+    if not star_rows.size:  # a dataset: no copies of the tuples
+        return table(slice(0, 0)), table(slice(None))
+    others = np.ones(n, dtype=bool)
+    others[star_rows] = False
+    return table(star_rows), table(np.flatnonzero(others))
