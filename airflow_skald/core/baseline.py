@@ -11,8 +11,9 @@ written generalised to its own node by the same `write_parts`.
 The manifest reports every chunk's node and own DM*, their sum, and the figures of the UNION of
 the released parts: classes are identical released QID tuples across all parts, suppressed
 records are counted over the whole union (as `skald verify` reads any release). Those figures
-are counted from the written parts (`verify.count_release_classes`), each part is k-checked on
-its own, and both are cross-checked against what the searches predicted.
+are counted from the written parts (`verify.release_classes`), each part is checked on its own
+(k and every criterion, t-closeness against the chunk's own distribution), and both are
+cross-checked against what the searches predicted.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pickle
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -46,7 +47,7 @@ from airflow_skald.core.root_counts import RootCounts
 from airflow_skald.core.runner import ENCODE, Phase, Run, publish, run_local
 from airflow_skald.core.search import Decision, search_lattice
 from airflow_skald.core.sensitive_domain import SensitiveStats
-from airflow_skald.core.verify import class_figures, count_release_classes
+from airflow_skald.core.verify import class_figures, class_tables, release_classes
 
 __all__ = [
     "ChunkOutcome",
@@ -134,6 +135,7 @@ class ChunkOutcome:
     classes: Counter  # kept classes: released QID tuple -> records
     seconds: dict
     part: str = ""  # the part file written, once written
+    sensitive: dict[str, SensitiveStats] = field(default_factory=dict)  # the chunk's own (§4b)
 
     @property
     def k(self) -> int:
@@ -186,7 +188,7 @@ def anonymise_chunk(
         decision = search_lattice(cplan, counts, policy, config.priority_order(), source=cache)
         classes = released_classes(cplan, decision.node, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
-        out.append(ChunkOutcome(chunk, policy, decision, classes, seconds))
+        out.append(ChunkOutcome(chunk, policy, decision, classes, seconds, sensitive=own))
         t_hist = 0.0
     return out
 
@@ -295,12 +297,18 @@ def run_per_chunk(
 def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcome]) -> dict:
     """Read the parts back: check each alone, then the union of all of them."""
     location = DataLocation(staging, config.output.format, config.output.delimiter)
+    qids = config.qid_names
     union: Counter = Counter()
     n_rows = n_records = 0
     for o in outcomes:
         part = staging.rstrip("/") + "/" + o.part
-        classes, rows = count_release_classes([part], location, config.qid_names)
-        own = release_figures(classes, rows, o.n_records, o.policy, f"part {o.part}")
+        # each criterion re-checked on the part, against the chunk's own distribution
+        read = release_classes([part], location, qids, o.policy.attributes)
+        star, kept = class_tables(read, len(qids), o.policy.attributes, o.sensitive)
+        own = class_figures(star, kept, read.n_rows, o.n_records, o.policy, f"part {o.part}")
+        classes, rows = Counter(), read.n_rows
+        for released, n in read.named().items():  # QID tuples, the sensitive values summed
+            classes[released[: len(qids)]] += n
         if own["dm_star"] != o.decision.figures.dm_star:
             raise VerificationError(
                 f"part {o.part} has DM*={own['dm_star']}, its search predicted "

@@ -197,14 +197,6 @@ def _values(table: pa.Table, name: str) -> pa.DictionaryArray:
     return pc.dictionary_encode(single_array(column))
 
 
-def count_release_classes(
-    parts: list[str], location: DataLocation, qids: list[str]
-) -> tuple[Counter, int]:
-    """Class sizes by released tuple over all parts, and the number of rows."""
-    classes = release_classes(parts, location, qids)
-    return classes.named(), classes.n_rows
-
-
 def class_figures(
     n_star: int | ClassTable,
     kept: np.ndarray | ClassTable,
