@@ -9,12 +9,14 @@ day, sex, hispanic, state, injury) with hierarchies of 2-7 levels, a 176,400-nod
 "region" that ties state, race and hispanic together), so the level-0 histogram has tens of
 thousands of non-empty bins of very uneven sizes. The RAM bound is set so the root is level 0.
 
-Measured, each over `--repeats` rounds (min-max reported; the machine is noisy):
-- `skald run` end to end in a fresh process (k = 5, suppression 0 and 5 %), with the
-  manifest's phase timings and nodes evaluated / lattice size;
+Measured, each over `--repeats` rounds (min-max reported; the machine is noisy, so CPU time
+(user + system) is reported beside wall time, and the load average at start and end):
+- `skald run` end to end in a fresh process (k = 5, suppression 0 and 5 %), with the run's
+  phase timings and nodes evaluated / lattice size;
 - in one process, side by side on the same histogram: the product's search (`search_lattice`)
-  and a plain exhaustive search (every node of the lattice rolled up with the same `RollUps`
-  and scored with the same `NodeFigures`, no pruning); both must return the same node;
+  and a plain exhaustive search (every node of the lattice judged and scored as the search
+  does, each rolled up from its parent in a depth-first walk, no pruning); both must return
+  the same node;
 - phase 1's root choice (`plan_root`) alone;
 - Adult with its 8 ARX hierarchies at level 0: `search_lattice` alone.
 """
@@ -24,6 +26,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
+import resource
 import subprocess
 import sys
 import time
@@ -144,7 +148,7 @@ def _range(xs: list[float]) -> str:
 
 def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
     """`skald run` in a fresh process (imports included), `repeats` times."""
-    walls, phases, manifest = [], [], {}
+    walls, cpus, phases, manifest = [], [], [], {}
     for r in range(repeats):
         out = work / f"out-{limit}-{r}"
         cmd = [
@@ -161,9 +165,12 @@ def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
         ]
         if out.exists():
             subprocess.run(["rm", "-rf", str(out)], check=True)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
         walls.append(time.perf_counter() - t)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime)
         manifest = json.loads((out / "manifest.json").read_text())
         run_file = out / "run.json"  # phase timings (older releases: in the manifest)
         run = json.loads(run_file.read_text()) if run_file.exists() else manifest
@@ -171,6 +178,7 @@ def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
     return {
         "suppression_limit": limit,
         "wall_s": _range(walls),
+        "cpu_s": _range(cpus),  # user + system of the run: less sensitive to other load
         "encode_s": _range([p["encode"] for p in phases]),
         "search_s": _range([p["search"] for p in phases]),
         "node": manifest["node_paper"],
@@ -181,29 +189,44 @@ def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
 
 
 def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
-    """Plain exhaustive search: every node rolled up and scored, the best kept (SPEC §4)."""
-    from airflow_skald.core.figures import NodeFigures
-    from airflow_skald.core.lattice import Lattice
-    from airflow_skald.core.privacy import ClassTable
-    from airflow_skald.core.rollups import RollUps
+    """Plain exhaustive search: every node of the lattice scored, the best kept (SPEC §4).
 
-    lattice = Lattice(plan.root, tuple(plan.tops))
-    rollups = RollUps(plan, hist.classes)
-    policy = config.policy()
-    tops, priority = plan.tops, config.priority_order()
+    Written plainly but not wastefully: a depth-first walk in which each node's histogram is
+    rolled up from its parent's (one QID raised by one level), so most roll-ups are small; each
+    node judged by the config's policy and scored by the objective, as the search does.
+    """
+    from dataclasses import replace
+
+    from airflow_skald.core.privacy import ClassTable
+    from airflow_skald.core.quality import OBJECTIVE, Scored
+    from airflow_skald.core.rollups import roll_up
+
+    root_hist = getattr(hist, "classes", hist)  # phase 2's counts, or a plain Histogram
+    root = tuple(getattr(hist, "node", None) or plan.root)
+    policy, tops, priority = config.policy(), tuple(plan.tops), config.priority_order()
     lcm = math.lcm(*[t for t in tops if t > 0] or [1])
-    best = None
-    for i in range(len(lattice)):
-        node = lattice.node(i)
-        cs = NodeFigures.of(ClassTable(rollups.sizes(node)), policy, node, tops)
-        if not cs.passes:
-            continue
-        cost = sum(lv * (lcm // t) for lv, t in zip(node, tops, strict=True) if t)
-        key = (cs.dm_star, cost, tuple(node[p] for p in priority))
-        if best is None or key < best[0]:
-            best = (key, node)
-    assert best is not None
-    return best[0][0], best[1]
+    best: list = [None]
+
+    def score(node: tuple[int, ...], counts) -> None:
+        table = ClassTable(counts)
+        judgement = policy.judge(table)
+        if judgement.passes:
+            loss = OBJECTIVE.value(Scored(table, judgement, node, tops))
+            cost = sum(lv * (lcm // t) for lv, t in zip(node, tops, strict=True) if t)
+            key = (loss, cost, tuple(node[p] for p in priority))
+            if best[0] is None or key < best[0][0]:
+                best[0] = (key, node)
+
+    def visit(node: tuple[int, ...], h, first: int) -> None:
+        score(node, h.counts)
+        for e in range(first, len(tops)):
+            if node[e] < tops[e]:
+                child = node[:e] + (node[e] + 1,) + node[e + 1 :]
+                visit(child, roll_up(replace(plan, root=node), h, child), e)
+
+    visit(root, root_hist, 0)
+    assert best[0] is not None
+    return best[0][0][0], best[0][1]
 
 
 def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive: bool) -> dict:
@@ -220,7 +243,7 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
     config = load_config(config_path, {"suppression_limit": limit})
     chunks = list_chunks(config)
     stats = scan_domain(config, chunks)
-    plans, searches, exhaustives = [], [], []
+    plans, searches, exhaustives, search_cpu, exhaustive_cpu = [], [], [], [], []
     for _ in range(repeats):
         t = time.perf_counter()
         plan = plan_root(config, stats)
@@ -228,17 +251,20 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
     hist = count_histogram(config, plan, chunks)
     out = {"suppression_limit": limit, "root_bins_nonempty": hist.n_bins}
     for r in range(repeats):
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         decision = search_lattice(config, plan, hist)
         searches.append(time.perf_counter() - t)
+        search_cpu.append(time.process_time() - c)
         if with_exhaustive and r == 0:  # once: minutes; timed right after a search
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             dm, node = exhaustive(config, plan, hist)
             exhaustives.append(time.perf_counter() - t)
+            exhaustive_cpu.append(time.process_time() - c)
             assert node == decision.node and dm == decision.stats.dm_star, (node, decision.node)
     out.update(
         plan_root_s=_range(plans),
         search_s=_range(searches),
+        search_cpu_s=_range(search_cpu),
         lattice=decision.lattice,
         node=decision.node_paper,
         dm_star=decision.stats.dm_star,
@@ -247,6 +273,8 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
         ratios = [exhaustives[0] / s for s in searches]
         out.update(
             exhaustive_s=_range(exhaustives),
+            exhaustive_cpu_s=_range(exhaustive_cpu),
+            exhaustive_over_search_cpu=_range([exhaustive_cpu[0] / s for s in search_cpu]),
             exhaustive_nodes=decision.lattice["nodes"],
             exhaustive_over_search=_range(ratios),
             same_answer=True,
@@ -312,6 +340,7 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     config = write_inputs(work, args.rows, args.seed)
     report: dict = {"rows": args.rows, "seed": args.seed, "lattice_nodes": 176_400}
+    report["load_average_at_start"] = [round(x, 2) for x in os.getloadavg()]
     report["end_to_end"] = [end_to_end(config, work, lim, args.repeats) for lim in (0.0, 0.05)]
     print(json.dumps(report, indent=1), flush=True)
     report["side_by_side"] = [
@@ -321,6 +350,7 @@ def main() -> int:
     if not args.no_adult:
         report["adult"] = adult(work, args.repeats)
         print(json.dumps(report["adult"], indent=1), flush=True)
+    report["load_average_at_end"] = [round(x, 2) for x in os.getloadavg()]
     (work / "report.json").write_text(json.dumps(report, indent=1))
     return 0
 

@@ -97,11 +97,19 @@ class Lattice:
         mask[self.down(i)] = True
         return mask.reshape(-1)
 
+    @cached_property
+    def strides(self) -> tuple[int, ...]:
+        """Index step of raising each QID by one level (C order)."""
+        return tuple(_strides(self.shape))
+
     def successors(self, i: int) -> list[int]:
         """Nodes one level above i (one QID raised by one)."""
-        idx = np.unravel_index(int(i), self.shape)
-        strides = _strides(self.shape)
-        return [int(i) + s for x, n, s in zip(idx, self.shape, strides, strict=True) if x + 1 < n]
+        out, rest = [], int(i)
+        for n, s in zip(self.shape, self.strides, strict=True):
+            x, rest = divmod(rest, s)
+            if x + 1 < n:
+                out.append(int(i) + s)
+        return out
 
 
 def _strides(shape: Sequence[int]) -> list[int]:
