@@ -128,6 +128,31 @@ def privacy(key: str, value):
     return cfgmut
 
 
+def criteria(l_diversity: list | None = None, t_closeness: list | None = None):
+    """privacy.l_diversity / t_closeness criteria (SPEC §4b) on the dataset's `disease`."""
+
+    def cfgmut(cfg: dict, _tmp: Path) -> None:
+        if l_diversity is not None:
+            cfg["privacy"]["l_diversity"] = l_diversity
+        if t_closeness is not None:
+            cfg["privacy"]["t_closeness"] = t_closeness
+
+    return cfgmut
+
+
+def listed_sensitive(name: str):
+    """A criterion on an attribute listed in sensitive_attributes but absent from the data."""
+
+    def cfgmut(cfg: dict, _tmp: Path) -> None:
+        cfg["sensitive_attributes"].append(name)
+        cfg["privacy"]["l_diversity"] = [{"attribute": name, "l": 2}]
+
+    return cfgmut
+
+
+DISEASE_GROUPS = {"flu": ["infection"], "asthma": ["chronic"], "none": ["healthy"]}  # no gout
+
+
 def two_parent_hierarchy(cfg: dict, _tmp: Path) -> None:
     cfg["quasi_identifiers"][0]["hierarchy"] = {
         "Oslo": ["Norway", "Nordic"],
@@ -370,6 +395,116 @@ CASES = [
         "suppression-limit-flag",
         ["suppression_limit", "between 0 and 1"],
         argv=["--suppression-limit", "2"],
+    ),
+    # --- l-diversity and t-closeness criteria (SPEC §4b)
+    Case(
+        "criterion-attribute-unknown",
+        ["privacy.l_diversity[0]", "'nope'", "not one of sensitive_attributes"],
+        cfgmut=criteria([{"attribute": "nope", "l": 2}]),
+    ),
+    Case(
+        "criterion-attribute-not-a-column",
+        ["column 'nope'", "missing"],
+        cfgmut=listed_sensitive("nope"),
+    ),
+    Case(
+        "criterion-attribute-not-sensitive",
+        ["privacy.t_closeness[0]", "'city'", "not one of sensitive_attributes"],
+        cfgmut=criteria(t_closeness=[{"attribute": "city", "t": 0.2}]),
+    ),
+    Case(
+        "l-below-2",
+        ["privacy.l_diversity[0].l", "an integer >= 2"],
+        cfgmut=criteria([{"attribute": "disease", "l": 1}]),
+    ),
+    Case(
+        "l-not-integer",
+        ["privacy.l_diversity[0].l", "an integer >= 2"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2.5, "variant": "entropy"}]),
+    ),
+    Case(
+        "l-above-distinct-values",
+        ["privacy.l_diversity[0]", "l=5", "'disease'", "only 4 distinct value(s)"],
+        cfgmut=criteria([{"attribute": "disease", "l": 5}]),
+        absent=["flu", "asthma", "gout"],
+    ),
+    Case(
+        "l-flag-above-distinct-values",
+        ["l=9", "'disease'", "only 4 distinct value(s)"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2}]),
+        argv=["--l", "9"],
+    ),
+    Case(
+        "t-zero",
+        ["privacy.t_closeness[0].t"],
+        cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": 0}]),
+    ),
+    Case(
+        "t-above-1",
+        ["privacy.t_closeness[0].t"],
+        cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": 1.5}]),
+    ),
+    Case(
+        "t-flag-negative",
+        ["t must be"],
+        cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": 0.3}]),
+        argv=["--t", "-0.1"],
+    ),
+    Case(
+        "c-zero",
+        ["privacy.l_diversity[0].c", "a number > 0"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2, "variant": "recursive", "c": 0}]),
+    ),
+    Case(
+        "c-negative",
+        ["privacy.l_diversity[0].c", "a number > 0"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2, "variant": "recursive", "c": -1}]),
+    ),
+    Case(
+        "recursive-without-c",
+        ["privacy.l_diversity[0]", "needs 'c'"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2, "variant": "recursive"}]),
+    ),
+    Case(
+        "ordered-on-text",
+        ["privacy.t_closeness[0]", "ordered", "numerical", "'disease'"],
+        cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": 0.3, "distance": "ordered"}]),
+    ),
+    Case(
+        "t-hierarchy-misses-a-value",
+        ["privacy.t_closeness[0]", "hierarchy", "'disease'", "no row"],
+        cfgmut=criteria(
+            t_closeness=[
+                {
+                    "attribute": "disease",
+                    "t": 0.3,
+                    "distance": "hierarchical",
+                    "hierarchy": DISEASE_GROUPS,
+                }
+            ]
+        ),
+        absent=["gout"],
+    ),
+    Case(
+        "l-flag-with-two-l-criteria",
+        ["l sets the threshold", "one configured l-diversity criterion", "lists 2"],
+        cfgmut=criteria(
+            [
+                {"attribute": "disease", "l": 2},
+                {"attribute": "disease", "l": 2, "variant": "entropy"},
+            ]
+        ),
+        argv=["--l", "3"],
+    ),
+    Case(
+        "t-flag-without-t-criterion",
+        ["t sets the threshold", "t-closeness", "lists 0"],
+        argv=["--t", "0.2"],
+    ),
+    Case(
+        "unknown-criterion-variant",
+        ["privacy.l_diversity[0].variant", "distinct", "entropy", "recursive"],
+        cfgmut=criteria([{"attribute": "disease", "l": 2, "variant": "probabilistic"}]),
     ),
     # --- generalisation and memory settings
     Case("widths-not-multiples", ["'age'", "width 4", "multiple of 3"], cfgmut=widths([1, 3, 4])),
