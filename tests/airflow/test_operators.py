@@ -60,12 +60,20 @@ def test_artifact_write_is_atomic(tmp_path, monkeypatch):
     assert store.read_json("decision.json") == {"node": [1]}
 
 
-def test_mapped_phases_equal_single_task(setup):
-    """Operators driven by hand: partial+merge == all, and a missing group is an error."""
+@pytest.mark.parametrize("bins", [None, 30])
+def test_mapped_phases_equal_single_task(setup, bins):
+    """Operators driven by hand: partial+merge == all, and a missing group is an error.
+    With 30 bins the adaptive root is above level 0: the groups' partials are counted at
+    different nodes of the root chain and merged there (ADR 0012)."""
+    import yaml
+
     from airflow_skald.operators import EncodeOperator, GeneraliseOperator, HistogramLatticeOperator
     from airflow_skald.operators.artifacts import RunArtifacts
 
     cfg, out, _ = setup
+    if bins:
+        body = yaml.safe_load(cfg.read_text())
+        cfg.write_text(yaml.safe_dump({**body, "memory": {"histogram_bins": bins}}))
     common = {"config": str(cfg), "k": 3, "output_path": str(out)}
     ctx = context("all")
     EncodeOperator(task_id="e", **common).execute(ctx)
@@ -85,6 +93,17 @@ def test_mapped_phases_equal_single_task(setup):
     mapped_decision = HistogramLatticeOperator(task_id="hm", mode="merge", **common).execute(ctx)
     for key in ("node", "dm_star", "n_suppressed", "n_equivalence_classes"):
         assert mapped_decision[key] == all_decision[key]
+    if bins:
+        from airflow_skald.core.root_counts import RootCounts
+
+        store = RunArtifacts(None, "unit", "mapped")
+        name = "partials/histogram/group-{:05d}.bin"
+        nodes = {
+            RootCounts.from_bytes(store.read_bytes(name.format(g["group"]))).node for g in groups
+        }
+        assert len(nodes) == 2  # the two groups' partials sit at different chain nodes
+        plans = [RunArtifacts(None, "unit", r).read_json("plan.json") for r in ("all", "mapped")]
+        assert plans[0]["root_levels"] == plans[1]["root_levels"] != [0, 0, 0]
     for g in groups:
         GeneraliseOperator(task_id="gp", mode="partial", chunk_group=g, **common).execute(ctx)
     # a killed writer's leftover must not end up in the release
