@@ -382,11 +382,6 @@ def exhaustive_search(
     return result
 
 
-def top_node(df, qids) -> dict[str, int]:
-    """The top node of the lattice (every QID at its top level)."""
-    return {name: p["top"] for name, p in _prepare(df, qids).items()}
-
-
 def ram_root(df, qids, histogram_bins, qid_priority, value_tables: int = 0) -> dict[str, int]:
     """RAM root (SPEC section 4 phase 1, paper mode): among nodes of the full lattice with
     N_data = prod(bins per QID at its level) + 1 <= histogram_bins, the one with the
