@@ -157,6 +157,7 @@ def run_experiment(
             stats = pipeline.scan_domain(config, chunks)
             plan = pipeline.plan_root(config, stats)
             hist = pipeline.count_histogram(config, plan, chunks)
+            plan = plan.with_root(hist.node)  # the adaptive root phase 2 settled on (ADR 0012)
             t_phase12 = time.perf_counter() - t
             cache = RollUpCache(plan, hist)
             skald = {}
