@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 import signal
 import subprocess
@@ -35,7 +34,7 @@ from helpers_data import (
     write_config,
     write_dataset,
 )
-from moto.server import ThreadedMotoServer
+from helpers_s3 import s3_server
 
 from airflow_skald.core import release
 from airflow_skald.core.config import DataLocation
@@ -66,30 +65,8 @@ from airflow_skald.core.release import (
 def s3_endpoint(tmp_path_factory) -> str:
     """moto's S3 server on a free loopback port; AWS_* variables point every client (this
     process's s3fs and the `skald` subprocesses) at it. Stopped after the module."""
-    logging.getLogger("werkzeug").setLevel(logging.ERROR)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    nowhere = tmp_path_factory.mktemp("aws") / "none"
-    with pytest.MonkeyPatch.context() as mp:
-        for key, value in {
-            "AWS_ENDPOINT_URL": url,
-            "AWS_ACCESS_KEY_ID": "testing",
-            "AWS_SECRET_ACCESS_KEY": "testing",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_CONFIG_FILE": str(nowhere),
-            "AWS_SHARED_CREDENTIALS_FILE": str(nowhere),
-        }.items():
-            mp.setenv(key, value)
-        for key in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"):
-            mp.delenv(key, raising=False)
-        s3fs.S3FileSystem.clear_instance_cache()
-        try:
-            yield url
-        finally:
-            s3fs.S3FileSystem.clear_instance_cache()
-            server.stop()
+    with pytest.MonkeyPatch.context() as mp, s3_server(mp, tmp_path_factory.mktemp("aws")) as url:
+        yield url
 
 
 @pytest.fixture

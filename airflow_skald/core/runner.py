@@ -476,6 +476,7 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
     """The one publish step: verify the staged release (returns its manifest), write the
     report and the run record, the manifest last, and move the release into place."""
     t0 = time.perf_counter()
+    committing = False
     try:
         manifest = verify()
         record = run.record
@@ -489,9 +490,14 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
         write_report(manifest, run.staging, run=record.to_dict())
         write_bytes_atomic(staged + RUN_JSON, to_json_bytes(record.to_dict()))
         write_bytes_atomic(staged + MANIFEST_JSON, to_json_bytes(manifest))
+        committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)
     except BaseException:
-        discard(run.staging)
+        # A commit that failed part-way keeps the verified staging folder: the retry of this
+        # run's task completes it (a mapped run's parts exist nowhere else); the CLI's run_local
+        # discards it anyway.
+        if not committing:
+            discard(run.staging)
         raise
     log.info("release committed at %s", run.config.output.path)
     return manifest
