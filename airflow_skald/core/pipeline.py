@@ -189,6 +189,11 @@ def search_lattice(
     """Phase 2's search under the config's privacy policy, objective and tie-break order,
     above the node the counts are at (the adaptive root, when phase 2 settled one)."""
     if counts.node is not None and tuple(counts.node) != tuple(plan.root):
+        if source is not None:
+            raise ValueError(
+                f"counts at node {counts.node}, the class source at the root {plan.root}: "
+                "build it with plan.with_root(counts.node)"
+            )
         plan = plan.with_root(counts.node)
     policy = config.policy(plan.stats.sensitive)
     return _search_lattice(plan, counts, policy, config.priority_order(), source=source)
