@@ -297,7 +297,8 @@ def verify_release(
         classes = _count(parts, location, qids, attributes)
     skipped: list[dict] = []
     if policy is None:
-        sensitive = release_sensitive(classes, len(qids), attributes)
+        ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
+        sensitive = release_sensitive(classes, len(qids), attributes, ordered)
         policy, skipped = standalone_policy(path, manifest, k, suppression_limit, sensitive)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
@@ -372,19 +373,37 @@ def _as_text(value: object) -> str:
 
 
 def release_sensitive(
-    classes: ReleaseClasses, n_qids: int, attributes: Sequence[str]
+    classes: ReleaseClasses, n_qids: int, attributes: Sequence[str], ordered: Sequence[str] = ()
 ) -> dict[str, SensitiveStats]:
     """The attributes' distributions over every row of a release (suppressed rows included:
-    in mask mode, exactly the input's)."""
+    in mask mode, exactly the input's). `ordered` attributes are numerical: a CSV release holds
+    them as text, read back as numbers (an empty cell a null) so that they sort as numbers."""
     out = {}
     for j, a in enumerate(attributes):
         labels = classes.labels[n_qids + j]
+        if a in ordered and any(isinstance(v, str) for v in labels):
+            labels = [_number(a, v) for v in labels]
         counts = np.bincount(
             classes.codes[:, n_qids + j], weights=classes.sizes, minlength=len(labels)
         ).astype(np.int64)
         numeric = all(isinstance(v, int | float) for v in labels if v is not None)
         out[a] = SensitiveStats(a, *_sorted_values(labels, counts.tolist()), numeric)
     return out
+
+
+def _number(attribute: str, label: str | None) -> int | float | None:
+    if label is None or label == "":
+        return None
+    try:
+        return int(label)
+    except ValueError:
+        pass
+    try:
+        return float(label)
+    except ValueError:
+        raise VerificationError(
+            f"release column '{attribute}' holds text, but its t-closeness is ordered by number"
+        ) from None
 
 
 def standalone_policy(
@@ -401,7 +420,7 @@ def standalone_policy(
         limit = manifest["suppression_limit"] if manifest else 0
     models: list = [KAnonymity(k)]
     skipped = []
-    described = ((manifest or {}).get("privacy") or {}).get("models", [])
+    described = _described(manifest)
     drop = (manifest or {}).get("suppressed_records") == "drop"
     for d in described:
         name = d.get("model", "")
@@ -421,8 +440,13 @@ def standalone_policy(
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
 
 
+def _described(manifest: dict | None) -> list[dict]:
+    """The privacy models the manifest lists, as configured."""
+    return ((manifest or {}).get("privacy") or {}).get("models", [])
+
+
 def _attributes(manifest: dict | None) -> tuple[str, ...]:
-    described = ((manifest or {}).get("privacy") or {}).get("models", [])
+    described = _described(manifest)
     return tuple(dict.fromkeys(d["attribute"] for d in described if "attribute" in d))
 
 
