@@ -382,6 +382,18 @@ def exhaustive_search(
     return result
 
 
+def nonempty_bins(df, qids, node: dict[str, int], l_diversity=(), t_closeness=()) -> int:
+    """A node's non-empty bins as SPEC section 4a counts them: its classes, or with criteria
+    (§4b) the non-empty (class, value) pairs summed over the attributes criteria name."""
+    ids = _class_ids(_prepare(df, qids), node)
+    criteria = Criteria(l_diversity, t_closeness, df)
+    if not criteria:
+        return len(set(ids))
+    return sum(
+        len(set(zip(ids, map(sensitive_value, df[a]), strict=True))) for a in criteria.attributes
+    )
+
+
 def ram_root(df, qids, histogram_bins, qid_priority, value_tables: int = 0) -> dict[str, int]:
     """RAM root (SPEC section 4 phase 1, paper mode): among nodes of the full lattice with
     N_data = prod(bins per QID at its level) + 1 <= histogram_bins, the one with the

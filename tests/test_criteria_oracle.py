@@ -15,7 +15,14 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from oracle import Criteria, check_release, exhaustive_search, ram_root, sensitive_value
+from oracle import (
+    Criteria,
+    check_release,
+    exhaustive_search,
+    nonempty_bins,
+    ram_root,
+    sensitive_value,
+)
 from skald_testdata import read_release, write_chunks, write_config
 from test_search_oracle import datasets
 
@@ -122,7 +129,9 @@ def criteria_datasets(draw, variant: str):
     return df, qids, oracle_qids, k, limit, bins, priority, criteria, drop
 
 
-def criteria_config(tmp, qids, k, limit, bins, priority, criteria, drop="mask", name="c"):
+def criteria_config(
+    tmp, qids, k, limit, bins, priority, criteria, drop="mask", name="c", root="paper"
+):
     return write_config(
         tmp / f"{name}.yaml",
         {
@@ -133,7 +142,7 @@ def criteria_config(tmp, qids, k, limit, bins, priority, criteria, drop="mask", 
             "sensitive_attributes": ["sens", "num"],
             "quasi_identifiers": qids,
             "privacy": {"k": k, "suppression_limit": limit, **criteria},
-            "memory": {"histogram_bins": bins or 10**9, "root": "paper"},
+            "memory": {"histogram_bins": bins or 10**9, "root": root},
             "qid_priority": priority,
             "suppressed_records": drop,
         },
@@ -158,7 +167,7 @@ def write_input(tmp, df: pd.DataFrame, cut: int) -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @settings(
-    max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data(), cut=st.integers(3, 50))
 def test_criteria_match_exhaustive_search(tmp_path_factory, variant, data, cut):
@@ -199,6 +208,53 @@ def test_criteria_match_exhaustive_search(tmp_path_factory, variant, data, cut):
         for a in ("sens", "num"):
             got = [sensitive_value(v) for v in release[a]]
             assert got == [sensitive_value(v) for v in df[a]], a
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@settings(
+    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(data=st.data(), cut=st.integers(3, 50))
+def test_adaptive_root_with_criteria(tmp_path_factory, variant, data, cut):
+    """memory.root adaptive (SPEC §4a, the default): N_RAM bounds the root's non-empty
+    (class, value) pairs; the root is at or below paper mode's, level 0 when level 0 fits, and
+    the node above it is the reference's."""
+    df, qids, oracle_qids, k, limit, bins, priority, criteria, drop = data.draw(
+        criteria_datasets(variant)
+    )
+    tmp = tmp_path_factory.mktemp("case")
+    write_input(tmp, df, cut)
+    cfg = criteria_config(tmp, qids, k, limit, bins, priority, criteria, drop, root="adaptive")
+    n_ram = bins or 10**9
+    try:
+        paper = ram_root(df, oracle_qids, n_ram, priority, Criteria(**criteria, inputs=df).n_values)
+    except ValueError:
+        event("too few bins")
+        return
+    try:
+        manifest = run(load_config(cfg))
+    except DataError as exc:  # none above the adaptive root: none above paper's (a subset)
+        assert "no generalisation satisfies" in str(exc), exc
+        assert (
+            exhaustive_search(df, oracle_qids, k, limit, priority, paper, **criteria)["node"]
+            is None
+        )
+        event("no node passes")
+        return
+    root = manifest["root_node"]
+    assert all(root[q] <= paper[q] for q in root), (root, paper)
+    assert nonempty_bins(df, oracle_qids, root, **criteria) <= n_ram - 1
+    if nonempty_bins(df, oracle_qids, dict.fromkeys(root, 0), **criteria) <= n_ram - 1:
+        assert set(root.values()) == {0}
+    event("level 0" if set(root.values()) == {0} else "above level 0")
+    expected = exhaustive_search(df, oracle_qids, k, limit, priority, root, **criteria)
+    assert manifest["node"] == expected["node"]
+    assert manifest["dm_star"] == expected["dm_star"]
+    assert manifest["n_suppressed"] == expected["n_suppressed"]
+    assert_figures(manifest["privacy_models"], expected["figures"])
+    release = read_release(tmp / "out-c")
+    names = [q["name"] for q in qids]
+    check_release(release, names, k, limit, len(df), sensitive_input=df, **criteria)
 
 
 @settings(
