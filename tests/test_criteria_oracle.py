@@ -415,12 +415,6 @@ def test_csv_release_of_numbers_and_nulls(tmp_path, capsys):
     csv_run(tmp_path, capsys, df, "parquet")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: CSV input reads every non-QID column as text with empty cells as '' "
-    "(io._csv_batches strings_can_be_null=False, encoding.csv_types), so a numerical sensitive "
-    "attribute is refused for `ordered` and a null is not the NULL of SPEC §4b",
-)
 def test_csv_input_empty_cells_are_nulls_and_numbers_are_numbers(tmp_path, capsys):
     df = fixed_table()
     df.loc[df.index % 23 == 0, "sens"] = None

@@ -38,13 +38,12 @@ class SensitiveStats:
         return np.asarray(self.counts, dtype=np.int64)
 
     @staticmethod
-    def of_column(name: str, column: pa.ChunkedArray | pa.Array) -> SensitiveStats:
-        """The distinct values and counts of one chunk's column (vectorised)."""
-        typ = column.type
-        numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
-        if pa.types.is_dictionary(typ):
-            column = column.cast(typ.value_type)
-            numeric = pa.types.is_integer(typ.value_type) or pa.types.is_floating(typ.value_type)
+    def of_column(
+        name: str, column: pa.ChunkedArray | pa.Array, numbers: bool = False
+    ) -> SensitiveStats:
+        """The distinct values and counts of one chunk's column (vectorised). `numbers`: the
+        attribute is numerical (ordered t-closeness): text (a CSV column) is read as numbers."""
+        column, numeric = as_values(name, column, numbers)
         counted = pc.value_counts(column)
         values = counted.field("values").to_pylist()
         counts = counted.field("counts").to_pylist()
@@ -66,8 +65,7 @@ class SensitiveStats:
 
     def codes(self, column: pa.ChunkedArray | pa.Array) -> np.ndarray:
         """Each record's value code (int64); a value phase 1 did not see is an error."""
-        if pa.types.is_dictionary(column.type):
-            column = column.cast(column.type.value_type)
+        column, _ = as_values(self.name, column, self.numeric)
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
         has_null = self.values and self.values[-1] is None
@@ -98,6 +96,32 @@ class SensitiveStats:
     @classmethod
     def from_dict(cls, name: str, d: dict) -> SensitiveStats:
         return cls(name, list(d["values"]), [int(c) for c in d["counts"]], bool(d["numeric"]))
+
+
+def as_values(
+    name: str, column: pa.ChunkedArray | pa.Array, numbers: bool = False
+) -> tuple[pa.ChunkedArray | pa.Array, bool]:
+    """A sensitive column's values and whether they are numbers. Text (how CSV columns are
+    read) has its empty cells as nulls (SPEC §4b); with `numbers` it is read as numbers."""
+    typ = column.type
+    if pa.types.is_dictionary(typ):
+        column, typ = column.cast(typ.value_type), typ.value_type
+    numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+    if pa.types.is_string(typ) or pa.types.is_large_string(typ):
+        column = pc.if_else(pc.equal(column, ""), pa.scalar(None, typ), column)
+        if numbers:
+            try:
+                column = pc.cast(column, pa.int64())
+            except pa.ArrowInvalid:
+                try:
+                    column = pc.cast(column, pa.float64())
+                except pa.ArrowInvalid:
+                    raise DataError(
+                        f"sensitive attribute '{name}' holds text, but its t-closeness "
+                        "distance is ordered (numbers only)"
+                    ) from None
+            numeric = True
+    return column, numeric
 
 
 def sorted_values(values: Sequence, counts: Sequence[int]) -> tuple[list, list[int]]:
