@@ -51,7 +51,11 @@ def test_every_output_is_produced(experiment):
         assert float(r["dm_ratio"]) > 0 and float(r["dm_ratio_sum"]) > 0
         assert int(r["per_chunk_dm_star_union"]) >= int(r["per_chunk_dm_star_sum"])
     md = (res / "paper_experiment.md").read_text()
-    assert "| k | chunks |" in md and md.count("\n| 10 |") == 2 and md.count("\n| 50 |") == 2
+    # two tables: the adaptive root's (charted) and both root modes side by side
+    assert "| k | chunks |" in md and md.count("\n| 10 |") == 4 and md.count("\n| 50 |") == 4
+    assert "paper root" in md
+    for r in table:
+        assert r["root_mode"] == "adaptive" and float(r["paper_dm_ratio"]) > 0
     png = (res / "dm_ratio.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
 
