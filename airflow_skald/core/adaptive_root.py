@@ -94,23 +94,32 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
-    """Exact sum of two sparse histograms over the same node: the keys of `b` are looked up
-    in `a` (both sorted), matches added, the rest inserted in order."""
+    """Exact sum of two sparse histograms over the same node. Both key arrays are sorted and
+    unique, so a stable sort of the two together is one linear merge of two runs (timsort);
+    a key in both then sits in two adjacent slots, added into the first."""
     if b.n_bins == 0:
         return a
     if a.n_bins == 0:
         return b
-    ak, bk, bc = a.keys, b.keys, b.counts
-    idx = np.searchsorted(ak, bk)
-    hit = np.zeros(bk.size, dtype=bool)
-    inside = idx < ak.size
-    hit[inside] = ak[idx[inside]] == bk[inside]
-    counts = a.counts.copy()
-    counts[idx[hit]] += bc[hit]
-    miss = ~hit
-    keys = np.insert(ak, idx[miss], bk[miss])
-    counts = np.insert(counts, idx[miss], bc[miss])
-    return Histogram(a.radices, keys, counts)
+    keys = np.concatenate([a.keys, b.keys])
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    counts = np.concatenate([a.counts, b.counts])[order]
+    del order
+    twice = np.flatnonzero(keys[1:] == keys[:-1])
+    counts[twice] += counts[twice + 1]
+    keep = np.ones(keys.size, dtype=bool)
+    keep[twice + 1] = False
+    return Histogram(a.radices, keys[keep], counts[keep])
+
+
+def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and how often each occurs: one sort, no argsort."""
+    if keys.size == 0:
+        return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
+    ordered = np.sort(keys)
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+    return ordered[starts], np.diff(np.r_[starts, ordered.size]).astype(np.int64)
 
 
 def fill_bins(counts: RootCounts) -> int:
@@ -191,12 +200,8 @@ class ChainCounts:
     def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         """One chunk's records, given their keys at `node` (class keys; key * m + code)."""
         radices = self.radices(node)
-        n = math.prod(radices)
-        classes = Histogram(radices, *group_counts(keys, None, n))
-        tables = {
-            a: Histogram((*radices, m), *group_counts(values[a], None, n * m))
-            for a, m in self.m.items()
-        }
+        classes = Histogram(radices, *count_keys(keys))
+        tables = {a: Histogram((*radices, m), *count_keys(values[a])) for a, m in self.m.items()}
         self.add(RootCounts(classes, tables, node=node))
 
     def result(self) -> RootCounts:
