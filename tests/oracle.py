@@ -11,6 +11,10 @@ QIDs are plain dicts:
 
 (``min_width`` defaults to 1, ``widths`` to None, ``encode`` to False.)
 
+Privacy models beyond k (SPEC section 4b) are config-style dicts passed as ``l_diversity`` /
+``t_closeness`` (see `Criteria`); each class is judged by tests/oracle_criteria.py in exact
+arithmetic, t-closeness against the attribute's distribution over all input records.
+
 Arithmetic choices (SPEC section 3 says "quantised to integer units of min_width"):
 numbers are turned into exact decimals through their shortest repr (``repr(0.1) ==
 "0.1"``) and ``(x - min) / min_width`` is computed in ``decimal.Decimal``; a quotient
@@ -223,18 +227,16 @@ class Criteria:
     "hierarchy_file"}]
     """
 
-    def __init__(self, l_diversity=(), t_closeness=(), inputs: Mapping[str, Sequence] = None):
+    def __init__(
+        self, l_diversity=(), t_closeness=(), inputs: Mapping[str, Sequence] | None = None
+    ):
         self.l_diversity = [dict(c) for c in l_diversity or ()]
         self.t_closeness = [dict(c) for c in t_closeness or ()]
         named = [c["attribute"] for c in (*self.l_diversity, *self.t_closeness)]
         self.attributes = list(dict.fromkeys(named))
-        self.glob: dict[str, dict] = {}
-        for a in self.attributes:
-            counts: dict = {}
-            for v in inputs[a]:
-                v = sensitive_value(v)
-                counts[v] = counts.get(v, 0) + 1
-            self.glob[a] = counts
+        self.glob = {
+            a: _class_distributions([0] * len(inputs[a]), 1, inputs[a])[0] for a in self.attributes
+        }
         self.paths: list[dict | None] = []
         for c in self.t_closeness:
             if c.get("distance", "equal") != "hierarchical":
