@@ -4,12 +4,18 @@
 user points every S3 client, e.g. the core's fsspec/s3fs and `skald` subprocesses, at an S3
 endpoint), with no profile, config or credentials file of the machine in the way. The server
 is stopped and the variables restored (by the caller's MonkeyPatch) afterwards.
+
+moto checks a conditional write (``If-None-Match: *``) and then stores the object, two steps
+another request thread can come between; on AWS S3 and MinIO the check and the write are one.
+The server here therefore serves writes (anything but GET and HEAD) one at a time, so several
+lease takers racing for one key see what they would see on S3: exactly one wins.
 """
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,6 +32,8 @@ def s3_server(mp: pytest.MonkeyPatch, folder: Path) -> Iterator[str]:
     logging.getLogger("werkzeug").setLevel(logging.ERROR)
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
+    wsgi = server._server  # werkzeug's server, running; its app is looked up per request
+    wsgi.app = _writes_one_at_a_time(wsgi.app)
     host, port = server.get_host_and_port()
     url = f"http://{host}:{port}"
     nowhere = folder / "none"
@@ -46,3 +54,15 @@ def s3_server(mp: pytest.MonkeyPatch, folder: Path) -> Iterator[str]:
     finally:
         s3fs.S3FileSystem.clear_instance_cache()
         server.stop()
+
+
+def _writes_one_at_a_time(app):
+    lock = threading.Lock()
+
+    def serve(environ, start_response):
+        if environ.get("REQUEST_METHOD") in ("GET", "HEAD"):
+            return app(environ, start_response)
+        with lock:
+            return list(app(environ, start_response))
+
+    return serve

@@ -142,7 +142,7 @@ def test_lease_on_s3_expiry_and_one_winner(bucket: str) -> None:
     def contender(i: int) -> None:
         barrier.wait()
         with contextlib.suppress(OutputBusyError):
-            won.append(acquire_lease(out, f"run-{i}", ttl_s=0.3, pid=None))
+            won.append(acquire_lease(out, f"run-{i}", ttl_s=3, pid=None))
 
     threads = [threading.Thread(target=contender, args=(i,)) for i in range(6)]
     for t in threads:
@@ -150,7 +150,7 @@ def test_lease_on_s3_expiry_and_one_winner(bucket: str) -> None:
     for t in threads:
         t.join(30)
     assert len(won) == 1  # If-None-Match: exactly one PUT succeeds
-    time.sleep(0.4)  # the winner stops renewing: its lease expires
+    time.sleep(3.1)  # the winner stops renewing: its lease expires
     taker = acquire_lease(out, "run-next", pid=None)
     with pytest.raises(LeaseLostError, match="now held by run run-next"):
         won[0].check()
