@@ -353,14 +353,18 @@ def search_optimal(
         improved = passes and (best[0] is None or (loss, rank[i]) < (best[1], best[2]))
         if improved:
             best[:] = [i, loss, int(rank[i])]
-        if bound is not None:
+        if bound is not None and bound > bounds.flat[i].item():  # monotone bounds: else a no-op
             up = lattice.up(i)
             was_exact = bounds.exact
             bounds.raise_to(up, shape, bound)
             if bounds.exact != was_exact:
                 bound_view = bounds.flat.reshape(shape)
             if not improved and best[0] is not None:
-                alive_view[up] &= bounds.can_win(bound_view[up], rank_view[up], best[1], best[2])
+                # only this bound can newly rule nodes of the region out (the others did)
+                if not bounds.can_win(bound, best[2] - 1, best[1], best[2]):
+                    alive_view[up] = False  # bound > best loss (or ties it, beyond a margin)
+                elif bounds.exact and bound == best[1]:
+                    alive_view[up] &= rank_view[up] < best[2]
         if improved:
             alive[:] &= bounds.can_win(bounds.flat, rank, best[1], best[2])
 
