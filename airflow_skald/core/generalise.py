@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.config import SkaldConfig
-from airflow_skald.core.dimensions import TOP
+from airflow_skald.core.dimensions import TOP, Dimension
 from airflow_skald.core.histogram import keys_of
 from airflow_skald.core.io import ChunkRef
 from airflow_skald.core.plan import Plan
@@ -37,6 +37,23 @@ def _dense_inverse(codes: np.ndarray, card: int) -> tuple[np.ndarray, np.ndarray
     return uniq, inv.astype(np.int32)
 
 
+# The last suppressed-key bitmap built: (suppressed keys, n_possible, bitmap). Every chunk of a
+# pass uses the same decision, so the bitmap (up to 16 MiB) is built once per pass, not per chunk.
+_BITMAP: tuple[np.ndarray, int, np.ndarray] | None = None
+
+
+def _suppressed_bitmap(suppressed_keys: np.ndarray, n_possible: int) -> np.ndarray:
+    global _BITMAP
+    cached = _BITMAP
+    if cached is not None and cached[0] is suppressed_keys and cached[1] == n_possible:
+        return cached[2]
+    table = np.zeros(n_possible, dtype=bool)
+    table[suppressed_keys] = True
+    table.flags.writeable = False
+    _BITMAP = (suppressed_keys, n_possible, table)
+    return table
+
+
 def suppressed_mask(
     keys: np.ndarray, suppressed_keys: np.ndarray, n_possible: int | None = None
 ) -> np.ndarray:
@@ -44,9 +61,7 @@ def suppressed_mask(
     if suppressed_keys.size == 0:
         return np.zeros(keys.size, dtype=bool)
     if n_possible is not None and n_possible <= 1 << 24:  # a bitmap lookup beats a search
-        table = np.zeros(n_possible, dtype=bool)
-        table[suppressed_keys] = True
-        return table[keys]
+        return _suppressed_bitmap(suppressed_keys, n_possible)[keys]
     pos = np.minimum(np.searchsorted(suppressed_keys, keys), suppressed_keys.size - 1)
     return suppressed_keys[pos] == keys
 
@@ -60,21 +75,44 @@ def _used_entries_only(column: pa.ChunkedArray) -> pa.ChunkedArray:
     kind = column.type
     for arr in column.chunks:
         n = len(arr.dictionary)
-        idx = arr.indices.fill_null(n).to_numpy().astype(np.int64)  # nulls: a code past the end
+        nulls = arr.null_count
+        # nulls: a code past the end; indices stay in their own (narrow) integer type
+        idx = (arr.indices.fill_null(n) if nulls else arr.indices).to_numpy()
         used = np.flatnonzero(np.bincount(idx, minlength=n + 1)[:n])
         order = pc.array_sort_indices(arr.dictionary.take(pa.array(used))).to_numpy()
         entries = used[order]  # used entries, by value
         if entries.size == n and np.array_equal(entries, np.arange(n)):
             chunks.append(arr)  # already exactly the used values, sorted
             continue
-        remap = np.zeros(n + 1, dtype=np.int64)
+        remap = np.zeros(n + 1, dtype=kind.index_type.to_pandas_dtype())
         remap[entries] = np.arange(entries.size)
-        indices = pa.array(remap[idx], mask=arr.is_null().to_numpy(zero_copy_only=False)).cast(
-            kind.index_type
-        )
+        mask = arr.is_null().to_numpy(zero_copy_only=False) if nulls else None
+        indices = pa.array(remap[idx], type=kind.index_type, mask=mask)
         dictionary = arr.dictionary.take(pa.array(entries))
         chunks.append(pa.DictionaryArray.from_arrays(indices, dictionary, ordered=kind.ordered))
     return pa.chunked_array(chunks, kind)
+
+
+# Bins of a level whose output strings are remembered once computed (per dimension and level):
+# numerical labels are exact decimal arithmetic per bin, too slow to redo for every chunk.
+_LABEL_CACHE_BINS = 1 << 20
+
+
+def bin_labels(dim: Dimension, level: int, codes: np.ndarray) -> list[str]:
+    """`dim.labels(level, codes)`, each bin's string computed once per pass over the chunks
+    (levels of at most _LABEL_CACHE_BINS bins; threads may fill the same entries, equally)."""
+    card = dim.cards[level]
+    if card > _LABEL_CACHE_BINS or not codes.size:
+        return dim.labels(level, codes)
+    cache = dim.__dict__.setdefault("_bin_labels", {})
+    if level not in cache:
+        cache[level] = (np.empty(card, dtype=object), np.zeros(card, dtype=bool))
+    strings, known = cache[level]
+    missing = codes[~known[codes]]
+    if missing.size:
+        strings[missing] = dim.labels(level, missing)
+        known[missing] = True
+    return strings[codes].tolist()
 
 
 def generalise_table(
@@ -104,7 +142,7 @@ def generalise_table(
             # (codes_at returns a fresh array: writing into it is safe)
             codes[masked] = card
         uniq, inv = _dense_inverse(codes, card + 1)
-        labels = dim.labels(level, uniq[uniq < card])
+        labels = bin_labels(dim, level, uniq[uniq < card])
         if uniq.size and uniq[-1] == card:
             labels.append(TOP)
         if len(set(labels)) < len(labels):  # "*" twice: a top-level bin and masked rows

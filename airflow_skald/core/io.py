@@ -133,13 +133,25 @@ def schema_of(location: DataLocation, file: str) -> pa.Schema | None:
     return None
 
 
+def local_path(path: str) -> str | None:
+    """The local filesystem path of `path` (a plain path or a file:// URL), else None."""
+    if "://" not in path:
+        return path
+    return path[len("file://") :] if path.startswith("file://") else None
+
+
+def _source(file: str):
+    """What pyarrow opens: a local path natively (reads without the GIL, no Python file
+    wrapper per read call), anything else through fsspec."""
+    local = local_path(file)
+    return local if local is not None else fsspec.open(file, "rb").open()
+
+
 def _parquet_file(
     file: str, read_dictionary: list[str] | None = None, metadata: pq.FileMetaData | None = None
 ) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(
-            fsspec.open(file, "rb").open(), read_dictionary=read_dictionary, metadata=metadata
-        )
+        return pq.ParquetFile(_source(file), read_dictionary=read_dictionary, metadata=metadata)
     except (pa.ArrowInvalid, OSError) as exc:
         if isinstance(exc, FileNotFoundError):
             raise DataError(f"input file disappeared: {file}") from None
@@ -165,6 +177,7 @@ def read_chunk(
             first = _parquet_file(chunk.file)
             metadata = first.metadata
             dictionary |= {f.name for f in first.schema_arrow if pa.types.is_string(f.type)}
+            first.close()
         wanted = [c for c in columns if c in dictionary] or None
         pf = _parquet_file(chunk.file, wanted, metadata)
         groups, offset, seen = [], None, 0
@@ -178,6 +191,8 @@ def read_chunk(
             table = pf.read_row_groups(groups, columns=columns) if groups else None
         except (pa.ArrowInvalid, OSError):
             raise DataError(f"cannot read Parquet file {chunk.file}: corrupt data") from None
+        finally:
+            pf.close()
         if table is None:
             return pa.table({c: pa.array([], pa.string()) for c in columns})
         table = table.slice(chunk.row_start - offset, chunk.n_rows)
@@ -377,16 +392,25 @@ def write_part(table: pa.Table, location: DataLocation, path: str) -> None:
     )
     if encoded and not direct:
         table = decode_dictionaries(table)
+    local = local_path(path)
+    if local is not None:  # pyarrow's own file: no Python call per written page
+        with pa.OSFile(local, "wb") as fh:
+            _write(table, location, fh, encoded and direct)
+        return
     with fsspec.open(path, "wb") as fh:
-        if location.format == "parquet" and encoded and direct:
-            stats = [c for c in table.column_names if c not in encoded]
-            pq.write_table(
-                table, fh, compression="zstd", store_schema=False, write_statistics=stats or False
-            )
-        elif location.format == "parquet":
-            pq.write_table(table, fh, compression="zstd")
-        else:
-            pacsv.write_csv(table, fh, pacsv.WriteOptions(delimiter=location.delimiter))
+        _write(table, location, fh, encoded and direct)
+
+
+def _write(table: pa.Table, location: DataLocation, fh, direct: bool) -> None:
+    if location.format == "parquet" and direct:
+        stats = [f.name for f in table.schema if not pa.types.is_dictionary(f.type)]
+        pq.write_table(
+            table, fh, compression="zstd", store_schema=False, write_statistics=stats or False
+        )
+    elif location.format == "parquet":
+        pq.write_table(table, fh, compression="zstd")
+    else:
+        pacsv.write_csv(table, fh, pacsv.WriteOptions(delimiter=location.delimiter))
 
 
 def read_release_part(
@@ -395,8 +419,12 @@ def read_release_part(
     """Read back a written part with every column as text (for verification); Parquet text
     columns come dictionary-encoded, as they are stored, which avoids hashing every row."""
     if location.format == "parquet":
+        cols = list(columns) if columns else None
+        local = local_path(path)
+        if local is not None:  # natively: no dataset discovery, no Python file wrapper
+            with pq.ParquetFile(local, read_dictionary=cols) as pf:
+                return pf.read(columns=cols)
         with fsspec.open(path, "rb") as fh:
-            cols = list(columns) if columns else None
             return pq.read_table(fh, columns=cols, read_dictionary=cols)
     with fsspec.open(path, "rb") as fh:
         names = pacsv.open_csv(

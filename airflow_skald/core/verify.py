@@ -125,29 +125,37 @@ class ReleaseClasses:
         """The classes of several parts together: labels unified, equal tuples summed."""
         n_qids = len(parts[0].labels)
         index: list[dict[str, int]] = [{} for _ in range(n_qids)]
-        codes, sizes = [], []
+        columns: list[list[np.ndarray]] = [[] for _ in range(n_qids)]
+        sizes = []
         for part in parts:
             if not part.sizes.size:
                 continue
-            glob = [
-                np.asarray(
+            for j in range(n_qids):  # each part's labels onto the merged ones, column by column
+                glob = np.asarray(
                     [index[j].setdefault(v, len(index[j])) for v in part.labels[j]], np.int64
                 )
-                for j in range(n_qids)
-            ]
-            codes.append(np.stack([glob[j][part.codes[:, j]] for j in range(n_qids)], axis=1))
+                columns[j].append(glob[part.codes[:, j]])
             sizes.append(part.sizes)
         n_rows = sum(p.n_rows for p in parts)
         if not sizes:
             return ReleaseClasses.empty(n_qids, n_rows)
         radices = [max(len(x), 1) for x in index]
-        keys = keys_of(list(np.concatenate(codes).T), radices)
+        keys = keys_of([np.concatenate(c) for c in columns], radices)
         # equal tuples (from different parts, or a label listed twice by another tool) are summed
         weights = np.concatenate(sizes).astype(np.float64)  # exact: counts < 2^53
         merged = Histogram(tuple(radices), *group_counts(keys, weights, math.prod(radices)))
-        return ReleaseClasses(
-            [list(x) for x in index], np.stack(merged.decompose(), axis=1), merged.counts, n_rows
-        )
+        return ReleaseClasses([list(x) for x in index], _by_column(merged), merged.counts, n_rows)
+
+
+def _by_column(hist: Histogram) -> np.ndarray:
+    """The (classes, QIDs) codes of a histogram's bins, each QID's codes contiguous (a merge
+    reads them column by column)."""
+    return np.asarray(hist.decompose()).T
+
+
+# Parts' class tables wait until they hold this many classes (or as many as the merged table)
+# before they are merged into it.
+MERGE_BATCH_CLASSES = 1 << 20
 
 
 def release_classes(
@@ -156,9 +164,13 @@ def release_classes(
     """The classes of the released QID tuples over all parts (with `sensitive`: of the
     (QID tuple, sensitive values) tuples, a null being a value of its own).
 
-    Each part is read dictionary-encoded and its classes counted over the dictionaries' indices
-    in the reading threads; parts' class tables are merged one at a time (a loop over distinct
-    labels and classes, never over rows)."""
+    Each part is read dictionary-encoded (only these columns, natively from a local path) and
+    its classes counted over the dictionaries' int32 indices in the reading threads, strings
+    never materialised; parts' class tables are merged in batches: the merged table is merged
+    again only once the waiting parts hold as many classes as it does (at least
+    MERGE_BATCH_CLASSES), so merging costs O(classes over all parts), not O(parts x classes),
+    and holds at most about twice the merged table. The result does not depend on the batching
+    (labels in first-seen order, classes in key order)."""
 
     names = [*qids, *sensitive]
 
@@ -176,16 +188,20 @@ def release_classes(
                     raise VerificationError(f"release column '{name}' has empty values in {part}")
                 local, index = [*local, None], index.fill_null(len(local))
             labels.append(local)
-            codes.append(index.to_numpy(zero_copy_only=False).astype(np.int64))
+            codes.append(index.to_numpy(zero_copy_only=False))  # int32: keys_of widens
         local = Histogram.from_codes(codes, [max(len(x), 1) for x in labels])
-        return ReleaseClasses(
-            labels, np.stack(local.decompose(), axis=1), local.counts, table.num_rows
-        )
+        return ReleaseClasses(labels, _by_column(local), local.counts, table.num_rows)
 
     acc = ReleaseClasses.empty(len(names))
+    waiting: list[ReleaseClasses] = []
+    n_waiting = 0
     for _, part in map_ahead(classes_of, parts):  # parts read two at a time
-        acc = ReleaseClasses.merge([acc, part])
-    return acc
+        waiting.append(part)
+        n_waiting += part.sizes.size
+        if n_waiting >= max(acc.sizes.size, MERGE_BATCH_CLASSES):
+            acc = ReleaseClasses.merge([acc, *waiting])
+            waiting, n_waiting = [], 0
+    return ReleaseClasses.merge([acc, *waiting]) if waiting else acc
 
 
 def _values(table: pa.Table, name: str) -> pa.DictionaryArray:
