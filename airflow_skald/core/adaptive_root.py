@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from airflow_skald.core.dimensions import Dimension
-from airflow_skald.core.histogram import Histogram, group_counts
+from airflow_skald.core.histogram import Histogram
 from airflow_skald.core.root_counts import RootCounts
 
 if TYPE_CHECKING:
@@ -89,8 +89,13 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
     del rest
     keys = (high * card + level_map[code]) * low_size + low
     del high, code, low
-    k, c = group_counts(keys, hist.counts.astype(np.float64), math.prod(radices))
-    return Histogram(radices, k, c)
+    counts = hist.counts
+    if np.any(keys[1:] < keys[:-1]):  # still sorted when the last QID rises by an interval map
+        order = np.argsort(keys, kind="stable")  # timsort: runs of the old order stay runs
+        keys, counts = keys[order], counts[order]
+        del order
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return Histogram(radices, keys[starts], np.add.reduceat(counts, starts).astype(np.int64))
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
