@@ -24,6 +24,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+import time
 import uuid
 from pathlib import Path
 
@@ -121,7 +122,9 @@ def retry_task(dag, run_id: str, task_id: str):
         dr.dag = scheduler_dag
         dr.state = DagRunState.RUNNING
         session.commit()
+        deadline = time.monotonic() + 120
         while dr.state == DagRunState.RUNNING:
+            assert time.monotonic() < deadline, "the retried run did not finish"
             session.expire_all()
             schedulable, _ = dr.update_state(session=session)
             for ti in schedulable:
