@@ -313,13 +313,14 @@ def search_optimal(
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
     or bound == best loss with a worse static rank. Only alive nodes are evaluated, so the
-    answer is exactly an exhaustive search's. Order (Flash-like): the lowest alive node is
-    evaluated (a large bound there clears all above it); then an upward path of alive nodes
-    from it, each step to the successor of least bound (ties: the QID relatively least
-    generalised), is checked top first (a fail there clears the whole path and more below it)
-    and then in binary-search order (a fail clears the path below, a large bound the path
-    above). Bookkeeping is n-d slices of per-node arrays: no per-node Python work beyond the
-    path.
+    answer is exactly an exhaustive search's.
+
+    Order (Flash-like): the lowest alive node (ties: the static tie order) is evaluated, as a
+    large bound there clears everything above it; then an upward path of alive nodes from it,
+    each step to the successor of least bound (ties: the QID relatively least generalised), is
+    checked top first (a fail there clears the whole path and more below it), then in
+    binary-search order (a fail clears the path below, a large bound the path above).
+    Bookkeeping is n-d slices of per-node arrays: no per-node Python work beyond the path.
     """
     n = len(lattice)
     shape = lattice.shape
@@ -332,7 +333,7 @@ def search_optimal(
     bound_view = bounds.flat.reshape(shape)
     rank = static_rank(lattice, tops, priority).astype(np.int32)  # n <= MAX_NODES < 2^31
     rank_view = rank.reshape(shape)
-    order = np.argsort(lattice.heights, kind="stable").astype(np.int32)  # lowest first
+    order = np.lexsort((rank, lattice.heights)).astype(np.int32)  # lowest, then tie order
     climb = _climb_keys(lattice)
     scores: dict[int, tuple] = {}
     best: list = [None, None, -1]  # index, loss, static rank
