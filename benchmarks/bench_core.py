@@ -7,7 +7,8 @@ Measures, on the paper's synthetic dataset (5 QIDs, Parquet):
 - histogram-pass throughput in rows/s;
 - lattice-search time and nodes evaluated vs lattice size;
 - peak RSS of `skald run` (a fresh process) with few vs many chunks of the same size;
-- Adult with its 8 ARX hierarchies at level 0 (3.2e8 possible bins): time and peak RSS.
+- Adult with its 8 ARX hierarchies at level 0 (3.2e8 possible bins): time and peak RSS;
+- phase 3 and its verification at 1M- and 250k-row chunks (`bench_passes.py`).
 """
 
 from __future__ import annotations
@@ -246,8 +247,13 @@ def main() -> int:
     _generate(args.chunks * args.chunk_rows, args.chunk_rows, data)
     report["passes"] = bench_passes(data, args.k)
     print(json.dumps({"passes": report["passes"]}, indent=2), flush=True)
+    # Phase 3 and verification at 1M- and 250k-row chunks (issue 13, items 4 and 5).
+    import bench_passes as release
+
+    report["release"] = release.run(work, args.chunks * args.chunk_rows, args.k, 5)
     (work / "bench_core.json").write_text(json.dumps(report, indent=2))
     print(summary(report, args.many))
+    print(release.summary(report["release"]))
     return 0
 
 
