@@ -81,6 +81,8 @@ class Store(Protocol):
 class MemoryStore:
     """A store for one process (a CLI run): nothing is written anywhere."""
 
+    persistent = False  # artifacts kept only for a later task's retry are not kept here
+
     def __init__(self) -> None:
         self.items: dict[str, bytes] = {}
 
@@ -371,7 +373,8 @@ class HistogramPhase(Phase[RootCounts, Decision]):
         return RootCounts.from_bytes(data)
 
     def finish(self, run: Run, merged: RootCounts) -> Decision:
-        run.store.write_bytes(HISTOGRAM, merged.to_bytes())
+        if getattr(run.store, "persistent", True):  # for a retried search task; a CLI run
+            run.store.write_bytes(HISTOGRAM, merged.to_bytes())  # would only hold N_RAM twice
         plan = run.plan()
         plan = plan.with_root(merged.node or plan.root, fill_bins(merged))
         write_json(run.store, PLAN, plan_summary(run.config, plan))
