@@ -467,7 +467,7 @@ CASES = [
     ),
     Case(
         "ordered-on-text",
-        ["privacy.t_closeness[0]", "ordered", "numerical", "'disease'"],
+        ["'disease'", "holds text", "t-closeness", "ordered"],
         cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": 0.3, "distance": "ordered"}]),
     ),
     Case(
