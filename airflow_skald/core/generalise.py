@@ -123,10 +123,12 @@ def generalise_table(
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
-    n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
-    mask = suppressed_mask(
-        keys_of(node_codes, decision.radices), decision.suppressed_keys, n_possible
-    )
+    if decision.suppressed_keys.size:
+        n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
+        keys = keys_of(node_codes, decision.radices)
+        mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
+    else:  # nothing suppressed: no class keys to compute
+        mask = np.zeros(table.num_rows, dtype=bool)
     if config.suppressed_records == "drop" and mask.any():
         keep = ~mask
         table = table.filter(pa.array(keep))
