@@ -25,7 +25,7 @@ from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of, single_array
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.histogram import Histogram, group_counts, keys_of
+from airflow_skald.core.histogram import group_counts, keys_of
 from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
 from airflow_skald.core.privacy import (
     ClassTable,
@@ -140,17 +140,29 @@ class ReleaseClasses:
         if not sizes:
             return ReleaseClasses.empty(n_qids, n_rows)
         radices = [max(len(x), 1) for x in index]
-        keys = keys_of([np.concatenate(c) for c in columns], radices)
         # equal tuples (from different parts, or a label listed twice by another tool) are summed
         weights = np.concatenate(sizes).astype(np.float64)  # exact: counts < 2^53
-        merged = Histogram(tuple(radices), *group_counts(keys, weights, math.prod(radices)))
-        return ReleaseClasses([list(x) for x in index], _by_column(merged), merged.counts, n_rows)
+        codes, counts = _classes([np.concatenate(c) for c in columns], radices, weights)
+        return ReleaseClasses([list(x) for x in index], codes, counts, n_rows)
 
 
-def _by_column(hist: Histogram) -> np.ndarray:
-    """The (classes, QIDs) codes of a histogram's bins, each QID's codes contiguous (a merge
-    reads them column by column)."""
-    return np.asarray(hist.decompose()).T
+def _classes(
+    codes: Sequence[np.ndarray], radices: Sequence[int], weights: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct tuples of per-column `codes` in mixed-radix key order, as a (classes,
+    columns) int64 array with each column contiguous (a merge reads them column by column),
+    and their summed `weights` (1 per row when None). A column with one label (radix 1) is all
+    zeros: it takes no part in the key (the order is the same)."""
+    live = [j for j, r in enumerate(radices) if r > 1]
+    if live:
+        keys = keys_of([codes[j] for j in live], [radices[j] for j in live])
+    else:
+        keys = np.zeros(len(codes[0]), dtype=np.int64)
+    keys, counts = group_counts(keys, weights, math.prod(radices[j] for j in live))
+    out = np.zeros((len(radices), keys.size), dtype=np.int64)
+    for j in reversed(live):
+        keys, out[j] = np.divmod(keys, radices[j])
+    return out.T, counts
 
 
 # Parts' class tables wait until they hold this many classes (or as many as the merged table)
@@ -189,8 +201,8 @@ def release_classes(
                 local, index = [*local, None], index.fill_null(len(local))
             labels.append(local)
             codes.append(index.to_numpy(zero_copy_only=False))  # int32: keys_of widens
-        local = Histogram.from_codes(codes, [max(len(x), 1) for x in labels])
-        return ReleaseClasses(labels, _by_column(local), local.counts, table.num_rows)
+        classes, counts = _classes(codes, [max(len(x), 1) for x in labels])
+        return ReleaseClasses(labels, classes, counts, table.num_rows)
 
     acc = ReleaseClasses.empty(len(names))
     waiting: list[ReleaseClasses] = []
