@@ -34,9 +34,6 @@ from airflow_skald.core.pipeline import run
 VARIANTS = ["distinct", "entropy", "recursive", "t-equal", "t-ordered", "t-hierarchical", "mixed"]
 T_VALUES = ["0.05", "0.1", "0.15", "0.2", "0.3", "0.5"]
 C_VALUES = ["0.75", "1", "1.5", "2", "3", "4.25"]
-FEW = settings(
-    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
-)
 
 
 def skewed_column(draw, rng, n: int, numeric: bool) -> list:
@@ -167,7 +164,7 @@ def write_input(tmp, df: pd.DataFrame, cut: int) -> None:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @settings(
-    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data(), cut=st.integers(3, 50))
 def test_criteria_match_exhaustive_search(tmp_path_factory, variant, data, cut):
@@ -212,7 +209,7 @@ def test_criteria_match_exhaustive_search(tmp_path_factory, variant, data, cut):
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @settings(
-    max_examples=5, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(data=st.data(), cut=st.integers(3, 50))
 def test_adaptive_root_with_criteria(tmp_path_factory, variant, data, cut):
@@ -258,7 +255,7 @@ def test_adaptive_root_with_criteria(tmp_path_factory, variant, data, cut):
 
 
 @settings(
-    max_examples=8, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+    max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(
     data=criteria_datasets("mixed"),
