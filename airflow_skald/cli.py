@@ -68,15 +68,16 @@ def _add_settings(
     for setting in SETTINGS:
         if only is not None and setting.name not in only:
             continue
+        text = (setting.description + suffix).replace("%", "%%")  # argparse formats help with %
         if setting.cli:
-            parser.add_argument(setting.flag, dest=setting.name, help=setting.description + suffix)
+            parser.add_argument(setting.flag, dest=setting.name, help=text)
         elif setting.schema["type"] == "boolean":
             parser.add_argument(
                 setting.flag,
                 dest=setting.name,
                 action="store_true",
                 default=None,
-                help=setting.description,
+                help=text,
             )
 
 

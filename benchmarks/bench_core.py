@@ -51,10 +51,11 @@ def _run_peak(config: Path, output: Path, extra: list[str]) -> dict:
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     wall = time.perf_counter() - t
     manifest = json.loads((output / "manifest.json").read_text())
+    record = json.loads((output / "run.json").read_text())  # timings and memory (not manifest)
     return {
         "wall_s": round(wall, 2),
-        "peak_rss_mb": round(manifest["peak_rss_bytes"] / 2**20, 1),
-        "timings_s": manifest["timings_s"],
+        "peak_rss_mb": round(record["peak_rss_bytes"] / 2**20, 1),
+        "timings_s": record["timings_s"],
         "node_paper": manifest["node_paper"],
         "lattice": manifest["lattice"],
         "root_bins": manifest["root_bins"],

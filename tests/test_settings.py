@@ -137,3 +137,10 @@ def test_per_chunk_runs_stage_under_their_own_token(tmp_path) -> None:
     assert len(seen) == 1
     assert seen.pop().startswith(f".out.skald-staging-cli-{os.getpid()}-")
     assert (out / "manifest.json").exists()
+
+
+@pytest.mark.parametrize("command", ["run", "verify", "audit", "generate"])
+def test_every_command_prints_its_help(command, capsys) -> None:
+    """The flags' help comes from the settings table; a '%' in it broke argparse's --help."""
+    code, stdout, _ = run_inprocess([command, "--help"], capsys)
+    assert code == 0 and "usage: skald" in stdout
