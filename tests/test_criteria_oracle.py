@@ -108,17 +108,9 @@ def criteria_datasets(draw, variant: str):
     for kind in kinds:
         where, criterion = one_criterion(draw, kind, df)
         key = ("variant", "distance")[where == "t_closeness"]
-        same = [
-            c
-            for c in criteria[where]
-            if (c["attribute"], c.get(key))
-            == (
-                criterion["attribute"],
-                criterion.get(key),
-            )
-        ]
-        if not same:  # one criterion per (attribute, variant / distance)
-            criteria[where].append(criterion)
+        this = (criterion["attribute"], criterion.get(key))
+        if all((c["attribute"], c.get(key)) != this for c in criteria[where]):
+            criteria[where].append(criterion)  # one per (attribute, variant / distance)
     drop = draw(st.sampled_from(["mask", "mask", "drop"]))
     limit = draw(st.sampled_from([0, 0.1, 0.25, 0.5]))  # classes violating criteria fit often
     if bins is not None:  # the same room per (class, value) pair as test_search_oracle per class
@@ -126,14 +118,12 @@ def criteria_datasets(draw, variant: str):
     return df, qids, oracle_qids, k, limit, bins, priority, criteria, drop
 
 
-def criteria_config(
-    tmp, qids, k, limit, bins, priority, criteria, drop="mask", name="c", root="paper"
-):
+def criteria_config(tmp, qids, k, limit, bins, priority, criteria, drop="mask", root="paper"):
     return write_config(
-        tmp / f"{name}.yaml",
+        tmp / "c.yaml",
         {
             "input": {"path": str(tmp / "in")},
-            "output": {"path": str(tmp / f"out-{name}")},
+            "output": {"path": str(tmp / "out-c")},
             "chunk_rows": 1000,
             "direct_identifiers": ["pid"],
             "sensitive_attributes": ["sens", "num"],
