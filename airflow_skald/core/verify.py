@@ -204,16 +204,90 @@ def release_classes(
         classes, counts = _classes(codes, [max(len(x), 1) for x in labels])
         return ReleaseClasses(labels, classes, counts, table.num_rows)
 
+    dense: _DenseClasses | None = _DenseClasses(len(names))
     acc = ReleaseClasses.empty(len(names))
     waiting: list[ReleaseClasses] = []
     n_waiting = 0
     for _, part in map_ahead(classes_of, parts):  # parts read two at a time
+        if dense is not None and dense.add(part):
+            continue
+        if dense is not None:  # the labels outgrew a dense table: merge in batches from here
+            acc, dense = dense.result(), None
         waiting.append(part)
         n_waiting += part.sizes.size
         if n_waiting >= max(acc.sizes.size, MERGE_BATCH_CLASSES):
             acc = ReleaseClasses.merge([acc, *waiting])
             waiting, n_waiting = [], 0
+    if dense is not None:
+        return dense.result()
     return ReleaseClasses.merge([acc, *waiting]) if waiting else acc
+
+
+# Cells of the dense class table `release_classes` sums parts into (int64: 32 MiB).
+DENSE_CLASS_CELLS = 1 << 22
+
+
+class _DenseClasses:
+    """Parts' class tables summed into one dense array over every tuple of the labels seen so
+    far (each column's room a power of two, grown by re-laying the table out when a column's
+    labels outgrow it), while that stays within DENSE_CLASS_CELLS. A part costs a gather per
+    column over its classes and one scatter-add; the whole table is never merged again. Mixed-
+    radix keys order tuples the same whatever the radices, so the result equals
+    ReleaseClasses.merge of the same parts (labels first-seen, classes in key order)."""
+
+    def __init__(self, n_columns: int):
+        self.index: list[dict] = [{} for _ in range(n_columns)]
+        self.room = [1] * n_columns
+        self.counts = np.zeros(1, dtype=np.int64)
+        self.n_rows = 0
+
+    def add(self, part: ReleaseClasses) -> bool:
+        """Sum `part` in; False (nothing changed) if its labels would outgrow the table."""
+        if not part.sizes.size:
+            self.n_rows += part.n_rows
+            return True
+        fresh = [
+            sum(1 for v in dict.fromkeys(labels) if v not in index)
+            for index, labels in zip(self.index, part.labels, strict=True)
+        ]
+        room = [
+            r if len(ix) + f <= r else 1 << (len(ix) + f - 1).bit_length()
+            for r, ix, f in zip(self.room, self.index, fresh, strict=True)
+        ]
+        if math.prod(room) > DENSE_CLASS_CELLS:
+            return False
+        if room != self.room:
+            self._relayout(room)
+        keys = np.zeros(part.sizes.size, dtype=np.int64)
+        for j, index in enumerate(self.index):
+            glob = np.asarray([index.setdefault(v, len(index)) for v in part.labels[j]], np.int64)
+            keys *= self.room[j]
+            keys += glob[part.codes[:, j]]
+        np.add.at(self.counts, keys, part.sizes)
+        self.n_rows += part.n_rows
+        return True
+
+    def _codes(self) -> tuple[np.ndarray, np.ndarray]:
+        keys = np.flatnonzero(self.counts)
+        out = np.zeros((len(self.room), keys.size), dtype=np.int64)
+        rest = keys
+        for j in reversed(range(len(self.room))):
+            rest, out[j] = np.divmod(rest, self.room[j])
+        return out, keys
+
+    def _relayout(self, room: list[int]) -> None:
+        codes, keys = self._codes()
+        counts = np.zeros(math.prod(room), dtype=np.int64)
+        counts[keys_of(list(codes), room)] = self.counts[keys]
+        self.room, self.counts = room, counts
+
+    def result(self) -> ReleaseClasses:
+        codes, keys = self._codes()
+        if not keys.size:
+            return ReleaseClasses.empty(len(self.room), self.n_rows)
+        return ReleaseClasses(
+            [list(x) for x in self.index], codes.T, self.counts[keys], self.n_rows
+        )
 
 
 def _values(table: pa.Table, name: str) -> pa.DictionaryArray:
