@@ -33,6 +33,9 @@ bench: $(STAMP)
 bench-search: $(STAMP)
 	@$(BIN)/python benchmarks/bench_search.py
 
+bench-criteria: $(STAMP)
+	@$(BIN)/python benchmarks/bench_criteria.py
+
 profile: $(STAMP)
 	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py
 	@$(BIN)/python benchmarks/profile_passes.py
