@@ -215,9 +215,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
         table = read_chunk(config.input, chunk, [*config.qid_names, *attributes], types)
-        values = {
-            a: SensitiveStats.of_column(a, table.column(a), a in numbers) for a in attributes
-        }
+        values = {a: SensitiveStats.of_column(a, table.column(a), a in numbers) for a in attributes}
         return scan_table(config, table, chunk), values, table.num_rows
 
     for i, (_, (part, values, rows)) in enumerate(map_ahead(scan, chunks)):
