@@ -498,3 +498,21 @@ def test_progress_plain_lines_otherwise():
     assert "ETA" in lines[1] and "\r" not in out.getvalue()
     assert cli_progress(stream=io.StringIO()) is None  # not a TTY: the log lines are the progress
     assert format_eta(75) == "1m15s" and format_eta(3700) == "1h01m"
+
+
+def test_adaptive_root_is_described_by_its_non_empty_bins() -> None:
+    from airflow_skald.core.report import _ram_root
+
+    m = {
+        "root_mode": "adaptive",
+        "root_node_paper": "((1, 1), (1, 1))",
+        "paper_root_node_paper": "((2, 1), (4, 1))",
+        "root_bins_nonempty": 59996,
+        "root_bins": 10**10,
+        "histogram_bins": 135000,
+        "root_node": {},
+    }
+    html = _ram_root(m)
+    assert "59,996 non-empty bins" in html and "((2, 1), (4, 1))" in html
+    assert "possible" not in html
+    assert "10,000,000,000 possible bins" in _ram_root({**m, "root_mode": "paper"})

@@ -364,11 +364,18 @@ def _ram_root(m: Mapping) -> str:
         if m.get("histogram_bins_derived")
         else " (configured)"
     )
+    if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (SPEC 4a)
+        fits = (
+            f"{_int(m.get('root_bins_nonempty'))} non-empty bins (at or below the paper's "
+            f"root <code>{_e(m.get('paper_root_node_paper'))}</code>)"
+        )
+    else:
+        fits = f"{_int(m.get('root_bins'))} possible bins"
     return (
         "<h2>RAM root node</h2>"
         f"<p>The finest node whose histogram fits the memory bound: "
-        f"<code>{_e(m.get('root_node_paper'))}</code>, {_int(m.get('root_bins'))} possible "
-        f"bins for N<sub>RAM</sub> = {_int(m.get('histogram_bins'))}{how}. "
+        f"<code>{_e(m.get('root_node_paper'))}</code>, {fits} "
+        f"for N<sub>RAM</sub> = {_int(m.get('histogram_bins'))}{how}. "
         "The optimal node is searched above it.</p>"
         + _node_table(m, m.get("root_node") or {}, m.get("root_node_paper", ""))
     )
@@ -495,7 +502,9 @@ def _at_risk(m: Mapping) -> str:
     ]
     return (
         "<h3>Classes at risk</h3>"
-        + _table(rows, ["class size", "sensitive attribute", "value share: classes"])
+        + _table(
+            rows, ["class size", "sensitive attribute", "records per value, most frequent first"]
+        )
         + _truncated(len(shown), len(classes), "classes")
     )
 
