@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 from airflow_skald.core.lattice import (
     Lattice,
     best_by_precision,
-    classify,
     fitting_nodes,
     search_optimal,
     static_rank,
@@ -145,19 +144,6 @@ def test_fitting_nodes_exact_at_the_limit():
     cards = [[big, 1], [big, 1]]
     assert fitting_nodes(lattice, cards, big * big).tolist() == [True, True, True, True]
     assert fitting_nodes(lattice, cards, big * big - 1).tolist() == [False, True, True, True]
-
-
-@settings(max_examples=100, deadline=None)
-@given(st.lists(st.integers(0, 3), min_size=1, max_size=4), st.integers(0, 2**32 - 1))
-def test_classify_matches_predicate(tops, seed):
-    lattice = Lattice((0,) * len(tops), tuple(tops))
-    rng = np.random.default_rng(seed)
-    gens = rng.random(len(lattice)) < 0.1
-    mono = _up_closure(lattice, gens, np.logical_or)
-    seen = []
-    passes, evaluated = classify(lattice, lambda i: seen.append(i) or bool(mono[i]))
-    assert passes.tolist() == mono.tolist()
-    assert evaluated == seen and len(set(seen)) == len(seen)
 
 
 def test_lattice_slices_match_masks():

@@ -210,50 +210,6 @@ def best_by_precision(
     return int(tied[np.lexsort(keys)[0]]) if keys else int(tied[0])
 
 
-def classify(lattice: Lattice, passes: Callable[[int], bool]) -> tuple[np.ndarray, list[int]]:
-    """Pass/fail of every node for a predicate monotone upwards, by predictive tagging.
-
-    Returns the pass mask and the indices of the nodes actually evaluated, in order.
-    """
-    status = np.zeros(len(lattice), dtype=np.int8)  # 0 unknown, 1 pass, -1 fail
-    view = status.reshape(lattice.shape)
-    heights = lattice.heights
-    evaluated: list[int] = []
-    while True:
-        unknown = np.flatnonzero(status == 0)
-        if unknown.size == 0:
-            break
-        for i in _path(lattice, status, int(unknown[np.argmin(heights[unknown])]), heights):
-            if status[i] != 0:
-                continue
-            evaluated.append(i)
-            if passes(i):
-                view[lattice.up(i)] = 1
-            else:
-                view[lattice.down(i)] = -1
-    return status == 1, evaluated
-
-
-def _path(lattice: Lattice, status: np.ndarray, start: int, heights: np.ndarray) -> list[int]:
-    """An upward path of unknown nodes from `start`, in binary-search order (middle first)."""
-    path = [start]
-    while True:
-        nxt = [j for j in lattice.successors(path[-1]) if status[j] == 0]
-        if not nxt:
-            break
-        path.append(nxt[0])
-    order: list[int] = []
-    spans = [(0, len(path) - 1)]
-    while spans:
-        lo, hi = spans.pop()
-        if lo > hi:
-            continue
-        mid = (lo + hi) // 2
-        order.append(path[mid])
-        spans.extend([(lo, mid - 1), (mid + 1, hi)])
-    return order
-
-
 @dataclass
 class SearchOutcome:
     """What the optimal-node search found, with the counters an auditor wants."""

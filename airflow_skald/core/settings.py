@@ -246,8 +246,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
-FILE_SETTINGS: tuple[Setting, ...] = tuple(s for s in SETTINGS if s.path is not None)
-RUN_OPTIONS: tuple[str, ...] = tuple(s.name for s in SETTINGS if s.path is None)
 OVERRIDE_KEYS: tuple[str, ...] = tuple(s.name for s in SETTINGS)
 
 
