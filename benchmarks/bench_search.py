@@ -260,14 +260,14 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
             dm, node = exhaustive(config, plan, hist)
             exhaustives.append(time.perf_counter() - t)
             exhaustive_cpu.append(time.process_time() - c)
-            assert node == decision.node and dm == decision.stats.dm_star, (node, decision.node)
+            assert node == decision.node and dm == decision.figures.dm_star, (node, decision.node)
     out.update(
         plan_root_s=_range(plans),
         search_s=_range(searches),
         search_cpu_s=_range(search_cpu),
         lattice=decision.lattice,
         node=decision.node_paper,
-        dm_star=decision.stats.dm_star,
+        dm_star=decision.figures.dm_star,
     )
     if with_exhaustive:
         ratios = [exhaustives[0] / s for s in searches]

@@ -187,7 +187,7 @@ def run_experiment(
                 nodes: dict[str, int] = {}
                 for o in outs:
                     nodes[o.decision.node_paper] = nodes.get(o.decision.node_paper, 0) + 1
-                own_sum = sum(o.decision.stats.dm_star for o in outs)
+                own_sum = sum(o.decision.figures.dm_star for o in outs)
                 row = {
                     "chunks": c,
                     "chunk_rows": chunk_rows,
@@ -196,9 +196,9 @@ def run_experiment(
                     "skald_node_paper": decision.node_paper,
                     "skald_node": json.dumps(list(decision.node)),
                     "skald_root_paper": _paper(plan, plan.root),
-                    "skald_dm_star": decision.stats.dm_star,
-                    "skald_n_suppressed": decision.stats.n_suppressed,
-                    "skald_n_classes": decision.stats.n_classes,
+                    "skald_dm_star": decision.figures.dm_star,
+                    "skald_n_suppressed": decision.figures.n_suppressed,
+                    "skald_n_classes": decision.figures.n_classes,
                     "per_chunk_nodes_paper": "; ".join(
                         f"{p} x{n}" for p, n in sorted(nodes.items(), key=lambda x: -x[1])
                     ),
@@ -206,8 +206,8 @@ def run_experiment(
                     "per_chunk_dm_star_sum": own_sum,
                     "per_chunk_n_suppressed": union["n_suppressed"],
                     "per_chunk_n_classes": union["n_equivalence_classes"],
-                    "dm_ratio": union["dm_star"] / decision.stats.dm_star,
-                    "dm_ratio_sum": own_sum / decision.stats.dm_star,
+                    "dm_ratio": union["dm_star"] / decision.figures.dm_star,
+                    "dm_ratio_sum": own_sum / decision.figures.dm_star,
                     "skald_seconds": round(s_seconds, 2),
                     "root_mode": roots[0],
                     **_other_roots(by_root, roots[1:], k, union["dm_star"]),
@@ -221,7 +221,7 @@ def run_experiment(
                     c,
                     k,
                     decision.node_paper,
-                    decision.stats.dm_star,
+                    decision.figures.dm_star,
                     row["per_chunk_nodes_paper"],
                     union["dm_star"],
                     row["dm_ratio"],
@@ -260,8 +260,8 @@ def _other_roots(by_root: dict, modes: tuple[str, ...], k: int, per_chunk_dm: in
         decision = skald[k][0]
         row[f"{mode}_root_paper"] = _paper(plan, plan.root)
         row[f"{mode}_node_paper"] = decision.node_paper
-        row[f"{mode}_dm_star"] = decision.stats.dm_star
-        row[f"{mode}_dm_ratio"] = per_chunk_dm / decision.stats.dm_star
+        row[f"{mode}_dm_star"] = decision.figures.dm_star
+        row[f"{mode}_dm_ratio"] = per_chunk_dm / decision.figures.dm_star
     return row
 
 

@@ -143,19 +143,19 @@ class ChunkOutcome:
 
     @property
     def n_records(self) -> int:
-        return self.decision.stats.n_records
+        return self.decision.figures.n_records
 
     def summary(self) -> dict:
         d = self.decision
         return {
             "chunk_id": self.chunk.chunk_id,
-            "n_records": d.stats.n_records,
+            "n_records": d.figures.n_records,
             "node": d.levels,
             "node_paper": d.node_paper,
-            "dm_star": d.stats.dm_star,
-            "n_suppressed": d.stats.n_suppressed,
-            "n_equivalence_classes": d.stats.n_classes,
-            "min_class_size": d.stats.min_class_size,
+            "dm_star": d.figures.dm_star,
+            "n_suppressed": d.figures.n_suppressed,
+            "n_equivalence_classes": d.figures.n_classes,
+            "min_class_size": d.figures.min_class_size,
             "precision": d.precision,
             "lattice": d.lattice,
         }
@@ -215,7 +215,7 @@ def union_figures(
     for o in outcomes:
         union.update(o.classes)
         n_records += o.n_records
-        n_suppressed += o.decision.stats.n_suppressed
+        n_suppressed += o.decision.figures.n_suppressed
     n_rows = n_records
     if suppressed_records == "mask":
         if n_suppressed:

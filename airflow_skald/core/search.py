@@ -45,10 +45,6 @@ class Decision:
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
-    def stats(self) -> NodeFigures:
-        return self.figures
-
-    @property
     def precision(self) -> float:
         return self.figures.precision
 
