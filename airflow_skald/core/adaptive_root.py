@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from airflow_skald.core.dimensions import Dimension
-from airflow_skald.core.histogram import Histogram
+from airflow_skald.core.histogram import Histogram, HistogramAccumulator
 from airflow_skald.core.root_counts import RootCounts
 
 if TYPE_CHECKING:
@@ -144,6 +144,10 @@ class ChainCounts:
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
+
+    At the chain's top (paper mode's root P, whose possible bins fit N_RAM, so no count can
+    roll further) chunks are counted as paper mode counts its root: into a dense array when P
+    has at most DENSE_LIMIT possible bins, with no sort per chunk.
     """
 
     def __init__(self, plan: Plan, chain: Sequence[Node], values: Mapping[str, int]):
@@ -159,6 +163,21 @@ class ChainCounts:
             {a: Histogram.empty((*self.radices(node), m)) for a, m in self.m.items()},
             node=node,
         )
+        self.top: tuple[HistogramAccumulator, dict[str, HistogramAccumulator]] | None = None
+        if len(self.chain) == 1:
+            self._open_top()
+
+    def _open_top(self) -> None:
+        """From here on, count as paper mode counts at its root (the chain's last node)."""
+        radices = self.radices(self.node)
+        classes = HistogramAccumulator(radices)
+        classes.add(self.counts.classes)
+        values = {}
+        for a, m in self.m.items():
+            values[a] = HistogramAccumulator((*radices, m))
+            values[a].add(self.counts.values[a])
+        self.top = (classes, values)
+        self.counts = RootCounts(Histogram.empty(radices), {}, node=self.node)  # held in top
 
     @property
     def node(self) -> Node:
@@ -188,8 +207,15 @@ class ChainCounts:
         while self.position < at:  # a partial further up: everything joins it there
             self.counts = self.step(self.counts)
             self.position += 1
+        if self.top is None and self.position == len(self.chain) - 1:
+            self._open_top()
         while self.where[counts.node] < self.position:
             counts = self.step(counts)
+        if self.top is not None:
+            self.top[0].add(counts.classes)
+            for a, acc in self.top[1].items():
+                acc.add(counts.values[a])
+            return
         self.counts = RootCounts(
             add_sorted(_sparse(self.counts.classes), _sparse(counts.classes)),
             {
@@ -201,15 +227,27 @@ class ChainCounts:
         while fill_bins(self.counts) > self.limit and self.position < len(self.chain) - 1:
             self.counts = self.step(self.counts)
             self.position += 1
+        if self.position == len(self.chain) - 1:
+            self._open_top()
 
     def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         """One chunk's records, given their keys at `node` (class keys; key * m + code)."""
+        if self.top is not None and node == self.node:
+            self.top[0].add_keys(keys)
+            for a, acc in self.top[1].items():
+                acc.add_keys(values[a])
+            return
         radices = self.radices(node)
         classes = Histogram(radices, *count_keys(keys))
         tables = {a: Histogram((*radices, m), *count_keys(values[a])) for a, m in self.m.items()}
         self.add(RootCounts(classes, tables, node=node))
 
     def result(self) -> RootCounts:
+        if self.top is not None:
+            classes, values = self.top
+            return RootCounts(
+                classes.result(), {a: v.result() for a, v in values.items()}, node=self.node
+            )
         return self.counts
 
 
