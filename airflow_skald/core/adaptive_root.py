@@ -139,8 +139,12 @@ def _sparse(hist: Histogram) -> Histogram:
 
 
 class ChainCounts:
-    """Phase 2's adaptive accumulator: RootCounts at the current chain node, rolled one chain
-    step up whenever the non-empty bins exceed N_RAM - 1 (peak: these bins plus one chunk's).
+    """Phase 2's adaptive accumulator: counts at the current chain node, rolled one chain step
+    up whenever the non-empty bins exceed N_RAM - 1 (peak: these bins plus one chunk's).
+
+    It holds the tables N_RAM bounds: one (class, value) table per attribute that criteria
+    name, or the class table in a k-only run. With criteria the class counts are not counted
+    separately: they are the (class, value) counts summed over the values (`result`).
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
@@ -155,29 +159,19 @@ class ChainCounts:
         self.chain = [tuple(n) for n in chain]
         self.where = {n: i for i, n in enumerate(self.chain)}
         self.limit = plan.n_ram - 1
-        self.m = dict(values)  # attribute -> number of value codes
+        self.m = dict(values)  # attribute -> number of value codes ({}: the class table)
         self.position = 0
-        node = self.chain[0]
-        self.counts = RootCounts(
-            Histogram.empty(self.radices(node)),
-            {a: Histogram.empty((*self.radices(node), m)) for a, m in self.m.items()},
-            node=node,
-        )
-        self.top: tuple[HistogramAccumulator, dict[str, HistogramAccumulator]] | None = None
+        self.tables = {t: Histogram.empty(self._radices(t, self.node)) for t in self._names()}
+        self.top: dict[str | None, HistogramAccumulator] | None = None
         if len(self.chain) == 1:
             self._open_top()
 
-    def _open_top(self) -> None:
-        """From here on, count as paper mode counts at its root (the chain's last node)."""
-        radices = self.radices(self.node)
-        classes = HistogramAccumulator(radices)
-        classes.add(self.counts.classes)
-        values = {}
-        for a, m in self.m.items():
-            values[a] = HistogramAccumulator((*radices, m))
-            values[a].add(self.counts.values[a])
-        self.top = (classes, values)
-        self.counts = RootCounts(Histogram.empty(radices), {}, node=self.node)  # held in top
+    def _names(self) -> list[str | None]:
+        return list(self.m) or [None]  # None: the class table
+
+    def _radices(self, table: str | None, node: Node) -> tuple[int, ...]:
+        radices = self.radices(node)
+        return radices if table is None else (*radices, self.m[table])
 
     @property
     def node(self) -> Node:
@@ -186,69 +180,78 @@ class ChainCounts:
     def radices(self, node: Node) -> tuple[int, ...]:
         return tuple(d.cards[level] for d, level in zip(self.dims, node, strict=True))
 
-    def step(self, counts: RootCounts) -> RootCounts:
-        """`counts` rolled from its chain node to the next one (one QID, one level)."""
-        src = counts.node
-        dst = self.chain[self.where[src] + 1]
-        axis = next(i for i, (a, b) in enumerate(zip(src, dst, strict=True)) if a != b)
+    def _open_top(self) -> None:
+        """From here on, count as paper mode counts at its root (the chain's last node)."""
+        self.top = {}
+        for t, hist in self.tables.items():
+            self.top[t] = HistogramAccumulator(hist.radices)
+            self.top[t].add(hist)
+        self.tables = {}
+
+    def _tables_of(self, counts: RootCounts) -> dict[str | None, Histogram]:
+        return dict(counts.values) if self.m else {None: counts.classes}
+
+    def step(self, tables: dict, node: Node) -> tuple[dict, Node]:
+        """`tables` (at chain node `node`) rolled to the next chain node (one QID, one level)."""
+        dst = self.chain[self.where[node] + 1]
+        axis = next(i for i, (a, b) in enumerate(zip(node, dst, strict=True)) if a != b)
         dim = self.dims[axis]
-        level_map = dim.level_map(src[axis], dst[axis])
+        level_map = dim.level_map(node[axis], dst[axis])
         card = dim.cards[dst[axis]]
-        return RootCounts(
-            raise_one(counts.classes, axis, level_map, card),
-            {a: raise_one(h, axis, level_map, card) for a, h in counts.values.items()},
-            node=dst,
-        )
+        return {t: raise_one(h, axis, level_map, card) for t, h in tables.items()}, dst
+
+    def _rise(self) -> None:
+        self.tables, _ = self.step(self.tables, self.node)
+        self.position += 1
+        if self.position == len(self.chain) - 1:
+            self._open_top()
 
     def add(self, counts: RootCounts) -> None:
         at = self.where.get(counts.node)
         if at is None:
             raise ValueError(f"counts at node {counts.node} are not on the root chain")
         while self.position < at:  # a partial further up: everything joins it there
-            self.counts = self.step(self.counts)
-            self.position += 1
-        if self.top is None and self.position == len(self.chain) - 1:
-            self._open_top()
-        while self.where[counts.node] < self.position:
-            counts = self.step(counts)
+            self._rise()
+        tables, node = self._tables_of(counts), counts.node
+        while self.where[node] < self.position:
+            tables, node = self.step(tables, node)
+        self._add_tables(tables)
+
+    def _add_tables(self, tables: dict[str | None, Histogram]) -> None:
         if self.top is not None:
-            self.top[0].add(counts.classes)
-            for a, acc in self.top[1].items():
-                acc.add(counts.values[a])
+            for t, hist in tables.items():
+                self.top[t].add(hist)
             return
-        self.counts = RootCounts(
-            add_sorted(_sparse(self.counts.classes), _sparse(counts.classes)),
-            {
-                a: add_sorted(_sparse(h), _sparse(counts.values[a]))
-                for a, h in self.counts.values.items()
-            },
-            node=self.node,
-        )
-        while fill_bins(self.counts) > self.limit and self.position < len(self.chain) - 1:
-            self.counts = self.step(self.counts)
-            self.position += 1
-        if self.position == len(self.chain) - 1:
-            self._open_top()
+        self.tables = {
+            t: add_sorted(_sparse(h), _sparse(tables[t])) for t, h in self.tables.items()
+        }
+        while self.position < len(self.chain) - 1 and self._fill() > self.limit:
+            self._rise()
+
+    def _fill(self) -> int:
+        return sum(h.n_bins for h in self.tables.values())
 
     def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
         """One chunk's records, given their keys at `node` (class keys; key * m + code)."""
+        chunk = {t: keys if t is None else values[t] for t in self._names()}
         if self.top is not None and node == self.node:
-            self.top[0].add_keys(keys)
-            for a, acc in self.top[1].items():
-                acc.add_keys(values[a])
+            for t, acc in self.top.items():
+                acc.add_keys(chunk[t])
             return
-        radices = self.radices(node)
-        classes = Histogram(radices, *count_keys(keys))
-        tables = {a: Histogram((*radices, m), *count_keys(values[a])) for a, m in self.m.items()}
-        self.add(RootCounts(classes, tables, node=node))
+        tables = {t: Histogram(self._radices(t, node), *count_keys(k)) for t, k in chunk.items()}
+        while self.where[node] < self.position:
+            tables, node = self.step(tables, node)
+        self._add_tables(tables)
 
     def result(self) -> RootCounts:
         if self.top is not None:
-            classes, values = self.top
-            return RootCounts(
-                classes.result(), {a: v.result() for a, v in values.items()}, node=self.node
-            )
-        return self.counts
+            tables = {t: acc.result() for t, acc in self.top.items()}
+        else:
+            tables = self.tables
+        if not self.m:
+            return RootCounts(tables[None], {}, node=self.node)
+        classes = tables[next(iter(self.m))].sum_last_axis()
+        return RootCounts(classes, tables, node=self.node)
 
 
 def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:

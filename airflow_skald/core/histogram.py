@@ -160,6 +160,16 @@ class Histogram:
         k, c = group_counts(keys, counts, n_possible)
         return Histogram(radices, k, c)
 
+    def sum_last_axis(self) -> Histogram:
+        """The counts summed over the innermost axis (a (class, value) table's class counts):
+        keys // m is still sorted, so one grouping of adjacent keys."""
+        radices, m = self.radices[:-1], self.radices[-1]
+        if self._keys is None:
+            return Histogram.from_dense(radices, self._dense.reshape(-1, m).sum(axis=1))
+        outer = self.keys // m
+        starts = np.flatnonzero(np.r_[True, outer[1:] != outer[:-1]]) if outer.size else outer
+        return Histogram(radices, outer[starts], np.add.reduceat(self.counts, starts))
+
     def decompose(self) -> list[np.ndarray]:
         """Per-QID codes of each non-empty bin (inverse of the mixed-radix key)."""
         out, rest = [], self.keys.copy()

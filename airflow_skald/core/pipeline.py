@@ -151,7 +151,8 @@ def count_histogram(
         return acc.result()
 
     radices = plan.radices(plan.root)
-    acc = HistogramAccumulator(radices)
+    # with criteria the class counts are the (class, value) counts summed over the values
+    acc = None if sensitive else HistogramAccumulator(radices)
     by_value = {a: HistogramAccumulator((*radices, s.m)) for a, s in sensitive.items()}
 
     def keys_of_chunk(chunk: ChunkRef) -> tuple[np.ndarray, dict[str, np.ndarray]]:
@@ -161,13 +162,14 @@ def count_histogram(
         return keys, values
 
     for i, (_, (keys, values)) in enumerate(map_ahead(keys_of_chunk, chunks)):
-        acc.add_keys(keys)
+        if acc is not None:
+            acc.add_keys(keys)
         for a, value_keys in values.items():
             by_value[a].add_keys(value_keys)
         tick(i + 1, keys.size)
-    return RootCounts(
-        acc.result(), {a: v.result() for a, v in by_value.items()}, node=tuple(plan.root)
-    )
+    tables = {a: v.result() for a, v in by_value.items()}
+    classes = acc.result() if acc is not None else tables[next(iter(tables))].sum_last_axis()
+    return RootCounts(classes, tables, node=tuple(plan.root))
 
 
 def root_keys(
