@@ -142,7 +142,7 @@ class CategoricalDimension(Dimension):
         if (codes < 0).any():
             row = int(np.flatnonzero(codes < 0)[0])
             raise DataError(
-                f"column '{self.name}' has value '{arr[row].as_py()}' not seen in phase 1 "
+                f"column '{self.name}' has a value not seen in phase 1 "
                 f"(at {chunk.where(row)}): the input changed between passes"
             )
         return codes

@@ -212,6 +212,9 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     attributes = config.criteria_attributes
     numbers = {c.attribute for c in config.t_closeness if c.distance == "ordered"}
     sstats: dict[str, SensitiveStats] = {}
+    # criteria's attributes dictionary-encoded: Parquet text (numbers are read as they are
+    # stored) and CSV text, so their values are counted by index, not one string per row
+    types = {**{a: DICTIONARY for a in attributes}, **types}
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
         table = read_chunk(config.input, chunk, [*config.qid_names, *attributes], types)

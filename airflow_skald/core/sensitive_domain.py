@@ -41,15 +41,21 @@ class SensitiveStats:
     def of_column(
         name: str, column: pa.ChunkedArray | pa.Array, numbers: bool = False
     ) -> SensitiveStats:
-        """The distinct values and counts of one chunk's column (vectorised). `numbers`: the
-        attribute is numerical (ordered t-closeness): text (a CSV column) is read as numbers."""
-        column, numeric = as_values(name, column, numbers)
-        counted = pc.value_counts(column)
-        values = counted.field("values").to_pylist()
-        counts = counted.field("counts").to_pylist()
+        """The distinct values and counts of one chunk's column. `numbers`: the attribute is
+        numerical (ordered t-closeness): text (a CSV column) is read as numbers. Rows are only
+        counted (a dictionary's indices, else hashed once); empty text and number parsing are
+        applied to the distinct values."""
+        raw, counts = _distinct(column)
+        values, numeric = as_values(name, raw, numbers)
+        # distinct stored values may be one value (an empty text and a null, "1" and "01")
+        distinct = pc.unique(values)
+        group = pc.index_in(values, value_set=distinct).to_numpy(zero_copy_only=False)
+        totals = np.zeros(len(distinct), dtype=np.int64)
+        np.add.at(totals, group.astype(np.intp), counts)
+        out = distinct.to_pylist()
         if not numeric:
-            values = [None if v is None else str(v) for v in values]
-        return SensitiveStats(name, *sorted_values(values, counts), numeric)
+            out = [None if v is None else str(v) for v in out]
+        return SensitiveStats(name, *sorted_values(out, totals.tolist()), numeric)
 
     def merge(self, other: SensitiveStats) -> SensitiveStats:
         if other.numeric != self.numeric:
@@ -64,31 +70,92 @@ class SensitiveStats:
         )
 
     def codes(self, column: pa.ChunkedArray | pa.Array) -> np.ndarray:
-        """Each record's value code (int64); a value phase 1 did not see is an error."""
-        column, _ = as_values(self.name, column, self.numeric)
-        if isinstance(column, pa.ChunkedArray):
-            column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
-        has_null = self.values and self.values[-1] is None
-        known = [v for v in self.values if v is not None]
-        if self.numeric:
-            lookup = pa.array(known, type=column.type) if known else pa.array([], column.type)
-        else:
-            column = column.cast(pa.string())
-            lookup = pa.array(known, type=pa.string())
-        index = pc.index_in(column, value_set=lookup)
-        missing = pc.and_(pc.is_null(index), pc.is_valid(column))
-        if pc.any(missing).as_py():
-            raise DataError(
-                f"sensitive attribute '{self.name}' holds a value phase 1 did not see: "
-                "the input changed between passes"
-            )
-        codes = index.fill_null(len(known) if has_null else -1).to_numpy(zero_copy_only=False)
-        if (codes < 0).any():
+        """Each record's value code (int64); a value or null phase 1 did not see is an error.
+        A dictionary-encoded column (Parquet text read with read_dictionary) is coded on its
+        dictionary and gathered by its indices: no text is compared per row."""
+        pieces = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+        parts = [self._chunk_codes(arr) for arr in pieces]
+        codes = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        if codes.size and codes.min() < 0:
+            if (codes == _UNSEEN).any():
+                raise DataError(
+                    f"sensitive attribute '{self.name}' holds a value phase 1 did not see: "
+                    "the input changed between passes"
+                )
             raise DataError(
                 f"sensitive attribute '{self.name}' holds a null phase 1 did not see: "
                 "the input changed between passes"
             )
-        return codes.astype(np.int64, copy=False)
+        return codes
+
+    def _chunk_codes(self, arr: pa.Array) -> np.ndarray:
+        """One array's codes; _UNSEEN / _NO_NULL where phase 1 saw no such value / no null."""
+        typ = arr.type
+        if not pa.types.is_dictionary(typ):
+            if _is_numeric(typ) == self.numeric and (_is_numeric(typ) or _is_text(typ)):
+                return self._plain_codes(arr)
+            arr = pc.dictionary_encode(arr)  # text to parse as numbers, other types as text
+        idx, nulls = _indices(arr)
+        used = None
+        if self.numeric and _is_text(arr.type.value_type):
+            # numbers are parsed from the stored text of the rows' entries only, as phase 1 did
+            rows = idx if nulls is None else idx[~nulls]
+            used = np.bincount(rows, minlength=len(arr.dictionary))
+        table = self._entry_codes(arr.dictionary, used)
+        if not len(table):  # no entries: every row is a null
+            table = np.array([self._null_code], dtype=np.int64)
+        codes = np.take(table, idx)
+        if nulls is not None:
+            codes[nulls] = self._null_code
+        return codes
+
+    def _plain_codes(self, arr: pa.Array) -> np.ndarray:
+        """Codes of numbers, or of text that stays text: one lookup per row of the stored
+        values (an empty text is looked up as itself and coded as a null)."""
+        known = [v for v in self.values if v is not None]
+        codes = list(range(len(known)))
+        if _is_text(arr.type):
+            lookup = pa.array([*known, ""], type=arr.type)
+            codes.append(self._null_code)
+        else:
+            lookup = self._number_lookup(arr.type, known)
+            if lookup is None:
+                arr, lookup = arr.cast(pa.float64()), pa.array(known, pa.float64())
+        table = np.array([*codes, _UNSEEN], dtype=np.int64)  # last: not in the lookup
+        index = pc.index_in(arr, value_set=lookup).fill_null(len(lookup))
+        codes = np.take(table, index.to_numpy(zero_copy_only=False))
+        if arr.null_count:
+            codes[arr.is_null().to_numpy(zero_copy_only=False)] = self._null_code
+        return codes
+
+    @staticmethod
+    def _number_lookup(typ: pa.DataType, known: list) -> pa.Array | None:
+        """Phase 1's numbers as `typ` (None: they are not all of it, e.g. 1.5 for int64)."""
+        try:
+            return pa.array(known, type=typ)
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, OverflowError):
+            return None
+
+    @property
+    def _null_code(self) -> int:
+        return len(self.values) - 1 if self.values and self.values[-1] is None else _NO_NULL
+
+    def _entry_codes(self, entries: pa.Array, used: np.ndarray | None) -> np.ndarray:
+        """The code of each dictionary entry (`used`: row counts; unused entries are nulls)."""
+        if used is not None:
+            entries = pc.if_else(pa.array(used > 0), entries, pa.scalar(None, entries.type))
+        values, _ = as_values(self.name, entries, self.numeric)
+        known = [v for v in self.values if v is not None]
+        if self.numeric:
+            lookup = self._number_lookup(values.type, known)
+            if lookup is None:
+                values, lookup = values.cast(pa.float64()), pa.array(known, pa.float64())
+        else:
+            values, lookup = values.cast(pa.string()), pa.array(known, type=pa.string())
+        index = pc.index_in(values, value_set=lookup).fill_null(_UNSEEN)
+        table = index.to_numpy(zero_copy_only=False).astype(np.int64)
+        table[values.is_null().to_numpy(zero_copy_only=False)] = self._null_code
+        return table
 
     def to_dict(self) -> dict:
         return {"values": self.values, "counts": self.counts, "numeric": self.numeric}
@@ -96,6 +163,56 @@ class SensitiveStats:
     @classmethod
     def from_dict(cls, name: str, d: dict) -> SensitiveStats:
         return cls(name, list(d["values"]), [int(c) for c in d["counts"]], bool(d["numeric"]))
+
+
+_UNSEEN = -2  # a code for a value phase 1 did not see
+_NO_NULL = -1  # a code for a null when phase 1 saw none
+
+
+def _is_text(typ: pa.DataType) -> bool:
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ)
+
+
+def _is_numeric(typ: pa.DataType) -> bool:
+    return pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+
+
+def _indices(arr: pa.DictionaryArray) -> tuple[np.ndarray, np.ndarray | None]:
+    """Each row's dictionary index (0 in a null row) and the null rows (None: none)."""
+    indices = arr.indices
+    nulls = None
+    if indices.null_count:
+        nulls = indices.is_null().to_numpy(zero_copy_only=False)
+        indices = indices.fill_null(0)
+    return indices.to_numpy(zero_copy_only=False), nulls
+
+
+def _distinct(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """The distinct stored values of a column (a null among them) and their record counts; a
+    dictionary-encoded array's rows are counted by index, so its text is never hashed."""
+    pieces = column.chunks if isinstance(column, pa.ChunkedArray) else [column]
+    typ = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    values, counts, null_rows = [], [], 0
+    for arr in pieces:
+        if pa.types.is_dictionary(arr.type):
+            idx, nulls = _indices(arr)
+            if nulls is not None:
+                null_rows += int(nulls.sum())
+                idx = idx[~nulls]
+            n = np.bincount(idx, minlength=len(arr.dictionary))
+            used = np.flatnonzero(n)
+            values.append(arr.dictionary.take(pa.array(used)))
+            counts.append(n[used])
+        else:
+            counted = pc.value_counts(arr)
+            values.append(counted.field("values"))
+            counts.append(counted.field("counts").to_numpy(zero_copy_only=False))
+    if null_rows:
+        values.append(pa.nulls(1, typ))
+        counts.append(np.array([null_rows]))
+    if not values:
+        return pa.array([], typ), np.zeros(0, dtype=np.int64)
+    return pa.concat_arrays(values), np.concatenate(counts).astype(np.int64)
 
 
 def as_values(
