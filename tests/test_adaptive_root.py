@@ -225,3 +225,28 @@ def test_byte_form_keeps_the_node(tmp_path, table):
     acc.add(back)
     assert acc.result().to_bytes() == counts.to_bytes()
     assert math.prod(plan.radices(counts.node)) == back.classes.n_possible
+
+
+@pytest.mark.parametrize(
+    ("criteria", "bins"), [({}, 900), ({"l_diversity": [{"attribute": "cond", "l": 2}]}, 2500)]
+)
+def test_bucket_sizes_do_not_change_the_counts(tmp_path, table, monkeypatch, criteria, bins):
+    """Sparse tables are cut by key range into buckets (adaptive_root.BUCKET_BINS), re-cut as
+    they grow and after each roll-up: every bucket size gives the same root and counts, equal
+    to a direct count at that root."""
+    from airflow_skald.core import adaptive_root
+
+    sizes = [50, 400, 1200, 100, 700, 250, 30]
+    config = _table_config(tmp_path, table, "g", sizes, bins=bins, **criteria)
+    chunks = list_chunks(config)
+    plan = plan_root(config, scan_domain(config, chunks))
+    assert len(plan.chain) > 2
+    results = []
+    for size in (16, 100, 10**9):
+        monkeypatch.setattr(adaptive_root, "BUCKET_BINS", size)
+        results.append(count_histogram(config, plan, chunks))
+    assert len({r.to_bytes() for r in results}) == 1
+    whole = results[0]
+    assert whole.node != plan.chain[0] and whole.node != plan.chain[-1]  # rolled, not at P
+    direct = count_histogram(config, plan.with_root(whole.node), chunks)
+    assert direct.to_bytes() == whole.to_bytes()

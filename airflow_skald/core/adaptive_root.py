@@ -77,25 +77,37 @@ def possible_bins(dims: Sequence[Dimension], node: Node) -> int:
 
 def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> Histogram:
     """`hist` with QID `axis` mapped by `level_map` to a level of `card` bins: one key
-    rewrite (high digits and low digits kept) and one grouping, vectorised."""
+    rewrite in place (new key = key + (high * (card - old) + map[code] - code) * low_size, so
+    the high and low digits are never split out) and one grouping, vectorised. Temporaries:
+    about three arrays of the histogram's size."""
     radices = list(hist.radices)
     low_size = math.prod(radices[axis + 1 :])
     old = radices[axis]
     radices[axis] = card
     if hist.n_bins == 0:
         return Histogram.empty(radices)
-    high, rest = np.divmod(hist.keys, old * low_size)
-    code, low = np.divmod(rest, low_size)
-    del rest
-    keys = (high * card + level_map[code]) * low_size + low
-    del high, code, low
+    keys = hist.keys
+    shift = keys // low_size if low_size > 1 else keys.copy()  # high * old + code
+    code = shift % old
+    shift //= old  # high
+    shift *= card - old
+    shift += level_map[code]
+    shift -= code
+    del code
+    if low_size > 1:
+        shift *= low_size
+    shift += keys  # the new keys
+    keys = shift
     counts = hist.counts
     if np.any(keys[1:] < keys[:-1]):  # still sorted when the last QID rises by an interval map
         order = np.argsort(keys, kind="stable")  # timsort: runs of the old order stay runs
-        keys, counts = keys[order], counts[order]
+        keys = keys[order]
+        counts = counts[order]
         del order
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return Histogram(radices, keys[starts], np.add.reduceat(counts, starts).astype(np.int64))
+    if starts.size == keys.size:
+        return Histogram(radices, keys, counts)
+    return Histogram(radices, keys[starts], np.add.reduceat(counts, starts))
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
@@ -134,8 +146,106 @@ def fill_bins(counts: RootCounts) -> int:
     return counts.classes.n_bins
 
 
-def _sparse(hist: Histogram) -> Histogram:
-    return Histogram(hist.radices, hist.keys, hist.counts)
+# A sparse table is cut by key range into buckets of about this many bins, so that merging a
+# chunk touches small arrays (in cache, reused by malloc) instead of one array of N_RAM bins.
+BUCKET_BINS = 1 << 18
+
+
+class _Buckets:
+    """One table's counts at a sparse chain node, cut by key range into buckets: bucket i
+    holds the sorted unique keys in [bounds[i-1], bounds[i]) and their counts. A chunk's
+    sorted keys are cut at the same bounds and each piece merged into its bucket (a linear
+    merge of two small runs); together the buckets are the whole table in key order, so the
+    non-empty bins are the sum of their sizes, exactly."""
+
+    def __init__(self, radices: tuple[int, ...], parts: list[tuple[np.ndarray, np.ndarray]]):
+        self.radices = radices
+        self.parts = [p for p in parts if p[0].size] or [(_EMPTY, _EMPTY)]
+        self.bounds = np.asarray([k[0] for k, _ in self.parts[1:]], dtype=np.int64)
+        self.n_bins = sum(int(k.size) for k, _ in self.parts)
+
+    @classmethod
+    def of(cls, hist: Histogram) -> _Buckets:
+        return cls(hist.radices, _cut(hist.keys, hist.counts))
+
+    def add(self, hist: Histogram) -> None:
+        if not hist.n_bins:
+            return
+        cuts = np.r_[0, np.searchsorted(hist.keys, self.bounds), hist.n_bins]
+        for i, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)):
+            if a == b:
+                continue
+            keys, counts = self.parts[i]
+            if not keys.size:  # copies: a view would keep the chunk's whole arrays alive
+                self.parts[i] = (hist.keys[a:b].copy(), hist.counts[a:b].copy())
+                self.n_bins += b - a
+                continue
+            merged = add_sorted(
+                Histogram(self.radices, keys, counts),
+                Histogram(self.radices, hist.keys[a:b], hist.counts[a:b]),
+            )
+            self.n_bins += merged.n_bins - int(keys.size)
+            self.parts[i] = (merged.keys, merged.counts)
+        if max(k.size for k, _ in self.parts) > 4 * BUCKET_BINS:
+            self.parts = _cut(*self._joined())  # re-cut into even buckets: O(bins), rarely
+            self.bounds = np.asarray([k[0] for k, _ in self.parts[1:]], dtype=np.int64)
+
+    def _joined(self) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.parts) == 1:
+            return self.parts[0]
+        keys = np.concatenate([k for k, _ in self.parts])
+        counts = np.concatenate([c for _, c in self.parts])
+        return keys, counts
+
+    def histogram(self) -> Histogram:
+        return Histogram(self.radices, *self._joined())
+
+    def raised(self, axis: int, level_map: np.ndarray, card: int) -> _Buckets:
+        """These counts one level up in QID `axis`, bucket by bucket (the temporaries stay
+        small); the buckets' pieces are re-cut by key range and merged where they meet."""
+        pieces = []
+        while self.parts:  # each old bucket goes as its raised piece comes
+            keys, counts = self.parts.pop(0)
+            up = raise_one(Histogram(self.radices, keys, counts), axis, level_map, card)
+            pieces.append((up.keys, up.counts))
+        radices = up.radices
+        pieces = [p for p in pieces if p[0].size]
+        if all(a[0][-1] < b[0][0] for a, b in zip(pieces[:-1], pieces[1:], strict=True)):
+            return _Buckets(radices, pieces)  # still in order (e.g. the last QID rose)
+        sample = np.sort(np.concatenate([k[:: max(1, k.size // 64)] for k, _ in pieces]))
+        n = sum(int(k.size) for k, _ in pieces)
+        n_buckets = max(1, -(-n // BUCKET_BINS))
+        bounds = np.unique(sample[(np.arange(1, n_buckets) * sample.size) // n_buckets])
+        split = []
+        for keys, counts in pieces:
+            cuts = np.r_[0, np.searchsorted(keys, bounds), keys.size].tolist()
+            split.append(
+                [(keys[a:b], counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+            )
+        pieces.clear()
+        parts = []
+        for i in range(bounds.size + 1):
+            keys = np.concatenate([s[i][0] for s in split])
+            counts = np.concatenate([s[i][1] for s in split])
+            for s in split:
+                s[i] = (_EMPTY, _EMPTY)
+            order = np.argsort(keys, kind="stable")
+            keys, counts = keys[order], counts[order]
+            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
+            parts.append((keys[starts], np.add.reduceat(counts, starts) if keys.size else keys))
+        return _Buckets(radices, parts)
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def _cut(keys: np.ndarray, counts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Sorted unique keys (and counts) cut into buckets of about BUCKET_BINS (copies)."""
+    n_buckets = max(1, -(-keys.size // BUCKET_BINS))
+    cuts = [(i * keys.size) // n_buckets for i in range(n_buckets + 1)]
+    return [
+        (keys[a:b].copy(), counts[a:b].copy()) for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+    ]
 
 
 class ChainCounts:
@@ -148,6 +258,8 @@ class ChainCounts:
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
+    A chunk's records come in two steps: `chunk_tables` (its counts, in a reading thread) and
+    `add_chunk` (into the accumulator).
 
     At the chain's top (paper mode's root P, whose possible bins fit N_RAM, so no count can
     roll further) chunks are counted as paper mode counts its root: into a dense array when P
@@ -161,7 +273,9 @@ class ChainCounts:
         self.limit = plan.n_ram - 1
         self.m = dict(values)  # attribute -> number of value codes ({}: the class table)
         self.position = 0
-        self.tables = {t: Histogram.empty(self._radices(t, self.node)) for t in self._names()}
+        self.tables = {
+            t: _Buckets.of(Histogram.empty(self._radices(t, self.node))) for t in self._names()
+        }
         self.top: dict[str | None, HistogramAccumulator] | None = None
         if len(self.chain) == 1:
             self._open_top()
@@ -183,9 +297,10 @@ class ChainCounts:
     def _open_top(self) -> None:
         """From here on, count as paper mode counts at its root (the chain's last node)."""
         self.top = {}
-        for t, hist in self.tables.items():
-            self.top[t] = HistogramAccumulator(hist.radices)
-            self.top[t].add(hist)
+        for t, table in self.tables.items():
+            self.top[t] = HistogramAccumulator(table.radices)
+            for keys, counts in table.parts:
+                self.top[t].add(Histogram(table.radices, keys, counts))
         self.tables = {}
 
     def _tables_of(self, counts: RootCounts) -> dict[str | None, Histogram]:
@@ -201,7 +316,14 @@ class ChainCounts:
         return {t: raise_one(h, axis, level_map, card) for t, h in tables.items()}, dst
 
     def _rise(self) -> None:
-        self.tables, _ = self.step(self.tables, self.node)
+        node, dst = self.node, self.chain[self.position + 1]
+        axis = next(i for i, (a, b) in enumerate(zip(node, dst, strict=True)) if a != b)
+        dim = self.dims[axis]
+        level_map = dim.level_map(node[axis], dst[axis])
+        self.tables = {
+            t: table.raised(axis, level_map, dim.cards[dst[axis]])
+            for t, table in self.tables.items()
+        }
         self.position += 1
         if self.position == len(self.chain) - 1:
             self._open_top()
@@ -212,42 +334,45 @@ class ChainCounts:
             raise ValueError(f"counts at node {counts.node} are not on the root chain")
         while self.position < at:  # a partial further up: everything joins it there
             self._rise()
-        tables, node = self._tables_of(counts), counts.node
+        self.add_chunk(counts.node, self._tables_of(counts))
+
+    def chunk_tables(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> dict:
+        """One chunk's records, given their keys at `node` (class keys; key * m + code), as
+        what `add_chunk` takes: the keys themselves at the chain's top (counted densely
+        there), else their sorted counts. Safe to call from reading threads."""
+        chunk = {t: keys if t is None else values[t] for t in self._names()}
+        if node == self.chain[-1]:
+            return chunk
+        return {t: Histogram(self._radices(t, node), *count_keys(k)) for t, k in chunk.items()}
+
+    def add_chunk(self, node: Node, tables: dict) -> None:
+        """Add what `chunk_tables` made at `node` (at or below the current node)."""
+        if node == self.chain[-1] and any(isinstance(k, np.ndarray) for k in tables.values()):
+            for t, keys in tables.items():
+                self.top[t].add_keys(keys)
+            return
         while self.where[node] < self.position:
             tables, node = self.step(tables, node)
-        self._add_tables(tables)
-
-    def _add_tables(self, tables: dict[str | None, Histogram]) -> None:
         if self.top is not None:
             for t, hist in tables.items():
                 self.top[t].add(hist)
             return
-        self.tables = {
-            t: add_sorted(_sparse(h), _sparse(tables[t])) for t, h in self.tables.items()
-        }
+        for t, hist in tables.items():
+            self.tables[t].add(hist)
         while self.position < len(self.chain) - 1 and self._fill() > self.limit:
             self._rise()
 
-    def _fill(self) -> int:
-        return sum(h.n_bins for h in self.tables.values())
-
     def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
-        """One chunk's records, given their keys at `node` (class keys; key * m + code)."""
-        chunk = {t: keys if t is None else values[t] for t in self._names()}
-        if self.top is not None and node == self.node:
-            for t, acc in self.top.items():
-                acc.add_keys(chunk[t])
-            return
-        tables = {t: Histogram(self._radices(t, node), *count_keys(k)) for t, k in chunk.items()}
-        while self.where[node] < self.position:
-            tables, node = self.step(tables, node)
-        self._add_tables(tables)
+        self.add_chunk(node, self.chunk_tables(node, keys, values))
+
+    def _fill(self) -> int:
+        return sum(t.n_bins for t in self.tables.values())
 
     def result(self) -> RootCounts:
         if self.top is not None:
             tables = {t: acc.result() for t, acc in self.top.items()}
         else:
-            tables = self.tables
+            tables = {t: table.histogram() for t, table in self.tables.items()}
         if not self.m:
             return RootCounts(tables[None], {}, node=self.node)
         classes = tables[next(iter(self.m))].sum_last_axis()

@@ -155,6 +155,13 @@ def csv_types(config: SkaldConfig) -> dict[str, pa.DataType]:
     }
 
 
+def counting_types(config: SkaldConfig) -> dict[str, pa.DataType]:
+    """`csv_types` plus the criteria's sensitive attributes dictionary-encoded (Parquet text;
+    numbers are read as they are stored; CSV text): phases 1 and 2 count and code their
+    values by dictionary index, not one string per row."""
+    return {**{a: DICTIONARY for a in config.criteria_attributes}, **csv_types(config)}
+
+
 def _is_fixed_width(typ: pa.DataType) -> bool:
     """pyarrow has no public is_fixed_width (in 26.x): bit_width raises for variable widths."""
     try:
@@ -192,7 +199,6 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     """Phase 1 over `chunks`: schema checks and per-QID domain statistics."""
     if not chunks:
         raise DataError("no chunks to scan")
-    types = csv_types(config)
     columns: list[str] | None = None
     bpr = 0
     qstats: dict[str, QidStats] | None = None
@@ -212,9 +218,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     attributes = config.criteria_attributes
     numbers = {c.attribute for c in config.t_closeness if c.distance == "ordered"}
     sstats: dict[str, SensitiveStats] = {}
-    # criteria's attributes dictionary-encoded: Parquet text (numbers are read as they are
-    # stored) and CSV text, so their values are counted by index, not one string per row
-    types = {**{a: DICTIONARY for a in attributes}, **types}
+    types = counting_types(config)
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
         table = read_chunk(config.input, chunk, [*config.qid_names, *attributes], types)

@@ -28,7 +28,7 @@ from airflow_skald.core import io as skald_io
 from airflow_skald.core.adaptive_root import ChainCounts
 from airflow_skald.core.class_source import ClassSource
 from airflow_skald.core.config import DataLocation, SkaldConfig
-from airflow_skald.core.encoding import DomainStats, csv_types
+from airflow_skald.core.encoding import DomainStats, counting_types, csv_types
 from airflow_skald.core.encoding import scan_domain as _scan_domain
 from airflow_skald.core.generalise import generalise_table, released_columns
 from airflow_skald.core.histogram import Histogram, HistogramAccumulator, strides_of
@@ -133,21 +133,21 @@ def count_histogram(
     chain = plan.counting_chain()
     sensitive = {a: plan.stats.sensitive[a] for a in config.criteria_attributes}
     columns = [*config.qid_names, *sensitive]
-    types = csv_types(config)
+    types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
     if len(chain) > 1:
         acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
 
-        def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], np.ndarray, dict]:
+        def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
             node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
             table = read_chunk(config.input, chunk, columns, types)
             keys = root_keys(plan, table, chunk, node)
             values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-            return node, keys, values
+            return node, acc.chunk_tables(node, keys, values), table.num_rows
 
-        for i, (_, (node, keys, values)) in enumerate(map_ahead(counted_at, chunks)):
-            acc.add_keys(node, keys, values)
-            tick(i + 1, keys.size)
+        for i, (_, (node, tables, rows)) in enumerate(map_ahead(counted_at, chunks)):
+            acc.add_chunk(node, tables)
+            tick(i + 1, rows)
         return acc.result()
 
     radices = plan.radices(plan.root)
