@@ -217,12 +217,16 @@ class _Buckets:
         n_buckets = max(1, -(-n // BUCKET_BINS))
         bounds = np.unique(sample[(np.arange(1, n_buckets) * sample.size) // n_buckets])
         split = []
-        for keys, counts in pieces:
+        while pieces:  # copies, so each piece is freed once it is cut: peak ~ one table
+            keys, counts = pieces.pop(0)
             cuts = np.r_[0, np.searchsorted(keys, bounds), keys.size].tolist()
             split.append(
-                [(keys[a:b], counts[a:b]) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+                [
+                    (keys[a:b].copy(), counts[a:b].copy())
+                    for a, b in zip(cuts[:-1], cuts[1:], strict=True)
+                ]
             )
-        pieces.clear()
+            del keys, counts
         parts = []
         for i in range(bounds.size + 1):
             keys = np.concatenate([s[i][0] for s in split])
