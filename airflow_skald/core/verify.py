@@ -166,7 +166,7 @@ def _classes(
 
 
 # Parts' class tables wait until they hold this many classes (or as many as the merged table)
-# before they are merged into it.
+# before they are merged into it (when the classes are too sparse for a dense table).
 MERGE_BATCH_CLASSES = 1 << 20
 
 
@@ -176,96 +176,233 @@ def release_classes(
     """The classes of the released QID tuples over all parts (with `sensitive`: of the
     (QID tuple, sensitive values) tuples, a null being a value of its own).
 
-    Each part is read dictionary-encoded (only these columns, natively from a local path) and
-    its classes counted over the dictionaries' int32 indices in the reading threads, strings
-    never materialised; parts' class tables are merged in batches: the merged table is merged
-    again only once the waiting parts hold as many classes as it does (at least
-    MERGE_BATCH_CLASSES), so merging costs O(classes over all parts), not O(parts x classes),
-    and holds at most about twice the merged table. The result does not depend on the batching
-    (labels in first-seen order, classes in key order)."""
-
+    Each part is read dictionary-encoded (only these columns, natively from a local path) in
+    the reading threads, strings never materialised, and summed into one dense table over the
+    tuples of the labels seen so far (`_DenseClasses`): a part whose dictionaries span no more
+    tuples than it has rows is first counted in its reading thread; a part whose dictionaries
+    span more (e.g. with a sensitive column) goes in row by row, with no per-part table and no
+    merge. A part whose dictionaries begin the labels seen so far (skald writes the labels a
+    part uses, sorted: parts holding the same labels have the same dictionaries) is keyed in
+    its reading thread, a multiply-add per column; else through a lookup per column. Either
+    way one scatter-add. The dense table holds at most
+    max(DENSE_CLASS_CELLS, DENSE_CELLS_PER_CLASS x (tuples counted + the part's rows)) cells;
+    when the labels would outgrow that, parts' class tables are merged in batches instead: the
+    merged table is merged again only once the waiting parts hold as many classes as it does
+    (at least MERGE_BATCH_CLASSES), so merging costs O(classes over all parts), not
+    O(parts x classes); it goes back into a dense table once the classes are many enough.
+    Memory follows the number of distinct tuples (and one part's rows), never all the rows.
+    The result is ReleaseClasses.merge of the parts' classes whatever the path: labels in
+    first-seen order (a part's dictionary order), classes in key order."""
     names = [*qids, *sensitive]
+    counter = _ClassCounter(len(names))
 
-    def classes_of(part: str) -> ReleaseClasses:
-        table = read_release_part(location, part, names)
-        if not table.num_rows:
-            return ReleaseClasses.empty(len(names))
-        labels, codes = [], []
-        for name in names:
-            enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
-            local = enc.dictionary.to_pylist()
-            index = enc.indices
-            if any(v is None for v in local) or index.null_count:
-                if name in qids:
-                    raise VerificationError(f"release column '{name}' has empty values in {part}")
-                local, index = [*local, None], index.fill_null(len(local))
-            labels.append(local)
-            codes.append(index.to_numpy(zero_copy_only=False))  # int32: keys_of widens
-        classes, counts = _classes(codes, [max(len(x), 1) for x in labels])
-        return ReleaseClasses(labels, classes, counts, table.num_rows)
+    def read(part: str) -> _PartCodes:
+        dense = counter.dense
+        codes = _read_codes(location, part, names, qids, group=dense is None)
+        if dense is not None:
+            dense.key(codes)
+        return codes
 
-    dense: _DenseClasses | None = _DenseClasses(len(names))
-    acc = ReleaseClasses.empty(len(names))
-    waiting: list[ReleaseClasses] = []
-    n_waiting = 0
-    for _, part in map_ahead(classes_of, parts):  # parts read two at a time
-        if dense is not None and dense.add(part):
-            continue
-        if dense is not None:  # the labels outgrew a dense table: merge in batches from here
-            acc, dense = dense.result(), None
-        waiting.append(part)
-        n_waiting += part.sizes.size
-        if n_waiting >= max(acc.sizes.size, MERGE_BATCH_CLASSES):
-            acc = ReleaseClasses.merge([acc, *waiting])
-            waiting, n_waiting = [], 0
-    if dense is not None:
-        return dense.result()
-    return ReleaseClasses.merge([acc, *waiting]) if waiting else acc
+    for _, codes in map_ahead(read, parts):  # parts read two at a time
+        counter.add(codes)
+    return counter.result()
 
 
-# Cells of the dense class table `release_classes` sums parts into (int64: 32 MiB).
+@dataclass
+class _PartCodes:
+    """One part's columns as local labels (its dictionaries) and codes into them: one entry per
+    row (`sizes` None), or per class of the part with its size."""
+
+    labels: list[list]
+    codes: list[np.ndarray]
+    sizes: np.ndarray | None
+    n_rows: int
+    keys: np.ndarray | None = None  # the entries' keys in a dense table's `layout`, if known
+    layout: tuple | None = None
+
+    def classes(self) -> ReleaseClasses:
+        if not self.n_rows:
+            return ReleaseClasses.empty(len(self.labels))
+        if self.sizes is None:
+            radices = [max(len(x), 1) for x in self.labels]
+            classes, counts = _classes(self.codes, radices)
+            return ReleaseClasses(self.labels, classes, counts, self.n_rows)
+        codes = np.stack(self.codes).astype(np.int64, copy=False).T  # columns contiguous
+        return ReleaseClasses(self.labels, codes, self.sizes, self.n_rows)
+
+
+def _read_codes(
+    location: DataLocation, part: str, names: list[str], qids: list[str], group: bool
+) -> _PartCodes:
+    """A part's columns as codes into its dictionaries; its classes counted (entries per class)
+    if `group`, or if its dictionaries span no more tuples than it has rows (then counting is
+    cheap and shrinks what the merge reads), else one entry per row."""
+    table = read_release_part(location, part, names)
+    if not table.num_rows:
+        return _PartCodes([[] for _ in names], [_NONE for _ in names], _NONE, 0)
+    labels, codes = [], []
+    for name in names:
+        enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
+        local = enc.dictionary.to_pylist()
+        index = enc.indices
+        if any(v is None for v in local) or index.null_count:
+            if name in qids:
+                raise VerificationError(f"release column '{name}' has empty values in {part}")
+            local, index = [*local, None], index.fill_null(len(local))
+        labels.append(local)
+        codes.append(index.to_numpy(zero_copy_only=False))  # int32: keys_of widens
+    radices = [max(len(x), 1) for x in labels]
+    if group or math.prod(radices) <= table.num_rows:
+        classes, counts = _classes(codes, radices)
+        return _PartCodes(labels, list(classes.T), counts, table.num_rows)
+    return _PartCodes(labels, codes, None, table.num_rows)
+
+
+class _ClassCounter:
+    """Parts summed into a dense table while it stays small for the tuples counted, else their
+    class tables merged in batches (see `release_classes`)."""
+
+    def __init__(self, n_columns: int):
+        self.dense: _DenseClasses | None = _DenseClasses(n_columns)
+        self.acc = ReleaseClasses.empty(n_columns)
+        self.waiting: list[ReleaseClasses] = []
+        self.n_waiting = 0
+
+    def add(self, part: _PartCodes) -> None:
+        if self.dense is not None:
+            if self.dense.add(part):
+                return
+            self.acc, self.dense = self.dense.result(), None  # the labels outgrew it
+        classes = part.classes()
+        self.waiting.append(classes)
+        self.n_waiting += classes.sizes.size
+        if self.n_waiting >= max(self.acc.sizes.size, MERGE_BATCH_CLASSES):
+            self.acc = ReleaseClasses.merge([self.acc, *self.waiting])
+            self.waiting, self.n_waiting = [], 0
+            self.dense = _DenseClasses.of(self.acc)  # None while the classes are too sparse
+
+    def result(self) -> ReleaseClasses:
+        if self.dense is not None:
+            return self.dense.result()
+        return ReleaseClasses.merge([self.acc, *self.waiting]) if self.waiting else self.acc
+
+
+# Cells of the dense class table `release_classes` sums parts into (int64: 32 MiB) however few
+# tuples it holds; beyond that, up to this many cells per tuple counted.
 DENSE_CLASS_CELLS = 1 << 22
+DENSE_CELLS_PER_CLASS = 8
 
 
 class _DenseClasses:
-    """Parts' class tables summed into one dense array over every tuple of the labels seen so
-    far (each column's room a power of two, grown by re-laying the table out when a column's
-    labels outgrow it), while that stays within DENSE_CLASS_CELLS. A part costs a gather per
-    column over its classes and one scatter-add; the whole table is never merged again. Mixed-
-    radix keys order tuples the same whatever the radices, so the result equals
-    ReleaseClasses.merge of the same parts (labels first-seen, classes in key order)."""
+    """Parts summed into one dense int64 array over every tuple of the labels seen so far, the
+    last column innermost (each column's room is its number of labels when first laid out, and
+    grows by half when outgrown, the table re-laid out then). A part costs a gather per column
+    over its entries and one scatter-add; the whole table is never merged again. Mixed-radix
+    keys order tuples the same whatever the rooms, so the result equals ReleaseClasses.merge of
+    the same parts (labels first-seen, classes in key order)."""
 
     def __init__(self, n_columns: int):
         self.index: list[dict] = [{} for _ in range(n_columns)]
         self.room = [1] * n_columns
         self.counts = np.zeros(1, dtype=np.int64)
         self.n_rows = 0
+        self.layout: tuple = ()  # (labels in order, rooms), replaced whenever they change
+        self._laid_out()
 
-    def add(self, part: ReleaseClasses) -> bool:
+    def _laid_out(self) -> None:
+        self.layout = (tuple(tuple(ix) for ix in self.index), tuple(self.room))
+
+    def key(self, part: _PartCodes) -> None:
+        """In a reading thread: `part`'s keys, if each of its dictionaries is a prefix of the
+        labels seen (as when parts are written with the same dictionaries): then its codes are
+        the table's codes, and the keys cost a multiply-add per column, no lookup."""
+        labels, room = layout = self.layout
+        if not part.n_rows or not all(
+            len(x) <= len(seen) and list(seen[: len(x)]) == x
+            for x, seen in zip(part.labels, labels, strict=True)
+        ):
+            return
+        keys = np.zeros(len(part.codes[0]), dtype=np.int64)
+        for codes, r in zip(part.codes, room, strict=True):
+            if r > 1:
+                keys *= r
+                keys += codes
+        part.keys, part.layout = keys, layout
+
+    @classmethod
+    def of(cls, classes: ReleaseClasses) -> _DenseClasses | None:
+        """`classes` (labels unique) as a dense table, or None if it would be too sparse."""
+        room = [max(len(x), 1) for x in classes.labels]
+        if math.prod(room) > max(DENSE_CLASS_CELLS, DENSE_CELLS_PER_CLASS * classes.sizes.size):
+            return None
+        dense = cls(len(room))
+        dense.index = [{v: i for i, v in enumerate(x)} for x in classes.labels]
+        dense.room = room
+        dense.counts = np.zeros(math.prod(room), dtype=np.int64)
+        if classes.sizes.size:
+            dense.counts[keys_of(list(classes.codes.T), room)] = classes.sizes
+        dense.n_rows = classes.n_rows
+        dense._laid_out()
+        return dense
+
+    def add(self, part: _PartCodes) -> bool:
         """Sum `part` in; False (nothing changed) if its labels would outgrow the table."""
-        if not part.sizes.size:
-            self.n_rows += part.n_rows
+        if not part.n_rows:
             return True
-        fresh = [
-            sum(1 for v in dict.fromkeys(labels) if v not in index)
-            for index, labels in zip(self.index, part.labels, strict=True)
-        ]
-        room = [
-            r if len(ix) + f <= r else 1 << (len(ix) + f - 1).bit_length()
-            for r, ix, f in zip(self.room, self.index, fresh, strict=True)
-        ]
-        if math.prod(room) > DENSE_CLASS_CELLS:
-            return False
-        if room != self.room:
-            self._relayout(room)
-        keys = np.zeros(part.sizes.size, dtype=np.int64)
-        for j, index in enumerate(self.index):
-            glob = np.asarray([index.setdefault(v, len(index)) for v in part.labels[j]], np.int64)
-            keys *= self.room[j]
-            keys += glob[part.codes[:, j]]
-        np.add.at(self.counts, keys, part.sizes)
-        self.n_rows += part.n_rows
+        if part.layout is self.layout:  # keyed in its reading thread, the layout unchanged
+            self._add(part.keys, part)
+            return True
+        fresh: list[dict] = []
+        glob = []
+        for index, labels in zip(self.index, part.labels, strict=True):
+            new: dict = {}
+            glob.append(
+                np.asarray(
+                    [
+                        index[v] if v in index else new.setdefault(v, len(index) + len(new))
+                        for v in labels
+                    ],
+                    dtype=np.int64,
+                )
+            )
+            fresh.append(new)
+        need = [len(ix) + len(f) for ix, f in zip(self.index, fresh, strict=True)]
+        if any(n > r for n, r in zip(need, self.room, strict=True)):
+            grown = [
+                r if n <= r else max(n, r + r // 2) if r > 1 else n
+                for n, r in zip(need, self.room, strict=True)
+            ]
+            cap = max(
+                DENSE_CLASS_CELLS,
+                DENSE_CELLS_PER_CLASS * (int(np.count_nonzero(self.counts)) + len(part.codes[0])),
+            )
+            if math.prod(grown) > cap:
+                grown = [max(n, r) for n, r in zip(need, self.room, strict=True)]
+                if math.prod(grown) > cap:
+                    return False
+            self._relayout(grown)
+        for index, new in zip(self.index, fresh, strict=True):
+            index.update(new)
+        if any(fresh) or self.layout[1] != tuple(self.room):
+            self._laid_out()
+        keys = None
+        stride = 1
+        for j in reversed(range(len(self.room))):  # the key: sum of each column's code x stride
+            if self.room[j] > 1:
+                digit = (glob[j] * stride)[part.codes[j]]
+                keys = digit if keys is None else keys.__iadd__(digit)
+            stride *= self.room[j]
+        self._add(keys, part)
         return True
+
+    def _add(self, keys: np.ndarray | None, part: _PartCodes) -> None:
+        if keys is None:  # every column has one label
+            self.counts[0] += part.n_rows
+        elif part.sizes is None:
+            np.add.at(self.counts, keys, 1)
+        else:
+            np.add.at(self.counts, keys, part.sizes)
+        self.n_rows += part.n_rows
 
     def _codes(self) -> tuple[np.ndarray, np.ndarray]:
         keys = np.flatnonzero(self.counts)
