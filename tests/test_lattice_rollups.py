@@ -36,3 +36,25 @@ def test_grouped_sums_counts_per_key(n_possible, max_count, seed, m):
     assert sums.dtype.kind == "i" and distinct.dtype.kind == "i"
     assert distinct.tolist() == sorted(set(keys.tolist()))  # sorted, one per key
     assert dict(zip(distinct.tolist(), sums.tolist(), strict=True)) == _sums(keys, counts)
+
+
+@pytest.mark.parametrize("order", ["sorted", "runs"])
+@pytest.mark.parametrize("n_possible, max_count", [(10**12, 9), (2**62, 2**20)])
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), m=st.integers(1, 400), runs=st.integers(2, 5))
+def test_grouped_keys_in_order_or_in_few_runs(n_possible, max_count, order, seed, m, runs):
+    """Keys already sorted (QIDs raised that keep the key order) are grouped in one pass; keys
+    in a few sorted runs by a merge sort: the same sums either way."""
+    rng = np.random.default_rng(seed)
+    pool = rng.integers(0, n_possible, size=max(1, m // 3 + 1), dtype=np.int64)
+    keys = rng.choice(pool, size=m)
+    parts = np.array_split(keys, runs if order == "runs" else 1)
+    keys = np.concatenate([np.sort(p) for p in parts])
+    counts = rng.integers(1, max_count + 1, size=m).astype(np.int64)
+    original = keys.copy()
+    distinct, sums = grouped(keys, counts, n_possible)
+    assert np.array_equal(keys, original)  # not owned: left as it was
+    assert distinct.tolist() == sorted(set(keys.tolist()))
+    assert dict(zip(distinct.tolist(), sums.tolist(), strict=True)) == _sums(keys, counts)
+    again = grouped(keys.copy(), counts, n_possible, owned=True)
+    assert np.array_equal(again[0], distinct) and np.array_equal(again[1], sums)

@@ -47,6 +47,15 @@ class ClassSource:
             axis_plan = replace(plan, dims=[*plan.dims, ValueAxis(a, [m])], root=(*plan.root, 0))
             self.values[a] = (m, RollUps(axis_plan, hist))
 
+    def fewest_classes(self, node: tuple[int, ...], enough: int) -> int | None:
+        """A lower bound of the node's class count, counted until it exceeds `enough`, when
+        that is much cheaper than the node's classes (`RollUps.fewest_classes`), else None.
+        With criteria, from the first (class, value) table with the value merged."""
+        if self.sizes_only:
+            return self.rollups.fewest_classes(node, enough)
+        rollups = self.values[self.attributes[0]][1]
+        return rollups.fewest_classes((*node, 0), enough, ignore=(len(node),))
+
     def table(self, node: tuple[int, ...]) -> ClassTable:
         if self.sizes_only:
             return ClassTable(self.rollups.sizes(node))

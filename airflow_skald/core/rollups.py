@@ -5,19 +5,41 @@ Used by the search (class sizes of each evaluated node) and the per-chunk baseli
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, strides_of
 from airflow_skald.core.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
-CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's cells (ADR 0004)
+CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's bytes (ADR 0004)
+# Above a large sparse root, nodes of few possible bins are rolled up from dense "hubs": nodes
+# below them held as every cell (int32), built once from a sparse source and rolled up further
+# one QID at a time as a dense root is (`RollUps`).
+HUB_MIN_BINS = 1 << 18  # a sparse source of fewer bins is cheap enough to roll up directly
+HUB_SHARE = 16  # a hub takes at most 1/HUB_SHARE of the cache budget ...
+HUB_LIMIT = DENSE_LIMIT  # ... and at most this many cells
+_SPARSE_COST = 8  # rolling up a sparse bin costs about as much as this many dense cells
+_SCORE_LIMIT = 1 << 20  # lattices up to this many nodes: hubs scored by the nodes they newly cover
+_HASH_BITS = 24  # fewest_classes: a bit table of at most 2^24 entries (16 MiB)
+_HASH_CHECK = 16  # ... its set entries counted every this many slices
+_HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits are mixed
+_SLICE = 1 << 16  # a pass over a source's bins goes this many bins at a time
+_RUNS = 4  # keys with fewer descents than 1/_RUNS of their number: a merge sort (keeps runs)
+
+
+def _code_dtype(size: int) -> type:
+    if size <= 1 << 16:
+        return np.uint8 if size <= 1 << 8 else np.uint16
+    return np.uint32 if size <= 1 << 32 else np.int64
 
 
 class _Source:
     """A histogram prepared for fast roll-ups: QIDs grouped into blocks of few codes each, so a
     roll-up is one gather per block from a small (cache-resident) table instead of a gather,
-    a multiply and an add per QID."""
+    a multiply and an add per QID. The blocks' codes are built on the first roll-up, in the
+    smallest integer type that holds them."""
 
     def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram):
         self.plan, self.node, self.hist = plan, node, hist
@@ -30,61 +52,160 @@ class _Source:
                 size = 1
             self.blocks[-1].append(i)
             size *= c
-        # a block's code is its QIDs' digits of the key: (key // stride of its last QID) modulo
-        # the block's size (two array ops per block, not a divmod per QID and a recombination)
-        strides = strides_of(cards)
-        self.block_codes = []
-        for b in self.blocks:
-            size = int(np.prod([cards[i] for i in b], dtype=np.int64))
-            code = hist.keys // strides[b[-1]] if strides[b[-1]] > 1 else hist.keys
-            self.block_codes.append(code % size if b[0] > 0 else code)
-        self.counts = hist.counts.astype(np.int64)
+        self.block_sizes = [math.prod(cards[i] for i in b) for b in self.blocks]
+        self.counts = np.asarray(hist.counts, dtype=np.int64)
+        self._codes: list[np.ndarray] | None = None
+        self._multi: np.ndarray | None = None  # bins of more than one record (dense_at)
 
-    def _keys(self, node: tuple[int, ...]) -> tuple[np.ndarray, tuple[int, ...], int]:
-        """Every source bin's key at `node` (mixed radix), the radices and possible bins."""
+    @property
+    def n_bins(self) -> int:
+        return self.hist.n_bins
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held: keys, counts and the blocks' codes (counted before they are built)."""
+        per_bin = 16 + sum(np.dtype(_code_dtype(s)).itemsize for s in self.block_sizes)
+        return self.n_bins * per_bin
+
+    @property
+    def block_codes(self) -> list[np.ndarray]:
+        """Per block, its QIDs' digits of each key: (key // stride of its last QID) modulo the
+        block's size (two array ops per block, not a divmod per QID and a recombination)."""
+        if self._codes is None:
+            keys = self.hist.keys
+            strides = strides_of(self.plan.radices(self.node))
+            self._codes = []
+            for b, size in zip(self.blocks, self.block_sizes, strict=True):
+                code = keys // strides[b[-1]] if strides[b[-1]] > 1 else keys
+                code = code % size if b[0] > 0 else code
+                self._codes.append(code.astype(_code_dtype(size)))
+        return self._codes
+
+    def _luts(self, node: tuple[int, ...], ignore: tuple[int, ...] = ()) -> list[np.ndarray | None]:
+        """Per block, each block code's contribution to the key at `node` (None: nothing, the
+        block's QIDs all at their top or in `ignore`)."""
         plan = self.plan
         radices = plan.radices(node)
         strides = np.cumprod((radices[1:] + (1,))[::-1], dtype=np.int64)[::-1]
-        keys = None
-        for block, bc in zip(self.blocks, self.block_codes, strict=True):
+        luts: list[np.ndarray | None] = []
+        for block in self.blocks:
             lut = np.zeros(1, dtype=np.int64)
             for i in block:
                 contrib = plan.dims[i].level_map(self.node[i], node[i]) * strides[i]
-                lut = np.add.outer(lut, contrib).ravel()
-            if keys is None:
-                keys = np.take(lut, bc)
-            else:
-                keys += np.take(lut, bc)
-        n_possible = int(np.prod(np.asarray(radices, dtype=object)))
-        return keys, radices, n_possible
+                lut = np.add.outer(lut, 0 * contrib if i in ignore else contrib).ravel()
+            luts.append(lut if lut.any() else None)
+        return luts
 
-    def roll_up(self, node: tuple[int, ...]) -> Histogram:
-        keys, radices, n_possible = self._keys(node)
-        k, counts = grouped(keys, self.counts, n_possible)
+    def _gather(
+        self,
+        luts: list[np.ndarray | None],
+        lo: int = 0,
+        hi: int | None = None,
+        out: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """The keys of the source bins lo..hi from the blocks' tables (`_luts`), into `out` if
+        given (a reused array: no fresh pages to fault in). Slice by slice, so the temporaries
+        stay small and cache-resident."""
+        hi = self.n_bins if hi is None else min(hi, self.n_bins)
+        out = np.empty(hi - lo, dtype=np.int64) if out is None else out[: hi - lo]
+        active = [(t, c) for t, c in zip(luts, self.block_codes, strict=True) if t is not None]
+        if not active:
+            out[:] = 0
+            return out
+        (first, first_codes), rest = active[0], active[1:]
+        for a in range(lo, hi, _SLICE):
+            b = min(hi, a + _SLICE)
+            part = out[a - lo : b - lo]
+            np.take(first, first_codes[a:b], out=part)
+            for lut, codes in rest:
+                part += lut[codes[a:b]]
+        return out
+
+    def _keys(
+        self, node: tuple[int, ...], out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, tuple[int, ...], int]:
+        """Every source bin's key at `node` (mixed radix), the radices and possible bins."""
+        radices = self.plan.radices(node)
+        n_possible = int(np.prod(np.asarray(radices, dtype=object)))
+        return self._gather(self._luts(node), out=out), radices, n_possible
+
+    def distinct_at_least(self, node: tuple[int, ...], enough: int, ignore=()) -> int:
+        """A lower bound of the node's non-empty bins (with the QIDs in `ignore` merged), found
+        without grouping: the keys hashed into a bit table, slice by slice, until more than
+        `enough` table entries are set (distinct entries never outnumber distinct keys)."""
+        luts = self._luts(node, ignore)
+        bits = min(_HASH_BITS, max(16, (4 * enough).bit_length()))
+        seen = np.zeros(1 << bits, dtype=bool)
+        shift = np.uint64(64 - bits)
+        buf = np.empty(_SLICE, dtype=np.int64)
+        found = 0
+        for lo in range(0, self.n_bins, _SLICE):
+            keys = self._gather(luts, lo, lo + _SLICE, out=buf).view(np.uint64)
+            keys *= _HASH_MULTIPLIER
+            keys >>= shift
+            seen[keys] = True
+            if (lo // _SLICE) % _HASH_CHECK == _HASH_CHECK - 1 or lo + _SLICE >= self.n_bins:
+                found = int(np.count_nonzero(seen))
+                if found > enough:
+                    break
+        return found
+
+    def roll_up(self, node: tuple[int, ...], out: np.ndarray | None = None) -> Histogram:
+        """The node's histogram; `out`: an int64 array of at least n_bins to work in."""
+        keys, radices, n_possible = self._keys(node, out)
+        k, counts = grouped(keys, self.counts, n_possible, owned=True)
         return Histogram(radices, k, counts)
 
+    def dense_at(self, node: tuple[int, ...], dtype: type, out: np.ndarray | None = None):
+        """The node's counts as an n-d array over every possible bin (a count table): one count
+        per bin (no float weights), then the bins of more than one record added."""
+        keys, radices, n_possible = self._keys(node, out)
+        if self._multi is None:
+            self._multi = np.flatnonzero(self.counts > 1)
+        if self._multi.size * 4 > self.n_bins:
+            table = np.bincount(keys, weights=self.counts, minlength=n_possible)
+        else:
+            table = np.bincount(keys, minlength=n_possible)
+            np.add.at(table, keys[self._multi], self.counts[self._multi] - 1)
+        return table.astype(dtype).reshape(radices)
 
-def grouped(keys: np.ndarray, counts: np.ndarray, n_possible: int) -> tuple[np.ndarray, np.ndarray]:
+
+def grouped(
+    keys: np.ndarray, counts: np.ndarray, n_possible: int, *, owned: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
     """Distinct keys (sorted) and the sum of `counts` of each: a count table when the key space
-    is small, else one sort of keys packed with their counts (no stable argsort), else an
-    argsort."""
+    is small; else, if the keys are already sorted (QIDs raised that keep the key order), one
+    pass over adjacent keys; else one sort of keys packed with their counts (no stable argsort;
+    a merge sort when the keys are few sorted runs, a quicksort otherwise), else an argsort.
+    `owned`: `keys` may be overwritten."""
     if keys.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if n_possible <= max(1 << 16, 2 * keys.size):
         table = np.bincount(keys, weights=counts, minlength=n_possible)
         nz = np.flatnonzero(table)
         return nz, table[nz].astype(np.int64)
+    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
+    if descents == 0:
+        return _adjacent(keys, counts)
+    kind = "stable" if descents * _RUNS < keys.size else None
     count_bits = max(1, int(counts.max()).bit_length())
     if (n_possible - 1).bit_length() + count_bits <= 63:
-        packed = np.sort((keys << count_bits) | counts)
+        packed = keys if owned else keys.copy()
+        packed <<= count_bits
+        packed |= counts
+        packed.sort(kind=kind)
         k = packed >> count_bits
         starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        sums = np.add.reduceat(packed & ((1 << count_bits) - 1), starts)
-        return k[starts], sums
-    order = np.argsort(keys)
-    k = keys[order]
-    starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-    return k[starts], np.add.reduceat(counts[order], starts)
+        packed &= (1 << count_bits) - 1
+        return k[starts], np.add.reduceat(packed, starts)
+    order = np.argsort(keys, kind=kind)
+    return _adjacent(keys[order], counts[order])
+
+
+def _adjacent(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys: each distinct key once, with the sum of its counts."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(counts, starts)
 
 
 def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
@@ -138,6 +259,10 @@ class _DenseSource:
         return int(self.array.size)
 
     @property
+    def nbytes(self) -> int:
+        return int(self.array.nbytes)
+
+    @property
     def hist(self) -> Histogram:
         """This node's histogram (dense-held; not kept here, so the cache stays as budgeted)."""
         if self._hist is not None:
@@ -180,82 +305,238 @@ class _DenseSource:
 
 
 class RollUps:
-    """Node histograms rolled up from the smallest cached node below them, not always the root.
+    """Node histograms rolled up from the cheapest cached node below them, not always the root.
 
     The root is held dense (int32 cells) when its possible bins are few (<= 2^24), else as sparse
     sorted keys. Dense roll-ups go one QID at a time (largest reduction first) and cache the
     intermediate nodes, which many later nodes share. Sparse roll-ups cache results at least 8x
-    smaller than the root (keeping every evaluated node up to half the root's size, oldest
-    dropped first, halved the bins rolled up on the 8-QID benchmark but not the time: building
-    the sources cost as much). The cache holds at most CACHE_FACTOR times the root's size
-    (ADR 0004).
+    smaller than the root. Above a sparse root of many bins (>= HUB_MIN_BINS), a node of few
+    possible bins with no dense node cached below it gets a dense hub: the node below it whose
+    cells fit (<= 1/HUB_SHARE of the budget) and that lies below the most nodes no dense node
+    covers yet, counted from the sparse source once; that node and the later ones above the hub
+    are rolled up densely. Hubs and dense steps make room by dropping the least recently used
+    cached nodes. The cache holds at most CACHE_FACTOR times the root's bytes (ADR 0004).
     """
 
     def __init__(self, plan: Plan, root_hist: Histogram):
         self.plan = plan
-        n_possible = root_hist.n_possible
-        self.dense = n_possible <= DENSE_LIMIT
+        self.dense = root_hist.n_possible <= DENSE_LIMIT
         root = self._source(plan.root, root_hist)
-        self.root_size = self._size(root)
+        self.root_bins = root_hist.n_bins
+        self.root_size = root.nbytes
         self.budget = CACHE_FACTOR * self.root_size
         self.used = 0
         self.cache: dict[tuple[int, ...], _Source | _DenseSource] = {}
         self._nodes = np.zeros((0, len(plan.root)), dtype=np.int64)  # cached nodes, as rows
-        self._sizes = np.zeros(0, dtype=np.int64)
+        self._costs = np.zeros(0, dtype=np.int64)  # their roll-up costs (dense cells)
+        self._dense_rows = np.zeros(0, dtype=bool)
+        self._last: dict[tuple[int, ...], int] = {}  # node -> last use (least recent dropped)
+        self._hubs: set[tuple[int, ...]] = set()
+        self._tick = 0
+        self._shape = tuple(t - r + 1 for r, t in zip(plan.root, plan.tops, strict=True))
+        self._uncovered: np.ndarray | None = None  # nodes above no dense cached node
+        self._work: np.ndarray | None = None  # see _scratch
         self._keep(plan.root, root)
+        self._dtype = np.int32 if root_hist.n_records < 2**31 else np.int64
+        self.hub_cells = 0
+        if not self.dense and self.root_bins >= HUB_MIN_BINS:
+            cells = self.budget // (HUB_SHARE * np.dtype(self._dtype).itemsize)
+            self.hub_cells = int(min(HUB_LIMIT, cells))
 
+    # ------------------------------------------------------------------ the cache
     def _keep(self, node: tuple[int, ...], source: _Source | _DenseSource) -> None:
+        dense = isinstance(source, _DenseSource)
+        cost = source.size if dense else _SPARSE_COST * source.n_bins
         self.cache[node] = source
         self._nodes = np.vstack([self._nodes, np.asarray(node, dtype=np.int64)[None]])
-        self._sizes = np.append(self._sizes, self._size(source))
+        self._costs = np.append(self._costs, cost)
+        self._dense_rows = np.append(self._dense_rows, dense)
+        if len(self.cache) > 1:
+            self.used += source.nbytes
+        self._touch(node)
+        if dense and self._uncovered is not None:
+            self._uncovered[self._up(node)] = False
+
+    def _drop(self, node: tuple[int, ...]) -> None:
+        source = self.cache.pop(node)
+        self._hubs.discard(node)
+        self.used -= source.nbytes
+        del self._last[node]
+        row = np.flatnonzero((self._nodes == np.asarray(node)).all(axis=1))[0]
+        self._nodes = np.delete(self._nodes, row, axis=0)
+        self._costs = np.delete(self._costs, row)
+        self._dense_rows = np.delete(self._dense_rows, row)
+        if isinstance(source, _DenseSource):
+            self._uncovered = None  # recounted when the next hub is chosen
+
+    def _touch(self, node: tuple[int, ...]) -> None:
+        self._tick += 1
+        self._last[node] = self._tick
+
+    def _make_room(self, nbytes: int, spare_hubs: bool = False) -> bool:
+        """Drop the least recently used cached nodes (never the root; hubs last, or never with
+        `spare_hubs`) until `nbytes` fit."""
+        if nbytes > self.budget:
+            return False
+        while self.used + nbytes > self.budget:
+            victims = [n for n in self._last if n != self.plan.root and n not in self._hubs]
+            if not victims and not spare_hubs:
+                victims = [n for n in self._last if n != self.plan.root]
+            if not victims:
+                return False
+            self._drop(min(victims, key=self._last.__getitem__))
+        return True
 
     def _source(self, node: tuple[int, ...], hist: Histogram) -> _Source | _DenseSource:
         return _DenseSource(self.plan, node, hist) if self.dense else _Source(self.plan, node, hist)
 
-    @staticmethod
-    def _size(source: _Source | _DenseSource) -> int:
-        return source.size if isinstance(source, _DenseSource) else source.hist.n_bins
+    def _closest(self, node: tuple[int, ...], dense_only: bool = False):
+        """The cheapest cached node below `node` to roll up from (the root always is one);
+        `dense_only`: the cheapest dense one, or None."""
+        below = (self._nodes <= np.asarray(node)).all(axis=1)
+        if dense_only:
+            below &= self._dense_rows
+            if not below.any():
+                return None
+        rows = np.flatnonzero(below)
+        best = rows[np.argmin(self._costs[rows])]
+        found = tuple(int(x) for x in self._nodes[best])
+        self._touch(found)
+        return self.cache[found]
 
-    def _closest(self, node: tuple[int, ...]) -> _Source | _DenseSource:
-        """The smallest cached node below `node` (the root always is)."""
-        below = np.flatnonzero((self._nodes <= np.asarray(node)).all(axis=1))
-        best = below[np.argmin(self._sizes[below])]
-        return self.cache[tuple(int(x) for x in self._nodes[best])]
-
+    # ------------------------------------------------------------------ roll-ups
     def get(self, node: tuple[int, ...]) -> Histogram:
         """The node's histogram."""
-        if not self.dense:
-            return self._sparse(node)
-        return self._dense(node).hist
+        found = self._find(node)
+        return found if isinstance(found, Histogram) else found.hist
 
     def sizes(self, node: tuple[int, ...]) -> np.ndarray:
         """The node's class sizes, in any order (all that evaluating a node needs)."""
-        if not self.dense:
-            return self._sparse(node).counts
-        return self._dense(node).counts()
+        found = self._find(node)
+        return found.counts if isinstance(found, Histogram) else found.counts()
 
-    def _sparse(self, node: tuple[int, ...]) -> Histogram:
+    def _find(self, node: tuple[int, ...]) -> Histogram | _DenseSource:
         if node in self.cache:
-            return self.cache[node].hist
-        out = self._closest(node).roll_up(node)
-        if out.n_bins * 8 <= self.root_size and self.used + out.n_bins <= self.budget:
-            self._keep(node, self._source(node, out))
-            self.used += out.n_bins
+            self._touch(node)
+            found = self.cache[node]
+            return found if isinstance(found, _DenseSource) else found.hist
+        if self.dense:
+            return self._dense_from(self._closest(node), node)
+        source = self._closest(node)
+        if isinstance(source, _Source) and self._wants_hub(source, node):
+            source = self._closest(node, dense_only=True) or self._hub(node) or source
+        if isinstance(source, _DenseSource):
+            return self._dense_from(source, node)
+        out = source.roll_up(node, self._scratch())
+        if out.n_bins * 8 <= self.root_bins:
+            kept = _Source(self.plan, node, out)
+            if self.used + kept.nbytes <= self.budget:
+                self._keep(node, kept)
         return out
 
-    def _dense(self, node: tuple[int, ...]) -> _DenseSource:
-        if node in self.cache:
-            return self.cache[node]
+    def fewest_classes(self, node: tuple[int, ...], enough: int, ignore=()) -> int | None:
+        """A lower bound of the node's non-empty bins when rolling the node up would be slow (a
+        node of many possible bins above a large sparse root, `_Source.distinct_at_least`),
+        counted until it exceeds `enough`; None when the roll-up is cheap or the count could
+        not exceed `enough` (the source's bins, or the node's possible bins, are no more)."""
+        if self.dense or node in self.cache:
+            return None
+        radices = self.plan.radices(node)
+        if math.prod(radices) <= self.hub_cells:  # a hub serves it
+            return None
+        if math.prod(r for i, r in enumerate(radices) if i not in ignore) <= enough:
+            return None
         source = self._closest(node)
+        if not isinstance(source, _Source) or source.n_bins < max(HUB_MIN_BINS, enough + 1):
+            return None
+        return source.distinct_at_least(node, enough, ignore)
+
+    def _scratch(self) -> np.ndarray:
+        """One int64 array of the root's bins, reused by every sparse pass for its keys."""
+        if self._work is None:
+            self._work = np.empty(self.root_bins, dtype=np.int64)
+        return self._work
+
+    def _wants_hub(self, source: _Source, node: tuple[int, ...]) -> bool:
+        return (
+            self.hub_cells > 0
+            and source.n_bins >= HUB_MIN_BINS
+            and math.prod(self.plan.radices(node)) <= self.hub_cells
+        )
+
+    def _dense_from(self, source: _DenseSource, node: tuple[int, ...]) -> _DenseSource:
+        """Raise `source` to `node` one QID at a time, caching the steps (when they fit)."""
         for axis in source.steps(node):
             step = list(source.node)
             step[axis] = node[axis]
             step = tuple(step)
-            if step in self.cache:
+            if isinstance(self.cache.get(step), _DenseSource):
+                self._touch(step)
                 source = self.cache[step]
                 continue
             source = source.reduce_axis(axis, node[axis])
-            if step != node and self.used + source.size <= self.budget:
+            keep = step != node and step not in self.cache
+            if keep and self._room_for_step(source.nbytes):
                 self._keep(step, source)
-                self.used += source.size
         return source
+
+    def _room_for_step(self, nbytes: int) -> bool:
+        """Whether a dense step fits: above hubs by dropping older steps (never a hub),
+        above a dense root only in room left (its steps are not dropped)."""
+        if self.hub_cells:
+            return self._make_room(nbytes, spare_hubs=True)
+        return self.used + nbytes <= self.budget
+
+    # ------------------------------------------------------------------ hubs
+    def _up(self, node: tuple[int, ...]) -> tuple[slice, ...]:
+        return tuple(slice(int(x) - r, None) for x, r in zip(node, self.plan.root, strict=True))
+
+    def _hub(self, node: tuple[int, ...]) -> _DenseSource | None:
+        """A dense hub for `node` (see the class), or None if it cannot be cached."""
+        hub = self._hub_node(node)
+        if hub == self.plan.root:  # the sparse root itself (only when forced: it would be dense)
+            return None
+        nbytes = math.prod(self.plan.radices(hub)) * np.dtype(self._dtype).itemsize
+        if hub in self.cache:  # a small sparse node, held dense from now on
+            self._drop(hub)
+        if not self._make_room(nbytes):
+            return None
+        below = (self._nodes <= np.asarray(hub)).all(axis=1) & ~self._dense_rows
+        rows = np.flatnonzero(below)
+        at = tuple(int(x) for x in self._nodes[rows[np.argmin(self._costs[rows])]])
+        array = self.cache[at].dense_at(hub, self._dtype, self._scratch())
+        source = _DenseSource(self.plan, hub, None, array)
+        self._keep(hub, source)
+        self._hubs.add(hub)
+        return source
+
+    def _hub_node(self, node: tuple[int, ...]) -> tuple[int, ...]:
+        """Among the nodes from the root to `node` whose cells fit a hub, the one below the most
+        lattice nodes that no dense cached node covers (on lattices of <= _SCORE_LIMIT nodes;
+        else below the most lattice nodes); ties: fewer cells, then the first in C order."""
+        plan, root = self.plan, self.plan.root
+        sub = tuple(n - r + 1 for n, r in zip(node, root, strict=True))
+        d = len(sub)
+        cells = np.ones(sub, dtype=np.float64)
+        volume = np.ones(sub, dtype=np.float64)
+        for i, (r, s) in enumerate(zip(root, sub, strict=True)):
+            shape = [1] * d
+            shape[i] = s
+            levels = np.arange(r, r + s)
+            cells = cells * np.asarray(plan.dims[i].cards, dtype=np.float64)[levels].reshape(shape)
+            volume = volume * (plan.dims[i].top - levels + 1).astype(np.float64).reshape(shape)
+        fits = cells <= self.hub_cells  # exact: products beyond 2^53 are far above the limit
+        score = volume
+        if math.prod(self._shape) <= _SCORE_LIMIT:
+            if self._uncovered is None:
+                self._uncovered = np.ones(self._shape, dtype=bool)
+                for n in np.flatnonzero(self._dense_rows).tolist():
+                    self._uncovered[self._up(tuple(self._nodes[n].tolist()))] = False
+            suffix = self._uncovered.astype(np.int64)
+            for axis in range(d):
+                suffix = np.flip(np.cumsum(np.flip(suffix, axis), axis=axis), axis)
+            score = suffix[tuple(slice(0, s) for s in sub)].astype(np.float64)
+        flat = np.flatnonzero(fits.reshape(-1))
+        order = np.lexsort((flat, cells.reshape(-1)[flat], -score.reshape(-1)[flat]))
+        best = np.unravel_index(int(flat[order[0]]), sub)
+        return tuple(int(x) + r for x, r in zip(best, root, strict=True))

@@ -3,6 +3,10 @@
 Each evaluated node's classes come from rolling the global root histogram up (no data is
 re-read); the privacy policy says which classes a node keeps and whether it passes, the
 objective metric scores it and bounds the nodes above it. The search sees neither k nor DM*.
+A node near a large sparse root, whose roll-up is slow, is first checked against the most
+classes a passing node can have (`_most_classes`): a cheap lower bound of its class count
+(`ClassSource.fewest_classes`) above that fails it without a roll-up (and without a loss bound,
+so the order of later evaluations, never the answer, can differ).
 The chosen node's suppressed classes are kept as sorted keys for phase 3.
 """
 
@@ -20,7 +24,7 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.plan import Plan
-from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.privacy import KAnonymity, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
 from airflow_skald.core.root_counts import RootCounts
 from airflow_skald.core.settings import decimal_text
@@ -119,9 +123,14 @@ def search_lattice(
         )
     lattice = Lattice(plan.root, tuple(plan.tops))
     source = source or ClassSource(plan, counts, policy.attributes)
+    most = _most_classes(policy, n)
 
-    def evaluate(i: int) -> tuple[bool, bool, int, int | None]:
+    def evaluate(i: int) -> tuple[bool, bool, int | None, int | None]:
         node = lattice.node(i)
+        if most is not None:
+            fewest = source.fewest_classes(node, most)
+            if fewest is not None and fewest > most:
+                return False, False, None, None  # too many classes to pass: no roll-up
         table = source.table(node)
         j = policy.judge(table)
         loss = objective.value(Scored(table, j, node, plan.tops))
@@ -163,6 +172,16 @@ def search_lattice(
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
     )
+
+
+def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
+    """The most classes a node that passes the monotone models can have: its kept classes have
+    at least k records each (at most n // k of them) and every other class suppresses at least
+    one record, so more than n // k + floor(limit * n) classes fail (None: no k)."""
+    ks = [m.k for m in policy.models if isinstance(m, KAnonymity) and m.monotone]
+    if not ks:
+        return None
+    return n // max(ks) + max_suppressed(policy.suppression_limit, n)
 
 
 def _label(policy: PrivacyPolicy) -> str:
