@@ -147,6 +147,9 @@ def test_fewest_classes_only_where_a_roll_up_would_be_slow(tmp_path, monkeypatch
     node = tuple(min(r + 1, t) for r, t in zip(plan.root, plan.tops, strict=True))
     assert cached.fewest_classes(node, root.n_bins) is None  # no more bins than that to count
     assert cached.fewest_classes(node, 10) > 10
+    few = cached.sizes(node).size  # rolled up: no node above it has more classes than that
+    assert cached.fewest_classes(top[:1] + node[1:], few) is None
+    assert cached.fewest_classes(top[:1] + node[1:], few - 1) is not None
 
 
 def _decision(config, monkeypatch=None, **force):

@@ -45,7 +45,7 @@ class ClassSource:
             hist = counts.values[a]
             m = int(hist.radices[-1])
             axis_plan = replace(plan, dims=[*plan.dims, ValueAxis(a, [m])], root=(*plan.root, 0))
-            self.values[a] = (m, RollUps(axis_plan, hist))
+            self.values[a] = (m, RollUps(axis_plan, hist, values=True))
 
     def fewest_classes(self, node: tuple[int, ...], enough: int) -> int | None:
         """A lower bound of the node's class count, counted until it exceeds `enough`, when

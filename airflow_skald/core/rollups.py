@@ -18,12 +18,13 @@ CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's b
 # below them held as every cell (int32), built once from a sparse source and rolled up further
 # one QID at a time as a dense root is (`RollUps`).
 HUB_MIN_BINS = 1 << 18  # a sparse source of fewer bins is cheap enough to roll up directly
-HUB_SHARE = 16  # a hub takes at most 1/HUB_SHARE of the cache budget ...
+HUB_SHARE = 32  # a hub takes at most 1/HUB_SHARE of the cache budget (a (class, value) table's
+# hub, holding every value of its classes, twice that: `RollUps(values=True)`) ...
 HUB_LIMIT = DENSE_LIMIT  # ... and at most this many cells
 _SPARSE_COST = 8  # rolling up a sparse bin costs about as much as this many dense cells
 _SCORE_LIMIT = 1 << 20  # lattices up to this many nodes: hubs scored by the nodes they newly cover
 _HASH_BITS = 24  # fewest_classes: a bit table of at most 2^24 entries (16 MiB)
-_HASH_CHECK = 16  # ... its set entries counted every this many slices
+_HASH_CHECKS = 8  # ... its set entries counted this many times over a pass
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits are mixed
 _SLICE = 1 << 16  # a pass over a source's bins goes this many bins at a time
 _RUNS = 4  # keys with fewer descents than 1/_RUNS of their number: a merge sort (keeps runs)
@@ -132,21 +133,27 @@ class _Source:
     def distinct_at_least(self, node: tuple[int, ...], enough: int, ignore=()) -> int:
         """A lower bound of the node's non-empty bins (with the QIDs in `ignore` merged), found
         without grouping: the keys hashed into a bit table, slice by slice, until more than
-        `enough` table entries are set (distinct entries never outnumber distinct keys)."""
+        `enough` table entries are set (distinct entries never outnumber distinct keys). The
+        set entries are counted at _HASH_CHECKS points; from a quarter of the bins on, the count
+        stops early when, extrapolated to all bins, it would not exceed `enough` (the bound it
+        returns is then just weaker)."""
         luts = self._luts(node, ignore)
         bits = min(_HASH_BITS, max(16, (4 * enough).bit_length()))
         seen = np.zeros(1 << bits, dtype=bool)
         shift = np.uint64(64 - bits)
         buf = np.empty(_SLICE, dtype=np.int64)
+        n = self.n_bins
+        every = max(1, -(-n // (_SLICE * _HASH_CHECKS)))  # slices between counts
         found = 0
-        for lo in range(0, self.n_bins, _SLICE):
+        for i, lo in enumerate(range(0, n, _SLICE)):
             keys = self._gather(luts, lo, lo + _SLICE, out=buf).view(np.uint64)
             keys *= _HASH_MULTIPLIER
             keys >>= shift
             seen[keys] = True
-            if (lo // _SLICE) % _HASH_CHECK == _HASH_CHECK - 1 or lo + _SLICE >= self.n_bins:
+            done = min(n, lo + _SLICE)
+            if (i + 1) % every == 0 or done == n:
                 found = int(np.count_nonzero(seen))
-                if found > enough:
+                if found > enough or (4 * done >= n and found * n <= enough * done):
                     break
         return found
 
@@ -313,12 +320,15 @@ class RollUps:
     smaller than the root. Above a sparse root of many bins (>= HUB_MIN_BINS), a node of few
     possible bins with no dense node cached below it gets a dense hub: the node below it whose
     cells fit (<= 1/HUB_SHARE of the budget) and that lies below the most nodes no dense node
-    covers yet, counted from the sparse source once; that node and the later ones above the hub
-    are rolled up densely. Hubs and dense steps make room by dropping the least recently used
-    cached nodes. The cache holds at most CACHE_FACTOR times the root's bytes (ADR 0004).
+    covers yet, counted from the sparse source in one pass; that node and the later ones above
+    the hub are rolled up densely. Hubs and dense steps make room by dropping the least recently
+    used cached nodes (steps before hubs). The cache holds at most CACHE_FACTOR times the root's
+    bytes (ADR 0004); one more array of the root's bins is the sparse passes' scratch.
+    `fewest_classes` bounds a slow node's class count without rolling it up; the class counts
+    of the nodes rolled up are remembered (a node above one of few bins is not worth bounding).
     """
 
-    def __init__(self, plan: Plan, root_hist: Histogram):
+    def __init__(self, plan: Plan, root_hist: Histogram, values: bool = False):
         self.plan = plan
         self.dense = root_hist.n_possible <= DENSE_LIMIT
         root = self._source(plan.root, root_hist)
@@ -336,11 +346,15 @@ class RollUps:
         self._shape = tuple(t - r + 1 for r, t in zip(plan.root, plan.tops, strict=True))
         self._uncovered: np.ndarray | None = None  # nodes above no dense cached node
         self._work: np.ndarray | None = None  # see _scratch
+        self._seen_nodes = np.zeros((0, len(plan.root)), dtype=np.int64)  # see _known
+        self._seen_bins = np.zeros(0, dtype=np.int64)
+        self._seen_n = 0
         self._keep(plan.root, root)
         self._dtype = np.int32 if root_hist.n_records < 2**31 else np.int64
         self.hub_cells = 0
         if not self.dense and self.root_bins >= HUB_MIN_BINS:
-            cells = self.budget // (HUB_SHARE * np.dtype(self._dtype).itemsize)
+            share = max(1, HUB_SHARE // 2) if values else HUB_SHARE
+            cells = self.budget // (share * np.dtype(self._dtype).itemsize)
             self.hub_cells = int(min(HUB_LIMIT, cells))
 
     # ------------------------------------------------------------------ the cache
@@ -408,12 +422,28 @@ class RollUps:
     def get(self, node: tuple[int, ...]) -> Histogram:
         """The node's histogram."""
         found = self._find(node)
-        return found if isinstance(found, Histogram) else found.hist
+        hist = found if isinstance(found, Histogram) else found.hist
+        self._known(node, hist.n_bins)
+        return hist
 
     def sizes(self, node: tuple[int, ...]) -> np.ndarray:
         """The node's class sizes, in any order (all that evaluating a node needs)."""
         found = self._find(node)
-        return found.counts if isinstance(found, Histogram) else found.counts()
+        sizes = found.counts if isinstance(found, Histogram) else found.counts()
+        self._known(node, sizes.size)
+        return sizes
+
+    def _known(self, node: tuple[int, ...], bins: int) -> None:
+        """Remember a node's non-empty bins: every node above has no more (`fewest_classes`)."""
+        if self.dense:
+            return
+        if self._seen_n == len(self._seen_bins):
+            grow = max(64, 2 * self._seen_n)
+            self._seen_nodes = np.resize(self._seen_nodes, (grow, len(node)))
+            self._seen_bins = np.resize(self._seen_bins, grow)
+        self._seen_nodes[self._seen_n] = node
+        self._seen_bins[self._seen_n] = bins
+        self._seen_n += 1
 
     def _find(self, node: tuple[int, ...]) -> Histogram | _DenseSource:
         if node in self.cache:
@@ -448,6 +478,10 @@ class RollUps:
             return None
         source = self._closest(node)
         if not isinstance(source, _Source) or source.n_bins < max(HUB_MIN_BINS, enough + 1):
+            return None
+        n = self._seen_n
+        below = (self._seen_nodes[:n] <= np.asarray(node)).all(axis=1)
+        if np.any(self._seen_bins[:n][below] <= enough):  # a finer node has no more bins
             return None
         return source.distinct_at_least(node, enough, ignore)
 
@@ -532,10 +566,17 @@ class RollUps:
                 self._uncovered = np.ones(self._shape, dtype=bool)
                 for n in np.flatnonzero(self._dense_rows).tolist():
                     self._uncovered[self._up(tuple(self._nodes[n].tolist()))] = False
-            suffix = self._uncovered.astype(np.int64)
+            # per candidate, the uncovered nodes above it: each axis's levels beyond `node`
+            # summed into its last level (the box shrinks to the candidates), then suffix sums
+            suffix = self._uncovered
+            for axis, s in enumerate(sub):
+                head = suffix[(slice(None),) * axis + (slice(0, s - 1),)]
+                tail = suffix[(slice(None),) * axis + (slice(s - 1, None),)]
+                tail = tail.sum(axis=axis, keepdims=True, dtype=np.int64)
+                suffix = np.concatenate([head, tail], axis=axis)
             for axis in range(d):
                 suffix = np.flip(np.cumsum(np.flip(suffix, axis), axis=axis), axis)
-            score = suffix[tuple(slice(0, s) for s in sub)].astype(np.float64)
+            score = suffix.astype(np.float64)
         flat = np.flatnonzero(fits.reshape(-1))
         order = np.lexsort((flat, cells.reshape(-1)[flat], -score.reshape(-1)[flat]))
         best = np.unravel_index(int(flat[order[0]]), sub)
