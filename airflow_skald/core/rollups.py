@@ -62,10 +62,15 @@ class _Source:
     def n_bins(self) -> int:
         return self.hist.n_bins
 
+    def _dtype(self, size: int) -> type:
+        """A block's code type: the smallest that holds `size` codes; intp on a small source
+        (a gather converts smaller index types first, and the memory is negligible)."""
+        return np.intp if self.n_bins <= _SLICE else _code_dtype(size)
+
     @property
     def nbytes(self) -> int:
         """Bytes held: keys, counts and the blocks' codes (counted before they are built)."""
-        per_bin = 16 + sum(np.dtype(_code_dtype(s)).itemsize for s in self.block_sizes)
+        per_bin = 16 + sum(np.dtype(self._dtype(s)).itemsize for s in self.block_sizes)
         return self.n_bins * per_bin
 
     @property
@@ -79,7 +84,7 @@ class _Source:
             for b, size in zip(self.blocks, self.block_sizes, strict=True):
                 code = keys // strides[b[-1]] if strides[b[-1]] > 1 else keys
                 code = code % size if b[0] > 0 else code
-                self._codes.append(code.astype(_code_dtype(size)))
+                self._codes.append(code.astype(self._dtype(size)))
         return self._codes
 
     def _luts(self, node: tuple[int, ...], ignore: tuple[int, ...] = ()) -> list[np.ndarray | None]:
@@ -90,11 +95,14 @@ class _Source:
         strides = np.cumprod((radices[1:] + (1,))[::-1], dtype=np.int64)[::-1]
         luts: list[np.ndarray | None] = []
         for block in self.blocks:
+            if all(radices[i] == 1 or i in ignore for i in block):  # every code maps to 0
+                luts.append(None)
+                continue
             lut = np.zeros(1, dtype=np.int64)
             for i in block:
                 contrib = plan.dims[i].level_map(self.node[i], node[i]) * strides[i]
                 lut = np.add.outer(lut, 0 * contrib if i in ignore else contrib).ravel()
-            luts.append(lut if lut.any() else None)
+            luts.append(lut)
         return luts
 
     def _gather(
@@ -108,8 +116,13 @@ class _Source:
         given (a reused array: no fresh pages to fault in). Slice by slice, so the temporaries
         stay small and cache-resident."""
         hi = self.n_bins if hi is None else min(hi, self.n_bins)
-        out = np.empty(hi - lo, dtype=np.int64) if out is None else out[: hi - lo]
         active = [(t, c) for t, c in zip(luts, self.block_codes, strict=True) if t is not None]
+        if out is None and hi - lo <= _SLICE and active:  # one slice: no copy into `out`
+            keys = np.take(active[0][0], active[0][1][lo:hi])
+            for lut, codes in active[1:]:
+                keys += np.take(lut, codes[lo:hi])
+            return keys
+        out = np.empty(hi - lo, dtype=np.int64) if out is None else out[: hi - lo]
         if not active:
             out[:] = 0
             return out
@@ -119,7 +132,7 @@ class _Source:
             part = out[a - lo : b - lo]
             np.take(first, first_codes[a:b], out=part)
             for lut, codes in rest:
-                part += lut[codes[a:b]]
+                part += np.take(lut, codes[a:b])
         return out
 
     def _keys(
@@ -469,8 +482,8 @@ class RollUps:
         node of many possible bins above a large sparse root, `_Source.distinct_at_least`),
         counted until it exceeds `enough`; None when the roll-up is cheap or the count could
         not exceed `enough` (the source's bins, or the node's possible bins, are no more)."""
-        if self.dense or node in self.cache:
-            return None
+        if self.dense or self.root_bins < max(HUB_MIN_BINS, enough + 1) or node in self.cache:
+            return None  # no source is large enough to be slow, or to hold more bins
         radices = self.plan.radices(node)
         if math.prod(radices) <= self.hub_cells:  # a hub serves it
             return None
@@ -485,8 +498,11 @@ class RollUps:
             return None
         return source.distinct_at_least(node, enough, ignore)
 
-    def _scratch(self) -> np.ndarray:
-        """One int64 array of the root's bins, reused by every sparse pass for its keys."""
+    def _scratch(self) -> np.ndarray | None:
+        """One int64 array of the root's bins, reused by every sparse pass for its keys (None:
+        a root of one slice, whose passes need none)."""
+        if self.root_bins <= _SLICE:
+            return None
         if self._work is None:
             self._work = np.empty(self.root_bins, dtype=np.int64)
         return self._work
