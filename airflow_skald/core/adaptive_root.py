@@ -97,17 +97,22 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
     if low_size > 1:
         shift *= low_size
     shift += keys  # the new keys
-    keys = shift
-    counts = hist.counts
-    if np.any(keys[1:] < keys[:-1]):  # still sorted when the last QID rises by an interval map
-        order = np.argsort(keys, kind="stable")  # timsort: runs of the old order stay runs
+    return Histogram(radices, *_grouped(shift, hist.counts))
+
+
+def _grouped(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and the sum of `counts` of each: sorted first unless they are in
+    order already (as when the last QID rises by an interval map); a stable sort, as timsort
+    merges runs of an earlier order."""
+    if np.any(keys[1:] < keys[:-1]):
+        order = np.argsort(keys, kind="stable")
         keys = keys[order]
         counts = counts[order]
         del order
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
     if starts.size == keys.size:
-        return Histogram(radices, keys, counts)
-    return Histogram(radices, keys[starts], np.add.reduceat(counts, starts))
+        return keys, counts
+    return keys[starts], np.add.reduceat(counts, starts)
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
@@ -233,10 +238,7 @@ class _Buckets:
             counts = np.concatenate([s[i][1] for s in split])
             for s in split:
                 s[i] = (_EMPTY, _EMPTY)
-            order = np.argsort(keys, kind="stable")
-            keys, counts = keys[order], counts[order]
-            starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]]) if keys.size else keys
-            parts.append((keys[starts], np.add.reduceat(counts, starts) if keys.size else keys))
+            parts.append(_grouped(keys, counts) if keys.size else (_EMPTY, _EMPTY))
         return _Buckets(radices, parts)
 
 
@@ -310,24 +312,21 @@ class ChainCounts:
     def _tables_of(self, counts: RootCounts) -> dict[str | None, Histogram]:
         return dict(counts.values) if self.m else {None: counts.classes}
 
-    def step(self, tables: dict, node: Node) -> tuple[dict, Node]:
-        """`tables` (at chain node `node`) rolled to the next chain node (one QID, one level)."""
+    def _next(self, node: Node) -> tuple[Node, int, np.ndarray, int]:
+        """The chain node after `node`, the QID that rises, its level map and new card."""
         dst = self.chain[self.where[node] + 1]
         axis = next(i for i, (a, b) in enumerate(zip(node, dst, strict=True)) if a != b)
         dim = self.dims[axis]
-        level_map = dim.level_map(node[axis], dst[axis])
-        card = dim.cards[dst[axis]]
+        return dst, axis, dim.level_map(node[axis], dst[axis]), dim.cards[dst[axis]]
+
+    def step(self, tables: dict, node: Node) -> tuple[dict, Node]:
+        """`tables` (at chain node `node`) rolled to the next chain node (one QID, one level)."""
+        dst, axis, level_map, card = self._next(node)
         return {t: raise_one(h, axis, level_map, card) for t, h in tables.items()}, dst
 
     def _rise(self) -> None:
-        node, dst = self.node, self.chain[self.position + 1]
-        axis = next(i for i, (a, b) in enumerate(zip(node, dst, strict=True)) if a != b)
-        dim = self.dims[axis]
-        level_map = dim.level_map(node[axis], dst[axis])
-        self.tables = {
-            t: table.raised(axis, level_map, dim.cards[dst[axis]])
-            for t, table in self.tables.items()
-        }
+        _, axis, level_map, card = self._next(self.node)
+        self.tables = {t: table.raised(axis, level_map, card) for t, table in self.tables.items()}
         self.position += 1
         if self.position == len(self.chain) - 1:
             self._open_top()
@@ -365,9 +364,6 @@ class ChainCounts:
             self.tables[t].add(hist)
         while self.position < len(self.chain) - 1 and self._fill() > self.limit:
             self._rise()
-
-    def add_keys(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> None:
-        self.add_chunk(node, self.chunk_tables(node, keys, values))
 
     def _fill(self) -> int:
         return sum(t.n_bins for t in self.tables.values())
