@@ -31,7 +31,7 @@ from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.encoding import DomainStats, counting_types, csv_types
 from airflow_skald.core.encoding import scan_domain as _scan_domain
 from airflow_skald.core.generalise import generalise_table, released_columns
-from airflow_skald.core.histogram import Histogram, HistogramAccumulator, strides_of
+from airflow_skald.core.histogram import Histogram, strides_of
 from airflow_skald.core.io import ChunkRef, map_ahead, read_chunk
 from airflow_skald.core.plan import Plan, plan_root
 from airflow_skald.core.release import (
@@ -135,41 +135,20 @@ def count_histogram(
     columns = [*config.qid_names, *sensitive]
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
-    if len(chain) > 1:
-        acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
+    # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
+    acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
 
-        def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
-            node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
-            table = read_chunk(config.input, chunk, columns, types)
-            keys = root_keys(plan, table, chunk, node)
-            values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-            return node, acc.chunk_tables(node, keys, values), table.num_rows
-
-        for i, (_, (node, tables, rows)) in enumerate(map_ahead(counted_at, chunks)):
-            acc.add_chunk(node, tables)
-            tick(i + 1, rows)
-        return acc.result()
-
-    radices = plan.radices(plan.root)
-    # with criteria the class counts are the (class, value) counts summed over the values
-    acc = None if sensitive else HistogramAccumulator(radices)
-    by_value = {a: HistogramAccumulator((*radices, s.m)) for a, s in sensitive.items()}
-
-    def keys_of_chunk(chunk: ChunkRef) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
+        node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
         table = read_chunk(config.input, chunk, columns, types)
-        keys = root_keys(plan, table, chunk)
+        keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-        return keys, values
+        return node, acc.chunk_tables(node, keys, values), table.num_rows
 
-    for i, (_, (keys, values)) in enumerate(map_ahead(keys_of_chunk, chunks)):
-        if acc is not None:
-            acc.add_keys(keys)
-        for a, value_keys in values.items():
-            by_value[a].add_keys(value_keys)
-        tick(i + 1, keys.size)
-    tables = {a: v.result() for a, v in by_value.items()}
-    classes = acc.result() if acc is not None else tables[next(iter(tables))].sum_last_axis()
-    return RootCounts(classes, tables, node=tuple(plan.root))
+    for i, (_, (node, tables, rows)) in enumerate(map_ahead(counted_at, chunks)):
+        acc.add_chunk(node, tables)
+        tick(i + 1, rows)
+    return acc.result()
 
 
 def root_keys(
