@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from airflow_skald.core.dimensions import Dimension
-from airflow_skald.core.histogram import Histogram, HistogramAccumulator
+from airflow_skald.core.histogram import Histogram, HistogramAccumulator, grouped
 from airflow_skald.core.root_counts import RootCounts
 
 if TYPE_CHECKING:
@@ -97,22 +97,7 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
     if low_size > 1:
         shift *= low_size
     shift += keys  # the new keys
-    return Histogram(radices, *_grouped(shift, hist.counts))
-
-
-def _grouped(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) and the sum of `counts` of each: sorted first unless they are in
-    order already (as when the last QID rises by an interval map); a stable sort, as timsort
-    merges runs of an earlier order."""
-    if np.any(keys[1:] < keys[:-1]):
-        order = np.argsort(keys, kind="stable")
-        keys = keys[order]
-        counts = counts[order]
-        del order
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    if starts.size == keys.size:
-        return keys, counts
-    return keys[starts], np.add.reduceat(counts, starts)
+    return Histogram(radices, *grouped(shift, hist.counts, math.prod(radices), owned=True))
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
@@ -217,6 +202,7 @@ class _Buckets:
         pieces = [p for p in pieces if p[0].size]
         if all(a[0][-1] < b[0][0] for a, b in zip(pieces[:-1], pieces[1:], strict=True)):
             return _Buckets(radices, pieces)  # still in order (e.g. the last QID rose)
+        n_possible = math.prod(radices)
         sample = np.sort(np.concatenate([k[:: max(1, k.size // 64)] for k, _ in pieces]))
         n = sum(int(k.size) for k, _ in pieces)
         n_buckets = max(1, -(-n // BUCKET_BINS))
@@ -238,7 +224,7 @@ class _Buckets:
             counts = np.concatenate([s[i][1] for s in split])
             for s in split:
                 s[i] = (_EMPTY, _EMPTY)
-            parts.append(_grouped(keys, counts) if keys.size else (_EMPTY, _EMPTY))
+            parts.append(grouped(keys, counts, n_possible, owned=True))
         return _Buckets(radices, parts)
 
 

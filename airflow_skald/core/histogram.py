@@ -57,6 +57,47 @@ def group_counts(
     return sk[starts], counts.astype(np.int64)
 
 
+_RUNS = 4  # keys with fewer descents than 1/_RUNS of their number: a merge sort (keeps runs)
+
+
+def grouped(
+    keys: np.ndarray, counts: np.ndarray, n_possible: int, *, owned: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Distinct keys (sorted) and the sum of `counts` of each: a count table when the key space
+    is small; else, if the keys are already sorted (QIDs raised that keep the key order), one
+    pass over adjacent keys; else one sort of keys packed with their counts (no stable argsort;
+    a merge sort when the keys are few sorted runs, a quicksort otherwise), else an argsort.
+    `owned`: `keys` may be overwritten."""
+    if keys.size == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    if n_possible <= max(1 << 16, 2 * keys.size):
+        table = np.bincount(keys, weights=counts, minlength=n_possible)
+        nz = np.flatnonzero(table)
+        return nz, table[nz].astype(np.int64)
+    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
+    if descents == 0:
+        return _adjacent(keys, counts)
+    kind = "stable" if descents * _RUNS < keys.size else None
+    count_bits = max(1, int(counts.max()).bit_length())
+    if (n_possible - 1).bit_length() + count_bits <= 63:
+        packed = keys if owned else keys.copy()
+        packed <<= count_bits
+        packed |= counts
+        packed.sort(kind=kind)
+        k = packed >> count_bits
+        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
+        packed &= (1 << count_bits) - 1
+        return k[starts], np.add.reduceat(packed, starts)
+    order = np.argsort(keys, kind=kind)
+    return _adjacent(keys[order], counts[order])
+
+
+def _adjacent(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted keys: each distinct key once, with the sum of its counts."""
+    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    return keys[starts], np.add.reduceat(counts, starts)
+
+
 class Histogram:
     """Record counts per non-empty bin of a node whose levels have `radices` bins each.
 

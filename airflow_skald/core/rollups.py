@@ -9,7 +9,7 @@ import math
 
 import numpy as np
 
-from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, strides_of
+from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, grouped, strides_of
 from airflow_skald.core.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
@@ -27,7 +27,6 @@ _HASH_BITS = 24  # fewest_classes: a bit table of at most 2^24 entries (16 MiB)
 _HASH_CHECKS = 8  # ... its set entries counted this many times over a pass
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits are mixed
 _SLICE = 1 << 16  # a pass over a source's bins goes this many bins at a time
-_RUNS = 4  # keys with fewer descents than 1/_RUNS of their number: a merge sort (keeps runs)
 
 
 def _code_dtype(size: int) -> type:
@@ -188,44 +187,6 @@ class _Source:
             table = np.bincount(keys, minlength=n_possible)
             np.add.at(table, keys[self._multi], self.counts[self._multi] - 1)
         return table.astype(dtype).reshape(radices)
-
-
-def grouped(
-    keys: np.ndarray, counts: np.ndarray, n_possible: int, *, owned: bool = False
-) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) and the sum of `counts` of each: a count table when the key space
-    is small; else, if the keys are already sorted (QIDs raised that keep the key order), one
-    pass over adjacent keys; else one sort of keys packed with their counts (no stable argsort;
-    a merge sort when the keys are few sorted runs, a quicksort otherwise), else an argsort.
-    `owned`: `keys` may be overwritten."""
-    if keys.size == 0:
-        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if n_possible <= max(1 << 16, 2 * keys.size):
-        table = np.bincount(keys, weights=counts, minlength=n_possible)
-        nz = np.flatnonzero(table)
-        return nz, table[nz].astype(np.int64)
-    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
-    if descents == 0:
-        return _adjacent(keys, counts)
-    kind = "stable" if descents * _RUNS < keys.size else None
-    count_bits = max(1, int(counts.max()).bit_length())
-    if (n_possible - 1).bit_length() + count_bits <= 63:
-        packed = keys if owned else keys.copy()
-        packed <<= count_bits
-        packed |= counts
-        packed.sort(kind=kind)
-        k = packed >> count_bits
-        starts = np.flatnonzero(np.r_[True, k[1:] != k[:-1]])
-        packed &= (1 << count_bits) - 1
-        return k[starts], np.add.reduceat(packed, starts)
-    order = np.argsort(keys, kind=kind)
-    return _adjacent(keys[order], counts[order])
-
-
-def _adjacent(keys: np.ndarray, counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Sorted keys: each distinct key once, with the sum of its counts."""
-    starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], np.add.reduceat(counts, starts)
 
 
 def roll_up(plan: Plan, hist: Histogram, node: tuple[int, ...]) -> Histogram:
