@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
+from adult_data import ADULT, adult_body
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT.parent / "shared" / "data" / "adult"
 
 
 def _read_floor(files: list[Path], columns: list[str] | None) -> float:
@@ -215,31 +215,8 @@ def main() -> int:
 
     if ADULT.exists():
         cfg = work / "adult.yaml"
-        qids = [
-            "age",
-            "education",
-            "marital-status",
-            "native-country",
-            "occupation",
-            "race",
-            "sex",
-            "workclass",
-        ]
-        body = {
-            "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-            "output": {"path": str(work / "out-adult")},
-            "sensitive_attributes": ["salary-class"],
-            "quasi_identifiers": [
-                {
-                    "name": q,
-                    "type": "categorical",
-                    "hierarchy_file": str(ADULT / f"adult_hierarchy_{q}.csv"),
-                }
-                for q in qids
-            ],
-            "privacy": {"k": 5, "suppression_limit": 0.05},
-            "memory": {"histogram_bins": 10**9},
-        }
+        source = {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"}
+        body = {**adult_body(source, work / "out-adult"), "memory": {"histogram_bins": 10**9}}
         cfg.write_text(json.dumps(body))
         report["adult_level0"] = _run_peak(cfg, work / "out-adult", [])
         print(json.dumps({"adult_level0": report["adult_level0"]}, indent=2), flush=True)

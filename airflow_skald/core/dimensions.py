@@ -130,22 +130,31 @@ class CategoricalDimension(Dimension):
         self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
     ) -> np.ndarray:
         """One lookup per row: the dictionary's labels are mapped to `level` codes (times the
-        stride) first."""
+        stride) first; rows are checked only when some dictionary entry is not a phase-1 value
+        (a file's dictionary may hold values no row uses)."""
         arr = dictionary_of(column)
         check_no_nulls(self.name, arr, chunk)
-        labels = pa.array(self.level_labels[0].tolist(), pa.string())
-        lut = pc.index_in(arr.dictionary, value_set=labels).fill_null(-1).to_numpy()
+        lut = pc.index_in(arr.dictionary, value_set=self._labels()).fill_null(-1).to_numpy()
         lut = lut.astype(np.int64)
+        index = arr.indices.to_numpy(zero_copy_only=False)
+        if (lut < 0).any():
+            unknown = lut[index] < 0
+            if unknown.any():
+                raise DataError(
+                    f"column '{self.name}' has a value not seen in phase 1 (at "
+                    f"{chunk.where(int(np.flatnonzero(unknown)[0]))}): the input changed between "
+                    "passes"
+                )
+            lut = np.maximum(lut, 0)  # entries no row uses
         if level or stride != 1:
-            lut = np.where(lut >= 0, self.level_map(0, level)[np.maximum(lut, 0)] * stride, -1)
-        codes = lut[arr.indices.to_numpy(zero_copy_only=False)]
-        if (codes < 0).any():
-            row = int(np.flatnonzero(codes < 0)[0])
-            raise DataError(
-                f"column '{self.name}' has a value not seen in phase 1 "
-                f"(at {chunk.where(row)}): the input changed between passes"
-            )
-        return codes
+            lut = self.level_map(0, level)[lut] * stride
+        return lut[index]
+
+    def _labels(self) -> pa.Array:
+        """Level 0's labels as an Arrow array (made once)."""
+        if "_labels0" not in self.__dict__:
+            self.__dict__["_labels0"] = pa.array(self.level_labels[0].tolist(), pa.string())
+        return self.__dict__["_labels0"]
 
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
         return self.level_labels[level][codes].tolist()

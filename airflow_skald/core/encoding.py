@@ -294,7 +294,10 @@ def single_array(column: pa.ChunkedArray | pa.Array) -> pa.Array:
 
 def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
     """Nulls (and NaN) in a QID cannot be generalised: a clear error with count and location."""
-    bad = arr.is_null(nan_is_null=True) if pa.types.is_floating(arr.type) else arr.is_null()
+    floating = pa.types.is_floating(arr.type)
+    if not floating and not arr.null_count:  # the validity bitmap's count: no pass over rows
+        return
+    bad = arr.is_null(nan_is_null=True) if floating else arr.is_null()
     n_bad = pc.sum(bad).as_py() or 0
     if n_bad:
         raise DataError(

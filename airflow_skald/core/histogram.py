@@ -243,7 +243,9 @@ class HistogramAccumulator:
 
     def add_keys(self, keys: np.ndarray) -> None:
         """Count rows given their mixed-radix keys."""
-        if self._dense is not None:
+        if self._dense is not None and self._dense.size <= keys.size:
+            self._dense += np.bincount(keys, minlength=self._dense.size)  # a small table
+        elif self._dense is not None:
             np.add.at(self._dense, keys, 1)  # numpy >= 2 has a fast path: ~20 ns per row
         else:
             k, c = group_counts(keys, None, _product(self.radices))
