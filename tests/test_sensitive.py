@@ -247,7 +247,20 @@ def test_entropy_tie_of_a_large_class_is_exact():
     )
     v = S.entropy_l(cv, 3)
     assert v.ok.tolist() == [True, False]
-    assert v.figure[0] == pytest.approx(3.0)
+    assert v.figure[0] == 3.0  # exactly: the manifest's smallest entropy l of such a class
+
+
+def test_entropy_figure_of_an_even_spread_is_its_value_count():
+    """Classes spread evenly over m values report exactly m (floats give e.g.
+    3.0000000000000004), whether or not they pass; uneven classes keep exp(entropy)."""
+    sizes = {0: [5, 5, 5], 1: [7, 7], 2: [2, 2, 2, 2, 2], 3: [4], 4: [3, 1]}
+    cls = np.repeat(list(sizes), [len(v) for v in sizes.values()])
+    values = np.concatenate([np.arange(len(v)) for v in sizes.values()])
+    counts = np.concatenate([np.array(v) for v in sizes.values()])
+    v = S.entropy_l(S.ClassValues(len(sizes), cls, values, counts), 3)
+    assert v.figure[:4].tolist() == [3.0, 2.0, 5.0, 1.0]
+    assert v.ok.tolist() == [True, False, True, False, False]
+    assert v.figure[4] == pytest.approx(math.exp(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25))))
 
 
 def test_entropy_near_tie_beyond_big_ints():

@@ -208,9 +208,12 @@ def entropy_l(cv: ClassValues, ell: int) -> Verdict:
         slack = nf * (ln_n - ln_l) - s  # >= 0 iff the class passes
         bound = 8 * _EPS * (m + 4) * nf * (ln_n + ln_l + 1)
     ok = (m >= ell) & (slack >= 0)
-    # a class spread evenly over m >= l values has entropy exactly ln m >= ln l: it passes
-    # (decided here, vectorised: the commonest exact ties, e.g. two records of two values)
-    even = (m >= ell) & (cv.class_max(cv.count, 0) == -cv.class_max(-cv.count, 0))
+    # a class spread evenly over its m values has entropy exactly ln m: it passes when m >= l
+    # (decided here, vectorised: the commonest exact ties, e.g. two records of two values),
+    # and its figure is m itself, not a float a hair above or below (an auditor reads it)
+    spread = (n > 0) & (cv.class_max(cv.count, 0) == -cv.class_max(-cv.count, 0))
+    figure[spread] = m[spread]
+    even = (m >= ell) & spread
     ok |= even
     near = np.flatnonzero((m >= ell) & (np.abs(slack) <= bound) & ~even)
     for i in near.tolist():
