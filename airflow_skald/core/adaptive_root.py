@@ -120,15 +120,6 @@ def add_sorted(a: Histogram, b: Histogram) -> Histogram:
     return Histogram(a.radices, keys[keep], counts[keep])
 
 
-def count_keys(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) and how often each occurs: one sort, no argsort."""
-    if keys.size == 0:
-        return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
-    ordered = np.sort(keys)
-    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
-    return ordered[starts], np.diff(np.r_[starts, ordered.size]).astype(np.int64)
-
-
 def fill_bins(counts: RootCounts) -> int:
     """The bins N_RAM bounds: (class, value) pairs with criteria, else classes (non-empty)."""
     if counts.values:
@@ -332,7 +323,11 @@ class ChainCounts:
         chunk = {t: keys if t is None else values[t] for t in self._names()}
         if node == self.chain[-1]:
             return chunk
-        return {t: Histogram(self._radices(t, node), *count_keys(k)) for t, k in chunk.items()}
+        out = {}
+        for t, keys in chunk.items():
+            radices = self._radices(t, node)
+            out[t] = Histogram(radices, *grouped(keys, None, math.prod(radices)))
+        return out
 
     def add_chunk(self, node: Node, tables: dict) -> None:
         """Add what `chunk_tables` made at `node` (at or below the current node)."""

@@ -37,43 +37,29 @@ def keys_of(codes: Sequence[np.ndarray], radices: Sequence[int]) -> np.ndarray:
     return key
 
 
-def group_counts(
-    keys: np.ndarray, weights: np.ndarray | None, n_possible: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Sum `weights` (1 per key when None) per distinct key: sorted keys and int64 counts."""
-    if keys.size == 0:
-        return keys.astype(np.int64), np.zeros(0, dtype=np.int64)
-    if n_possible <= max(1 << 20, 8 * keys.size):  # dense is faster, and this bounds its memory
-        dense = np.bincount(keys, weights=weights, minlength=n_possible)
-        nz = np.flatnonzero(dense)
-        return nz.astype(np.int64), dense[nz].astype(np.int64)
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    if weights is None:
-        counts = np.diff(np.r_[starts, sk.size])
-    else:
-        counts = np.add.reduceat(weights[order], starts)
-    return sk[starts], counts.astype(np.int64)
-
-
 _RUNS = 4  # keys with fewer descents than 1/_RUNS of their number: a merge sort (keeps runs)
 
 
 def grouped(
-    keys: np.ndarray, counts: np.ndarray, n_possible: int, *, owned: bool = False
+    keys: np.ndarray, counts: np.ndarray | None, n_possible: int, *, owned: bool = False
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Distinct keys (sorted) and the sum of `counts` of each: a count table when the key space
-    is small; else, if the keys are already sorted (QIDs raised that keep the key order), one
-    pass over adjacent keys; else one sort of keys packed with their counts (no stable argsort;
-    a merge sort when the keys are few sorted runs, a quicksort otherwise), else an argsort.
-    `owned`: `keys` may be overwritten."""
+    """Distinct keys (sorted) and the sum of `counts` of each (int64; `counts` None: each key
+    counts once): a count table when the key space is small; else, without counts, one sort
+    of the keys; else, if the keys are already sorted (QIDs raised that keep the key order),
+    one pass over adjacent keys; else one sort of keys packed with their counts (no stable
+    argsort; a merge sort when the keys are few sorted runs, a quicksort otherwise), else an
+    argsort. `owned`: `keys` may be overwritten."""
     if keys.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
     if n_possible <= max(1 << 16, 2 * keys.size):
         table = np.bincount(keys, weights=counts, minlength=n_possible)
         nz = np.flatnonzero(table)
         return nz, table[nz].astype(np.int64)
+    if counts is None:
+        ordered = keys if owned else keys.copy()
+        ordered.sort()
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        return ordered[starts].astype(np.int64), np.diff(np.r_[starts, ordered.size])
     descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
     if descents == 0:
         return _adjacent(keys, counts)
@@ -178,8 +164,8 @@ class Histogram:
     @classmethod
     def from_codes(cls, codes: Sequence[np.ndarray], radices: Sequence[int]) -> Histogram:
         """Count rows given their per-QID codes."""
-        keys, counts = group_counts(keys_of(codes, radices), None, _product(radices))
-        return cls(tuple(radices), keys, counts)
+        keys = keys_of(codes, radices)
+        return cls(tuple(radices), *grouped(keys, None, _product(radices), owned=True))
 
     @staticmethod
     def merge(parts: Sequence[Histogram]) -> Histogram:
@@ -197,9 +183,8 @@ class Histogram:
                 acc.add(p)
             return acc.result()
         keys = np.concatenate([p.keys for p in parts])
-        counts = np.concatenate([p.counts for p in parts]).astype(np.float64)
-        k, c = group_counts(keys, counts, n_possible)
-        return Histogram(radices, k, c)
+        counts = np.concatenate([p.counts for p in parts])
+        return Histogram(radices, *grouped(keys, counts, n_possible, owned=True))
 
     def sum_last_axis(self) -> Histogram:
         """The counts summed over the innermost axis (a (class, value) table's class counts):
@@ -248,8 +233,7 @@ class HistogramAccumulator:
         elif self._dense is not None:
             np.add.at(self._dense, keys, 1)  # numpy >= 2 has a fast path: ~20 ns per row
         else:
-            k, c = group_counts(keys, None, _product(self.radices))
-            self.add(Histogram(self.radices, k, c))
+            self.add(Histogram(self.radices, *grouped(keys, None, _product(self.radices))))
 
     def add(self, hist: Histogram) -> None:
         if self._dense is not None and hist._dense is not None:

@@ -2,7 +2,7 @@
 
 Pure numpy, no I/O. A node's classes and the counts of the sensitive attribute's values in each
 class are held sparsely as a `ClassValues` (one row per non-empty (class, value) pair, rows in
-(class, value) order, the form `histogram.group_counts` returns for a key `class * m + value`).
+(class, value) order, the form `histogram.grouped` returns for a key `class * m + value`).
 Each criterion returns a `Verdict`: a bool mask of the classes that satisfy it and a figure per
 class (distinct count, entropy l, recursive ratio, distance).
 

@@ -25,7 +25,7 @@ from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of, single_array
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.histogram import group_counts, keys_of
+from airflow_skald.core.histogram import grouped, keys_of
 from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
 from airflow_skald.core.privacy import (
     ClassTable,
@@ -141,7 +141,7 @@ class ReleaseClasses:
             return ReleaseClasses.empty(n_qids, n_rows)
         radices = [max(len(x), 1) for x in index]
         # equal tuples (from different parts, or a label listed twice by another tool) are summed
-        weights = np.concatenate(sizes).astype(np.float64)  # exact: counts < 2^53
+        weights = np.concatenate(sizes).astype(np.int64)
         codes, counts = _classes([np.concatenate(c) for c in columns], radices, weights)
         return ReleaseClasses([list(x) for x in index], codes, counts, n_rows)
 
@@ -158,7 +158,7 @@ def _classes(
         keys = keys_of([codes[j] for j in live], [radices[j] for j in live])
     else:
         keys = np.zeros(len(codes[0]), dtype=np.int64)
-    keys, counts = group_counts(keys, weights, math.prod(radices[j] for j in live))
+    keys, counts = grouped(keys, weights, math.prod(radices[j] for j in live), owned=True)
     out = np.zeros((len(radices), keys.size), dtype=np.int64)
     for j in reversed(live):
         keys, out[j] = np.divmod(keys, radices[j])
