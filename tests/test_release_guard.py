@@ -438,6 +438,38 @@ def test_cli_refuses_to_replace_another_runs_release_unless_overwrite(
     assert not Path(lease_path(str(out))).exists()
 
 
+def test_cli_refuses_a_rewritten_input_with_the_same_layout(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    """Same config, same files, rows and chunks, but one input file rewritten with another
+    value (as a later extract would be): not an identical rerun, so the release stays unless
+    `--overwrite`; rewriting it back byte for byte but later still counts as a new input."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from helpers_data import run_inprocess, setup_run
+
+    skip_report_plots(monkeypatch)
+    inp, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
+    assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
+    first = release_bytes(out)
+    manifest = json.loads((out / MANIFEST).read_text())
+    file = sorted(inp.glob("*.parquet"))[1]
+    df = pq.read_table(file).to_pandas()
+    df.iloc[0, -1] = df.iloc[-1, -1]  # one cell of the last column takes another row's value
+    pq.write_table(pa.Table.from_pandas(df, preserve_index=False), file)
+    stat = file.stat()
+    os.utime(file, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a later write
+    code, _, err = run_inprocess(["run", str(config), "-q"], capsys)
+    assert code == 2, err
+    assert err.startswith(f"skald: error: output {out} holds a release made with k=3 by run cli-")
+    assert release_bytes(out) == first
+    assert json.loads((out / MANIFEST).read_text()) == manifest
+    assert run_inprocess(["run", str(config), "-q", "--overwrite"], capsys)[0] == 0
+    replaced = json.loads((out / MANIFEST).read_text())
+    assert replaced["input_fingerprint"] != manifest["input_fingerprint"]
+    assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0  # identical rerun again
+
+
 def test_cli_run_to_a_busy_output_fails_and_leaves_the_other_alone(
     tmp_path: Path, capsys, monkeypatch
 ) -> None:

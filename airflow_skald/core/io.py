@@ -38,6 +38,7 @@ class ChunkRef:
     file: str
     row_start: int
     n_rows: int
+    version: str = ""  # the file's `file_version` when the chunks were listed
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -94,11 +95,44 @@ def list_chunks(location: DataLocation, chunk_rows: int) -> list[ChunkRef]:
     chunks: list[ChunkRef] = []
     for file in list_input_files(location):
         n = count_rows(location, file)
+        version = file_version(file)
         for start in range(0, n, chunk_rows):
-            chunks.append(ChunkRef(len(chunks), file, start, min(chunk_rows, n - start)))
+            size = min(chunk_rows, n - start)
+            chunks.append(ChunkRef(len(chunks), file, start, size, version))
     if not chunks:
         raise DataError(f"the input at {location.path} has no records")
     return chunks
+
+
+# What a store keeps about a file that changes when the file is rewritten (local files and
+# most fsspec stores: mtime; S3: LastModified, ETag, VersionId; GCS: updated, generation, md5)
+_VERSION_KEYS = (
+    "mtime",
+    "LastModified",
+    "last_modified",
+    "updated",
+    "ETag",
+    "etag",
+    "VersionId",
+    "version_id",
+    "generation",
+    "md5Hash",
+    "crc32c",
+)
+
+
+def file_version(file: str) -> str:
+    """This version of `file`, without reading it: its size plus the modification time and
+    entity tag its store keeps (a rewritten file gets new ones; an unchanged one, read again
+    by a retry or another task, the same)."""
+    fs, path = filesystem(file)
+    try:
+        info = fs.info(path)
+    except FileNotFoundError:
+        raise DataError(f"input file disappeared: {file}") from None
+    parts = [f"size={info.get('size')}"]
+    parts += [f"{key}={info[key]}" for key in _VERSION_KEYS if info.get(key) is not None]
+    return ";".join(parts)
 
 
 def count_rows(location: DataLocation, file: str) -> int:

@@ -33,7 +33,9 @@ REPORT_HTML = "report.html"
 
 
 def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
-    """Hash of the chunk layout (files, offsets, row counts) the run read."""
+    """Hash of what the run read: each chunk's file, offset and row count, and the version of
+    its file (size, modification time, entity tag: `io.file_version`), so a rewritten input
+    does not pass for the one an existing release was made from."""
     body = json.dumps([c.to_dict() for c in chunks], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
