@@ -162,7 +162,9 @@ def test_timings_and_memory_come_from_the_run_record(no_plots):
     for value in ("tok-123", "skald_release", "manual__2026-11-26T06:00:00"):
         assert value in run
     assert "2026-11-26T06:00:00+00:00" in run and "2026-11-26T06:01:30+00:00" in run
-    assert "wall time" in run and "90.00 s" in run
+    # start and finish are cut to the whole second and the phases (52.5 s) do not fill them
+    assert "wall time (finished − started, to the whole second)" in run
+    assert "90 s" in cells(run) and "90.00 s" not in run
     unfinished = section(render_report(deterministic_manifest(), {**RUN, "finished_at": ""}), "Run")
     assert "wall time" not in unfinished
     assert "Generated from manifest.json and run.json only" in html
@@ -201,7 +203,7 @@ def test_class_size_table_is_in_numeric_order(no_matplotlib):
     assert "matplotlib is not installed" in html and "data:image/png" not in html
     table = section(html, "Information loss")
     labels = [c for c in cells(table) if re.fullmatch(r"\d+-\d+", c)]
-    assert labels == ["1-1", "2-3", "4-7", "16-31", "128-255"]
+    assert labels == ["1-1", "2-3", "5-7", "16-31", "128-255"]  # k = 5: the bin from k
 
 
 def test_class_size_chart_is_in_numeric_order(monkeypatch):
@@ -220,7 +222,7 @@ def test_class_size_chart_is_in_numeric_order(monkeypatch):
     hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
     html = render_report(deterministic_manifest(class_size_histogram=hist), RUN)
     assert 'alt="class-size distribution"' in html and 'alt="time per phase"' in html
-    assert drawn["labels"] == ["1-1", "2-3", "4-7", "16-31", "128-255"]
+    assert drawn["labels"] == ["1-1", "2-3", "5-7", "16-31", "128-255"]  # k = 5
 
 
 def test_every_privacy_model_gets_a_row(no_plots):
@@ -240,7 +242,7 @@ def test_every_privacy_model_gets_a_row(no_plots):
             assert w in row, (w, row)
     assert "Suppression limit 1/100" in table
     assert "verified against k-anonymity, distinct-l-diversity" in html
-    assert "nodes passing k-anonymity, distinct-l-diversity, entropy" in html
+    assert "nodes known to pass k-anonymity, distinct-l-diversity, entropy" in html
 
 
 def test_privacy_figures_of_an_unknown_model_are_rendered_generically(no_plots):
@@ -257,7 +259,7 @@ def test_privacy_settings_alone_and_absent(no_plots):
     del bare["privacy"], bare["privacy_models"]
     html = render_report(bare)
     assert "Privacy models" not in html and "verified k-anonymous" in html
-    assert "nodes passing k within the suppression limit" in html
+    assert "nodes known to pass k within the suppression limit" in html
     assert "verified k-anonymous" in render_report(deterministic_manifest())
 
 
@@ -281,7 +283,11 @@ def test_at_risk_classes_render_as_a_small_table(no_plots):
     ]
     html = render_report(deterministic_manifest(at_risk_classes=at_risk))
     table = section(html, "Classes at risk")
-    assert cells(table) == ["5", "disease", "0.8-1.0: 1, 0.0-0.2: 1", "6", "income", "0.6-0.8: 2"]
+    # a manifest whose at-risk classes name no model nor figure
+    assert cells(table) == [
+        *("not recorded", "n/a", "5", "disease", "0.8-1.0: 1, 0.0-0.2: 1"),
+        *("not recorded", "n/a", "6", "income", "0.6-0.8: 2"),
+    ]
     assert "Classes at risk" not in render_report(deterministic_manifest())
     many = deterministic_manifest(at_risk_classes=at_risk * 40)
     assert "first 50 of 80 classes shown" in render_report(many)
@@ -459,9 +465,10 @@ def test_report_of_a_real_manifest_without_matplotlib(no_matplotlib, release):
     manifest = json.loads((release / "manifest.json").read_text())
     html = render_report(manifest, run_record(release, manifest))
     assert "data:image/png" not in html and "matplotlib is not installed" in html
-    bins = list(manifest["class_size_histogram"])
-    labels = [c for c in cells(section(html, "Information loss")) if c in bins]
-    assert labels == [b for b, _ in class_size_bins(manifest["class_size_histogram"])]
+    labels = [c for c in cells(section(html, "Information loss")) if re.fullmatch(r"\d+-\d+", c)]
+    bins = class_size_bins(manifest["class_size_histogram"], manifest["k"])
+    assert labels == [b for b, _ in bins]
+    assert all(int(b.split("-")[0]) >= manifest["k"] for b in labels)
 
 
 def test_cli_run_writes_the_report(tmp_path, capsys):

@@ -160,9 +160,22 @@ def _lower_bound(label: str) -> float:
     return int(found.group(1)) if found else math.inf
 
 
-def class_size_bins(hist: Mapping[str, int]) -> list[tuple[str, int]]:
-    """The class-size histogram's bins in numeric order of their lower bound ("2-3" < "16-31")."""
-    return sorted(hist.items(), key=lambda item: _lower_bound(item[0]))
+def _from_k(label: str, k: object) -> str:
+    """A bin's label starting at k when its lower end is below k but its upper end is not: kept
+    classes hold at least k records, so "4-7" with k = 5 holds classes of 5 to 7 records."""
+    found = re.fullmatch(r"\s*(\d+)\s*-\s*(\d+)\s*", str(label))
+    if not found or not isinstance(k, int) or isinstance(k, bool):
+        return label
+    low, high = int(found.group(1)), int(found.group(2))
+    return f"{k}-{high}" if low < k <= high else label
+
+
+def class_size_bins(hist: Mapping[str, int], k: object = None) -> list[tuple[str, int]]:
+    """The class-size histogram's bins in numeric order of their lower bound ("2-3" < "16-31").
+    Given k, a bin straddling k is labelled from k ("4-7" -> "5-7" for k = 5); the manifest's
+    bins are powers of two and stay as they are."""
+    ordered = sorted(hist.items(), key=lambda item: _lower_bound(item[0]))
+    return [(_from_k(label, k), count) for label, count in ordered]
 
 
 def _paper_parts(node_paper: str) -> tuple[list[str], list[str]]:
@@ -237,7 +250,7 @@ def _png(plt, fig) -> str:
 
 
 def _class_size_png(plt, hist: Mapping[str, int], k: object) -> str:
-    bins = class_size_bins(hist)
+    bins = class_size_bins(hist, k)
     fig, ax = plt.subplots(figsize=(7.5, 3.2))
     ax.bar(range(len(bins)), [count for _, count in bins], color="#3b6fb6")
     ax.set_xticks(range(len(bins)), [label for label, _ in bins], rotation=30, ha="right")
@@ -326,7 +339,10 @@ def _cards(m: Mapping) -> str:
         ("equivalence classes", _int(m.get("n_equivalence_classes"))),
         ("smallest class", _int(m.get("min_class_size"))),
         ("suppressed records", _suppressed_share(m)),
-        ("max prosecutor risk", _num((m.get("risk") or {}).get("prosecutor_risk_max"))),
+        (
+            "max prosecutor risk (kept records)",
+            _num((m.get("risk") or {}).get("prosecutor_risk_max")),
+        ),
         ("precision", _num(quality.get("precision"))),
     ]
     body = "".join(f'<div class="card"><b>{v}</b>{_e(label)}</div>' for label, v in cards)
@@ -446,7 +462,7 @@ def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
     hist = m.get("class_size_histogram") or {}
     if not hist:
         return ""
-    rows = [[_e(label), _int(count)] for label, count in class_size_bins(hist)]
+    rows = [[_e(label), _int(count)] for label, count in class_size_bins(hist, m.get("k"))]
     return _table(rows, ["class size", "classes"])
 
 
@@ -466,46 +482,157 @@ def _quality_section(m: Mapping, plots: Mapping[str, str]) -> str:
     return "<h2>Information loss</h2>" + _table(rows, ["metric", "value"]) + _class_sizes(m, plots)
 
 
+#: the records the risk figures are computed over (the manifest's `risk` section)
+KEPT = "kept (not suppressed) records"
+
+
 def _risk(m: Mapping) -> str:
-    """Suppression and re-identification risk of the kept classes."""
+    """Suppression, then the re-identification risk of the kept classes (suppressed records,
+    masked or dropped, are in no class the figures count)."""
     risk = m.get("risk") or {}
     k = m.get("k")
     share = risk.get("share_below_2k")
-    two_k = _int(2 * k) if isinstance(k, int) else "?"
+    two_k = _int(2 * k) if isinstance(k, int) and not isinstance(k, bool) else "?"
     rows = [
         ["suppressed records", _int(m.get("n_suppressed") or 0)],
         ["suppression allowed (floor(limit · N))", _int(m.get("max_suppressed"))],
         ["suppressed records are", _e(m.get("suppressed_records", "masked"))],
-        ["prosecutor risk, max (1 / smallest class)", _num(risk.get("prosecutor_risk_max"))],
-        ["prosecutor risk, average (classes / records)", _num(risk.get("prosecutor_risk_avg"))],
         [
-            f"records in classes smaller than 2k = {two_k}",
-            f"{100 * share:.3g} %" if isinstance(share, float) else "n/a",
+            f"prosecutor risk of the {KEPT}, max (1 / smallest kept class)",
+            _num(risk.get("prosecutor_risk_max")),
+        ],
+        [
+            f"prosecutor risk of the {KEPT}, average (kept classes / kept records)",
+            _num(risk.get("prosecutor_risk_avg")),
+        ],
+        [
+            f"share of the {KEPT} in classes smaller than 2k = {two_k}",
+            f"{100 * share:.3g} %" if isinstance(share, float | int) else "n/a",
         ],
     ]
-    return "<h2>Suppression and re-identification risk</h2>" + _table(rows, ["figure", "value"])
+    return (
+        "<h2>Suppression and re-identification risk</h2>"
+        + _table(rows, ["figure", "value"])
+        + f'<p class="muted">The risk figures are computed over the {KEPT} only: a suppressed '
+        "record (masked or dropped) is in no equivalence class they count.</p>"
+    )
+
+
+#: per model of the manifest: its name in words, the figure an at-risk class is ranked by, and
+#: whether the smallest figure is the worst (a class must reach at least the setting) or the
+#: largest (it must stay below it)
+AT_RISK = {
+    "distinct-l-diversity": ("distinct l-diversity", "distinct values", True),
+    "entropy-l-diversity": ("entropy l-diversity", "entropy l", True),
+    "recursive-cl-diversity": ("recursive (c,l)-diversity", "n₁ / (n_l + … + n_m)", False),
+    "t-closeness": ("t-closeness", "distance", False),
+}
+
+
+def _figure(value: object, bound: object = None) -> str:
+    """A criterion's figure for people: an integral value without ".0", others to 4 significant
+    digits, more when 4 would put the figure on the other side of (or on) the model's
+    setting `bound` than the exact figure is."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return "n/a"
+    if isinstance(value, int) or (math.isfinite(value) and value.is_integer()):
+        return _int(int(value))
+    if not math.isfinite(value):
+        return "∞" if value > 0 else ("-∞" if value < 0 else "n/a")
+    try:
+        limit = float(bound) if bound is not None and not isinstance(bound, bool) else None
+    except (TypeError, ValueError):
+        limit = None
+    for digits in range(4, 18):
+        text = f"{value:.{digits}g}"
+        if limit is None or (float(text) > limit) - (float(text) < limit) == (value > limit) - (
+            value < limit
+        ):
+            return text
+    return repr(value)
+
+
+def _figure_cell(name: str, value: object, bound: object) -> str:
+    text = _figure(value, bound)
+    return text if text == "n/a" else f"{_e(name)} = {_e(text)}"
+
+
+def _settings_of(m: Mapping, model: str, attribute: object) -> dict:
+    """The settings of the manifest's model `model` on `attribute` ({} when not listed)."""
+    for d in _models(m):
+        if d.get("model") == model and d.get("attribute") == attribute:
+            return _split_model(d)[0]
+    return {}
+
+
+def _criterion(m: Mapping, model: str, attribute: object) -> tuple[str, str, bool, object]:
+    """(the criterion in words, its figure's name, smallest is worst, the figure's bound)."""
+    if not model:  # a manifest written before the at-risk classes named their model
+        return "not recorded", "figure", True, None
+    words, figure, smallest = AT_RISK.get(model, (model, "figure", True))
+    settings = _settings_of(m, model, attribute)
+    of = f" of '{attribute}'" if attribute not in (None, "") else ""
+    shown = [f"{key} = {settings[key]}" for key in ("c", "l", "t") if key in settings]
+    if "distance" in settings:
+        shown.append(f"{settings['distance']} distance")
+    bound = settings.get("c" if model == "recursive-cl-diversity" else "t")
+    if model in ("distinct-l-diversity", "entropy-l-diversity"):
+        bound = settings.get("l")
+    return words + of + (f" ({', '.join(shown)})" if shown else ""), figure, smallest, bound
 
 
 def _at_risk(m: Mapping) -> str:
-    """Classes at risk: size, sensitive attribute and value-share buckets (never a value)."""
+    """Classes at risk, per criterion (in the manifest's order of the models), worst first:
+    the criterion, the class's figure, its size, the sensitive attribute and value-share
+    buckets (never a value). One class may be at risk under several criteria: one row each."""
     classes = [c for c in m.get("at_risk_classes") or [] if isinstance(c, Mapping)]
     if not classes:
         return ""
-    shown = classes[:MAX_ROWS]
+    order = [(str(d.get("model")), d.get("attribute")) for d in _models(m)]
+    groups: dict[tuple, list[Mapping]] = {}
+    for c in classes:
+        groups.setdefault((str(c.get("model") or ""), c.get("attribute")), []).append(c)
+    keys = sorted(groups, key=lambda g: order.index(g) if g in order else len(order))
+    ranked = []
+    for key in keys:  # stable: a criterion's ties keep the manifest's order
+        words, name, smallest, bound = _criterion(m, *key)
+        number = [
+            c.get("figure") if isinstance(c.get("figure"), int | float) else None
+            for c in groups[key]
+        ]
+        worst = sorted(
+            range(len(groups[key])),
+            key=lambda i: (
+                number[i] is None,
+                0.0 if number[i] is None else (number[i] if smallest else -number[i]),
+            ),
+        )
+        ranked += [(words, name, bound, groups[key][i]) for i in worst]
+    shown = ranked[:MAX_ROWS]
     rows = [
         [
+            _e(words),
+            _figure_cell(name, c.get("figure"), bound),
             _int(c.get("size")),
             _e(c.get("attribute", "")),
             _e(", ".join(f"{b}: {n}" for b, n in (c.get("distribution") or {}).items())),
         ]
-        for c in shown
+        for words, name, bound, c in shown
+    ]
+    head = [
+        "criterion",
+        "figure",
+        "class size",
+        "sensitive attribute",
+        "records per value, most frequent first",
     ]
     return (
         "<h3>Classes at risk</h3>"
-        + _table(
-            rows, ["class size", "sensitive attribute", "records per value, most frequent first"]
-        )
-        + _truncated(len(shown), len(classes), "classes")
+        '<p class="muted">The kept classes closest to failing each criterion, grouped by '
+        "criterion, worst first (smallest distinct count or entropy l, largest (c,l) ratio or "
+        "distance). A class close to failing several criteria has one row per criterion.</p>"
+        + _table(rows, head)
+        + _truncated(len(shown), len(ranked), "classes")
     )
 
 
@@ -515,8 +642,19 @@ def _lattice(m: Mapping) -> str:
     rows = [
         ["nodes in the searched lattice", _int(lat.get("nodes"))],
         ["nodes evaluated (class sizes computed)", _int(lat.get("evaluated"))],
-        [f"nodes passing {_criteria(m)} within the suppression limit", _int(lat.get("passing"))],
+        [
+            f"nodes known to pass {_criteria(m)} within the suppression limit "
+            "(evaluated, or implied by a monotone criterion)",
+            _int(lat.get("passing")),
+        ],
     ]
+    if "pruned" in lat:
+        rows.append(
+            [
+                "nodes never classified (a lower bound of the loss ruled them out)",
+                _int(lat["pruned"]),
+            ]
+        )
     root_lat = m.get("root_lattice") or {}
     if root_lat:
         rows += [
@@ -526,24 +664,66 @@ def _lattice(m: Mapping) -> str:
         ]
     if _per_chunk(m):
         rows.insert(0, ["(summed over the chunks' searches)", ""])
-    return "<h2>Lattice search</h2>" + _table(rows, ["counter", "value"])
+    note = (
+        '<p class="muted">The search classifies only the nodes it needs: nodes it never '
+        "evaluated nor implied may pass too, so the nodes known to pass are not all the "
+        "passing nodes of the lattice.</p>"
+        if lat
+        else ""
+    )
+    return "<h2>Lattice search</h2>" + _table(rows, ["counter", "value"]) + note
 
 
-def _wall_time(m: Mapping) -> str:
-    """finished_at - started_at, or "" when either is missing or not an ISO time."""
+def _instant(value: object) -> tuple[datetime, int] | None:
+    """An ISO time with the digits of its fraction of a second (0: whole seconds), or None when
+    it is missing, not an ISO time or coarser than a second."""
+    text = str(value or "")
+    found = re.search(r"T\d{2}:?\d{2}:?\d{2}(?:[.,](\d+))?", text)
+    if not found:
+        return None
     try:
-        start = datetime.fromisoformat(str(m.get("started_at")))
-        end = datetime.fromisoformat(str(m.get("finished_at")))
-        return _seconds((end - start).total_seconds())
-    except (TypeError, ValueError):
-        return ""
+        return datetime.fromisoformat(text), len(found.group(1) or "")
+    except ValueError:
+        return None
+
+
+def _phases_total(m: Mapping) -> float | None:
+    timings = m.get("timings_s") or {}
+    values = [v for v in timings.values() if isinstance(v, int | float) and not isinstance(v, bool)]
+    return float(sum(values)) if values else None
+
+
+def _wall_time(m: Mapping) -> tuple[str, str] | None:
+    """(label, value) of the run's wall time, never more precise than what it is read from;
+    None when the run has no start and finish time.
+
+    Timestamps with a fraction of a second give finished - started to that precision (at most
+    hundredths). Timestamps cut to the whole second (today's run record) only place the wall time
+    within a second either side of their difference: when the phases, timed precisely one after
+    the other, add up to a figure in that window, the wall time is that measured total;
+    otherwise (phases timed in parallel or summed over tasks, or time outside them) it is the
+    difference in whole seconds."""
+    start, end = _instant(m.get("started_at")), _instant(m.get("finished_at"))
+    if start is None or end is None:
+        return None
+    try:
+        elapsed = (end[0] - start[0]).total_seconds()
+    except TypeError:  # one time has a zone, the other not
+        return None
+    digits = min(start[1], end[1], 2)
+    if digits:
+        return "wall time (finished − started)", f"{elapsed:.{digits}f} s"
+    measured = None if _per_chunk(m) else _phases_total(m)
+    if measured is not None and elapsed - 1 < measured < elapsed + 1:
+        return "wall time (measured: the phases' total)", f"{measured:.2f} s"
+    return "wall time (finished − started, to the whole second)", f"{elapsed:.0f} s"
 
 
 def _run_identity(m: Mapping) -> str:
     """Which run (and Airflow DAG run) wrote the release, when, and for how long."""
     rows = [[_e(label), _e(m[key])] for key, label in RUN_IDENTITY if m.get(key) not in (None, "")]
     if wall := _wall_time(m):
-        rows.append(["wall time", wall])
+        rows.append([_e(wall[0]), wall[1]])
     return "<h2>Run</h2>" + _table(rows) if rows else ""
 
 
