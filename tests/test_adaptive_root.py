@@ -157,6 +157,10 @@ def test_criteria_count_class_value_pairs(tmp_path, table):
     assert adaptive["root_node"] == expected_root(
         table.rename(columns={"cond": "cond"}), qids, bins, PRIORITY, attributes=["cond"]
     )
+    # the manifest's non-empty root bins are those pairs (not classes + pairs)
+    ids = pd.Series(_class_ids(_prepare(table, qids), adaptive["root_node"]))
+    pairs = len(set(zip(ids, table["cond"], strict=True)))
+    assert adaptive["root_bins_nonempty"] == pairs <= bins - 1
     other = run(_table_config(tmp_path, table, "b", [300] * 9, chunk_rows=250, bins=bins, **ld))
     for key in ("root_node", "node", "dm_star", "n_suppressed", "root_bins_nonempty"):
         assert other[key] == adaptive[key], key

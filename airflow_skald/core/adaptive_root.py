@@ -120,13 +120,6 @@ def add_sorted(a: Histogram, b: Histogram) -> Histogram:
     return Histogram(a.radices, keys[keep], counts[keep])
 
 
-def fill_bins(counts: RootCounts) -> int:
-    """The bins N_RAM bounds: (class, value) pairs with criteria, else classes (non-empty)."""
-    if counts.values:
-        return sum(h.n_bins for h in counts.values.values())
-    return counts.classes.n_bins
-
-
 # A sparse table is cut by key range into buckets of about this many bins, so that merging a
 # chunk touches small arrays (in cache, reused by malloc) instead of one array of N_RAM bins.
 BUCKET_BINS = 1 << 18

@@ -35,6 +35,14 @@ class RootCounts:
         """Non-empty bins held: classes, plus (class, value) pairs of every attribute."""
         return self.classes.n_bins + sum(h.n_bins for h in self.values.values())
 
+    @property
+    def bounded_bins(self) -> int:
+        """The non-empty bins N_RAM bounds (SPEC §4a, §4b): the (class, value) pairs of the
+        attributes criteria name, summed, when there are any; else the classes."""
+        if self.values:
+            return sum(h.n_bins for h in self.values.values())
+        return self.classes.n_bins
+
     @staticmethod
     def merge(parts: Sequence[RootCounts]) -> RootCounts:
         """Exact sum of counts at the same node (adaptive_root.merge_on_chain rolls first)."""

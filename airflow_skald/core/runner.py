@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
 from airflow_skald.core import pipeline as P
-from airflow_skald.core.adaptive_root import fill_bins, merge_on_chain
+from airflow_skald.core.adaptive_root import merge_on_chain
 from airflow_skald.core.config import SkaldConfig
 from airflow_skald.core.dimensions import build_dimensions
 from airflow_skald.core.encoding import DomainStats
@@ -376,7 +376,7 @@ class HistogramPhase(Phase[RootCounts, Decision]):
         if getattr(run.store, "persistent", True):  # for a retried search task; a CLI run
             run.store.write_bytes(HISTOGRAM, merged.to_bytes())  # would only hold N_RAM twice
         plan = run.plan()
-        plan = plan.with_root(merged.node or plan.root, fill_bins(merged))
+        plan = plan.with_root(merged.node or plan.root, merged.bounded_bins)
         write_json(run.store, PLAN, plan_summary(run.config, plan))
         run._cache["plan"] = plan
         if plan.root_mode == "adaptive":

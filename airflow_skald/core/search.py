@@ -165,7 +165,7 @@ def search_lattice(
             "evaluated": outcome.evaluated,
             "passing": outcome.passing,
             "pruned": outcome.pruned,
-            "root_bins_nonempty": counts.n_bins,
+            "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (SPEC §4b)
         },
         risk=risk(kept, policy.k),
         class_size_histogram=class_size_histogram(kept),
