@@ -98,6 +98,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     progress = cli_progress(quiet=args.quiet)  # a bar on a TTY; else the log's per-chunk lines
     workers = _int_arg(args.workers, "workers")
+    if workers < 1:
+        raise SkaldInputError("--workers must be at least 1")
     if args.per_chunk:
         from airflow_skald.core.baseline import run_per_chunk
 

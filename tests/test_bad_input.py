@@ -321,6 +321,17 @@ CASES = [
         mutate=rewrite(2, set_col("city", ["Oslo"] * 7 + ["Paris", "Paris"] + ["Oslo"] * 31)),
     ),
     Case(
+        "value-with-a-newline-not-in-hierarchy",  # the message stays one line, the value cut
+        ["column 'city'", "not in its hierarchy", "'Par\\nis", "…'", "1 row(s) among rows 1-40 of"],
+        mutate=rewrite(2, set_col("city", ["Oslo"] * 7 + ["Par\nis" + "x" * 60] + ["Oslo"] * 32)),
+        absent=["x" * 60],
+    ),
+    Case(
+        "passed-through-column-type-drift",  # parts of one release would disagree
+        ["column 'disease'", "type int64 in file", "{file1}", "but string in file", "{file0}"],
+        mutate=rewrite(1, set_col("disease", list(range(40)), pa.int64())),
+    ),
+    Case(
         "hierarchy-label-with-two-parents",
         ["hierarchy of 'city'", "inconsistent", "'Norway'", "two parents"],
         cfgmut=two_parent_hierarchy,
@@ -395,6 +406,29 @@ CASES = [
         "suppression-limit-flag",
         ["suppression_limit", "between 0 and 1"],
         argv=["--suppression-limit", "2"],
+    ),
+    Case(  # YAML .nan and .inf are floats, no decimals
+        "suppression-limit-nan",
+        ["suppression_limit", "between 0 and 1", "'nan'"],
+        cfgmut=privacy("suppression_limit", float("nan")),
+    ),
+    Case(
+        "t-infinite",
+        ["privacy.t_closeness[0].t", "'inf'"],
+        cfgmut=criteria(t_closeness=[{"attribute": "disease", "t": float("inf")}]),
+    ),
+    Case(
+        "recursive-c-nan",
+        ["privacy.l_diversity[0].c", "'nan'"],
+        cfgmut=criteria(
+            [{"attribute": "disease", "l": 2, "variant": "recursive", "c": float("nan")}]
+        ),
+    ),
+    Case("workers-zero", ["--workers must be at least 1"], argv=["--workers", "0"]),
+    Case(
+        "input-protocol-unknown",
+        ["cannot use the path foo://bucket/in", "protocol is not known"],
+        argv=["--input", "foo://bucket/in"],
     ),
     # --- l-diversity and t-closeness criteria (SPEC §4b)
     Case(

@@ -187,6 +187,13 @@ def _estimate_bytes_per_record(
     return max(total, 1)
 
 
+def one_line(value: str, limit: int = 40) -> str:
+    """A value as a message may show it (SPEC §3 names the missing value): control characters
+    escaped, so the message stays one line, and cut to `limit` characters."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
     """Every configured column must exist in the file."""
     needed = config.qid_names + list(config.direct_identifiers) + list(config.sensitive_attributes)
@@ -204,6 +211,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     qstats: dict[str, QidStats] | None = None
     files: list[str] = []
     n_rows = 0
+    seen_types: dict[str, tuple[pa.DataType, str]] = {}
     for file in dict.fromkeys(c.file for c in chunks):  # every file's schema before any data
         names = column_names(config.input, file)
         check_columns(config, names, file)
@@ -213,6 +221,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         elif names != columns:
             raise DataError(_drift_message(columns, names, [file]))
         _check_types(config, file)
+        _check_passed_through(config, file, seen_types)
         files.append(file)
 
     attributes = config.criteria_attributes
@@ -248,6 +257,34 @@ def _check_types(config: SkaldConfig, file: str) -> None:
         if q.type == "numerical" and not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
             raise DataError(
                 f"column '{q.name}' in file {file} has type {typ}, but it is a numerical QID"
+            )
+
+
+def _logical(typ: pa.DataType) -> pa.DataType:
+    """A column's type as released: dictionary-encoded and large text and binary as plain."""
+    if pa.types.is_dictionary(typ):
+        typ = typ.value_type
+    return {pa.large_string(): pa.string(), pa.large_binary(): pa.binary()}.get(typ, typ)
+
+
+def _check_passed_through(
+    config: SkaldConfig, file: str, seen: dict[str, tuple[pa.DataType, str]]
+) -> None:
+    """Columns the release passes through unchanged (neither QIDs nor removed identifiers)
+    must have one type in every input file, or the release's parts would disagree."""
+    schema = schema_of(config.input, file)
+    if schema is None:  # CSV: such columns are read as text
+        return
+    skip = {*config.qid_names, *config.direct_identifiers}
+    for column in schema:
+        if column.name in skip:
+            continue
+        typ = _logical(column.type)
+        first = seen.setdefault(column.name, (typ, file))
+        if first[0] != typ:
+            raise DataError(
+                f"column '{column.name}' has type {typ} in file {file} but {first[0]} in file "
+                f"{first[1]}: every input file must give a released column the same type"
             )
 
 
@@ -301,7 +338,7 @@ def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
     n_bad = pc.sum(bad).as_py() or 0
     if n_bad:
         raise DataError(
-            f"column '{name}' has {n_bad} null/NaN value(s) in {chunk.where()}, first at "
+            f"column '{name}' has {n_bad} null/NaN value(s) among {chunk.span()}, first at "
             f"{chunk.where(first_row(bad))}"
         )
 
@@ -317,10 +354,10 @@ def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
             row = int(np.flatnonzero(~in_hierarchy[idx])[0])
             value = arr.dictionary[int(idx[row])].as_py()
             n_same = int((idx == idx[row]).sum())
-            shown = f"value '{value}'" if value.strip() else "an empty value"
+            shown = f"value '{one_line(value)}'" if value.strip() else "an empty value"
             raise DataError(
-                f"column '{q.name}' has {shown} not in its hierarchy ({n_same} row(s) in "
-                f"{chunk.where()}, first at {chunk.where(row)})"
+                f"column '{q.name}' has {shown} not in its hierarchy ({n_same} row(s) among "
+                f"{chunk.span()}, first at {chunk.where(row)})"
             )
         return QidStats(q.name, values=sorted(arr.dictionary.filter(pa.array(used)).to_pylist()))
     arr = single_array(column)

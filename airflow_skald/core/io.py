@@ -47,6 +47,10 @@ class ChunkRef:
     def from_dict(cls, d: dict) -> ChunkRef:
         return cls(**d)
 
+    def span(self) -> str:
+        """The chunk's rows, for messages that count within it: "rows 1-1000 of file F"."""
+        return f"rows {self.row_start + 1}-{self.row_start + self.n_rows} of file {self.file}"
+
     def where(self, row_in_chunk: int | None = None) -> str:
         """Human location for error messages: file and 1-based data row number."""
         if row_in_chunk is None:
@@ -56,7 +60,11 @@ class ChunkRef:
 
 def filesystem(path: str) -> tuple[fsspec.AbstractFileSystem, str]:
     """fsspec filesystem and in-filesystem path for a local path or URL."""
-    fs, root = fsspec.core.url_to_fs(path)
+    try:
+        fs, root = fsspec.core.url_to_fs(path)
+    except (ValueError, ImportError) as exc:  # unknown protocol, or its package missing
+        reason = "its protocol is not known" if isinstance(exc, ValueError) else str(exc)
+        raise ConfigError(f"cannot use the path {path}: {reason}") from None
     return fs, root
 
 

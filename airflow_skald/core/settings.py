@@ -52,8 +52,9 @@ def _decimal(value: Any) -> Any:
     if isinstance(value, int | float | str):
         try:
             return Fraction(str(value).strip())
-        except (ValueError, ZeroDivisionError):
-            return value
+        except (ValueError, ZeroDivisionError, OverflowError):
+            # NaN and infinities (YAML .nan, .inf) are no decimals: shown as written, refused
+            return str(value) if isinstance(value, float) else value
     return value
 
 

@@ -15,7 +15,7 @@ from airflow_skald.core.io import ChunkRef
 
 LEVELS = [["10", "20", "30", "40"], ["low", "high"], ["*"]]
 PARENT = {"10": "low", "20": "low", "30": "high", "40": "high"}
-CHUNK = ChunkRef(0, "in.parquet", 100, 0)
+CHUNK = ChunkRef(0, "in.parquet", 100, 1000)
 
 
 def _dimension() -> CategoricalDimension:
