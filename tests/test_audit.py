@@ -359,6 +359,28 @@ def test_release_audited_as_written(tmp_path, capsys, out_fmt):
     assert code == 1 and not json.loads(stdout)["release"]
 
 
+def test_a_tampered_release_does_not_hold(tmp_path, capsys):
+    """A released class below k is published as it is: no suppression allowance excuses it
+    (for a dataset the same class only needs suppressing within the limit)."""
+    import pyarrow.parquet as pq
+
+    inp, out = tmp_path / "in", tmp_path / "out"
+    write_dataset(inp, n_files=3, rows=60)
+    path = write_config(tmp_path / "skald.yaml", config_dict(inp, out, k=3, suppression_limit=0.1))
+    assert run_inprocess(["run", str(path), "-q"], capsys)[0] == 0
+    part = sorted(out.glob("part-*.parquet"))[0]
+    table = pq.read_table(part)
+    kept = [i for i, v in enumerate(table.column("city").to_pylist()) if v != "*"]
+    cities = table.column("city").to_pylist()
+    cities[kept[0]] = "Atlantis"  # one record in a class of its own
+    pq.write_table(table.set_column(table.schema.get_field_index("city"), "city", [cities]), part)
+    code, stdout, _ = run_inprocess(["audit", str(path), "--input", str(out)], capsys)
+    report = json.loads(stdout)
+    assert report["release"] and report["classes_below_k"] >= 1
+    assert report["suppression"]["fits"]  # suppressing it would fit the limit...
+    assert code == 1 and not report["holds"]  # ...but a release cannot suppress any more
+
+
 # -- the command: exit codes, nothing written, no values ---------------------------------------
 
 

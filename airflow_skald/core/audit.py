@@ -82,14 +82,16 @@ def audit(config: SkaldConfig) -> dict:
         "release": manifest is not None,
         "chunks": len(chunks),
         "n_rows": n_rows,
-        **judge(policy, table, star.n_records + dropped),
+        **judge(policy, table, star.n_records + dropped, release=manifest is not None),
         "seconds": round(time.perf_counter() - start, 3),
     }
 
 
-def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
+def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool = False) -> dict:
     """Figures of the classes as they are, and whether the policy holds: the records in classes
-    any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit.
+    any criterion refuses, plus the `n_star` already suppressed, fit the suppression limit. A
+    release is published as it is, so none of its classes may be refused (its suppressed
+    records are the `n_star` only).
 
     The decision is `PrivacyPolicy.judge`'s (a class any model refuses is suppressed), taken
     here from each model's own verdict so that every verdict is computed once for the decision
@@ -129,7 +131,7 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int) -> dict:
             "fits": to_suppress <= allowed,
         },
         "holds_without_suppression": to_suppress == 0,
-        "holds": to_suppress <= allowed,
+        "holds": (to_suppress == n_star if release else True) and to_suppress <= allowed,
     }
 
 
