@@ -381,6 +381,24 @@ def test_a_tampered_release_does_not_hold(tmp_path, capsys):
     assert code == 1 and not report["holds"]  # ...but a release cannot suppress any more
 
 
+def test_a_numerical_qid_stored_as_text_in_one_file_is_refused(tmp_path, capsys):
+    """As `skald run` refuses it: the text values would form classes of their own."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    inp = tmp_path / "in"
+    files = write_dataset(inp, n_files=2, rows=30)
+    table = pq.read_table(files[1])
+    ages = pa.array([str(a) for a in table.column("age").to_pylist()])
+    pq.write_table(table.set_column(table.schema.get_field_index("age"), "age", ages), files[1])
+    path = write_config(tmp_path / "skald.yaml", config_dict(inp, tmp_path / "out", k=3))
+    code, stdout, err = run_inprocess(["audit", str(path)], capsys)
+    assert code == 2 and stdout == ""
+    assert err.strip() == (
+        f"skald: error: column 'age' in file {files[1]} has type string, but it is a numerical QID"
+    )
+
+
 # -- the command: exit codes, nothing written, no values ---------------------------------------
 
 

@@ -30,7 +30,13 @@ import pyarrow.compute as pc
 
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.dimensions import TOP
-from airflow_skald.core.encoding import DICTIONARY, csv_types, dictionary_of, single_array
+from airflow_skald.core.encoding import (
+    DICTIONARY,
+    check_types,
+    csv_types,
+    dictionary_of,
+    single_array,
+)
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.io import (
     ChunkRef,
@@ -62,7 +68,7 @@ def audit(config: SkaldConfig) -> dict:
     kind = "release" if manifest is not None else "dataset"
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
     qids, attributes = config.qid_names, config.criteria_attributes
-    _check_columns(config, chunks, [*qids, *attributes])
+    _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
     counted = count_tuples(config, chunks, release=manifest is not None)
     stats = counted.sensitive
     policy = config.policy(stats)  # l above a distinct count, a hierarchy missing a value: exit 2
@@ -168,12 +174,18 @@ def release_location(given: DataLocation, manifest: dict) -> DataLocation:
     return replace(given, format=fmt, delimiter=manifest.get("output_delimiter", given.delimiter))
 
 
-def _check_columns(config: SkaldConfig, chunks: Sequence[ChunkRef], needed: list[str]) -> None:
+def _check_columns(
+    config: SkaldConfig, chunks: Sequence[ChunkRef], needed: list[str], release: bool
+) -> None:
+    """Every needed column in every file; a dataset's numerical QIDs numeric in every file,
+    as the run requires (a text column in one file would split its classes)."""
     for file in dict.fromkeys(c.file for c in chunks):
         names = column_names(config.input, file)
         for name in needed:
             if name not in names:
                 raise DataError(f"column '{name}' is missing from file {file}")
+        if not release:
+            check_types(config, file)
 
 
 # -- counting (QID tuple, sensitive values) tuples over chunks ---------------------------------

@@ -220,7 +220,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
             bpr = _estimate_bytes_per_record(schema_of(config.input, file), config, names)
         elif names != columns:
             raise DataError(_drift_message(columns, names, [file]))
-        _check_types(config, file)
+        check_types(config, file)
         _check_passed_through(config, file, seen_types)
         files.append(file)
 
@@ -248,7 +248,8 @@ def scan_table(config: SkaldConfig, table: pa.Table, chunk: ChunkRef) -> dict[st
     return {q.name: _scan_qid(q, table.column(q.name), chunk) for q in config.quasi_identifiers}
 
 
-def _check_types(config: SkaldConfig, file: str) -> None:
+def check_types(config: SkaldConfig, file: str) -> None:
+    """A numerical QID must be stored as numbers in every file (Parquet; CSV: read as such)."""
     schema = schema_of(config.input, file)
     if schema is None:
         return
