@@ -91,7 +91,9 @@ def test_identical_repeated_rows_load_with_one_warning(tmp_path, caplog):
     assert len(records) == 1 and records[0].levelno == logging.WARNING
     message = records[0].getMessage()
     assert "\n" not in message
-    assert message.startswith("hierarchy of 'city': 2 row(s) repeat an earlier identical row")
+    assert message.startswith(
+        f"hierarchy of 'city' in file {path}: 2 row(s) repeat an earlier identical row"
+    )
     assert "rows 3 (as 1), 5 (as 2)" in message  # file lines, the blank line counted
     assert "Oslo" not in message and "Norway" not in message and "Bergen" not in message
 
@@ -122,7 +124,8 @@ def test_conflicting_rows_stay_an_error_naming_both_rows(tmp_path):
     with pytest.raises(ConfigError) as info:
         Hierarchy.from_file("city", path)
     assert str(info.value) == (
-        "hierarchy of 'city': value 'Oslo' is listed twice with different labels (rows 1 and 4)"
+        f"hierarchy of 'city' in file {path}: value 'Oslo' is listed twice with different labels "
+        "(rows 1 and 4)"
     )
 
 
@@ -144,3 +147,146 @@ def test_inline_duplicate_keys_are_refused_by_the_loader():
     # PyYAML alone keeps the last entry silently: {"A+": ["B"]}
     with pytest.raises(ConfigError, match="key 'A\\+' on line 3 repeats the key on line 1"):
         _inline('"A+": [A]\n"A-": [A]\n"A+": [B]\n')
+
+
+# ------------------------------------------------------------ what spreadsheets and exports do
+
+WORKCLASS = [["Private", "Non-Government", "*"], ["State-gov", "Government", "*"]]
+WORKCLASS_WORDS = ("Private", "Non-Government", "State-gov", "Government")
+
+
+def _write_bytes(tmp_path: Path, data: bytes) -> Path:
+    path = tmp_path / "workclass.csv"
+    path.write_bytes(data)
+    return path
+
+
+def _error(path: Path) -> str:
+    """The one-line message of loading `path` as the config loader does; it names no value."""
+    with pytest.raises(ConfigError) as info:
+        Hierarchy.from_file("workclass", path)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(f"hierarchy of 'workclass' in file {path}")
+    assert not [w for w in WORKCLASS_WORDS if w in message]
+    return message
+
+
+@pytest.mark.parametrize("newline", [b"\n", b"\r\n"])
+def test_a_leading_byte_order_mark_is_not_part_of_the_first_value(tmp_path, newline):
+    # Excel's "CSV UTF-8" starts the file with EF BB BF; it used to glue onto "Private"
+    body = newline.join([b"Private;Non-Government;*", b"State-gov;Government;*", b""])
+    h = Hierarchy.from_file("workclass", _write_bytes(tmp_path, b"\xef\xbb\xbf" + body))
+    assert h.table.tolist() == WORKCLASS
+    clean = Hierarchy.from_file("workclass", _write_bytes(tmp_path, body))
+    assert h.table.tolist() == clean.table.tolist()
+    assert Hierarchy.from_csv_text("workclass", "\ufeffPrivate;Non-Government;*\n").values[0] == (
+        "Private"
+    )
+
+
+def test_only_a_leading_byte_order_mark_is_skipped(tmp_path):
+    # one inside the text is a character of a value (the data would have to hold it too)
+    h = Hierarchy.from_file("x", _write_bytes(tmp_path, "a;g\n\ufeffb;g\n".encode()))
+    assert h.values.tolist() == ["a", "\ufeffb"]
+
+
+def test_a_bad_byte_after_a_byte_order_mark_is_named_by_its_file_offset(tmp_path):
+    path = _write_bytes(tmp_path, b"\xef\xbb\xbfab;\xff\n")
+    with pytest.raises(ConfigError) as info:
+        Hierarchy.from_file("workclass", path)
+    assert str(info.value) == f"hierarchy file {path} of 'workclass' is not UTF-8 text (byte 6)"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Private;Non-Government;*;\nState-gov;Government;*;\n",  # the reviewer's file
+        "Private;Non-Government;*;;\nState-gov;Government;*; \n",  # several, or blank
+        "Private;Non-Government;*;\nState-gov;Government;*\n",  # only some rows
+        "Private;Non-Government;\nState-gov;Government;\n",  # top implied, then appended
+        "Private;Non-Government;*;\n;;;\n\nState-gov;Government;*;\n",  # rows of only ';'
+    ],
+)
+def test_empty_cells_ending_a_row_are_not_levels(tmp_path, text):
+    h = Hierarchy.from_file("workclass", _write(tmp_path, text))
+    assert h.table.tolist() == WORKCLASS  # no empty level, no second '*'
+    assert h.top_level == 2
+
+
+def test_a_trailing_delimiter_leaves_the_hierarchy_as_without_it(tmp_path):
+    clean = Hierarchy.from_file("w", _write(tmp_path, "a;g;G;*\nb;g;G;*\nc;h;G;*\n"))
+    trailing = Hierarchy.from_file("w", _write(tmp_path, "a;g;G;*;\nb;g;G;*;\nc;h;G;*;\n"))
+    assert trailing.top_level == clean.top_level == 3
+    assert trailing.table.tolist() == clean.table.tolist()  # the same hierarchy, row for row
+
+
+@pytest.mark.parametrize(
+    "text, fault",
+    [
+        ("Private;;*\nState-gov;Government;*\n", "row 1 has an empty label at level 1"),
+        ("State-gov;Government;*\n\nPrivate; ;*\n", "row 3 has an empty label at level 1"),
+        (
+            "Private;Non-Government;;*\nState-gov;Government;G;*\n",
+            "row 1 has an empty label at level 2",
+        ),
+        ("State-gov;Government;*\n;Non-Government;*\n", "row 2 has an empty value"),
+        ('State-gov;Government;*\nPrivate;"";*\n', "row 2 has an empty label at level 1"),
+    ],
+)
+def test_an_empty_label_inside_a_row_is_an_error_naming_file_and_row(tmp_path, text, fault):
+    path = _write_bytes(tmp_path, text.encode())
+    assert _error(path) == f"hierarchy of 'workclass' in file {path}: {fault}"
+
+
+def test_an_empty_inline_label_is_an_error_naming_the_row():
+    with pytest.raises(ConfigError) as info:
+        _inline('"A+": [A, blood]\n"A-": ["", blood]\n')
+    assert str(info.value) == "hierarchy of 'bg': row 2 has an empty label at level 1"
+    with pytest.raises(
+        ConfigError, match="^hierarchy of 'bg': row 1 has an empty label at level 2$"
+    ):
+        _inline('"A+": [A, ""]\n"A-": [A, blood]\n')
+
+
+def test_trailing_cells_dropped_then_rows_still_must_have_equal_length(tmp_path):
+    path = _write(tmp_path, "Private;Non-Government;*\nState-gov;;\n")
+    assert (
+        _error(path) == f"hierarchy of 'workclass' in file {path}: row 2 has 1 levels, row 1 has 3"
+    )
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        (
+            "Private,Non-Government,*\nState-gov,Government,*\n",
+            "',' instead of ';': every row is one cell and row 1 holds a ','",
+        ),
+        (
+            "\nPrivate\tNon-Government\t*\nState-gov\tGovernment\t*\n",
+            "tabs instead of ';': every row is one cell and row 2 holds a tab",
+        ),
+        (
+            "State-gov\nPrivate,Non-Government\n",
+            "',' instead of ';': every row is one cell and row 2 holds a ','",
+        ),
+    ],
+)
+def test_a_file_separated_by_commas_or_tabs_is_named_not_blamed_on_the_data(
+    tmp_path, text, expected
+):
+    path = _write(tmp_path, text)
+    assert _error(path) == f"hierarchy of 'workclass' in file {path} looks separated by {expected}"
+
+
+def test_commas_inside_semicolon_separated_labels_are_labels(tmp_path):
+    h = Hierarchy.from_file(
+        "m", _write(tmp_path, "Married, absent;Married, any;*\nSingle;Single;*\n")
+    )
+    assert h.table[0].tolist() == ["Married, absent", "Married, any", "*"]
+
+
+def test_a_one_column_file_without_commas_is_a_one_level_hierarchy(tmp_path):
+    h = Hierarchy.from_file("w", _write(tmp_path, "Private\nState-gov\n"))
+    assert h.table.tolist() == [["Private", "*"], ["State-gov", "*"]]

@@ -1,11 +1,15 @@
 """Categorical generalisation hierarchies (inline YAML or ARX CSV files).
 
 A hierarchy is a table: column 0 the original value, column i its label at level i, the
-last column the top ``*``. ARX users bring their files unchanged (``value;l1;...;*``).
+last column the top ``*``. ARX users bring their files unchanged (``value;l1;...;*``): a
+leading UTF-8 byte order mark is skipped, and so are empty cells at the end of a row (a
+delimiter ending every row adds no level). An empty value or label before the last one is an
+error, as is a file whose rows are single cells holding ',' or tabs (the wrong separator).
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import datetime
 import io
@@ -20,6 +24,7 @@ from airflow_skald.core.errors import ConfigError
 
 TOP_LABEL = "*"
 _REPEATS_LISTED = 10
+_OTHER_DELIMITERS = ((",", "','", "a ','"), ("\t", "tabs", "a tab"))
 log = logging.getLogger("airflow_skald")
 
 
@@ -40,42 +45,52 @@ class Hierarchy:
 
     @classmethod
     def from_rows(
-        cls, name: str, rows: Sequence[Sequence[object]], row_numbers: Sequence[int] | None = None
+        cls,
+        name: str,
+        rows: Sequence[Sequence[object]],
+        row_numbers: Sequence[int] | None = None,
+        source: Path | str | None = None,
     ) -> Hierarchy:
-        """Validate rows (scalar cells, equal length, functional) and append ``*`` if missing.
+        """Validate rows (scalar non-empty cells, equal length, functional) and append ``*``
+        if missing.
 
         A row repeated identically is dropped with a warning (published ARX files do this); the
         same value with other labels is an error. `row_numbers` name the rows in messages
-        (default 1, 2, ...); blank rows are skipped.
+        (default 1, 2, ...), `source` the file they come from; blank rows are skipped.
         """
+        where = _where(name, source)
         numbers = list(row_numbers) if row_numbers is not None else range(1, len(rows) + 1)
         kept: list[list[str]] = []
         kept_numbers: list[int] = []
         for number, row in zip(numbers, rows, strict=True):
-            cells = [_cell_text(name, cell, number) for cell in row]
+            cells = [_cell_text(where, cell, number) for cell in row]
             if any(cells):
                 kept.append(cells)
                 kept_numbers.append(number)
         if not kept:
-            raise ConfigError(f"hierarchy of '{name}' is empty")
+            raise ConfigError(f"{where} is empty")
+        for number, r in zip(kept_numbers, kept, strict=True):
+            if "" in r:
+                level = r.index("")
+                what = "an empty value" if level == 0 else f"an empty label at level {level}"
+                raise ConfigError(f"{where}: row {number} has {what}")
         width = len(kept[0])
         for number, r in zip(kept_numbers, kept, strict=True):
             if len(r) != width:
                 raise ConfigError(
-                    f"hierarchy of '{name}': row {number} has {len(r)} levels, "
-                    f"row {kept_numbers[0]} has {width}"
+                    f"{where}: row {number} has {len(r)} levels, row {kept_numbers[0]} has {width}"
                 )
         table = np.array(kept, dtype=object)
         if not all(table[:, -1] == TOP_LABEL):
             table = np.concatenate([table, np.full((len(kept), 1), TOP_LABEL, dtype=object)], 1)
-        table = _without_repeated_rows(name, table, kept_numbers)
+        table = _without_repeated_rows(where, table, kept_numbers)
         for level in range(1, table.shape[1] - 1):
             pairs = {tuple(p) for p in table[:, level : level + 2].tolist()}
             children = [a for a, _ in pairs]
             if len(children) != len(set(children)):
                 dup = next(a for a in children if children.count(a) > 1)
                 raise ConfigError(
-                    f"hierarchy of '{name}' is inconsistent: level-{level} label '{dup}' "
+                    f"{where} is inconsistent: level-{level} label '{dup}' "
                     f"has two parents at level {level + 1}"
                 )
         return cls(name=name, table=table)
@@ -95,35 +110,68 @@ class Hierarchy:
         return cls.from_rows(name, rows)
 
     @classmethod
-    def from_csv_text(cls, name: str, text: str, delimiter: str = ";") -> Hierarchy:
-        """ARX format: one row per value, ``;``-separated, no header; rows numbered by line."""
-        reader = csv.reader(io.StringIO(text), delimiter=delimiter)
+    def from_csv_text(
+        cls, name: str, text: str, delimiter: str = ";", source: Path | str | None = None
+    ) -> Hierarchy:
+        """ARX format: one row per value, ``;``-separated, no header; rows numbered by line.
+
+        A leading byte order mark is skipped; empty cells ending a row are not levels (ARX
+        exports and spreadsheets often end every row with the delimiter).
+        """
+        reader = csv.reader(
+            io.StringIO(text.removeprefix("\ufeff"), newline=""), delimiter=delimiter
+        )
         rows: list[list[str]] = []
         numbers: list[int] = []
         for row in reader:
+            while row and not row[-1].strip():
+                row.pop()
             if row:
                 rows.append(row)
                 numbers.append(reader.line_num)
-        return cls.from_rows(name, rows, numbers)
+        _check_delimiter(_where(name, source), rows, numbers, delimiter)
+        return cls.from_rows(name, rows, numbers, source)
 
     @classmethod
     def from_file(cls, name: str, path: Path) -> Hierarchy:
         try:
-            text = Path(path).read_text(encoding="utf-8")
+            data = Path(path).read_bytes()
         except OSError as exc:
             raise ConfigError(
                 f"cannot read hierarchy file {path} of '{name}': {exc.strerror}"
             ) from None
-        except UnicodeDecodeError as exc:
-            raise ConfigError(
-                f"hierarchy file {path} of '{name}' is not UTF-8 text (byte {exc.start})"
-            ) from None
         except ValueError:  # e.g. a NUL byte in the path
             raise ConfigError(f"invalid hierarchy file path for '{name}': {path!r}") from None
-        return cls.from_csv_text(name, text)
+        skip = len(codecs.BOM_UTF8) if data.startswith(codecs.BOM_UTF8) else 0
+        try:
+            text = data[skip:].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"hierarchy file {path} of '{name}' is not UTF-8 text (byte {exc.start + skip})"
+            ) from None
+        return cls.from_csv_text(name, text, source=path)
 
 
-def _cell_text(name: str, cell: object, row: int) -> str:
+def _where(name: str, source: Path | str | None) -> str:
+    """How messages name a hierarchy: by its QID, and by its file when it has one."""
+    return f"hierarchy of '{name}'" + (f" in file {source}" if source is not None else "")
+
+
+def _check_delimiter(where: str, rows: list[list[str]], numbers: list[int], delimiter: str) -> None:
+    """A file of single cells holding ',' or tabs was written with the wrong separator: say so
+    here, not later as values of the data missing from a one-level hierarchy."""
+    if not rows or any(len(row) > 1 for row in rows):
+        return
+    for other, label, one in _OTHER_DELIMITERS:
+        hits = [n for n, row in zip(numbers, rows, strict=True) if other in row[0]]
+        if hits:
+            raise ConfigError(
+                f"{where} looks separated by {label} instead of '{delimiter}': every row is "
+                f"one cell and row {hits[0]} holds {one}"
+            )
+
+
+def _cell_text(where: str, cell: object, row: int) -> str:
     """A value or label as text: strings and numbers only (a YAML ``NO`` is a boolean)."""
     if isinstance(cell, str):
         return cell.strip()
@@ -142,12 +190,11 @@ def _cell_text(name: str, cell: object, row: int) -> str:
     else:
         what, hint = f"a {type(cell).__name__}", ""
     raise ConfigError(
-        f"hierarchy of '{name}': row {row} has {what} where a value or label must be "
-        f"a string or a number{hint}"
+        f"{where}: row {row} has {what} where a value or label must be a string or a number{hint}"
     )
 
 
-def _without_repeated_rows(name: str, table: np.ndarray, numbers: list[int]) -> np.ndarray:
+def _without_repeated_rows(where: str, table: np.ndarray, numbers: list[int]) -> np.ndarray:
     """Drop rows identical to an earlier row (one warning); other labels for a value: error."""
     values = table[:, 0].tolist()
     if len(set(values)) == len(values):
@@ -161,15 +208,15 @@ def _without_repeated_rows(name: str, table: np.ndarray, numbers: list[int]) -> 
             keep.append(i)
         elif table[i].tolist() != table[j].tolist():
             raise ConfigError(
-                f"hierarchy of '{name}': value '{value}' is listed twice with different labels "
+                f"{where}: value '{value}' is listed twice with different labels "
                 f"(rows {numbers[j]} and {numbers[i]})"
             )
         else:
             repeats.append(f"{numbers[i]} (as {numbers[j]})")
     more = ", ..." if len(repeats) > _REPEATS_LISTED else ""
     log.warning(
-        "hierarchy of '%s': %d row(s) repeat an earlier identical row and are ignored: rows %s%s",
-        name,
+        "%s: %d row(s) repeat an earlier identical row and are ignored: rows %s%s",
+        where,
         len(repeats),
         ", ".join(repeats[:_REPEATS_LISTED]),
         more,
