@@ -4,6 +4,20 @@ It trusts nothing from the run but the QID column names and record count in the 
 it reads the parts back, counts equivalence classes of the released strings, and checks every
 kept class has at least k records and the suppressed records stay within the limit.
 Memory follows the number of distinct classes, not the number of rows.
+
+A damaged or incomplete release is told apart from one that breaks its policy, in this order,
+each failure one line naming the file (never a value read from it):
+
+* bad input, `DataError` (exit 2), nothing judged: the release cannot be read as its manifest
+  describes it. manifest.json that is not JSON, not a JSON object, or whose fields verify reads
+  have the wrong type or range (k not an integer >= 2, parts not a list of part file names...);
+  a part the manifest lists that is missing; a part that is not a readable Parquet/CSV file or
+  lacks a column.
+* not verified, `VerificationError` (exit 1): the release reads, but what it holds disagrees
+  with its manifest or breaks the policy. A part-* file the manifest does not list; a row count
+  other than the manifest's (n_records; n_records - n_suppressed when suppressed records were
+  dropped), checked before any privacy criterion; a class smaller than k or another criterion
+  broken; figures other than the manifest's; a direct identifier column.
 """
 
 from __future__ import annotations
@@ -17,16 +31,19 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
+import fsspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from airflow_skald.core.config import DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of, single_array
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.histogram import grouped, keys_of
-from airflow_skald.core.io import _full, filesystem, map_ahead, read_release_part
+from airflow_skald.core.io import _full, filesystem, local_path, map_ahead, read_release_part
 from airflow_skald.core.privacy import (
     ClassTable,
     Judgement,
@@ -45,10 +62,7 @@ from airflow_skald.core.sensitive_domain import sorted_values as _sorted_values
 
 def release_parts(path: str) -> tuple[list[str], str]:
     """Part files of a release folder, sorted, and their format."""
-    fs, root = filesystem(path)
-    if not fs.isdir(root):
-        raise DataError(f"release folder not found: {path}")
-    names = sorted(_full(fs, n) for n in fs.ls(root, detail=False))  # URLs on object stores
+    names = _listing(path)
     for fmt in ("parquet", "csv"):
         parts = [p for p in names if posixpath.basename(p).startswith("part-") and p.endswith(fmt)]
         if parts:
@@ -56,13 +70,176 @@ def release_parts(path: str) -> tuple[list[str], str]:
     raise DataError(f"no release parts (part-*.parquet|csv) in {path}")
 
 
+def _listing(path: str) -> list[str]:
+    """Every entry of a release folder, sorted (URLs on object stores)."""
+    fs, root = filesystem(path)
+    if not fs.isdir(root):
+        raise DataError(f"release folder not found: {path}")
+    return sorted(_full(fs, n) for n in fs.ls(root, detail=False))
+
+
+_FORMATS = ("parquet", "csv")
+
+
+def listed_parts(path: str, manifest: dict | None) -> tuple[list[str], str]:
+    """The parts to verify and their format: with a manifest that lists its parts, exactly
+    those, in its order (DataError naming the first one missing; VerificationError naming a
+    part-* file of the folder it does not list, which a reader of the folder would take for
+    part of the release); without, every part-* file of the folder (`release_parts`)."""
+    listed = (manifest or {}).get("parts")
+    if listed is None:
+        return release_parts(path)
+    fmt = manifest.get("output_format") or listed[0].rsplit(".", 1)[-1]
+    found = {posixpath.basename(p): p for p in _listing(path)}
+    missing = [n for n in listed if n not in found]
+    if missing:
+        raise DataError(
+            f"{missing[0]} of {path} is missing ({MANIFEST} lists {len(listed)} part(s), "
+            f"{len(missing)} missing)"
+        )
+    known = set(listed)
+    extra = [
+        n
+        for n in found
+        if n.startswith("part-") and n.endswith(tuple(f".{f}" for f in _FORMATS)) and n not in known
+    ]
+    if extra:
+        raise VerificationError(f"{extra[0]} of {path} is not one of the parts {MANIFEST} lists")
+    return [found[n] for n in listed], fmt
+
+
 def read_manifest(path: str) -> dict | None:
+    """The release's manifest.json, None if it has none; DataError naming it if it cannot be
+    read, is not a JSON object, or a field verify reads has the wrong type (`check_manifest`)."""
     fs, root = filesystem(path)
     target = posixpath.join(root, MANIFEST)
-    if not fs.exists(target):
+    where = f"{MANIFEST} of {path}"
+    try:
+        if not fs.exists(target):
+            return None
+        with fs.open(target, "rb") as fh:
+            raw = fh.read()
+    except OSError:
+        raise DataError(f"{where} cannot be read") from None
+    try:
+        manifest = json.loads(raw)
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond parsing
+        raise DataError(f"{where} is not valid JSON") from None
+    if not isinstance(manifest, dict):
+        raise DataError(f"{where} is not a JSON object")
+    check_manifest(manifest, where)
+    return manifest
+
+
+def _is_int(value: object, minimum: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def _decimal(value: object) -> Fraction | None:
+    """A number written as a JSON number or decimal text, None if it is neither (or not
+    finite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
-    with fs.open(target, "rb") as fh:
-        return json.loads(fh.read())
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _names(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
+
+
+_COUNTS = ("n_records", "n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star")
+_L_MODELS = {f"{v}-l-diversity": v for v in ("distinct", "entropy")} | {
+    "recursive-cl-diversity": "recursive"
+}
+_DISTANCES = ("equal", "ordered", "hierarchical")
+
+
+def check_manifest(manifest: dict, where: str) -> None:
+    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field verify
+    reads that has the wrong type or range; n_records is required (the others only where
+    verify needs them). Values are never quoted."""
+
+    def bad(what: str) -> DataError:
+        return DataError(f"{where}: {what}")
+
+    if "n_records" not in manifest:
+        raise bad("n_records is missing")
+    for key in _COUNTS:
+        if key in manifest and not _is_int(manifest[key], 0):
+            raise bad(f"{key} must be an integer >= 0")
+    if "k" in manifest and not _is_int(manifest["k"], 2):
+        raise bad("k must be an integer >= 2")
+    if "suppression_limit" in manifest:
+        limit = _decimal(manifest["suppression_limit"])
+        if limit is None or not 0 <= limit <= 1:
+            raise bad("suppression_limit must be a number between 0 and 1")
+    node = manifest.get("node", {})
+    if not isinstance(node, dict) or not all(node) or ("node" in manifest and not node):
+        raise bad("node must be an object keyed by the QID columns")
+    if manifest.get("output_format", "parquet") not in _FORMATS:
+        raise bad("output_format must be parquet or csv")
+    delimiter = manifest.get("output_delimiter", ",")
+    if not isinstance(delimiter, str) or len(delimiter) != 1:
+        raise bad("output_delimiter must be one character")
+    if manifest.get("suppressed_records", "mask") not in ("mask", "drop"):
+        raise bad("suppressed_records must be mask or drop")
+    if not _names(manifest.get("direct_identifiers_removed", [])):
+        raise bad("direct_identifiers_removed must be a list of column names")
+    if "parts" in manifest:
+        _check_parts(manifest, bad)
+    privacy = manifest.get("privacy", {})
+    models = privacy.get("models", []) if isinstance(privacy, dict) else None
+    if not isinstance(models, list):
+        raise bad("privacy must be an object listing its models")
+    for i, d in enumerate(models):
+        _check_model(d, f"privacy.models[{i}]", bad)
+
+
+def _check_parts(manifest: dict, bad) -> None:
+    parts = manifest["parts"]
+    if not _names(parts) or not parts or len(set(parts)) != len(parts):
+        raise bad("parts must list each part file once, by name")
+    fmt = manifest.get("output_format") or parts[0].rsplit(".", 1)[-1]
+    for name in parts:
+        if (
+            posixpath.basename(name) != name
+            or "\\" in name
+            or not name.startswith("part-")
+            or not name.endswith(f".{fmt}")
+        ):
+            raise bad(f"parts must name part-*.{fmt} files in the release folder")
+
+
+def _check_model(d: object, at: str, bad) -> None:
+    if not isinstance(d, dict) or not isinstance(d.get("model"), str):
+        raise bad(f"{at} must be an object naming its model")
+    name = d["model"]
+    if name == "k-anonymity":
+        if "k" in d and not _is_int(d["k"], 2):
+            raise bad(f"{at}.k must be an integer >= 2")
+        return
+    if name not in _L_MODELS and name != "t-closeness":
+        raise bad(f"{at} names a model verify does not know")
+    if not isinstance(d.get("attribute"), str) or not d["attribute"]:
+        raise bad(f"{at}.attribute must be a column name")
+    if name in _L_MODELS:
+        if not _is_int(d.get("l"), 2):
+            raise bad(f"{at}.l must be an integer >= 2")
+        recursive = _L_MODELS[name] == "recursive"
+        if recursive != ("c" in d):
+            raise bad(f"{at}: c goes with recursive (c,l)-diversity, and only with it")
+        c = _decimal(d["c"]) if recursive else 1
+        if c is None or c <= 0:
+            raise bad(f"{at}.c must be a number > 0")
+        return
+    t = _decimal(d.get("t"))
+    if t is None or not 0 < t <= 1:
+        raise bad(f"{at}.t must be a number in (0, 1]")
+    if d.get("distance") not in _DISTANCES:
+        raise bad(f"{at}.distance must be one of {', '.join(_DISTANCES)}")
 
 
 _NONE = np.zeros(0, dtype=np.int64)
@@ -198,7 +375,11 @@ def release_classes(
 
     def read(part: str) -> _PartCodes:
         dense = counter.dense
-        codes = _read_codes(location, part, names, qids, group=dense is None)
+        try:
+            codes = _read_codes(location, part, names, qids, group=dense is None)
+        except Exception as exc:
+            exc.skald_part = part  # which part failed, for a message naming it (`_count`)
+            raise
         if dense is not None:
             dense.key(codes)
         return codes
@@ -522,9 +703,13 @@ def verify_release(
     both as the top node (one class) and as every record suppressed; `claimed_suppressed`
     (default: the manifest's) picks the reading. `classes`, if given, are the parts' classes
     already counted from the written files (`release_classes`, merged).
+
+    A damaged or incomplete release raises DataError (bad input: it cannot be read as its
+    manifest describes it) or VerificationError (it reads, but disagrees with its manifest),
+    both before any criterion is judged; see the module's docstring for which is which.
     """
     manifest = read_manifest(path)
-    parts, fmt = release_parts(path)
+    parts, fmt = listed_parts(path, manifest)
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
         if claimed_suppressed is None:
@@ -534,6 +719,8 @@ def verify_release(
     attributes = policy.attributes if policy is not None else _attributes(manifest)
     if classes is None:
         classes = _count(parts, location, qids, attributes)
+    if manifest is not None and n_records is None:
+        _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
     skipped: list[dict] = []
     if policy is None:
         ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
@@ -652,10 +839,17 @@ def standalone_policy(
     criteria rebuilt with the release's own distributions; criteria that cannot be re-checked
     from the release alone are listed, with the reason, instead of being skipped silently."""
     if k is None:
-        if manifest is None or "k" not in manifest:
+        if manifest is None:
             raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
+        if "k" not in manifest:
+            raise DataError(f"{MANIFEST} of {path} has no k: give k to verify (--k)")
         k = int(manifest["k"])
     if limit is None:
+        if manifest and "suppression_limit" not in manifest:
+            raise DataError(
+                f"{MANIFEST} of {path} has no suppression_limit: give it to verify "
+                "(--suppression-limit)"
+            )
         limit = manifest["suppression_limit"] if manifest else 0
     models: list = [KAnonymity(k)]
     skipped = []
@@ -692,21 +886,65 @@ def _attributes(manifest: dict | None) -> tuple[str, ...]:
 def _qids(path: str, manifest: dict | None) -> list[str]:
     if manifest is None:
         raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
+    if "node" not in manifest:
+        raise DataError(f"{MANIFEST} of {path} has no node: name the QID columns to verify")
     return list(manifest["node"])
 
 
 def _count(
     parts: list[str], location: DataLocation, qids: list[str], sensitive: Sequence[str] = ()
 ) -> ReleaseClasses:
-    """The classes of the written parts, or a one-line error naming a missing column."""
+    """The classes of the written parts, or DataError naming the part at fault: missing, not
+    a readable Parquet/CSV file, or without a column (pyarrow's own messages may quote rows)."""
     try:
         return release_classes(parts, location, qids, sensitive)
-    except (KeyError, ValueError):  # pyarrow's errors for a column the release lacks
-        names = read_release_part(location, parts[0]).column_names
-        missing = [q for q in (*qids, *sensitive) if q not in names]
-        if not missing:
-            raise
-        raise DataError(f"release {location.path} has no column '{missing[0]}'") from None
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        part = getattr(exc, "skald_part", parts[0])
+        name = f"{posixpath.basename(part)} of {location.path}"
+        if isinstance(exc, FileNotFoundError):  # gone since the folder was listed
+            raise DataError(f"{name} is missing") from None
+        unreadable = DataError(f"{name} is not a readable {_KIND[location.format]} file")
+        try:
+            columns = _column_names(location, part)
+        except (pa.ArrowException, OSError, ValueError):
+            raise unreadable from None
+        missing = [q for q in (*qids, *sensitive) if q not in columns]
+        if missing:
+            raise DataError(f"{name} has no column '{missing[0]}'") from None
+        if isinstance(exc, pa.ArrowException | OSError):  # its footer reads, its data not
+            raise unreadable from None
+        raise
+
+
+_KIND = {"parquet": "Parquet", "csv": "CSV"}
+
+
+def _column_names(location: DataLocation, part: str) -> list[str]:
+    """A part's column names from its schema alone (a Parquet footer, a CSV header)."""
+    local = local_path(part)
+    if location.format == "parquet" and local is not None:
+        return pq.read_schema(local).names
+    with fsspec.open(part, "rb") as fh:
+        if location.format == "parquet":
+            return pq.read_schema(fh).names
+        options = pacsv.ParseOptions(delimiter=location.delimiter)
+        return pacsv.open_csv(fh, parse_options=options).schema.names
+
+
+def _rows_as_manifest(path: str, manifest: dict, n_rows: int) -> None:
+    """The release holds as many rows as its manifest says: every record (suppressed ones
+    masked), or every record but the suppressed ones when they were dropped."""
+    n_records = manifest["n_records"]
+    if manifest.get("suppressed_records", "mask") == "drop":
+        if "n_suppressed" not in manifest:
+            return  # the rows dropped are counted as suppressed (class_figures)
+        expected, what = n_records - manifest["n_suppressed"], "n_records - n_suppressed"
+    else:
+        expected, what = n_records, "n_records"
+    if n_rows != expected:
+        raise VerificationError(
+            f"release {path} has {n_rows} rows but {MANIFEST} says {expected} ({what})"
+        )
 
 
 def _agrees_with_manifest(manifest: dict, report: dict) -> None:
@@ -718,7 +956,7 @@ def _agrees_with_manifest(manifest: dict, report: dict) -> None:
 
 
 def _no_direct_identifiers(manifest: dict, location: DataLocation, part: str) -> None:
-    present = set(read_release_part(location, part).column_names)
+    present = set(_column_names(location, part))
     leaked = present & set(manifest.get("direct_identifiers_removed", []))
     if leaked:
         raise VerificationError(f"direct identifier column '{sorted(leaked)[0]}' is in the release")
