@@ -55,12 +55,11 @@ class QidSpec:
         """JSON-safe summary (hierarchies hashed, not copied) for manifests."""
         out: dict[str, Any] = {"name": self.name, "type": self.type}
         if self.type == "categorical":
-            digest = hashlib.sha256(json.dumps(self.hierarchy.table.tolist()).encode()).hexdigest()
-            out["hierarchy_sha256"] = digest
+            out["hierarchy_sha256"] = self.hierarchy.sha256
             out["hierarchy_levels"] = self.hierarchy.top_level + 1
         else:
-            out["min_width"] = str(self.min_width)
-            out["widths"] = [str(w) for w in self.widths] if self.widths else None
+            out["min_width"] = decimal_text(self.min_width)
+            out["widths"] = [decimal_text(w) for w in self.widths] if self.widths else None
             out["encode"] = self.encode
         return out
 
@@ -98,8 +97,7 @@ class TClosenessSpec:
         out: dict[str, Any] = {"attribute": self.attribute, "distance": self.distance}
         out["t"] = decimal_text(self.t)
         if self.hierarchy is not None:
-            table = json.dumps(self.hierarchy.table.tolist()).encode()
-            out["hierarchy_sha256"] = hashlib.sha256(table).hexdigest()
+            out["hierarchy_sha256"] = self.hierarchy.sha256
         return out
 
 
@@ -149,15 +147,7 @@ class SkaldConfig:
         models += [
             LDiversity(c.attribute, c.l, c.variant, c.c).describe() for c in self.l_diversity
         ]
-        models += [
-            {
-                "model": "t-closeness",
-                "attribute": c.attribute,
-                "distance": c.distance,
-                "t": decimal_text(c.t),
-            }
-            for c in self.t_closeness
-        ]
+        models += [{"model": "t-closeness", **c.describe()} for c in self.t_closeness]
         return models
 
     def priority_order(self) -> list[int]:
@@ -185,7 +175,7 @@ class SkaldConfig:
 
     def effective(self) -> dict:
         """The effective settings in full (hierarchies as tables), for the run's archive."""
-        body = json.loads(self._canonical())
+        body = json.loads(json.dumps(self.settings()))  # a deep copy
         for spec, qid in zip(self.quasi_identifiers, body["qids"], strict=True):
             if spec.hierarchy is not None:
                 qid["hierarchy"] = spec.hierarchy.table.tolist()
@@ -194,11 +184,14 @@ class SkaldConfig:
         return body
 
     def fingerprint(self) -> str:
-        """SHA-256 of the effective settings, so an auditor can tell two runs' configs apart."""
-        return hashlib.sha256(self._canonical().encode()).hexdigest()
+        """SHA-256 of the effective settings (`json.dumps(settings(), sort_keys=True)`), so an
+        auditor can tell two runs' configs apart and recompute it from the manifest."""
+        return hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode()).hexdigest()
 
-    def _canonical(self) -> str:
-        body = {
+    def settings(self) -> dict[str, Any]:
+        """The effective settings, JSON-safe (hierarchies by their hash): what the manifest
+        lists and `fingerprint` hashes."""
+        return {
             "input": asdict(self.input),
             "output": asdict(self.output),
             "qids": [q.describe() for q in self.quasi_identifiers],
@@ -214,7 +207,6 @@ class SkaldConfig:
             "t_closeness": [c.describe() for c in self.t_closeness],
             "root": self.root,
         }
-        return json.dumps(body, sort_keys=True)
 
 
 def _one(criteria: tuple, kind: str, key: str, value: Any) -> tuple:

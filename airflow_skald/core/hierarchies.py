@@ -12,7 +12,9 @@ from __future__ import annotations
 import codecs
 import csv
 import datetime
+import hashlib
 import io
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -42,6 +44,13 @@ class Hierarchy:
     @property
     def top_level(self) -> int:
         return self.table.shape[1] - 1
+
+    @property
+    def sha256(self) -> str:
+        """What manifests name the hierarchy by: the SHA-256 of `json.dumps` of its rows as
+        validated (each row the value, then its label at every level up to the top, `*`
+        included; repeated rows dropped), in file order."""
+        return hashlib.sha256(json.dumps(self.table.tolist()).encode()).hexdigest()
 
     @classmethod
     def from_rows(

@@ -107,26 +107,36 @@ def risk_section(risk: dict, class_size_histogram: dict) -> dict:
 
 
 def release_section(config: SkaldConfig, chunks: Sequence[ChunkRef], parts: list[str]) -> dict:
-    """The release's shape: columns removed and kept, format, parts."""
-    return {
+    """The release's shape: columns removed and kept, format (a CSV release's delimiter),
+    parts."""
+    out = {
         "chunks": len(chunks),
         "suppressed_records": config.suppressed_records,
         "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
         "direct_identifiers_removed": list(config.direct_identifiers),
         "sensitive_attributes": list(config.sensitive_attributes),
         "output_format": config.output.format,
-        "output_delimiter": config.output.delimiter,
-        "parts": parts,
     }
+    if config.output.format == "csv":
+        out["output_delimiter"] = config.output.delimiter
+    return {**out, "parts": parts}
 
 
 def provenance_section(
     config: SkaldConfig, chunks: Sequence[ChunkRef], run_token: str, verified: bool
 ) -> dict:
-    """What an auditor matches a release with: config and input hashes, the run, the version."""
+    """What an auditor matches a release with: the settings and their hash, the input files
+    (each with its row count and version) and the fingerprint of the chunks cut from them, the
+    run, the version."""
+    files: dict[str, dict] = {}
+    for c in chunks:
+        entry = files.setdefault(c.file, {"file": c.file, "rows": 0, "version": c.version})
+        entry["rows"] += c.n_rows
     return {
         "verified": verified,
+        "settings": config.settings(),
         "config_sha256": config.fingerprint(),
+        "input_files": list(files.values()),
         "input_fingerprint": input_fingerprint(chunks),
         "run_token": run_token,
         "version": __version__,

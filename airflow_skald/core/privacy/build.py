@@ -55,7 +55,8 @@ def _t_closeness(i: int, spec: TClosenessSpec, stats: SensitiveStats) -> TClosen
         )
     if spec.distance == "hierarchical":
         hierarchy = emd_hierarchy(where, spec.hierarchy, stats)
-    return TCloseness(spec.attribute, spec.t, spec.distance, stats.global_counts, hierarchy)
+    digest = spec.hierarchy.sha256 if hierarchy is not None else None
+    return TCloseness(spec.attribute, spec.t, spec.distance, stats.global_counts, hierarchy, digest)
 
 
 def emd_hierarchy(where: str, hierarchy: Hierarchy, stats: SensitiveStats) -> EmdHierarchy:

@@ -85,7 +85,7 @@ def at_risk_classes(
                 "model": model.describe()["model"],
                 "attribute": model.attribute,
                 "size": int(kept.sizes[i]),
-                "figure": float(figure[i]),
+                "figure": int(figure[i]) if figure.dtype.kind in "iu" else float(figure[i]),
                 "distribution": {f"value #{r + 1}": int(c) for r, c in enumerate(counts)},
             }
         )

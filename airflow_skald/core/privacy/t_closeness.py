@@ -22,6 +22,7 @@ class TCloseness(PrivacyModel):
     distance: str  # equal | ordered | hierarchical
     global_counts: np.ndarray = field(compare=False, repr=False)
     hierarchy: S.EmdHierarchy | None = field(default=None, compare=False, repr=False)
+    hierarchy_sha256: str | None = None  # the configured hierarchy's hash (hierarchical only)
 
     name = "t"
     monotone = False
@@ -43,7 +44,7 @@ class TCloseness(PrivacyModel):
             "attribute": self.attribute,
             "distance": self.distance,
             "t": decimal_text(self.t),
-        }
+        } | ({"hierarchy_sha256": self.hierarchy_sha256} if self.hierarchy_sha256 else {})
 
     def figure(self, kept: ClassTable) -> dict:
         if not kept.n_classes:
