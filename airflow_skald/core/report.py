@@ -381,8 +381,10 @@ def _ram_root(m: Mapping) -> str:
         else " (configured)"
     )
     if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (SPEC 4a)
+        criteria = [x for x in m.get("privacy_models") or [] if x.get("attribute")]
+        what = "non-empty (class, value) pairs" if criteria else "non-empty bins"
         fits = (
-            f"{_int(m.get('root_bins_nonempty'))} non-empty bins (at or below the paper's "
+            f"{_int(m.get('root_bins_nonempty'))} {what} (at or below the paper's "
             f"root <code>{_e(m.get('paper_root_node_paper'))}</code>)"
         )
     else:
