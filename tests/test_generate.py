@@ -98,7 +98,7 @@ def test_chunk_files_and_row_counts(
 
 def test_stale_chunks_of_an_earlier_run_are_removed(tmp_path: Path) -> None:
     generate_dataset(5_000, 1_000, 1, tmp_path / "d")
-    generate_dataset(2_000, 1_000, 1, tmp_path / "d", fmt="csv")
+    generate_dataset(2_000, 1_000, 1, tmp_path / "d", fmt="csv", overwrite=True)
     assert [p.name for p in sorted((tmp_path / "d").glob("chunk-*"))] == [
         "chunk-00000.csv",
         "chunk-00001.csv",

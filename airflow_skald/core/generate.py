@@ -34,6 +34,8 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
 
+from airflow_skald.core.errors import DataError
+
 __all__ = [
     "BLOOD_GROUP_HIERARCHY",
     "COLUMNS",
@@ -561,14 +563,22 @@ def _integer(name: str, value: object, minimum: int) -> int:
 
 
 def generate_dataset(
-    rows: int, chunk_rows: int, seed: int, out_dir: str | Path, fmt: str = "parquet"
+    rows: int,
+    chunk_rows: int,
+    seed: int,
+    out_dir: str | Path,
+    fmt: str = "parquet",
+    *,
+    overwrite: bool = False,
 ) -> Path:
     """Write ceil(rows/chunk_rows) chunk files out_dir/chunk-00000.parquet (or .csv) and
     out_dir/skald.yaml; return the yaml path.
 
     Chunk i holds global rows [i*chunk_rows, min(rows, (i+1)*chunk_rows)). Each file is written
-    under a temporary name and renamed when complete; chunk files of an earlier run in out_dir
-    that are not part of this one are removed, so the folder always holds exactly this dataset.
+    under a temporary name and renamed when complete. An existing out_dir that is not empty is
+    refused (DataError, nothing written) unless `overwrite`: then chunk files of an earlier run
+    that are not part of this one are removed, so the folder holds exactly this dataset, and
+    skald.yaml is replaced (other files stay).
     """
     rows = _integer("rows", rows, 1)
     chunk_rows = _integer("chunk_rows", chunk_rows, 1)
@@ -577,6 +587,11 @@ def generate_dataset(
         raise ValueError(f"fmt must be 'parquet' or 'csv', not {fmt!r}")
 
     out = Path(out_dir).resolve()
+    if not overwrite and out.is_dir() and any(out.iterdir()):
+        raise DataError(
+            f"output folder {out_dir} exists and is not empty; pass --overwrite to replace "
+            "the dataset in it"
+        )
     out.mkdir(parents=True, exist_ok=True)
     tables = _Tables()
     written: set[str] = set()

@@ -8,6 +8,7 @@ A retried run removes its own stale staging folder first, so reruns are idempote
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import posixpath
@@ -94,8 +95,10 @@ def check_output_target(
 ) -> None:
     """Refuse, before any work, an output that this run must not write:
 
-    - inside the input, an existing file, or a non-empty folder that is not a skald release
-      (no manifest.json), whatever `overwrite` says;
+    - the input file, inside an input folder (or a glob's base folder), an existing file, a
+      non-empty folder that is not a skald release (no manifest.json), or (local disk) a
+      folder that cannot be created (below a file, on a read-only or pseudo file system),
+      whatever `overwrite` says;
     - with `identity`: a release made by another run with another config or input, unless
       `overwrite` (a retry of the same run token, or an identical rerun, may replace it).
 
@@ -105,12 +108,7 @@ def check_output_target(
         output, input = output.output, output.input
     out = output.path.rstrip("/")
     if input is not None:
-        inp = input.path.rstrip("/")
-        if "://" not in out and "://" not in inp:
-            out_p, in_p = Path(out).resolve(), Path(inp).resolve()
-            in_dir = in_p if in_p.is_dir() or not in_p.suffix else in_p.parent
-            if out_p == in_dir or in_dir in out_p.parents:
-                raise DataError(f"output path {out} is inside the input folder {in_dir}")
+        _check_not_input(out, input.path.rstrip("/"))
     fs, root = filesystem(out)
     root = root.rstrip("/")
     _fresh(fs, root)
@@ -127,6 +125,8 @@ def check_output_target(
                 f"output path {out} exists and is not a skald release (no {MANIFEST}); "
                 "refusing to overwrite it"
             )
+    if _is_local(fs):
+        _check_creatable(out, root)
     if manifest_at is None and _is_local(fs):  # a local commit killed between its renames
         aside = root + ".skald-old"
         if os.path.isfile(posixpath.join(aside, MANIFEST)):
@@ -142,6 +142,56 @@ def check_output_target(
     if identity.may_replace(existing):
         return
     raise DataError(_replacement_message(out, existing, identity))
+
+
+_GLOB = "*?["
+
+
+def _check_not_input(out: str, inp: str) -> None:
+    """Refuse an output that is the input file, or is (or lies inside) an input folder or a
+    glob's base folder. A single-file input has no input folder: a sibling output is fine."""
+    if "://" in out or "://" in inp:
+        return
+    out_p = Path(out).resolve()
+    if any(ch in inp for ch in _GLOB):  # the folder above the first component with a wildcard
+        parts = Path(inp).parts
+        first = next(i for i, part in enumerate(parts) if any(ch in part for ch in _GLOB))
+        in_dir = Path(*parts[:first]).resolve() if first else Path.cwd()
+    else:
+        in_p = Path(inp).resolve()
+        if in_p.is_file() or (not in_p.exists() and in_p.suffix):
+            if out_p == in_p:
+                raise DataError(f"output path {out} is the input file {in_p}")
+            return  # below the input file: _check_creatable names the file
+        in_dir = in_p
+    if out_p == in_dir or in_dir in out_p.parents:
+        raise DataError(f"output path {out} is inside the input folder {in_dir}")
+
+
+def _check_creatable(out: str, root: str) -> None:
+    """The folder that will hold the output (and, beside it, its staging folder and lease)
+    exists or can be created, and a file can be created in it: otherwise one line naming the
+    path at fault, before anything is read or written. Probes with a file it removes at once;
+    creates no folder."""
+    parent = os.path.dirname(os.path.abspath(root)) or "/"
+    nearest = parent
+    while not os.path.lexists(nearest):
+        up = os.path.dirname(nearest)
+        if up == nearest:
+            break
+        nearest = up
+    if not os.path.isdir(nearest):
+        raise DataError(f"cannot create the output folder {out}: {nearest} is not a folder")
+    probe = os.path.join(nearest, f".{os.path.basename(root)}.skald-probe-{uuid.uuid4().hex}")
+    try:
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except OSError as exc:
+        raise DataError(
+            f"cannot create the output folder {out}: {nearest} is not writable "
+            f"({exc.strerror or type(exc).__name__})"
+        ) from None
+    with contextlib.suppress(OSError):
+        os.unlink(probe)
 
 
 def _replacement_message(out: str, existing: ReleaseIdentity, ours: ReleaseIdentity) -> str:
@@ -214,12 +264,31 @@ def _alive(pid: int) -> bool:
     return True
 
 
+# What an unusable location (not a transient failure) raises when a folder is created there.
+_UNUSABLE = (PermissionError, FileExistsError, NotADirectoryError, FileNotFoundError)
+
+
 def prepare_staging(staging: str) -> None:
     """A clean staging folder (a stale one from a killed attempt is removed)."""
     fs, root = filesystem(staging)
-    if fs.exists(root):
-        fs.rm(root, recursive=True)
-    fs.makedirs(root, exist_ok=True)
+    try:
+        if fs.exists(root):
+            fs.rm(root, recursive=True)
+        fs.makedirs(root, exist_ok=True)
+    except OSError as exc:
+        if not isinstance(exc, _UNUSABLE) and exc.errno != errno.EROFS:
+            raise  # not the location's fault (a network error, a full disk...)
+        raise DataError(
+            f"cannot create the output folder {_output_of(staging)}: "
+            f"{exc.filename or staging}: {exc.strerror or type(exc).__name__}"
+        ) from None
+
+
+def _output_of(staging: str) -> str:
+    """The output folder a staging folder (see `staging_path`) belongs to."""
+    head, tail = posixpath.split(staging.rstrip("/"))
+    name = tail[1:].split(".skald-staging-", 1)[0] if tail.startswith(".") else tail
+    return posixpath.join(head, name)
 
 
 def write_part_atomic(table, location: DataLocation, staging: str, name: str) -> str:
