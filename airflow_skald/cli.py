@@ -45,6 +45,9 @@ def _parser() -> argparse.ArgumentParser:
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    g.add_argument(
+        "--overwrite", action="store_true", help="replace the dataset in a non-empty --out folder"
+    )
 
     v = sub.add_parser("verify", help="re-check that a release is k-anonymous")
     v.add_argument("output", help="release folder")
@@ -132,7 +135,9 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     if args.rows < 1 or args.chunk_rows < 1:
         raise SkaldInputError("--rows and --chunk-rows must be positive")
     try:
-        path = generate_dataset(args.rows, args.chunk_rows, args.seed, args.out, args.format)
+        path = generate_dataset(
+            args.rows, args.chunk_rows, args.seed, args.out, args.format, overwrite=args.overwrite
+        )
     except OSError as exc:
         raise SkaldInputError(f"cannot write to {args.out}: {exc.strerror}") from None
     print(f"wrote {args.rows} rows to {args.out}; config: {path}")

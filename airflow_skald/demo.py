@@ -26,7 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     base = Path(args.dir).resolve()
     data = base / "data"
     print(f"generating {args.rows} rows in chunks of {args.chunk_rows} into {data}")
-    config = generate_dataset(args.rows, args.chunk_rows, seed=1, out_dir=data)
+    config = generate_dataset(args.rows, args.chunk_rows, seed=1, out_dir=data, overwrite=True)
     output = base / "release"
     if not args.cli:
         try:

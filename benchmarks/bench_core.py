@@ -79,6 +79,7 @@ def _generate(rows: int, chunk_rows: int, out: Path) -> None:
             "1",
             "--out",
             str(out),
+            "--overwrite",  # no skald.yaml: what is there is an interrupted generation
         ]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 

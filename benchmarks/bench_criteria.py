@@ -77,7 +77,7 @@ def _generate(rows: int, chunk_rows: int, out: Path) -> None:
     """In a child process, so this process stays small (children inherit its peak RSS)."""
     if not (out / "skald.yaml").exists():
         cmd = [sys.executable, "-m", "airflow_skald.cli", "generate", "--rows", str(rows)]
-        cmd += ["--chunk-rows", str(chunk_rows), "--seed", "1", "--out", str(out)]
+        cmd += ["--chunk-rows", str(chunk_rows), "--seed", "1", "--out", str(out), "--overwrite"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
 
 

@@ -41,7 +41,7 @@ def prepare(kind: str, rows: int, chunk_rows: int, work: Path) -> Path:
         return data
     if kind == "paper":
         cmd = [sys.executable, "-m", "airflow_skald.cli", "generate", "--rows", str(rows)]
-        cmd += ["--chunk-rows", str(chunk_rows), "--seed", "1", "--out", str(data)]
+        cmd += ["--chunk-rows", str(chunk_rows), "--seed", "1", "--out", str(data), "--overwrite"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
     else:
         resample_adult(rows, chunk_rows, data)

@@ -150,7 +150,7 @@ def run_experiment(
         data = work / "data"
         max_c = max(chunk_counts)
         log.info("generating %d chunks of %d rows in %s", max_c, chunk_rows, data)
-        generate_dataset(max_c * chunk_rows, chunk_rows, seed, data)
+        generate_dataset(max_c * chunk_rows, chunk_rows, seed, data, overwrite=True)
         t_gen = time.perf_counter() - t0
         decisions: dict[tuple[str, int], dict[int, object]] = {}  # (domain, chunk) -> k -> outcome
         chunk_seconds: dict[tuple[str, int], float] = {}
