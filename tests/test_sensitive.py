@@ -263,6 +263,21 @@ def test_entropy_figure_of_an_even_spread_is_its_value_count():
     assert v.figure[4] == pytest.approx(math.exp(-(0.75 * math.log(0.75) + 0.25 * math.log(0.25))))
 
 
+def test_entropy_figure_exactly_whole_for_uneven_classes():
+    """Counts 8,1,1,1,1 have entropy exactly ln 3 (12^12 = 3^12 * 8^8), floats say
+    3.0000000000000004 (the demo's manifest did); 8,1,1,1,2 are near 3 but not 3."""
+    assert S.entropy_l_is([8, 1, 1, 1, 1], 3) and not S.entropy_l_is([8, 1, 1, 1, 2], 3)
+    assert S.entropy_l_is([5, 5], 2) and not S.entropy_l_is([5, 4], 2)
+    sizes = {0: [8, 1, 1, 1, 1], 1: [80, 10, 10, 10, 10], 2: [8, 1, 1, 1, 2]}
+    cls = np.repeat(list(sizes), [len(v) for v in sizes.values()])
+    values = np.concatenate([np.arange(len(v)) for v in sizes.values()])
+    counts = np.concatenate([np.array(v) for v in sizes.values()])
+    v = S.entropy_l(S.ClassValues(len(sizes), cls, values, counts), 3)
+    assert v.figure[0] == 3.0 and v.figure[1] == 3.0
+    assert v.figure[2] != 3.0 and v.figure[2] == pytest.approx(3.0, rel=0.2)
+    assert v.ok.tolist() == [True, True, True]
+
+
 def test_entropy_near_tie_beyond_big_ints():
     """Large coprime counts near the threshold take the Decimal path; big ints agree."""
     counts = [20011, 20003, 19997]

@@ -213,12 +213,36 @@ def entropy_l(cv: ClassValues, ell: int) -> Verdict:
     # and its figure is m itself, not a float a hair above or below (an auditor reads it)
     spread = (n > 0) & (cv.class_max(cv.count, 0) == -cv.class_max(-cv.count, 0))
     figure[spread] = m[spread]
+    # other classes whose entropy l is exactly a whole number q (counts 8,1,1,1,1: exactly 3)
+    with np.errstate(invalid="ignore"):
+        whole = np.rint(figure)
+        near = np.flatnonzero(~spread & (np.abs(figure - whole) <= 1e-9 * whole))
+    for i in near.tolist():
+        if entropy_l_is(cv.distribution(i).values(), int(whole[i])):
+            figure[i] = whole[i]
     even = (m >= ell) & spread
     ok |= even
     near = np.flatnonzero((m >= ell) & (np.abs(slack) <= bound) & ~even)
     for i in near.tolist():
         ok[i] = entropy_passes_exact(cv.distribution(i).values(), ell)
     return Verdict(ok, figure)
+
+
+def entropy_l_is(counts: Iterable[int], q: int) -> bool:
+    """Exactly whether counts n_1..n_m (n their sum) have entropy l = q, i.e. entropy ln q:
+    q^n * prod n_i^n_i == n^n, decided on prime exponents (after the gcd d of n and the
+    counts, as d-th roots), never on floats."""
+    cs = [int(c) for c in counts if int(c) > 0]
+    if q < 1 or not cs:
+        return False
+    n = sum(cs)
+    d = math.gcd(n, *cs)
+    e = n // d
+    exps: dict[int, int] = {}
+    for base, power, sign in [(q, e, 1), (n, e, -1)] + [(c, c // d, 1) for c in cs]:
+        for p, k in _factor(base):
+            exps[p] = exps.get(p, 0) + sign * k * power
+    return not any(exps.values())
 
 
 def entropy_passes_exact(counts: Iterable[int], ell: int) -> bool:
