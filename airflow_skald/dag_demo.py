@@ -41,7 +41,8 @@ def run_dag_demo(config: Path, output: Path, k: int, base: Path) -> int:
     try:
         print(f"AIRFLOW_HOME={home} (temporary, SQLite); migrating the metadata DB ...")
         subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True)
-        conf = {"config": str(config), "output_path": str(output), "k": k}
+        # the demo regenerates its data each time (new files): it replaces its own release
+        conf = {"config": str(config), "output_path": str(output), "k": k, "overwrite": True}
         print(f"airflow dags test skald_anonymise --conf '{json.dumps(conf)}'")
         done = subprocess.run(
             [airflow, "dags", "test", "skald_anonymise", "--conf", json.dumps(conf)], env=env
