@@ -39,12 +39,14 @@ from airflow_skald.core.encoding import (
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.io import (
+    GLOB_CHARS,
     ChunkRef,
     column_names,
     filesystem,
     list_chunks,
     map_ahead,
     read_chunk,
+    schema_of,
 )
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.release import MANIFEST
@@ -151,7 +153,7 @@ def _finite(value):
 def release_manifest(path: str) -> dict | None:
     """The manifest beside the input when it is a release (folder or one of its part files)."""
     fs, root = filesystem(path)
-    if any(ch in root for ch in "*?[") or not fs.isdir(root):
+    if any(ch in root for ch in GLOB_CHARS) or not fs.isdir(root):
         root = posixpath.dirname(root)
     target = posixpath.join(root, MANIFEST)
     if not fs.exists(target):
@@ -185,7 +187,7 @@ def _check_columns(
             if name not in names:
                 raise DataError(f"column '{name}' is missing from file {file}")
         if not release:
-            check_types(config, file)
+            check_types(config, file, schema_of(config.input, file))
 
 
 # -- counting (QID tuple, sensitive values) tuples over chunks ---------------------------------

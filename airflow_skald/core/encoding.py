@@ -215,13 +215,14 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     for file in dict.fromkeys(c.file for c in chunks):  # every file's schema before any data
         names = column_names(config.input, file)
         check_columns(config, names, file)
+        schema = schema_of(config.input, file)  # once per file, for every check below
         if columns is None:
             columns = names
-            bpr = _estimate_bytes_per_record(schema_of(config.input, file), config, names)
+            bpr = _estimate_bytes_per_record(schema, config, names)
         elif names != columns:
             raise DataError(_drift_message(columns, names, [file]))
-        check_types(config, file)
-        _check_passed_through(config, file, seen_types)
+        check_types(config, file, schema)
+        _check_passed_through(config, file, schema, seen_types)
         files.append(file)
 
     attributes = config.criteria_attributes
@@ -248,9 +249,9 @@ def scan_table(config: SkaldConfig, table: pa.Table, chunk: ChunkRef) -> dict[st
     return {q.name: _scan_qid(q, table.column(q.name), chunk) for q in config.quasi_identifiers}
 
 
-def check_types(config: SkaldConfig, file: str) -> None:
-    """A numerical QID must be stored as numbers in every file (Parquet; CSV: read as such)."""
-    schema = schema_of(config.input, file)
+def check_types(config: SkaldConfig, file: str, schema: pa.Schema | None) -> None:
+    """A numerical QID must be stored as numbers in every file (Parquet; CSV, no `schema`:
+    read as such)."""
     if schema is None:
         return
     for q in config.quasi_identifiers:
@@ -269,11 +270,13 @@ def _logical(typ: pa.DataType) -> pa.DataType:
 
 
 def _check_passed_through(
-    config: SkaldConfig, file: str, seen: dict[str, tuple[pa.DataType, str]]
+    config: SkaldConfig,
+    file: str,
+    schema: pa.Schema | None,
+    seen: dict[str, tuple[pa.DataType, str]],
 ) -> None:
     """Columns the release passes through unchanged (neither QIDs nor removed identifiers)
     must have one type in every input file, or the release's parts would disagree."""
-    schema = schema_of(config.input, file)
     if schema is None:  # CSV: such columns are read as text
         return
     skip = {*config.qid_names, *config.direct_identifiers}

@@ -27,6 +27,7 @@ from airflow_skald.core.errors import ConfigError, DataError
 A = TypeVar("A")  # a chunk, or a release part
 T = TypeVar("T")
 
+GLOB_CHARS = "*?["  # a path holding one of these is a glob pattern
 _EXTENSIONS = {"parquet": (".parquet", ".parq", ".pq"), "csv": (".csv", ".txt", ".tsv")}
 
 
@@ -77,7 +78,7 @@ def list_input_files(location: DataLocation) -> list[str]:
     """The input files in a stable order: one file, every data file under a folder, or a glob."""
     fs, root = filesystem(location.path)
     exts = _EXTENSIONS[location.format]
-    if any(ch in root for ch in "*?["):
+    if any(ch in root for ch in GLOB_CHARS):
         files = sorted(f for f in fs.glob(root) if fs.isfile(f))
     elif fs.isdir(root):
         files = sorted(

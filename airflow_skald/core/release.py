@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from airflow_skald.core.config import DataLocation, SkaldConfig
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import ChunkRef, filesystem, write_part
+from airflow_skald.core.io import GLOB_CHARS, ChunkRef, filesystem, write_part
 
 if TYPE_CHECKING:
     from airflow_skald.core.lease import Lease
@@ -144,18 +144,15 @@ def check_output_target(
     raise DataError(_replacement_message(out, existing, identity))
 
 
-_GLOB = "*?["
-
-
 def _check_not_input(out: str, inp: str) -> None:
     """Refuse an output that is the input file, or is (or lies inside) an input folder or a
     glob's base folder. A single-file input has no input folder: a sibling output is fine."""
     if "://" in out or "://" in inp:
         return
     out_p = Path(out).resolve()
-    if any(ch in inp for ch in _GLOB):  # the folder above the first component with a wildcard
+    if any(ch in inp for ch in GLOB_CHARS):  # the folder above the first component with a wildcard
         parts = Path(inp).parts
-        first = next(i for i, part in enumerate(parts) if any(ch in part for ch in _GLOB))
+        first = next(i for i, part in enumerate(parts) if any(ch in part for ch in GLOB_CHARS))
         in_dir = Path(*parts[:first]).resolve() if first else Path.cwd()
     else:
         in_p = Path(inp).resolve()

@@ -265,11 +265,7 @@ def entropy_passes_exact(counts: Iterable[int], ell: int) -> bool:
         for c in cs:
             lhs *= c ** (c // d)
         return lhs <= n**e
-    exps: dict[int, int] = {}
-    for base, power, sign in [(ell, e, 1), (n, e, -1)] + [(c, c // d, 1) for c in cs]:
-        for p, k in _factor(base):
-            exps[p] = exps.get(p, 0) + sign * k * power
-    if not any(exps.values()):
+    if entropy_l_is(cs, ell):
         return True  # exactly equal: entropy == ln l
     prec = 40
     while True:

@@ -38,7 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from airflow_skald.core.config import DataLocation
+from airflow_skald.core.config import FORMATS, DataLocation
 from airflow_skald.core.dimensions import TOP
 from airflow_skald.core.encoding import dictionary_of, single_array
 from airflow_skald.core.errors import DataError, VerificationError
@@ -78,9 +78,6 @@ def _listing(path: str) -> list[str]:
     return sorted(_full(fs, n) for n in fs.ls(root, detail=False))
 
 
-_FORMATS = ("parquet", "csv")
-
-
 def listed_parts(path: str, manifest: dict | None) -> tuple[list[str], str]:
     """The parts to verify and their format: with a manifest that lists its parts, exactly
     those, in its order (DataError naming the first one missing; VerificationError naming a
@@ -101,7 +98,7 @@ def listed_parts(path: str, manifest: dict | None) -> tuple[list[str], str]:
     extra = [
         n
         for n in found
-        if n.startswith("part-") and n.endswith(tuple(f".{f}" for f in _FORMATS)) and n not in known
+        if n.startswith("part-") and n.endswith(tuple(f".{f}" for f in FORMATS)) and n not in known
     ]
     if extra:
         raise VerificationError(f"{extra[0]} of {path} is not one of the parts {MANIFEST} lists")
@@ -179,7 +176,7 @@ def check_manifest(manifest: dict, where: str) -> None:
     node = manifest.get("node", {})
     if not isinstance(node, dict) or not all(node) or ("node" in manifest and not node):
         raise bad("node must be an object keyed by the QID columns")
-    if manifest.get("output_format", "parquet") not in _FORMATS:
+    if manifest.get("output_format", "parquet") not in FORMATS:
         raise bad("output_format must be parquet or csv")
     delimiter = manifest.get("output_delimiter", ",")
     if not isinstance(delimiter, str) or len(delimiter) != 1:
