@@ -66,7 +66,7 @@ def _add_settings(
     parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None, suffix: str = ""
 ) -> None:
     """One flag per row of the settings table (core.settings); values are validated there."""
-    from airflow_skald.core.settings import SETTINGS
+    from airflow_skald.core.config.settings import SETTINGS
 
     for setting in SETTINGS:
         if only is not None and setting.name not in only:
@@ -92,19 +92,19 @@ def _int_arg(value: str, name: str) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from airflow_skald.core.config import OVERRIDE_KEYS, load_config
-    from airflow_skald.core.pipeline import run
+    from airflow_skald.core.config.run_config import OVERRIDE_KEYS, load_config
+    from airflow_skald.core.run.runner import run
 
     overrides = {key: getattr(args, key, None) for key in OVERRIDE_KEYS}
     config = load_config(args.config, overrides)
-    from airflow_skald.core.progress import cli_progress
+    from airflow_skald.core.run.progress import cli_progress
 
     progress = cli_progress(quiet=args.quiet)  # a bar on a TTY; else the log's per-chunk lines
     workers = _int_arg(args.workers, "workers")
     if workers < 1:
         raise SkaldInputError("--workers must be at least 1")
     if args.per_chunk:
-        from airflow_skald.core.baseline import run_per_chunk
+        from airflow_skald.core.run.baseline import run_per_chunk
 
         manifest = run_per_chunk(config, progress, workers=workers)
     else:
@@ -130,7 +130,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_generate(args: argparse.Namespace) -> int:
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     if args.rows < 1 or args.chunk_rows < 1:
         raise SkaldInputError("--rows and --chunk-rows must be positive")
@@ -145,8 +145,8 @@ def _cmd_generate(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from airflow_skald.core.settings import parse_overrides
-    from airflow_skald.core.verify import verify_release
+    from airflow_skald.core.config.settings import parse_overrides
+    from airflow_skald.core.release.verify import verify_release
 
     given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
@@ -156,8 +156,8 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_audit(args: argparse.Namespace) -> int:
-    from airflow_skald.core.audit import audit
-    from airflow_skald.core.config import load_config
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.release.audit import audit
 
     overrides = {key: getattr(args, key, None) for key in _AUDIT_SETTINGS}
     config = load_config(args.config, overrides)

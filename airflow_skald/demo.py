@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cli", action="store_true", help="run the CLI pipeline instead of the DAG")
     args = p.parse_args(argv)
 
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     base = Path(args.dir).resolve()
     data = base / "data"

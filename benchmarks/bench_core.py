@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 from adult_data import ADULT, adult_body
+from paper_data import generate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,28 +63,6 @@ def _run_peak(config: Path, output: Path, extra: list[str]) -> dict:
     }
 
 
-def _generate(rows: int, chunk_rows: int, out: Path) -> None:
-    """Generate in a child process, so this process stays small: Linux children inherit the
-    parent's peak RSS (ru_maxrss survives fork+exec), which would inflate every measurement."""
-    if not (out / "skald.yaml").exists():
-        cmd = [
-            sys.executable,
-            "-m",
-            "airflow_skald.cli",
-            "generate",
-            "--rows",
-            str(rows),
-            "--chunk-rows",
-            str(chunk_rows),
-            "--seed",
-            "1",
-            "--out",
-            str(out),
-            "--overwrite",  # no skald.yaml: what is there is an interrupted generation
-        ]
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
-
-
 def _timed(repeats: int, fn):
     """Best wall time of `repeats` calls, and the last call's result."""
     best, out = float("inf"), None
@@ -99,22 +78,22 @@ def _best(repeats: int, fn) -> float:
 
 
 def _encode(config, chunks):
-    from airflow_skald.core.pipeline import plan_root, scan_domain
+    from airflow_skald.core.run.pipeline import plan_root, scan_domain
 
     return plan_root(config, scan_domain(config, chunks))
 
 
 def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
-    from airflow_skald.core import io
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.generalise import released_columns
-    from airflow_skald.core.pipeline import (
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.data import io
+    from airflow_skald.core.generalise.part import released_columns
+    from airflow_skald.core.release.commit import discard, prepare_staging
+    from airflow_skald.core.run.pipeline import (
         count_histogram,
         list_chunks,
         search_lattice,
         write_parts,
     )
-    from airflow_skald.core.release import discard, prepare_staging
 
     config = load_config(data / "skald.yaml", {"k": k, "output_path": str(data.parent / "out")})
     chunks = list_chunks(config)
@@ -200,7 +179,7 @@ def main() -> int:
     memory = {}
     for n in (5, args.many):
         d = work / f"mem-{n}x{args.mem_chunk_rows}"
-        _generate(n * args.mem_chunk_rows, args.mem_chunk_rows, d)
+        generate(n * args.mem_chunk_rows, args.mem_chunk_rows, d)
         memory[n] = _run_peak(d / "skald.yaml", work / f"out-mem-{n}", ["--k", str(args.k)])
     memory["ratio_many_over_few"] = round(
         memory[args.many]["peak_rss_mb"] / memory[5]["peak_rss_mb"], 3
@@ -223,7 +202,7 @@ def main() -> int:
         print(json.dumps({"adult_level0": report["adult_level0"]}, indent=2), flush=True)
 
     data = work / f"paper-{args.chunks}x{args.chunk_rows}"
-    _generate(args.chunks * args.chunk_rows, args.chunk_rows, data)
+    generate(args.chunks * args.chunk_rows, args.chunk_rows, data)
     report["passes"] = bench_passes(data, args.k)
     print(json.dumps({"passes": report["passes"]}, indent=2), flush=True)
     # Phase 3 and verification at 1M- and 250k-row chunks (issue 13, items 4 and 5).

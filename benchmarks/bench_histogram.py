@@ -30,9 +30,9 @@ import pyarrow.parquet as pq
 import yaml
 from adult_data import adult_body, resample_adult
 
-from airflow_skald.core import pipeline
-from airflow_skald.core.config import load_config
-from airflow_skald.core.plan import plan_root
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.run import pipeline
 
 
 def prepare(kind: str, rows: int, chunk_rows: int, work: Path) -> Path:

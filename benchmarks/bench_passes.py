@@ -30,7 +30,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_core import _generate  # noqa: E402
+from paper_data import generate  # noqa: E402
 
 CHUNK_SIZES = (1_000_000, 250_000)
 L_DIVERSITY = [{"attribute": "health_condition", "l": 3, "variant": "distinct"}]
@@ -40,8 +40,8 @@ def _config(data: Path, k: int, criteria: bool):
     """The generated config, with an l-diversity criterion if asked (written beside it as
     JSON, which the YAML loader reads), and the paper's root if this version knows it (the
     search is not what is measured here)."""
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.yaml_load import load_yaml_file
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.config.yaml_load import load_yaml_file
 
     path = data / "skald.yaml"
     if criteria:
@@ -57,8 +57,9 @@ def _config(data: Path, k: int, criteria: bool):
 
 
 def bench_release(data: Path, k: int, criteria: bool, repeats: int) -> dict:
-    from airflow_skald.core.generalise import released_columns
-    from airflow_skald.core.pipeline import (
+    from airflow_skald.core.generalise.part import released_columns
+    from airflow_skald.core.release.commit import discard, prepare_staging
+    from airflow_skald.core.run.pipeline import (
         count_histogram,
         count_written,
         list_chunks,
@@ -67,7 +68,6 @@ def bench_release(data: Path, k: int, criteria: bool, repeats: int) -> dict:
         search_lattice,
         write_parts,
     )
-    from airflow_skald.core.release import discard, prepare_staging
 
     config = _config(data, k, criteria)
     chunks = list_chunks(config)
@@ -114,7 +114,7 @@ def run(work: Path, rows: int, k: int, repeats: int) -> list[dict]:
     out = []
     for chunk_rows in CHUNK_SIZES:
         data = work / f"paper-{rows // chunk_rows}x{chunk_rows}"
-        _generate(rows, chunk_rows, data)
+        generate(rows, chunk_rows, data)
         for criteria in (False, True):
             result = bench_release(data, k, criteria, repeats)
             result["chunk_rows"] = chunk_rows

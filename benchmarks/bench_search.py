@@ -39,6 +39,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from airflow_skald.core.privacy.build import build_policy
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Adult files and hierarchies, as the tests use them
 
@@ -199,11 +201,11 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
 
     from airflow_skald.core.privacy import ClassTable
     from airflow_skald.core.quality import OBJECTIVE, Scored
-    from airflow_skald.core.rollups import roll_up
+    from airflow_skald.core.search.rollups import roll_up
 
     root_hist = getattr(hist, "classes", hist)  # phase 2's counts, or a plain Histogram
     root = tuple(getattr(hist, "node", None) or plan.root)
-    policy, tops, priority = config.policy(), tuple(plan.tops), config.priority_order()
+    policy, tops, priority = build_policy(config), tuple(plan.tops), config.priority_order()
     lcm = math.lcm(*[t for t in tops if t > 0] or [1])
     best: list = [None]
 
@@ -231,8 +233,8 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
 
 def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive: bool) -> dict:
     """The product's search and the plain exhaustive search on the same histogram."""
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import (
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,
@@ -284,8 +286,8 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
 
 def adult(work: Path, repeats: int) -> list[dict]:
     """Adult, 8 ARX hierarchies, level-0 root: the search alone, k = 5 / 10, supp 0 / 5 %."""
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import (
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,

@@ -43,16 +43,16 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from airflow_skald.core import pipeline  # noqa: E402
-from airflow_skald.core.baseline import (  # noqa: E402
+from airflow_skald.core.config.run_config import load_config  # noqa: E402
+from airflow_skald.core.data.generate import generate_dataset, paper_config_dict  # noqa: E402
+from airflow_skald.core.run import pipeline, runner  # noqa: E402
+from airflow_skald.core.run.baseline import (  # noqa: E402
     RollUpCache,
     anonymise_chunk,
     run_per_chunk,
     union_figures,
     union_policy,
 )
-from airflow_skald.core.config import load_config  # noqa: E402
-from airflow_skald.core.generate import generate_dataset, paper_config_dict  # noqa: E402
 
 log = logging.getLogger("paper_experiment")
 
@@ -266,7 +266,7 @@ def _other_roots(by_root: dict, modes: tuple[str, ...], k: int, per_chunk_dm: in
 
 
 def _paper(plan, node) -> str:
-    from airflow_skald.core.dimensions import paper_notation
+    from airflow_skald.core.encode.dimensions import paper_notation
 
     return paper_notation(plan.dims, node)
 
@@ -277,7 +277,7 @@ def _check_releases(config, work: Path, c: int, k: int, row: dict) -> None:
     skald_cfg = replace(
         config, k=k, output=replace(config.output, path=str(rel / f"skald-c{c}-k{k}"))
     )
-    m = pipeline.run(skald_cfg)
+    m = runner.run(skald_cfg)
     base_cfg = replace(
         config, k=k, output=replace(config.output, path=str(rel / f"per-chunk-c{c}-k{k}"))
     )

@@ -69,9 +69,10 @@ def main() -> int:
         print(f"no skald.yaml in {data}: run `make bench` first", file=sys.stderr)
         return 2
 
-    from airflow_skald.core import io
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import (
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.data import io
+    from airflow_skald.core.release.commit import discard, prepare_staging
+    from airflow_skald.core.run.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,
@@ -79,7 +80,6 @@ def main() -> int:
         search_lattice,
         write_parts,
     )
-    from airflow_skald.core.release import discard, prepare_staging
 
     io.CHUNK_THREADS = 1  # every step on the profiled (main) thread's call stack
     config = load_config(data / "skald.yaml", {"k": args.k, "output_path": str(data / "out")})

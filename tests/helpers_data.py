@@ -202,6 +202,6 @@ def release_rows(out: Path) -> list[dict]:
 def skip_report_plots(monkeypatch) -> None:
     """Rendering report.html's matplotlib plots costs ~2 s a run: the failure-safety tests
     patch them out of in-process runs (test_no_leaks checks a real report end to end)."""
-    from airflow_skald.core import report
+    from airflow_skald.core.release import report
 
     monkeypatch.setattr(report, "_plots", lambda manifest: {}, raising=False)

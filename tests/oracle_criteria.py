@@ -6,7 +6,7 @@ Values are any hashables; None is the null (one more value, last in the order of
 attribute). Every decision is made in exact arithmetic (ints and Fractions); figures that
 SPEC §4b gives as floats (entropy l) are computed with the math module.
 
-Shares no code with airflow_skald.core.sensitive.
+Shares no code with airflow_skald.core.privacy.distributions.
 """
 
 from __future__ import annotations

@@ -21,11 +21,12 @@ from skald_testdata import read_release, write_chunks, write_config
 from test_chunking import QIDS
 from test_search_oracle import datasets
 
-from airflow_skald.core.adaptive_root import ChainCounts, merge_on_chain
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import count_histogram, list_chunks, run, scan_domain
-from airflow_skald.core.plan import plan_root
-from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.adaptive_root import ChainCounts, merge_on_chain
+from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.run.pipeline import count_histogram, list_chunks, scan_domain
+from airflow_skald.core.run.runner import run
 
 
 def expected_root(df, qids, bins, priority, attributes=()) -> dict[str, int]:
@@ -238,7 +239,7 @@ def test_bucket_sizes_do_not_change_the_counts(tmp_path, table, monkeypatch, cri
     """Sparse tables are cut by key range into buckets (adaptive_root.BUCKET_BINS), re-cut as
     they grow and after each roll-up: every bucket size gives the same root and counts, equal
     to a direct count at that root."""
-    from airflow_skald.core import adaptive_root
+    from airflow_skald.core.encode import adaptive_root
 
     sizes = [50, 400, 1200, 100, 700, 250, 30]
     config = _table_config(tmp_path, table, "g", sizes, bins=bins, **criteria)

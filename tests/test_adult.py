@@ -16,8 +16,8 @@ from skald_testdata import (
 )
 
 from airflow_skald.cli import main
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.run.runner import run
 
 
 def _adult_config(tmp_path, k, limit, qids=ADULT_QIDS, chunk_rows=8000, bins=None):

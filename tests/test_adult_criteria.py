@@ -24,8 +24,8 @@ from skald_testdata import (
 )
 
 from airflow_skald.cli import main
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.run.runner import run
 
 QIDS = [q for q in ADULT_QIDS if q != "occupation"]
 K = 2

@@ -38,7 +38,8 @@ from helpers_data import (
     write_dataset,
 )
 
-from airflow_skald.core import pipeline, release, runner
+from airflow_skald.core.release import commit as release
+from airflow_skald.core.run import pipeline, runner
 
 
 @pytest.fixture(autouse=True)
@@ -151,7 +152,7 @@ def _kill_at_part(n: int, before_rename: bool):
     def fake(table, location, staging, name):
         if calls["n"] == n:
             if before_rename:  # the part is written under its temporary name, not yet renamed
-                from airflow_skald.core.io import write_part
+                from airflow_skald.core.data.io import write_part
 
                 write_part(table, location, f"{staging}/.{name}.tmp")
             raise Killed
@@ -218,7 +219,7 @@ KILL_POINTS = {
 @pytest.fixture(scope="module")
 def shared_run(tmp_path_factory) -> dict:
     """One input, its reference release and an older release (k=5), shared by the kill tests."""
-    from airflow_skald.core.config import config_from_dict
+    from airflow_skald.core.config.run_config import config_from_dict
 
     base = tmp_path_factory.mktemp("kills")
     inp = base / "in"
@@ -228,7 +229,7 @@ def shared_run(tmp_path_factory) -> dict:
         skip_report_plots(mp)
         for name, k in (("reference", 3), ("old", 5)):
             cfg = config_dict(inp, base / name, k=k, chunk_rows=10)
-            pipeline.run(config_from_dict(cfg))
+            runner.run(config_from_dict(cfg))
             releases[name] = base / name
     assert release_bytes(releases["old"]) != release_bytes(releases["reference"])
     return {"input": inp, **releases}

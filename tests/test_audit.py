@@ -23,8 +23,8 @@ from helpers_data import (
     write_table,
 )
 
-from airflow_skald.core.audit import audit, group_tuples
-from airflow_skald.core.config import load_config
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.release.audit import audit, group_tuples
 
 QIDS = ["city", "age", "zip"]
 

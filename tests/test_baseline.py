@@ -18,10 +18,10 @@ from oracle import check_release, exhaustive_search
 from skald_testdata import write_chunks, write_config
 
 from airflow_skald.cli import main as cli_main
-from airflow_skald.core import pipeline
-from airflow_skald.core.baseline import RollUpCache, chunk_plan, run_per_chunk
-from airflow_skald.core.config import load_config
-from airflow_skald.core.rollups import roll_up
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.run.baseline import RollUpCache, chunk_plan, run_per_chunk
+from airflow_skald.core.search.rollups import roll_up
 
 CITY = {"Oslo": ["Norway"], "Bergen": ["Norway"], "Lund": ["Sweden"], "Malmo": ["Sweden"]}
 ZIPS = [1001, 1002, 1003, 1010, 1020, 1100, 1200]
@@ -183,7 +183,7 @@ def test_per_chunk_and_skald_agree_on_one_chunk(tmp_path, data):
             )
         )
     )
-    b = pipeline.run(
+    b = runner.run(
         load_config(
             write_config(
                 tmp_path / "b.yaml",

@@ -9,8 +9,8 @@ import pandas as pd
 import pytest
 from skald_testdata import read_release, write_chunks, write_config
 
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.run.runner import run
 
 QIDS = [
     {
@@ -122,7 +122,7 @@ def test_parallel_workers_give_the_serial_result(tmp_path, table):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_chunk_threads_give_the_same_bytes(tmp_path, table, monkeypatch, threads):
     """Chunks processed in background threads (ADR 0007) fold in order: same release bytes."""
-    from airflow_skald.core import io
+    from airflow_skald.core.data import io
 
     default, _ = _run(tmp_path, table, [700] * 4, 333, "default")
     monkeypatch.setattr(io, "CHUNK_THREADS", threads)

@@ -7,9 +7,9 @@ from fractions import Fraction
 import pytest
 from skald_testdata import ADULT, write_config
 
-from airflow_skald.core.config import config_from_dict, load_config
+from airflow_skald.core.config.run_config import config_from_dict, load_config
+from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.hierarchies import Hierarchy
 
 
 def _base(**extra):

@@ -27,9 +27,9 @@ from skald_testdata import read_release, write_chunks, write_config
 from test_search_oracle import datasets
 
 from airflow_skald.cli import main
-from airflow_skald.core.config import load_config
+from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError, DataError
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.run.runner import run
 
 VARIANTS = ["distinct", "entropy", "recursive", "t-equal", "t-ordered", "t-hierarchical", "mixed"]
 T_VALUES = ["0.05", "0.1", "0.15", "0.2", "0.3", "0.5"]

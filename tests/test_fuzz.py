@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from airflow_skald.cli import main as cli_main
-from airflow_skald.core.config import SkaldConfig, config_from_dict, load_config
+from airflow_skald.core.config.run_config import SkaldConfig, config_from_dict, load_config
 from airflow_skald.core.errors import ConfigError
 
 

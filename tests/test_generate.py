@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from airflow_skald.core.generate import (
+from airflow_skald.core.data.generate import (
     BLOOD_GROUP_HIERARCHY,
     COLUMNS,
     HEALTH_CONDITION_HIERARCHY,

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_skald.core.rollups import grouped
+from airflow_skald.core.search.rollups import grouped
 
 
 def _sums(keys: np.ndarray, counts: np.ndarray) -> dict[int, int]:

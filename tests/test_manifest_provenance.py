@@ -16,9 +16,9 @@ from helpers_data import (
     write_dataset,
 )
 
-from airflow_skald.core.config import load_config
-from airflow_skald.core.io import file_version
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.data.io import file_version
+from airflow_skald.core.run.runner import run
 
 DISEASE_HIERARCHY = {"flu": ["infection"], "asthma": ["chronic"], "gout": ["chronic"]}
 DISEASE_HIERARCHY["none"] = ["healthy"]

@@ -33,9 +33,9 @@ from helpers_data import (
     write_table,
 )
 
-from airflow_skald.core import pipeline
-from airflow_skald.core.config import config_from_dict
+from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import SkaldInputError
+from airflow_skald.core.run import pipeline, runner
 
 _NUMBERS = [v for v in CANARY_RAW if v.isdigit()]
 _TEXTS = [v for v in CANARY_RAW if not v.isdigit()]
@@ -236,9 +236,7 @@ def test_input_changed_between_passes_error_does_not_quote_value(tmp_path: Path)
 def test_manifest_holds_no_data_values(canary_run: dict, monkeypatch) -> None:
     """The manifest's strings are names, hashes, paths and versions: no canary, no labels."""
     skip_report_plots(monkeypatch)
-    manifest = pipeline.run(
-        config_from_dict(config_dict(canary_run["input"], canary_run["output"]))
-    )
+    manifest = runner.run(config_from_dict(config_dict(canary_run["input"], canary_run["output"])))
     text = json.dumps(manifest)
     assert leaks(text) == []
     for city in ("Oslo", "Bergen", "Lund", "Malmo", "Norway", "Sweden"):
@@ -262,7 +260,7 @@ def test_dropped_record_leaves_nothing_in_parts(canary_run: dict, monkeypatch) -
     skip_report_plots(monkeypatch)
     cfg = config_dict(canary_run["input"], canary_run["output"])
     cfg["suppressed_records"] = "drop"
-    manifest = pipeline.run(config_from_dict(cfg))
+    manifest = runner.run(config_from_dict(cfg))
     assert manifest["n_suppressed"] >= 1
     parts = sorted(canary_run["output"].glob("part-*"))
     assert parts

@@ -36,18 +36,10 @@ from helpers_data import (
 )
 from helpers_s3 import s3_server
 
-from airflow_skald.core import release
-from airflow_skald.core.config import DataLocation
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.lease import (
-    LeaseLostError,
-    OutputBusyError,
-    acquire_lease,
-    lease_path,
-    output_lease,
-    read_lease,
-)
-from airflow_skald.core.release import (
+from airflow_skald.core.release import commit as release
+from airflow_skald.core.release.commit import (
     COMMIT_MARKER,
     MANIFEST,
     REPORT,
@@ -58,6 +50,14 @@ from airflow_skald.core.release import (
     staging_path,
     write_bytes_atomic,
     write_part_atomic,
+)
+from airflow_skald.core.release.lease import (
+    LeaseLostError,
+    OutputBusyError,
+    acquire_lease,
+    lease_path,
+    output_lease,
+    read_lease,
 )
 
 
@@ -232,7 +232,7 @@ def test_crash_mid_commit_leaves_no_manifest(bucket: str, monkeypatch, copied: i
 
 _SLOW_COMMIT = """
 import sys, time
-from airflow_skald.core import release
+from airflow_skald.core.release import commit as release
 real, n = release._copy_object, [0]
 def slow(fs, src, dst):
     real(fs, src, dst)

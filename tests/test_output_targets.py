@@ -25,10 +25,10 @@ from helpers_data import (
     write_table,
 )
 
-from airflow_skald.core.config import DataLocation
+from airflow_skald.core.data.generate import generate_dataset
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.generate import generate_dataset
-from airflow_skald.core.release import (
+from airflow_skald.core.release.commit import (
     ReleaseIdentity,
     check_output_target,
     prepare_staging,

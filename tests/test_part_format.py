@@ -15,8 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from helpers_data import config_dict, make_table, skip_report_plots, write_table
 
-from airflow_skald.core import pipeline
-from airflow_skald.core.config import config_from_dict
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.run import runner
 
 TEXT = ["city", "age", "zip", "disease"]  # generalised QIDs are text, and so is the sensitive one
 
@@ -26,7 +26,7 @@ def _release(tmp_path: Path, monkeypatch, table: pa.Table) -> list[Path]:
     inp, out = tmp_path / "in", tmp_path / "out"
     for i in range(2):
         write_table(table.slice(i * 60, 60), inp / f"chunk-{i}.parquet")
-    manifest = pipeline.run(config_from_dict(config_dict(inp, out, chunk_rows=25)))
+    manifest = runner.run(config_from_dict(config_dict(inp, out, chunk_rows=25)))
     assert manifest["n_records"] == 120
     return [out / p for p in manifest["parts"]]
 
@@ -79,7 +79,7 @@ def test_nullable_passthrough_text_survives_both_modes(tmp_path: Path, monkeypat
     skip_report_plots(monkeypatch)
     cfg = config_dict(tmp_path / "mask" / "in", tmp_path / "drop", chunk_rows=25)
     cfg["suppressed_records"] = "drop"
-    manifest = pipeline.run(config_from_dict(cfg))
+    manifest = runner.run(config_from_dict(cfg))
     kept = [r for p in manifest["parts"] for r in pq.read_table(tmp_path / "drop" / p).to_pylist()]
     qids = ["city", "age", "zip"]
     masked_rows = [r for r in released if all(r[q] == "*" for q in qids)]

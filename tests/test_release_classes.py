@@ -11,10 +11,11 @@ import pyarrow.parquet as pq
 import pytest
 from helpers_data import config_dict, skip_report_plots, write_dataset
 
-from airflow_skald.core import pipeline
-from airflow_skald.core.config import DataLocation, config_from_dict
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.verify import ReleaseClasses, release_classes, verify_release
+from airflow_skald.core.release.verify import ReleaseClasses, release_classes, verify_release
+from airflow_skald.core.run import pipeline, runner
 
 LABELS = {"a": ["[0-9]", "[10-19]", "*"], "b": ["x", "y", "*"]}
 
@@ -67,7 +68,7 @@ def test_verification_from_group_tables_equals_reading_every_part(
     skip_report_plots(monkeypatch)
     write_dataset(tmp_path / "in", n_files=3, rows=60, seed=2)
     config = config_from_dict(config_dict(tmp_path / "in", tmp_path / "out", chunk_rows=20))
-    manifest = pipeline.run(config)
+    manifest = runner.run(config)
     out = str(tmp_path / "out")
     groups = [manifest["parts"][:4], manifest["parts"][4:]]
     merged = ReleaseClasses.merge([pipeline.count_written(config, out, g) for g in groups])

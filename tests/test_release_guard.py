@@ -24,19 +24,11 @@ from pathlib import Path
 import pytest
 from helpers_data import REPO, config_dict, release_bytes, skip_report_plots, write_dataset
 
-from airflow_skald.core import lease as leases
-from airflow_skald.core import pipeline
-from airflow_skald.core.config import DataLocation, config_from_dict
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.lease import (
-    LeaseLostError,
-    OutputBusyError,
-    acquire_lease,
-    lease_path,
-    output_lease,
-    read_lease,
-)
-from airflow_skald.core.release import (
+from airflow_skald.core.release import lease as leases
+from airflow_skald.core.release.commit import (
     MANIFEST,
     ReleaseIdentity,
     check_output_target,
@@ -44,6 +36,15 @@ from airflow_skald.core.release import (
     prepare_staging,
     staging_path,
 )
+from airflow_skald.core.release.lease import (
+    LeaseLostError,
+    OutputBusyError,
+    acquire_lease,
+    lease_path,
+    output_lease,
+    read_lease,
+)
+from airflow_skald.core.run import pipeline, runner
 
 OLD = ReleaseIdentity("cli-123", "1a2b3c4d5e6f" + "0" * 52, "f" * 64, 10)
 
@@ -183,7 +184,7 @@ def test_identity_of_real_runs(tmp_path: Path, monkeypatch) -> None:
     inp, out = tmp_path / "in", tmp_path / "out"
     write_dataset(inp, n_files=2, rows=30)
     config = config_from_dict(config_dict(inp, out, k=3, chunk_rows=20))
-    manifest = pipeline.run(config)
+    manifest = runner.run(config)
     chunks = pipeline.list_chunks(config)
     again = ReleaseIdentity.of_run(config, chunks, "cli-other")
     existing = ReleaseIdentity.from_manifest(manifest)
@@ -272,7 +273,7 @@ def test_heartbeat_keeps_a_long_run_s_lease(tmp_path: Path) -> None:
 
 _HOLDER = """
 import sys, time
-from airflow_skald.core.lease import acquire_lease
+from airflow_skald.core.release.lease import acquire_lease
 acquire_lease(sys.argv[1], sys.argv[2], ttl_s=3600)
 print("held", flush=True)
 time.sleep(120)

@@ -20,9 +20,14 @@ from pathlib import Path
 
 import pytest
 
-from airflow_skald.core import report
-from airflow_skald.core.progress import TerminalProgress, cli_progress, format_eta
-from airflow_skald.core.report import class_size_bins, node_in_words, render_report, write_report
+from airflow_skald.core.release import report
+from airflow_skald.core.release.report import (
+    class_size_bins,
+    node_in_words,
+    render_report,
+    write_report,
+)
+from airflow_skald.core.run.progress import TerminalProgress, cli_progress, format_eta
 
 CHROMIUM = next(
     (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
@@ -419,8 +424,8 @@ def release(tmp_path_factory) -> Path:
     """A small release whose input holds the canary record (its raw values are greppable)."""
     from helpers_data import config_dict, write_config, write_dataset
 
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import run
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.runner import run
 
     tmp = tmp_path_factory.mktemp("report")
     write_dataset(tmp / "in", n_files=3, rows=60, canary_in=1)
@@ -508,7 +513,7 @@ def test_progress_plain_lines_otherwise():
 
 
 def test_adaptive_root_is_described_by_its_non_empty_bins() -> None:
-    from airflow_skald.core.report import _ram_root
+    from airflow_skald.core.release.report import _ram_root
 
     m = {
         "root_mode": "adaptive",

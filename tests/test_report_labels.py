@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_skald.core import report
-from airflow_skald.core.report import render_report
+from airflow_skald.core.release import report
+from airflow_skald.core.release.report import render_report
 
 # --- reading the page ----------------------------------------------------------------------
 
@@ -173,8 +173,8 @@ def two_criteria_release(tmp_path_factory) -> Path:
     with suppressed classes (limit 10 %)."""
     from helpers_data import config_dict, write_config, write_dataset
 
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import run
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.runner import run
 
     tmp = tmp_path_factory.mktemp("labels")
     write_dataset(tmp / "in", n_files=3, rows=200)

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from skald_testdata import write_chunks, write_config
 
-from airflow_skald.core.config import load_config
-from airflow_skald.core.histogram import Histogram
-from airflow_skald.core.io import read_chunk
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.count.histogram import Histogram
+from airflow_skald.core.data.io import read_chunk
 from airflow_skald.core.lattice import Lattice
-from airflow_skald.core.pipeline import count_histogram, list_chunks, plan_root, scan_domain
-from airflow_skald.core.rollups import RollUps, _DenseSource, _Source, sum_groups
+from airflow_skald.core.run.pipeline import count_histogram, list_chunks, plan_root, scan_domain
+from airflow_skald.core.search.rollups import RollUps, _DenseSource, _Source, sum_groups
 
 
 def test_dense_and_sparse_rollups_agree_on_every_node(tmp_path):

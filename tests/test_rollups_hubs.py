@@ -18,18 +18,18 @@ from skald_testdata import ADULT, adult_qid_config, write_chunks, write_config
 from test_criteria_oracle import criteria_config, criteria_datasets, write_input
 from test_search_oracle import datasets
 
-from airflow_skald.core import rollups
-from airflow_skald.core.config import load_config
+from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice
-from airflow_skald.core.pipeline import (
+from airflow_skald.core.run.pipeline import (
     count_histogram,
     list_chunks,
     plan_root,
     scan_domain,
     search_lattice,
 )
-from airflow_skald.core.rollups import RollUps, _Source
+from airflow_skald.core.search import rollups
+from airflow_skald.core.search.rollups import RollUps, _Source
 
 
 def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:

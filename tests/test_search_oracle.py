@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from oracle import check_release, contains, exhaustive_search, ram_root
 from skald_testdata import read_release, write_chunks, write_config
 
-from airflow_skald.core.config import load_config
-from airflow_skald.core.pipeline import run
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.run.runner import run
 
 
 @st.composite

@@ -1,4 +1,4 @@
-"""l-diversity and t-closeness (airflow_skald.core.sensitive) against the naive oracle
+"""l-diversity and t-closeness (airflow_skald.core.privacy.distributions) against the naive oracle
 (tests/oracle_criteria.py, written from SPEC §4b alone) and against ARX's definitions.
 
 ARX (org.deidentifier.arx.criteria) decides every criterion in doubles; the `_arx_*` functions
@@ -29,7 +29,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from airflow_skald.core import sensitive as S
+from airflow_skald.core.privacy import distributions as S
 
 # -- building both representations of one generated case ---------------------------------------
 

@@ -17,9 +17,9 @@ from helpers_data import (
     write_dataset,
 )
 
-from airflow_skald.core.config import load_config
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.config.settings import BY_NAME, SETTINGS, check_run_conf, parse_overrides
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.settings import BY_NAME, SETTINGS, check_run_conf, parse_overrides
 
 
 def _file_error(tmp_path: Path, name: str, value) -> str:
@@ -125,7 +125,7 @@ def test_per_chunk_run_with_a_chunk_smaller_than_k_is_a_clear_error(tmp_path, ca
 def test_per_chunk_runs_stage_under_their_own_token(tmp_path) -> None:
     """Bug 4: every `--per-chunk` run staged into `.out.skald-staging-cli`, so two concurrent
     runs removed each other's parts; now the token is per process, as the global run's."""
-    from airflow_skald.core.baseline import run_per_chunk
+    from airflow_skald.core.run.baseline import run_per_chunk
 
     _, out, config, _ = setup_run(tmp_path, n_files=2, rows=40)
     seen: set[str] = set()

@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from airflow_skald.core import verify
-from airflow_skald.core.config import DataLocation
-from airflow_skald.core.encoding import dictionary_of
-from airflow_skald.core.io import read_release_part
-from airflow_skald.core.verify import ReleaseClasses, release_classes
+from airflow_skald.core.data.io import read_release_part
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.encode.domain import dictionary_of
+from airflow_skald.core.release import verify
+from airflow_skald.core.release.verify import ReleaseClasses, release_classes
 
 QIDS = ["a", "b", "c"]
 SENSITIVE = ["s", "t"]

@@ -15,7 +15,7 @@ import json
 import os
 from typing import Any
 
-# The names inside a run folder are the runner's (core/runner.py: chunks.json, plan.json, ...)
+# The names inside a run folder are the runner's (core/run/runner.py: chunks.json, plan.json, ...)
 # and the release records copied after the commit (manifest.json, run.json, report.html).
 
 

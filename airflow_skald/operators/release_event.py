@@ -53,7 +53,7 @@ RELEASE_ALIAS_NAME = "skald-release"
 RELEASE_ALIAS = AssetAlias(name=RELEASE_ALIAS_NAME)
 RELEASE_MARKER = "skald_release"  # the extra key that marks a SKALD release event
 
-# Manifest keys copied as they are into the event extra (SPEC section 5 / core/manifest.py).
+# Manifest keys copied as they are into the event extra (SPEC section 5 / core/release/manifest.py).
 _FROM_MANIFEST = (
     "k",
     "node",

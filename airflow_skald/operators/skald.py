@@ -1,6 +1,6 @@
 """EncodeOperator, HistogramLatticeOperator, GeneraliseOperator: the three SKALD phases.
 
-Each operator is a thin shell over ``airflow_skald.core.runner``: it opens the run (the conf
+Each operator is a thin shell over ``airflow_skald.core.run.runner``: it opens the run (the conf
 checked, the config loaded with this run's settings, one log line stating them) and drives
 its phase. ``mode`` picks how much of the phase one task instance does:
 
@@ -14,7 +14,7 @@ return values are small JSON summaries (paths, levels, counts, DM*), never a dat
 Nothing is done in ``__init__``; the core is imported inside ``execute``.
 
 Settings (all templated; empty = the config file's value): one keyword per row of
-``airflow_skald.core.settings.SETTINGS`` — ``input_path``, ``output_path``, ``k``,
+``airflow_skald.core.config.settings.SETTINGS`` — ``input_path``, ``output_path``, ``k``,
 ``suppression_limit``, ``histogram_bins``, ``chunk_rows``, ``suppressed_records``,
 ``overwrite``.
 """
@@ -27,7 +27,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_skald.core.settings import OVERRIDE_KEYS, is_empty
+from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
+from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.operators.links import SkaldManifestLink
 
 _MODES = ("all", "partial", "merge")
@@ -101,10 +102,10 @@ class _SkaldOperator(BaseOperator):
     def open_run(self, context):
         """The run's conf checked, its config loaded with this run's settings (each parsed
         once, by the settings table), and the settings stated in the task's first log line."""
-        from airflow_skald.core.config import load_config
+        from airflow_skald.core.config.run_config import load_config
+        from airflow_skald.core.config.settings import check_run_conf
         from airflow_skald.core.errors import ConfigError
-        from airflow_skald.core.runner import Run
-        from airflow_skald.core.settings import check_run_conf
+        from airflow_skald.core.run.runner import Run
         from airflow_skald.operators.artifacts import RunArtifacts
 
         dag = context.get("dag")
@@ -146,7 +147,7 @@ class _SkaldOperator(BaseOperator):
 def settings_line(config) -> str:
     """The run's settings on one line (paths, thresholds; never a data value)."""
     criteria = "; ".join(
-        ", ".join(f"{k}={v}" for k, v in m.items()) for m in config.describe_privacy()[1:]
+        ", ".join(f"{k}={v}" for k, v in m.items()) for m in describe_privacy(config)[1:]
     )
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
@@ -178,7 +179,7 @@ class EncodeOperator(_SkaldOperator):
         self.chunks_per_task = chunks_per_task
 
     def run_phase(self, run, context) -> Any:
-        from airflow_skald.core.runner import ENCODE, archive_config, claim_output
+        from airflow_skald.core.run.runner import ENCODE, archive_config, claim_output
 
         if self.mode in ("all", "list"):
             try:
@@ -219,7 +220,7 @@ class HistogramLatticeOperator(_SkaldOperator):
     """
 
     def run_phase(self, run, context) -> Any:
-        from airflow_skald.core.runner import HISTOGRAM_PHASE
+        from airflow_skald.core.run.runner import HISTOGRAM_PHASE
 
         decision = self.drive(HISTOGRAM_PHASE, run)
         if decision is None:
@@ -243,7 +244,7 @@ class GeneraliseOperator(_SkaldOperator):
     operator_extra_links = (SkaldManifestLink(),)  # the plugin adds both links to every task
 
     def run_phase(self, run, context) -> Any:
-        from airflow_skald.core import runner as R
+        from airflow_skald.core.run import runner as R
 
         if self.mode == "partial":
             R.check_lease(run)
@@ -263,7 +264,7 @@ class GeneraliseOperator(_SkaldOperator):
     def publish(self, run, manifest: dict, context) -> dict:
         """The release's manifest, run record and report into the run's artifacts; its asset
         event; a small summary for XCom."""
-        from airflow_skald.core.runner import copy_release_records
+        from airflow_skald.core.run.runner import copy_release_records
         from airflow_skald.operators.links import manifest_url
         from airflow_skald.operators.release_event import emit_release_event
 

@@ -53,7 +53,7 @@ def monkeypatch_session():
 @pytest.fixture(scope="session")
 def generated(tmp_path_factory) -> Path:
     """4 chunks of the paper's synthetic dataset (4,000 rows) and its skald.yaml."""
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     return generate_dataset(4000, 1000, seed=7, out_dir=tmp_path_factory.mktemp("gen") / "data")
 
@@ -195,7 +195,7 @@ def test_package_import_is_light():
 
     code = (
         "import sys, airflow_skald.operators, airflow_skald.provider, airflow_skald.plugin; "
-        "heavy = [m for m in ('pandas', 'pyarrow', 'airflow_skald.core.pipeline') "
+        "heavy = [m for m in ('pandas', 'pyarrow', 'airflow_skald.core.run.pipeline') "
         "if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -309,8 +309,8 @@ def test_missing_config_fails_clearly(dagbag, artifacts_root, tmp_path, capfd, c
 def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp_path):
     from oracle import check_release
 
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import run
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.runner import run
 
     outs = {}
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):

@@ -26,7 +26,7 @@ DAG_ID = "skald_anonymise_mapped"
 
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     return generate_dataset(4000, 1000, seed=3, out_dir=tmp_path_factory.mktemp("dep") / "data")
 
@@ -34,8 +34,8 @@ def dataset(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def reference(dataset, tmp_path_factory) -> tuple[dict, dict[str, bytes]]:
     """The same release made by the core in this process (the CLI's path)."""
-    from airflow_skald.core.config import load_config
-    from airflow_skald.core.pipeline import run
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.run.runner import run
 
     out = tmp_path_factory.mktemp("ref") / "release"
     manifest = run(load_config(dataset, overrides={"k": 10, "output_path": str(out)}))

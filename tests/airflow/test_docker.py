@@ -104,7 +104,7 @@ def test_mounts_exist_and_match_settings(compose):
 
 
 def test_example_config_is_valid_and_uses_the_bucket(compose):
-    from airflow_skald.core.config import config_from_dict
+    from airflow_skald.core.config.run_config import config_from_dict
 
     raw = yaml.safe_load((DOCKER / "skald" / "skald.yaml").read_text())
     config = config_from_dict(raw, base_dir=DOCKER / "skald")

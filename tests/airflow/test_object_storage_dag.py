@@ -75,7 +75,7 @@ def s3(airflow_home, tmp_path_factory):
 @pytest.fixture(scope="module")
 def config(tmp_path_factory) -> Path:
     """3 chunks of the paper's synthetic dataset (3,000 rows) on local disk, and its config."""
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     return generate_dataset(3000, 1000, seed=3, out_dir=tmp_path_factory.mktemp("s3dag") / "in")
 
@@ -214,9 +214,9 @@ class CommitCrash(OSError):
 def test_crash_mid_commit_then_lease_then_retry(
     s3, dagbag, config, releases, monkeypatch, capfd, caplog
 ):
-    from airflow_skald.core import release
-    from airflow_skald.core.lease import read_lease
-    from airflow_skald.core.release import COMMIT_MARKER, staging_path
+    from airflow_skald.core.release import commit as release
+    from airflow_skald.core.release.commit import COMMIT_MARKER, staging_path
+    from airflow_skald.core.release.lease import read_lease
 
     dag_id = "skald_anonymise_mapped"
     out = f"s3://{s3['bucket']}/releases/crashed"

@@ -94,7 +94,7 @@ def test_mapped_phases_equal_single_task(setup, bins):
     for key in ("node", "dm_star", "n_suppressed", "n_equivalence_classes"):
         assert mapped_decision[key] == all_decision[key]
     if bins:
-        from airflow_skald.core.root_counts import RootCounts
+        from airflow_skald.core.count.root_counts import RootCounts
 
         store = RunArtifacts(None, "unit", "mapped")
         name = "partials/histogram/group-{:05d}.bin"

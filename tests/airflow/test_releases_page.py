@@ -171,7 +171,7 @@ def test_releases_page_escapes_everything():
 # --------------------------------------------------------------------------- dag.test()
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     return generate_dataset(3000, 1000, seed=5, out_dir=tmp_path_factory.mktemp("rel") / "data")
 

@@ -57,7 +57,7 @@ def config_k7(workdir) -> Path:
     """A generated dataset and a config beside it whose privacy.k is 7 (not the default 50)."""
     import yaml
 
-    from airflow_skald.core.generate import generate_dataset
+    from airflow_skald.core.data.generate import generate_dataset
 
     generated = generate_dataset(3000, 1000, seed=11, out_dir=workdir / "data")
     body = yaml.safe_load(generated.read_text())

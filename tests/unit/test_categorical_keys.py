@@ -1,4 +1,4 @@
-"""CategoricalDimension.key_part (airflow_skald/core/dimensions.py), the per-row lookup of
+"""CategoricalDimension.key_part (airflow_skald/core/encode/dimensions.py), the per-row lookup of
 phases 2 and 3, on every form a column arrives in (plain text, integers, dictionary-encoded
 with unused entries, chunked with a different dictionary per chunk, sliced) against a Python
 oracle; a value phase 1 did not see, or a null, is an error naming the column and row only."""
@@ -9,9 +9,9 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from airflow_skald.core.dimensions import CategoricalDimension
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.dimensions import CategoricalDimension
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import ChunkRef
 
 LEVELS = [["10", "20", "30", "40"], ["low", "high"], ["*"]]
 PARENT = {"10": "low", "20": "low", "30": "high", "40": "high"}

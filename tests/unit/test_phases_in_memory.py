@@ -12,16 +12,17 @@ from hypothesis import strategies as st
 from oracle import check_release, exhaustive_search, ram_root
 from test_search_oracle import datasets
 
-from airflow_skald.core.config import config_from_dict
-from airflow_skald.core.encoding import DomainStats, QidStats, scan_table
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
+from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.generalise import generalise_table
-from airflow_skald.core.histogram import Histogram, HistogramAccumulator
-from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.pipeline import root_keys, search_lattice
-from airflow_skald.core.plan import plan_root
+from airflow_skald.core.generalise.part import generalise_table
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.run.pipeline import root_keys, search_lattice
 
 pytestmark = pytest.mark.unit
 
@@ -111,4 +112,4 @@ def test_phases_over_arrow_tables_equal_the_exhaustive_search(data, cuts) -> Non
     check_release(released, names, k, limit, len(df))
     kept = released[~(released[names] == "*").all(axis=1)]
     sizes = kept.groupby(names).size().to_numpy()
-    assert not config.policy().check_release(ClassTable(sizes), "release")
+    assert not build_policy(config).check_release(ClassTable(sizes), "release")

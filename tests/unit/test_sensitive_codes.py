@@ -1,4 +1,4 @@
-"""SensitiveStats.of_column and .codes (airflow_skald/core/sensitive_domain.py) on every form a
+"""SensitiveStats.of_column and .codes (airflow_skald/core/encode/sensitive_domain.py) on every form a
 column arrives in (plain, dictionary-encoded, chunked with a different dictionary per chunk,
 sliced, with unused or null dictionary entries) against the row-by-row implementation they
 replaced (`_reference_*` below, kept verbatim) and a Python oracle: the same values, counts,
@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, as_values, sorted_values
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.sensitive_domain import SensitiveStats, as_values, sorted_values
 
 # -- the previous implementation: every row cast, compared and looked up ------------------------
 
@@ -229,11 +229,11 @@ def test_a_million_dictionary_rows_seeded():
 
 
 def test_a_categorical_value_phase_1_did_not_see_is_located_not_shown():
-    from airflow_skald.core.config import QidSpec
-    from airflow_skald.core.dimensions import CategoricalDimension
-    from airflow_skald.core.encoding import QidStats
-    from airflow_skald.core.hierarchies import Hierarchy
-    from airflow_skald.core.io import ChunkRef
+    from airflow_skald.core.config.run_config import QidSpec
+    from airflow_skald.core.data.hierarchies import Hierarchy
+    from airflow_skald.core.data.io import ChunkRef
+    from airflow_skald.core.encode.dimensions import CategoricalDimension
+    from airflow_skald.core.encode.domain import QidStats
 
     hierarchy = Hierarchy.from_mapping("city", {"Oslo": ["Norway"], "Lund": ["Sweden"]})
     spec = QidSpec("city", "categorical", hierarchy)

@@ -10,26 +10,36 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.distributions import EmdHierarchy
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.l_diversity import LDiversity
 from airflow_skald.core.privacy.model import PrivacyModel
 from airflow_skald.core.privacy.policy import PrivacyPolicy
 from airflow_skald.core.privacy.t_closeness import TCloseness
-from airflow_skald.core.sensitive import EmdHierarchy
-from airflow_skald.core.sensitive_domain import SensitiveStats
 
 if TYPE_CHECKING:
-    from airflow_skald.core.config import SkaldConfig, TClosenessSpec
-    from airflow_skald.core.hierarchies import Hierarchy
+    from airflow_skald.core.config.run_config import SkaldConfig, TClosenessSpec
+    from airflow_skald.core.data.hierarchies import Hierarchy
 
 NULL_LABEL = "NULL"  # how a null is looked up in a t-closeness hierarchy (SPEC §4b)
+
+
+def describe_privacy(config: SkaldConfig) -> list[dict]:
+    """The criteria as configured (no data needed): k first, then l and t."""
+    models = [KAnonymity(config.k).describe()]
+    models += [LDiversity(c.attribute, c.l, c.variant, c.c).describe() for c in config.l_diversity]
+    models += [{"model": "t-closeness", **c.describe()} for c in config.t_closeness]
+    return models
 
 
 def build_policy(
     config: SkaldConfig, sensitive: Mapping[str, SensitiveStats] | None = None
 ) -> PrivacyPolicy:
-    """k-anonymity, then each l-diversity and t-closeness criterion of the config."""
+    """The privacy models and suppression limit `config` asks for: k-anonymity, then each
+    l-diversity and t-closeness criterion; criteria beyond k need phase 1's statistics of their
+    attributes (`DomainStats.sensitive`)."""
     models: list[PrivacyModel] = [KAnonymity(config.k)]
     if (config.l_diversity or config.t_closeness) and sensitive is None:
         raise ValueError("criteria need phase 1's statistics of their attributes")

@@ -9,10 +9,10 @@ from fractions import Fraction
 
 import numpy as np
 
-from airflow_skald.core import sensitive as S
+from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
-from airflow_skald.core.settings import decimal_text
+from airflow_skald.core.text import decimal_text
 
 
 @dataclass(frozen=True)

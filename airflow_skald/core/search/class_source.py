@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from airflow_skald.core.dimensions import Dimension
-from airflow_skald.core.plan import Plan
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.dimensions import Dimension
+from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.rollups import RollUps
-from airflow_skald.core.root_counts import RootCounts
-from airflow_skald.core.sensitive import ClassValues
+from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.search.rollups import RollUps
 
 
 @dataclass

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from typing import TypeVar
 
-from airflow_skald.core.io import ChunkRef
+from airflow_skald.core.data.io import ChunkRef
 
 T = TypeVar("T")
 

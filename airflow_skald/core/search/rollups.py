@@ -9,8 +9,8 @@ import math
 
 import numpy as np
 
-from airflow_skald.core.histogram import DENSE_LIMIT, Histogram, grouped, strides_of
-from airflow_skald.core.plan import Plan
+from airflow_skald.core.count.histogram import DENSE_LIMIT, Histogram, grouped, strides_of
+from airflow_skald.core.encode.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
 CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's bytes (ADR 0004)

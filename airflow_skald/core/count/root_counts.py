@@ -17,7 +17,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from airflow_skald.core.histogram import Histogram
+from airflow_skald.core.count.histogram import Histogram
 
 
 @dataclass

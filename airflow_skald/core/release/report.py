@@ -22,7 +22,7 @@ import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
-from airflow_skald.core.release import REPORT, write_bytes_atomic
+from airflow_skald.core.release.commit import REPORT, write_bytes_atomic
 
 log = logging.getLogger("airflow_skald")
 

@@ -16,10 +16,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_skald.core.config import QidSpec, SkaldConfig
+from airflow_skald.core.config.run_config import QidSpec, SkaldConfig
+from airflow_skald.core.data.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
-from airflow_skald.core.sensitive_domain import SensitiveStats
 
 
 @dataclass

@@ -18,16 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from airflow_skald.core.class_source import ClassSource
-from airflow_skald.core.dimensions import paper_notation
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.dimensions import paper_notation
+from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.lattice import Lattice, search_optimal
-from airflow_skald.core.plan import Plan
 from airflow_skald.core.privacy import KAnonymity, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
-from airflow_skald.core.root_counts import RootCounts
-from airflow_skald.core.settings import decimal_text
+from airflow_skald.core.search.class_source import ClassSource
+from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.text import decimal_text
 
 
 @dataclass

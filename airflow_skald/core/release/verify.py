@@ -38,12 +38,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from airflow_skald.core.config import FORMATS, DataLocation
-from airflow_skald.core.dimensions import TOP
-from airflow_skald.core.encoding import dictionary_of, single_array
+from airflow_skald.core.count.histogram import grouped, keys_of
+from airflow_skald.core.data.io import _full, filesystem, local_path, map_ahead, read_release_part
+from airflow_skald.core.data.location import FORMATS, DataLocation
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.domain import dictionary_of, single_array
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import sorted_values as _sorted_values
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.histogram import grouped, keys_of
-from airflow_skald.core.io import _full, filesystem, local_path, map_ahead, read_release_part
 from airflow_skald.core.privacy import (
     ClassTable,
     Judgement,
@@ -53,11 +55,9 @@ from airflow_skald.core.privacy import (
     TCloseness,
     max_suppressed,
 )
+from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.quality import DM, DMStar, Scored
-from airflow_skald.core.release import MANIFEST
-from airflow_skald.core.sensitive import ClassValues
-from airflow_skald.core.sensitive_domain import SensitiveStats
-from airflow_skald.core.sensitive_domain import sorted_values as _sorted_values
+from airflow_skald.core.release.commit import MANIFEST
 
 
 def release_parts(path: str) -> tuple[list[str], str]:

@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from airflow_skald.core.dimensions import Dimension
-from airflow_skald.core.histogram import Histogram, HistogramAccumulator, grouped
-from airflow_skald.core.root_counts import RootCounts
+from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator, grouped
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.dimensions import Dimension
 
 if TYPE_CHECKING:
-    from airflow_skald.core.plan import Plan
+    from airflow_skald.core.encode.plan import Plan
 
 # Keys (class key * m + value code) are int64: chain nodes with more possible bins than this
 # are left out of the chain's start (the search cannot hold such a root either).

@@ -24,24 +24,27 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import pyarrow as pa
 
-from airflow_skald.core import io as skald_io
-from airflow_skald.core.adaptive_root import ChainCounts
-from airflow_skald.core.class_source import ClassSource
-from airflow_skald.core.config import DataLocation, SkaldConfig
-from airflow_skald.core.encoding import DomainStats, counting_types, csv_types
-from airflow_skald.core.encoding import scan_domain as _scan_domain
-from airflow_skald.core.generalise import generalise_table, released_columns
-from airflow_skald.core.histogram import Histogram, strides_of
-from airflow_skald.core.io import ChunkRef, map_ahead, read_chunk
-from airflow_skald.core.plan import Plan, plan_root
-from airflow_skald.core.release import (
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.histogram import Histogram, strides_of
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data import io as skald_io
+from airflow_skald.core.data.io import ChunkRef, map_ahead, read_chunk
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.encode.adaptive_root import ChainCounts
+from airflow_skald.core.encode.domain import DomainStats, counting_types, csv_types
+from airflow_skald.core.encode.domain import scan_domain as _scan_domain
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.generalise.part import generalise_table, released_columns
+from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.release.commit import (
     part_name,
     write_part_atomic,
 )
-from airflow_skald.core.root_counts import RootCounts
-from airflow_skald.core.search import Decision
-from airflow_skald.core.search import search_lattice as _search_lattice
-from airflow_skald.core.verify import ReleaseClasses, release_classes
+from airflow_skald.core.release.verify import ReleaseClasses, release_classes
+from airflow_skald.core.search.class_source import ClassSource
+from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decide import search_lattice as _search_lattice
 
 log = logging.getLogger("airflow_skald")
 
@@ -56,7 +59,6 @@ __all__ = [
     "count_histogram",
     "list_chunks",
     "plan_root",
-    "run",
     "scan_domain",
     "search_lattice",
     "write_parts",
@@ -176,7 +178,7 @@ def search_lattice(
                 "build it with plan.with_root(counts.node)"
             )
         plan = plan.with_root(counts.node)
-    policy = config.policy(plan.stats.sensitive)
+    policy = build_policy(config, plan.stats.sensitive)
     return _search_lattice(plan, counts, policy, config.priority_order(), source=source)
 
 
@@ -213,15 +215,3 @@ def count_written(config: SkaldConfig, staging: str, names: Sequence[str]) -> Re
     location = DataLocation(staging, config.output.format, config.output.delimiter)
     paths = [staging.rstrip("/") + "/" + n for n in names]
     return release_classes(paths, location, config.qid_names, config.criteria_attributes)
-
-
-def run(
-    config: SkaldConfig,
-    progress: Progress | None = None,
-    token: str | None = None,
-    workers: int = 1,
-) -> dict:
-    """All three phases in one process (`core.runner.run`); returns the committed manifest."""
-    from airflow_skald.core.runner import run as run_phases
-
-    return run_phases(config, progress, token, workers)

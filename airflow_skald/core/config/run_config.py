@@ -8,36 +8,24 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.hierarchies import Hierarchy
-from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.settings import (
+from airflow_skald.core.config.settings import (
     BY_NAME,
     OVERRIDE_KEYS,
-    decimal_text,
     parse_overrides,
     read_file_setting,
 )
-from airflow_skald.core.yaml_load import load_yaml_file
+from airflow_skald.core.config.yaml_load import load_yaml_file
+from airflow_skald.core.data.hierarchies import Hierarchy
+from airflow_skald.core.data.location import FORMATS, DataLocation
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.text import decimal_text
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
-
-FORMATS = ("parquet", "csv")
-
-
-@dataclass(frozen=True)
-class DataLocation:
-    """Where chunks are read from or a release is written to."""
-
-    path: str
-    format: str = "parquet"
-    delimiter: str = ","
 
 
 @dataclass(frozen=True)
@@ -131,24 +119,6 @@ class SkaldConfig:
         """Sensitive attributes that privacy criteria name (their distributions are counted)."""
         named = [c.attribute for c in (*self.l_diversity, *self.t_closeness)]
         return tuple(dict.fromkeys(named))
-
-    def policy(self, sensitive: Mapping[str, Any] | None = None) -> PrivacyPolicy:
-        """The privacy models and suppression limit this config asks for; criteria beyond k
-        need phase 1's statistics of their attributes (`DomainStats.sensitive`)."""
-        from airflow_skald.core.privacy.build import build_policy
-
-        return build_policy(self, sensitive)
-
-    def describe_privacy(self) -> list[dict]:
-        """The criteria as configured (no data needed): k first, then l and t."""
-        from airflow_skald.core.privacy import KAnonymity, LDiversity
-
-        models = [KAnonymity(self.k).describe()]
-        models += [
-            LDiversity(c.attribute, c.l, c.variant, c.c).describe() for c in self.l_diversity
-        ]
-        models += [{"model": "t-closeness", **c.describe()} for c in self.t_closeness]
-        return models
 
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""

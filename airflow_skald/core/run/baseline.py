@@ -26,28 +26,30 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from airflow_skald.core.class_source import ClassSource, chunk_distribution
-from airflow_skald.core.config import DataLocation, SkaldConfig
-from airflow_skald.core.dimensions import TOP, paper_notation
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.histogram import Histogram
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.encode.dimensions import TOP, paper_notation
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.figures import class_size_histogram, risk
-from airflow_skald.core.histogram import Histogram
-from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.manifest import (
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.quality import sum_squares
+from airflow_skald.core.release.manifest import (
     privacy_section,
     provenance_section,
     release_section,
     risk_section,
 )
-from airflow_skald.core.pipeline import ChunkProgress, Progress, count_histogram, write_parts
-from airflow_skald.core.plan import Plan
-from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.quality import sum_squares
-from airflow_skald.core.root_counts import RootCounts
-from airflow_skald.core.runner import ENCODE, Phase, Run, publish, run_local
-from airflow_skald.core.search import Decision, search_lattice
-from airflow_skald.core.sensitive_domain import SensitiveStats
-from airflow_skald.core.verify import class_figures, class_tables, release_classes
+from airflow_skald.core.release.verify import class_figures, class_tables, release_classes
+from airflow_skald.core.run.pipeline import ChunkProgress, Progress, count_histogram, write_parts
+from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
+from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
+from airflow_skald.core.search.decide import Decision, search_lattice
+from airflow_skald.core.search.figures import class_size_histogram, risk
 
 __all__ = [
     "ChunkOutcome",
@@ -184,7 +186,7 @@ def anonymise_chunk(
     out = []
     for k in ks or [config.k]:
         t = time.perf_counter()
-        policy = config.policy(own).with_thresholds(k=int(k))
+        policy = build_policy(config, own).with_thresholds(k=int(k))
         decision = search_lattice(cplan, counts, policy, config.priority_order(), source=cache)
         classes = released_classes(cplan, decision.node, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}

@@ -54,9 +54,9 @@ from datetime import UTC, datetime
 import fsspec
 import psutil
 
-from airflow_skald.core.config import DataLocation
+from airflow_skald.core.data.io import filesystem
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import filesystem
 
 DEFAULT_TTL_S = 300.0
 _SETTLE_S = 0.2  # read-back pause for stores without a create-if-absent write

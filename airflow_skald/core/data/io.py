@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from airflow_skald.core.config import DataLocation
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import ConfigError, DataError
 
 A = TypeVar("A")  # a chunk, or a release part

@@ -15,16 +15,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_skald.core.config import QidSpec
-from airflow_skald.core.encoding import (
+from airflow_skald.core.config.run_config import QidSpec
+from airflow_skald.core.data.hierarchies import TOP_LABEL
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.domain import (
     QidStats,
     check_no_nulls,
     dictionary_of,
     single_array,
 )
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.hierarchies import TOP_LABEL
-from airflow_skald.core.io import ChunkRef
 
 _MAX_UNITS = 2**32  # a numerical domain wider than this many min_width units is refused
 _FLOAT_TOLERANCE = 1e-9  # a value on the min_width grid may sit a hair below it in binary

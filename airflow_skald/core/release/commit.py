@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_skald.core.config import DataLocation, SkaldConfig
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.io import GLOB_CHARS, ChunkRef, filesystem, write_part
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import GLOB_CHARS, ChunkRef, filesystem, write_part
 
 if TYPE_CHECKING:
-    from airflow_skald.core.lease import Lease
+    from airflow_skald.core.release.lease import Lease
 
 MANIFEST = "manifest.json"
 REPORT = "report.html"
@@ -68,7 +69,7 @@ class ReleaseIdentity:
         cls, config: SkaldConfig, chunks: Sequence[ChunkRef], token: str | None
     ) -> ReleaseIdentity:
         """This run's identity, from its effective config and chunk list (before phase 1)."""
-        from airflow_skald.core.manifest import input_fingerprint
+        from airflow_skald.core.release.manifest import input_fingerprint
 
         return cls(token, config.fingerprint(), input_fingerprint(list(chunks)), config.k)
 

@@ -28,17 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_skald.core.config import DataLocation, SkaldConfig
-from airflow_skald.core.dimensions import TOP
-from airflow_skald.core.encoding import (
-    DICTIONARY,
-    check_types,
-    csv_types,
-    dictionary_of,
-    single_array,
-)
-from airflow_skald.core.errors import DataError
-from airflow_skald.core.io import (
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.io import (
     GLOB_CHARS,
     ChunkRef,
     column_names,
@@ -48,12 +39,23 @@ from airflow_skald.core.io import (
     read_chunk,
     schema_of,
 )
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.domain import (
+    DICTIONARY,
+    check_types,
+    csv_types,
+    dictionary_of,
+    single_array,
+)
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.release import MANIFEST
-from airflow_skald.core.sensitive import ClassValues
-from airflow_skald.core.sensitive_domain import SensitiveStats
-from airflow_skald.core.settings import decimal_text
-from airflow_skald.core.verify import release_parts
+from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.release.commit import MANIFEST
+from airflow_skald.core.release.verify import release_parts
+from airflow_skald.core.text import decimal_text
 
 log = logging.getLogger("airflow_skald")
 
@@ -73,7 +75,9 @@ def audit(config: SkaldConfig) -> dict:
     _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
     counted = count_tuples(config, chunks, release=manifest is not None)
     stats = counted.sensitive
-    policy = config.policy(stats)  # l above a distinct count, a hierarchy missing a value: exit 2
+    policy = build_policy(
+        config, stats
+    )  # l above a distinct count, a hierarchy missing a value: exit 2
     star, table = class_tables(counted, len(qids), attributes, stats)
     claimed = manifest.get("n_suppressed") if manifest else None
     if (
@@ -208,7 +212,7 @@ class Tuples:
 
 def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool) -> Tuples:
     """The distinct (QID tuple, sensitive values) tuples of all chunks and their counts."""
-    from airflow_skald.core.pipeline import ChunkProgress
+    from airflow_skald.core.run.pipeline import ChunkProgress
 
     qids, attributes = config.qid_names, config.criteria_attributes
     names = [*qids, *attributes]

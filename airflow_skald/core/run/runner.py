@@ -23,27 +23,17 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
-from airflow_skald.core import pipeline as P
-from airflow_skald.core.adaptive_root import merge_on_chain
-from airflow_skald.core.config import SkaldConfig
-from airflow_skald.core.dimensions import build_dimensions
-from airflow_skald.core.encoding import DomainStats
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.io import ChunkRef, filesystem
+from airflow_skald.core.encode.adaptive_root import merge_on_chain
+from airflow_skald.core.encode.dimensions import build_dimensions
+from airflow_skald.core.encode.domain import DomainStats
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.io import ChunkRef, filesystem
-from airflow_skald.core.lease import Lease, check_lease_token, output_lease
-from airflow_skald.core.manifest import (
-    MANIFEST_JSON,
-    REPORT_HTML,
-    RUN_JSON,
-    RunRecord,
-    build_manifest,
-    input_fingerprint,
-    now_iso,
-    to_json_bytes,
-)
-from airflow_skald.core.parallel import chunk_groups, map_groups
-from airflow_skald.core.plan import Plan, plan_root
-from airflow_skald.core.release import (
+from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.release.commit import (
     ReleaseIdentity,
     check_output_target,
     cli_token,
@@ -55,9 +45,21 @@ from airflow_skald.core.release import (
     staging_path,
     write_bytes_atomic,
 )
-from airflow_skald.core.root_counts import RootCounts
-from airflow_skald.core.search import Decision
-from airflow_skald.core.verify import ReleaseClasses, verify_release
+from airflow_skald.core.release.lease import Lease, check_lease_token, output_lease
+from airflow_skald.core.release.manifest import (
+    MANIFEST_JSON,
+    REPORT_HTML,
+    RUN_JSON,
+    RunRecord,
+    build_manifest,
+    input_fingerprint,
+    now_iso,
+    to_json_bytes,
+)
+from airflow_skald.core.release.verify import ReleaseClasses, verify_release
+from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.search.decide import Decision
 
 log = logging.getLogger("airflow_skald")
 
@@ -458,7 +460,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=config.policy(plan.stats.sensitive),
+                policy=build_policy(config, plan.stats.sensitive),
                 sensitive=plan.stats.sensitive,
             )
             predicted = decision.to_dict()
@@ -487,7 +489,7 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
         record.peak_rss_bytes = P.peak_rss_bytes()
         record.peak_rss_bytes_by_phase.setdefault("verify", record.peak_rss_bytes)
         record.finished_at = now_iso()
-        from airflow_skald.core.report import write_report
+        from airflow_skald.core.release.report import write_report
 
         staged = run.staging.rstrip("/") + "/"
         write_report(manifest, run.staging, run=record.to_dict())

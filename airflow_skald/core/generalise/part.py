@@ -11,12 +11,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from airflow_skald.core.config import SkaldConfig
-from airflow_skald.core.dimensions import TOP, Dimension
-from airflow_skald.core.histogram import keys_of
-from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.plan import Plan
-from airflow_skald.core.search import Decision
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.histogram import keys_of
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.dimensions import TOP, Dimension
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.search.decide import Decision
 
 
 def released_columns(config: SkaldConfig, columns: list[str]) -> list[str]:

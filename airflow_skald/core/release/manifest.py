@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_skald import __version__
-from airflow_skald.core.config import SkaldConfig
-from airflow_skald.core.dimensions import paper_notation
-from airflow_skald.core.figures import NodeFigures
-from airflow_skald.core.io import ChunkRef
-from airflow_skald.core.plan import Plan
-from airflow_skald.core.search import Decision
-from airflow_skald.core.settings import decimal_text
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.dimensions import paper_notation
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.privacy.build import describe_privacy
+from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.figures import NodeFigures
+from airflow_skald.core.text import decimal_text
 
 MANIFEST_JSON = "manifest.json"
 RUN_JSON = "run.json"
@@ -46,7 +47,7 @@ def to_json_bytes(body: dict) -> bytes:
 
 def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> dict:
     """The policy the release was made under, each criterion with the figure it reached."""
-    described = config.describe_privacy()
+    described = describe_privacy(config)
     return {
         "k": config.k,
         "suppression_limit": float(config.suppression_limit),

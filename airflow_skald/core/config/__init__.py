@@ -1,0 +1,1 @@
+"""The run configuration: the settings table, safe YAML loading, the validated config."""

@@ -1,0 +1,1 @@
+"""Where data lives and how it is read and written: locations, chunks, parts, hierarchies, the paper's generator."""

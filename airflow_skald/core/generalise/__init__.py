@@ -1,0 +1,1 @@
+"""Pass 3: each chunk generalised to the chosen node."""
