@@ -20,6 +20,11 @@ from airflow_skald.core.config.settings import (
     read_file_setting,
 )
 from airflow_skald.core.config.yaml_load import load_yaml_file
+from airflow_skald.core.data.builders import Rule
+from airflow_skald.core.data.builders.dates import parse_date_rule
+from airflow_skald.core.data.builders.intervals import parse_interval_rule
+from airflow_skald.core.data.builders.masked import parse_masked_rule
+from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.errors import ConfigError
@@ -30,21 +35,30 @@ __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_conf
 
 @dataclass(frozen=True)
 class QidSpec:
-    """One quasi-identifier as configured; `hierarchy` is set for categorical QIDs."""
+    """One quasi-identifier as configured: `hierarchy` is set for categorical QIDs listed in
+    full; `rule` for hierarchies built from a rule over phase 1's domain (SPEC §3a: date,
+    masked, numerical `bins`, categorical `order`)."""
 
     name: str
-    type: str  # "categorical" | "numerical"
+    type: str  # "categorical" | "numerical" | "date" | "masked"
     hierarchy: Hierarchy | None = None
     min_width: Fraction | None = None
     widths: tuple[Fraction, ...] | None = None
     encode: bool = False
+    rule: Rule | None = None
 
     def describe(self) -> dict[str, Any]:
-        """JSON-safe summary (hierarchies hashed, not copied) for manifests."""
+        """JSON-safe summary (hierarchies hashed, not copied) for manifests; a rule as written
+        (the hierarchy it builds is hashed in the manifest's `hierarchies`)."""
         out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.rule is not None:
+            out["rule"] = self.rule.describe()
+        if self.type in ("date", "masked"):
+            return out
         if self.type == "categorical":
-            out["hierarchy_sha256"] = self.hierarchy.sha256
-            out["hierarchy_levels"] = self.hierarchy.top_level + 1
+            if self.hierarchy is not None:
+                out["hierarchy_sha256"] = self.hierarchy.sha256
+                out["hierarchy_levels"] = self.hierarchy.top_level + 1
         else:
             out["min_width"] = decimal_text(self.min_width)
             out["widths"] = [decimal_text(w) for w in self.widths] if self.widths else None
@@ -359,12 +373,29 @@ def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
             raise ConfigError(f"quasi_identifiers[{i}] needs a 'name'")
         kind = item.get("type")
         where = f"quasi-identifier '{name}'"
-        if kind == "categorical":
+        if kind == "categorical" and "order" in item:
+            _no_unknown(item, {"name", "type", "order", "group", "labels"}, where)
+            out.append(QidSpec(name=name, type=kind, rule=parse_ordered_rule(name, item)))
+        elif kind == "categorical":
             _no_unknown(item, {"name", "type", "hierarchy", "hierarchy_file"}, where)
             if ("hierarchy" in item) == ("hierarchy_file" in item):
-                raise ConfigError(f"{where} needs exactly one of 'hierarchy' or 'hierarchy_file'")
+                raise ConfigError(
+                    f"{where} needs exactly one of 'hierarchy', 'hierarchy_file' or 'order'"
+                )
             hierarchy = _hierarchy(item, name, base_dir)
             out.append(QidSpec(name=name, type="categorical", hierarchy=hierarchy))
+        elif kind == "date":
+            _no_unknown(item, {"name", "type", "levels"}, where)
+            out.append(QidSpec(name=name, type=kind, rule=parse_date_rule(name, item)))
+        elif kind == "masked":
+            _no_unknown(item, {"name", "type", "steps", "from", "pad", "align"}, where)
+            out.append(QidSpec(name=name, type=kind, rule=parse_masked_rule(name, item)))
+        elif kind == "numerical" and "bins" in item:
+            keys = {"name", "type", "min_width", "bins", "group", "below", "above"}
+            _no_unknown(item, keys | {"widths", "encode"}, where)
+            min_width = _width(item.get("min_width", 1), f"{where}: min_width")
+            rule = parse_interval_rule(name, item, min_width)
+            out.append(QidSpec(name=name, type=kind, min_width=min_width, rule=rule))
         elif kind == "numerical":
             _no_unknown(item, {"name", "type", "min_width", "widths", "encode"}, where)
             min_width = _width(item.get("min_width", 1), f"{where}: min_width")
@@ -393,7 +424,7 @@ def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
                 )
             )
         else:
-            raise ConfigError(f"{where}: type must be 'categorical' or 'numerical'")
+            raise ConfigError(f"{where}: type must be categorical, numerical, date or masked")
     names = [q.name for q in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

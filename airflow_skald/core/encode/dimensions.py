@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.config.run_config import QidSpec
-from airflow_skald.core.data.hierarchies import TOP_LABEL
+from airflow_skald.core.data.hierarchies import TOP_LABEL, Hierarchy
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import (
     QidStats,
@@ -105,18 +105,25 @@ class CategoricalDimension(Dimension):
     level_labels: list[np.ndarray]  # per level: sorted distinct labels among observed values
     to_level: list[np.ndarray]  # per level: level-0 code -> level code
     kind: str = "categorical"
+    hierarchy: Hierarchy | None = None  # the one hierarchy object, however it was made
 
     @classmethod
     def build(cls, spec: QidSpec, stats: QidStats) -> CategoricalDimension:
-        table = spec.hierarchy.table
+        return cls.over(spec.name, spec.hierarchy, stats.values)
+
+    @classmethod
+    def over(cls, name: str, hierarchy: Hierarchy, values: list, **extra) -> CategoricalDimension:
+        """The dimension of `hierarchy` restricted to the level-0 `values` phase 1 observed."""
+        table = hierarchy.table
         index = {v: i for i, v in enumerate(table[:, 0].tolist())}
-        rows = table[[index[v] for v in stats.values]]
+        rows = table[[index[v] for v in values]]
         level_labels, to_level = [], []
         for level in range(table.shape[1]):
             labels, inverse = np.unique(rows[:, level].astype(str), return_inverse=True)
             level_labels.append(labels.astype(object))
             to_level.append(inverse.astype(np.int64))
-        return cls(spec.name, [len(x) for x in level_labels], level_labels, to_level)
+        cards = [len(x) for x in level_labels]
+        return cls(name, cards, level_labels, to_level, hierarchy=hierarchy, **extra)
 
     def _level_map(self, src: int, dst: int) -> np.ndarray:
         out = np.zeros(self.cards[src], dtype=np.int64)
@@ -132,11 +139,9 @@ class CategoricalDimension(Dimension):
         """One lookup per row: the dictionary's labels are mapped to `level` codes (times the
         stride) first; rows are checked only when some dictionary entry is not a phase-1 value
         (a file's dictionary may hold values no row uses)."""
-        arr = dictionary_of(column)
-        check_no_nulls(self.name, arr, chunk)
-        lut = pc.index_in(arr.dictionary, value_set=self._labels()).fill_null(-1).to_numpy()
+        entries, index = self.entries(column, chunk)
+        lut = pc.index_in(entries, value_set=self._labels()).fill_null(-1).to_numpy()
         lut = lut.astype(np.int64)
-        index = arr.indices.to_numpy(zero_copy_only=False)
         if (lut < 0).any():
             unknown = lut[index] < 0
             if unknown.any():
@@ -149,6 +154,13 @@ class CategoricalDimension(Dimension):
         if level or stride != 1:
             lut = self.level_map(0, level)[lut] * stride
         return lut[index]
+
+    def entries(self, column: pa.ChunkedArray, chunk: ChunkRef) -> tuple[pa.Array, np.ndarray]:
+        """The column's distinct entries as level-0 labels (text), and each row's index into
+        them; a hierarchy built from a rule maps the entries (dates cut, codes padded)."""
+        arr = dictionary_of(column)
+        check_no_nulls(self.name, arr, chunk)
+        return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)
 
     def _labels(self) -> pa.Array:
         """Level 0's labels as an Arrow array (made once)."""
@@ -311,15 +323,6 @@ def _num(x) -> str:
     if isinstance(x, float | np.floating) and float(x).is_integer():
         return str(int(x))
     return str(x.item() if hasattr(x, "item") else x)
-
-
-def build_dimensions(specs: tuple[QidSpec, ...], stats: dict[str, QidStats]) -> list[Dimension]:
-    """One dimension per QID, in config order."""
-    out: list[Dimension] = []
-    for spec in specs:
-        cls = CategoricalDimension if spec.type == "categorical" else NumericalDimension
-        out.append(cls.build(spec, stats[spec.name]))
-    return out
 
 
 def paper_notation(dims: list[Dimension], levels: tuple[int, ...] | list[int]) -> str:

@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.config.run_config import QidSpec, SkaldConfig
+from airflow_skald.core.data.builders.dates import level0_labels as date_level0
+from airflow_skald.core.data.builders.masked import code_text
 from airflow_skald.core.data.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError
@@ -33,6 +35,9 @@ class QidStats:
     min: float | int | None = None
     max: float | int | None = None
     integral: bool = True  # every value seen is a whole number
+    numeric: bool = False  # masked codes: every value is a number (SPEC §3a: needs `pad`)
+    finer: bool = False  # dates: some value was finer than the first level and was cut
+    zoned: bool = False  # dates: some value had a time zone and was normalised to UTC
 
     def merge(self, other: QidStats) -> QidStats:
         values = None
@@ -44,6 +49,9 @@ class QidStats:
             min=_opt(min, self.min, other.min),
             max=_opt(max, self.max, other.max),
             integral=self.integral and other.integral,
+            numeric=self.numeric and other.numeric,
+            finer=self.finer or other.finer,
+            zoned=self.zoned or other.zoned,
         )
 
 
@@ -255,10 +263,17 @@ def check_types(config: SkaldConfig, file: str, schema: pa.Schema | None) -> Non
     if schema is None:
         return
     for q in config.quasi_identifiers:
-        typ = schema.field(q.name).type
-        if q.type == "numerical" and not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        typ = _logical(schema.field(q.name).type)
+        number = pa.types.is_integer(typ) or pa.types.is_floating(typ)
+        text = pa.types.is_string(typ)
+        fits = {
+            "numerical": number,
+            "date": text or pa.types.is_date(typ) or pa.types.is_timestamp(typ),
+            "masked": text or number,
+        }.get(q.type, True)
+        if not fits:
             raise DataError(
-                f"column '{q.name}' in file {file} has type {typ}, but it is a numerical QID"
+                f"column '{q.name}' in file {file} has type {typ}, but it is a {q.type} QID"
             )
 
 
@@ -347,12 +362,47 @@ def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
         )
 
 
+def entries_of(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """A column's distinct entries as stored (text, dates, numbers) and each row's index into
+    them: a dictionary column's own dictionary, else one hash pass (`dictionary_encode`)."""
+    chunked = isinstance(column, pa.ChunkedArray) and column.num_chunks > 1
+    if chunked and pa.types.is_dictionary(column.type):
+        column = column.unify_dictionaries()
+    arr = single_array(column)
+    if not pa.types.is_dictionary(arr.type):
+        arr = pc.dictionary_encode(arr)
+    return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def _scan_rule_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
+    """Phase 1 of a date or masked QID: the distinct level-0 labels (dates cut to the first
+    granularity) or code texts, computed over the chunk's distinct entries, never per row."""
+    arr = single_array(column)
+    check_no_nulls(q.name, arr, chunk)
+    entries, idx = entries_of(arr)
+    used = np.flatnonzero(np.bincount(idx, minlength=len(entries)) > 0)
+    distinct = entries.take(pa.array(used))
+
+    def where(i: int) -> str:
+        return chunk.where(int(np.flatnonzero(idx == used[i])[0]))
+
+    if q.type == "date":
+        cut = date_level0(q.name, q.rule, distinct, where)
+        values = pc.unique(cut.labels).to_pylist()
+        return QidStats(q.name, values=sorted(values), finer=cut.finer, zoned=cut.zoned)
+    codes, numeric = code_text(q.name, distinct)
+    return QidStats(q.name, values=sorted(pc.unique(codes).to_pylist()), numeric=numeric)
+
+
 def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
+    if q.type in ("date", "masked"):
+        return _scan_rule_qid(q, column, chunk)
     if q.type == "categorical":
         arr = dictionary_of(column)
         check_no_nulls(q.name, arr, chunk)
         idx, used = used_labels(arr)
-        known = pa.array(q.hierarchy.values.astype(str).tolist(), pa.string())
+        listed = q.hierarchy.values.astype(str).tolist() if q.rule is None else q.rule.order
+        known = pa.array(list(listed), pa.string())
         in_hierarchy = pc.is_in(arr.dictionary, value_set=known).to_numpy(zero_copy_only=False)
         if (used & ~in_hierarchy).any():
             row = int(np.flatnonzero(~in_hierarchy[idx])[0])
@@ -377,6 +427,6 @@ def _scan_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:
     else:
         integral = True
     stats = QidStats(q.name, min=mm["min"], max=mm["max"], integral=integral)
-    if q.encode:
+    if q.encode or q.rule is not None:  # ranks, or the level-0 bins an interval rule labels
         stats.values = np.unique(arr.to_numpy()).tolist()
     return stats

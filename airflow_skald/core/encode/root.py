@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.adaptive_root import root_chain
-from airflow_skald.core.encode.dimensions import build_dimensions
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
 

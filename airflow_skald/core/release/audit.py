@@ -221,7 +221,7 @@ def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool)
         text = set(qids)
     else:  # as the run reads them: numbers for numerical QIDs, text for categorical ones
         types = csv_types(config)
-        text = {q.name for q in config.quasi_identifiers if q.type == "categorical"}
+        text = {q.name for q in config.quasi_identifiers if q.type != "numerical"}
     tick = ChunkProgress("audit", len(chunks))
 
     def count(chunk: ChunkRef) -> tuple[Tuples, int]:

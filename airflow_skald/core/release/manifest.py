@@ -107,13 +107,33 @@ def risk_section(risk: dict, class_size_histogram: dict) -> dict:
     return {"risk": risk, "class_size_histogram": class_size_histogram}
 
 
-def release_section(config: SkaldConfig, chunks: Sequence[ChunkRef], parts: list[str]) -> dict:
-    """The release's shape: columns removed and kept, format (a CSV release's delimiter),
-    parts."""
+def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
+    """Each QID as configured; a hierarchy built from a rule (SPEC §3a) also by the hash and
+    levels of what it built, and a date QID by what phase 1 did to its values (cut to the
+    first level, normalised to UTC): flags and hashes, never a value."""
+    out = []
+    for spec, dim in zip(config.quasi_identifiers, plan.dims, strict=True):
+        entry = spec.describe()
+        if spec.rule is not None:
+            entry["hierarchy_sha256"] = dim.hierarchy.sha256
+            entry["hierarchy_levels"] = dim.hierarchy.top_level + 1
+        if spec.type == "date":
+            stats = plan.stats.qids[spec.name]
+            entry["values_cut_to_first_level"] = bool(stats.finer)
+            entry["time_zones_normalised_to_utc"] = bool(stats.zoned)
+        out.append(entry)
+    return out
+
+
+def release_section(
+    config: SkaldConfig, chunks: Sequence[ChunkRef], parts: list[str], plan: Plan
+) -> dict:
+    """The release's shape: QIDs (with built hierarchies), columns removed and kept, format
+    (a CSV release's delimiter), parts."""
     out = {
         "chunks": len(chunks),
         "suppressed_records": config.suppressed_records,
-        "quasi_identifiers": [q.describe() for q in config.quasi_identifiers],
+        "quasi_identifiers": built_hierarchies(config, plan),
         "direct_identifiers_removed": list(config.direct_identifiers),
         "sensitive_attributes": list(config.sensitive_attributes),
         "output_format": config.output.format,
@@ -162,7 +182,7 @@ def build_manifest(
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
-        **release_section(config, chunks, parts),
+        **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
     }
 

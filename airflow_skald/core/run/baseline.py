@@ -341,7 +341,7 @@ def _manifest(
         **_union_quality(outcomes, union),
         **_per_chunk_nodes(plan, outcomes),
         **risk_section(risk(sizes, config.k), class_size_histogram(sizes)),
-        **release_section(config, chunks, parts),
+        **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified=True),
         "verified_per_chunk": True,
     }

@@ -27,9 +27,9 @@ from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef, filesystem
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
-from airflow_skald.core.encode.dimensions import build_dimensions
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy.build import build_policy
