@@ -39,12 +39,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     r.add_argument("--quiet", "-q", action="store_true", help="no progress lines")
 
-    g = sub.add_parser("generate", help="write the paper's synthetic medical dataset")
+    g = sub.add_parser(
+        "generate", help="write a synthetic dataset (the paper's, or a clinical table)"
+    )
     g.add_argument("--rows", type=int, required=True)
     g.add_argument("--chunk-rows", type=int, required=True)
     g.add_argument("--seed", type=int, default=0)
     g.add_argument("--out", required=True)
     g.add_argument("--format", choices=("parquet", "csv"), default="parquet")
+    g.add_argument(
+        "--schema",
+        choices=("paper", "clinical"),
+        default="paper",
+        help="paper: the SKALD paper's table; clinical: dates, ZIP and ICD-10 codes (SPEC 3a)",
+    )
     g.add_argument(
         "--overwrite", action="store_true", help="replace the dataset in a non-empty --out folder"
     )
@@ -136,7 +144,13 @@ def _cmd_generate(args: argparse.Namespace) -> int:
         raise SkaldInputError("--rows and --chunk-rows must be positive")
     try:
         path = generate_dataset(
-            args.rows, args.chunk_rows, args.seed, args.out, args.format, overwrite=args.overwrite
+            args.rows,
+            args.chunk_rows,
+            args.seed,
+            args.out,
+            args.format,
+            overwrite=args.overwrite,
+            schema=args.schema,
         )
     except OSError as exc:
         raise SkaldInputError(f"cannot write to {args.out}: {exc.strerror}") from None

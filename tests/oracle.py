@@ -33,6 +33,7 @@ from fractions import Fraction
 from pathlib import Path
 
 import oracle_criteria as OC
+import oracle_rules as OR
 import pandas as pd
 
 _TOLERANCE = Decimal("1e-9")
@@ -128,7 +129,10 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
         col = df[name]
         if col.isna().any():
             raise ValueError(f"{name}: {int(col.isna().sum())} null value(s)")
-        if q["type"] == "categorical":
+        if OR.is_rule(q):  # SPEC §3a: built from a rule over the data's values
+            codes = OR.level_labels(col, q)
+            n_bins = [c.nunique() for c in codes]
+        elif q["type"] == "categorical":
             chains = _chains(q["hierarchy"])
             values = col.map(str)
             missing = set(values) - chains.keys()

@@ -570,6 +570,7 @@ def generate_dataset(
     fmt: str = "parquet",
     *,
     overwrite: bool = False,
+    schema: str = "paper",
 ) -> Path:
     """Write ceil(rows/chunk_rows) chunk files out_dir/chunk-00000.parquet (or .csv) and
     out_dir/skald.yaml; return the yaml path.
@@ -578,8 +579,13 @@ def generate_dataset(
     under a temporary name and renamed when complete. An existing out_dir that is not empty is
     refused (DataError, nothing written) unless `overwrite`: then chunk files of an earlier run
     that are not part of this one are removed, so the folder holds exactly this dataset, and
-    skald.yaml is replaced (other files stay).
+    skald.yaml is replaced (other files stay). `schema` "clinical" writes the clinical table
+    (clinical.py) and its config of rule-built hierarchies instead of the paper's.
     """
+    from airflow_skald.core.data.clinical import clinical_config_dict, clinical_table
+
+    if schema not in ("paper", "clinical"):
+        raise ValueError(f"schema must be 'paper' or 'clinical', not {schema!r}")
     rows = _integer("rows", rows, 1)
     chunk_rows = _integer("chunk_rows", chunk_rows, 1)
     seed = _integer("seed", seed, 0)
@@ -597,12 +603,18 @@ def generate_dataset(
     written: set[str] = set()
     for i in range(-(-rows // chunk_rows)):
         start = i * chunk_rows
-        table = chunk_table(seed, start, min(rows, start + chunk_rows), tables)
+        stop = min(rows, start + chunk_rows)
+        if schema == "clinical":
+            table = clinical_table(seed, start, stop)
+        else:
+            table = chunk_table(seed, start, stop, tables)
         final = out / f"chunk-{i:05d}.{fmt}"
         tmp = out / f".{final.name}.tmp"
         try:
             if fmt == "parquet":
                 pq.write_table(table, tmp)
+            elif schema == "clinical":
+                pacsv.write_csv(table, tmp)
             else:
                 _write_csv(table, tmp)
             os.replace(tmp, final)  # readers never see half a file
@@ -613,10 +625,13 @@ def generate_dataset(
         if _CHUNK_FILE.match(stale.name) and stale.name not in written:
             stale.unlink()
 
-    config = paper_config_dict(".", f"../{out.name}-anonymised", chunk_rows, fmt)
+    make_config = clinical_config_dict if schema == "clinical" else paper_config_dict
+    config = make_config(".", f"../{out.name}-anonymised", chunk_rows, fmt)
     yaml_path = out / "skald.yaml"
     tmp = out / ".skald.yaml.tmp"
-    text = yaml.safe_dump(config, sort_keys=False) + _example_comment(config)
+    text = yaml.safe_dump(config, sort_keys=False)
+    if schema == "paper":
+        text += _example_comment(config)
     tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, yaml_path)
     return yaml_path
