@@ -57,6 +57,14 @@ def _parser() -> argparse.ArgumentParser:
         "--overwrite", action="store_true", help="replace the dataset in a non-empty --out folder"
     )
 
+    h = sub.add_parser(
+        "hierarchy", help="write the hierarchy a QID's rule builds over the data (ARX CSV)"
+    )
+    h.add_argument("config", help="YAML configuration file")
+    h.add_argument("--qid", required=True, help="the quasi-identifier")
+    h.add_argument("--out", help="CSV file to write (default: standard output)")
+    h.add_argument("--check", action="store_true", help="print levels and counts per level instead")
+
     v = sub.add_parser("verify", help="re-check that a release is k-anonymous")
     v.add_argument("output", help="release folder")
     _add_settings(v, only=("k", "suppression_limit"), suffix=" (default: the manifest's)")
@@ -158,6 +166,32 @@ def _cmd_generate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_hierarchy(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from airflow_skald.core.config.run_config import load_config
+    from airflow_skald.core.encode.hierarchy_export import arx_csv, check_summary, qid_hierarchy
+
+    hierarchy = qid_hierarchy(load_config(args.config), args.qid)
+    if args.check:
+        print(json.dumps(check_summary(args.qid, hierarchy), indent=2))
+        return 0
+    text = arx_csv(hierarchy)
+    if not args.out:
+        sys.stdout.write(text)
+        return 0
+    out = Path(args.out)
+    tmp = out.with_name(f".{out.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, out)  # never half a file
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise SkaldInputError(f"cannot write {args.out}: {exc.strerror}") from None
+    print(f"wrote {len(hierarchy.table)} rows, {hierarchy.top_level + 1} levels to {args.out}")
+    return 0
+
+
 def _cmd_verify(args: argparse.Namespace) -> int:
     from airflow_skald.core.config.settings import parse_overrides
     from airflow_skald.core.release.verify import verify_release
@@ -190,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
     commands = {
         "run": _cmd_run,
         "generate": _cmd_generate,
+        "hierarchy": _cmd_hierarchy,
         "verify": _cmd_verify,
         "audit": _cmd_audit,
     }

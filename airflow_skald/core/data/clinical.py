@@ -40,7 +40,9 @@ _ICD10 = (
     "I25.1", "I48.9", "I50.9", "I63.9", "J18.9", "J44.1", "J45.9", "K35.8", "K80.2", "M17.1",
     "N17.9", "N18.3", "N39.0", "S72.0", "Z38.0",
 )  # fmt: skip
-_ICD10_WEIGHTS = np.array([3, 1, 1, 6, 2, 2, 3, 2, 8, 3, 4, 3, 4, 2, 6, 4, 3, 2, 2, 2, 2, 2, 3, 2, 4])
+_ICD10_WEIGHTS = np.array(
+    [3, 1, 1, 6, 2, 2, 3, 2, 8, 3, 4, 3, 4, 2, 6, 4, 3, 2, 2, 2, 2, 2, 3, 2, 4]
+)
 _OUTCOMES = ("home", "home with care", "transferred", "readmitted", "deceased")
 _OUTCOME_WEIGHTS = np.array([0.62, 0.14, 0.1, 0.11, 0.03])
 
