@@ -138,10 +138,8 @@ def interval_chains(values: list, q: dict) -> dict:
     for v, x in zip(values, xs, strict=True):
         u = math.floor((x - lo) / mw)
         a = lo + u * mw
-        if integral:
-            chain = [f"[{a}-{a + mw - 1}]"]
-        else:
-            chain = [f"[{_text(a, d0)}-{_text(a + mw, d0)})"]
+        level0 = f"[{a}-{a + mw - 1}]" if integral else f"[{_text(a, d0)}-{_text(a + mw, d0)})"
+        chain = [level0]
         n_up = 1 + len(q.get("group") or [])
         if x < cuts[0]:
             assert q.get("below"), "value below the cuts"
