@@ -208,7 +208,14 @@ def level_labels(col: pd.Series, q: dict) -> list[pd.Series]:
 def expected_release(df: pd.DataFrame, qids: list[dict], node: dict[str, int], k: int):
     """The QID columns SPEC §4 phase 3 writes at `node` (k only, suppressed rows masked):
     each record's label at its QID's level, records of classes smaller than k all `*`."""
-    labels = {q["name"]: level_labels(df[q["name"]], q)[node[q["name"]]] for q in qids}
+    labels = {}
+    for q in qids:
+        if is_rule(q):
+            labels[q["name"]] = level_labels(df[q["name"]], q)[node[q["name"]]]
+        else:  # a listed hierarchy: value -> [level 1, ...], "*" implied
+            chains = {str(v): [str(v), *map(str, up)] for v, up in q["hierarchy"].items()}
+            chains = {v: c if c[-1] == "*" and len(c) > 1 else [*c, "*"] for v, c in chains.items()}
+            labels[q["name"]] = df[q["name"]].map(lambda v, q=q: chains[str(v)][node[q["name"]]])
     out = pd.DataFrame(labels)
     sizes = out.groupby(list(out.columns), sort=False)[out.columns[0]].transform("size")
     out[sizes < k] = "*"
