@@ -215,7 +215,8 @@ def expected_release(df: pd.DataFrame, qids: list[dict], node: dict[str, int], k
         else:  # a listed hierarchy: value -> [level 1, ...], "*" implied
             chains = {str(v): [str(v), *map(str, up)] for v, up in q["hierarchy"].items()}
             chains = {v: c if c[-1] == "*" and len(c) > 1 else [*c, "*"] for v, c in chains.items()}
-            labels[q["name"]] = df[q["name"]].map(lambda v, q=q: chains[str(v)][node[q["name"]]])
+            level = node[q["name"]]
+            labels[q["name"]] = df[q["name"]].map({v: c[level] for v, c in chains.items()})
     out = pd.DataFrame(labels)
     sizes = out.groupby(list(out.columns), sort=False)[out.columns[0]].transform("size")
     out[sizes < k] = "*"
