@@ -141,23 +141,38 @@ class CategoricalDimension(Dimension):
         (a file's dictionary may hold values no row uses)."""
         entries, index = self.entries(column, chunk)
         lut = pc.index_in(entries, value_set=self._labels()).fill_null(-1).to_numpy()
-        lut = lut.astype(np.int64)
-        if (lut < 0).any():
-            unknown = lut[index] < 0
-            if unknown.any():
-                raise DataError(
-                    f"column '{self.name}' has a value not seen in phase 1 (at "
-                    f"{chunk.where(int(np.flatnonzero(unknown)[0]))}): the input changed between "
-                    "passes"
-                )
-            lut = np.maximum(lut, 0)  # entries no row uses
+        return self.rows_of(lut.astype(np.int64), index, chunk, level, stride)
+
+    def rows_of(
+        self,
+        lut: np.ndarray,
+        index: np.ndarray,
+        chunk: ChunkRef,
+        level: int,
+        stride: int,
+        strict: bool = True,
+    ) -> np.ndarray | None:
+        """`lut[index]` at `level` times `stride`: the level map and stride are applied to the
+        small table of entries (-1: not a phase-1 value, kept negative), then one lookup per
+        row (an index past either end takes the end's entry); a row on a negative entry is
+        found by one reduction: an error (the input changed), or None when not `strict`."""
+        holes = (lut < 0).any()
         if level or stride != 1:
-            lut = self.level_map(0, level)[lut] * stride
-        return lut[index]
+            mapped = self.level_map(0, level)[np.maximum(lut, 0)] * stride
+            lut = np.where(lut < 0, -1, mapped) if holes else mapped
+        out = np.take(lut, index, mode="clip")
+        if holes and out.size and out.min() < 0:
+            if not strict:
+                return None
+            raise DataError(
+                f"column '{self.name}' has a value not seen in phase 1 (at "
+                f"{chunk.where(int(np.flatnonzero(out < 0)[0]))}): the input changed between "
+                "passes"
+            )
+        return out
 
     def entries(self, column: pa.ChunkedArray, chunk: ChunkRef) -> tuple[pa.Array, np.ndarray]:
-        """The column's distinct entries as level-0 labels (text), and each row's index into
-        them; a hierarchy built from a rule maps the entries (dates cut, codes padded)."""
+        """The column's distinct entries (text), and each row's index into them."""
         arr = dictionary_of(column)
         check_no_nulls(self.name, arr, chunk)
         return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)

@@ -9,7 +9,7 @@ These statistics hold personal data (encoded values): they go to artifact storag
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -369,9 +369,43 @@ def entries_of(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray
     if chunked and pa.types.is_dictionary(column.type):
         column = column.unify_dictionaries()
     arr = single_array(column)
-    if not pa.types.is_dictionary(arr.type):
-        arr = pc.dictionary_encode(arr)
-    return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    if pa.types.is_dictionary(arr.type):
+        return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)
+    keys = int_keys(arr)
+    if keys is not None:
+        ints, make = keys
+        lo, hi = int(ints.min()), int(ints.max())
+        if hi - lo < max(SPAN_ENTRIES, 2 * ints.size):
+            return make(np.arange(lo, hi + 1, dtype=np.int64)), ints - lo
+    arr = pc.dictionary_encode(arr)
+    return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)
+
+
+SPAN_ENTRIES = 1 << 20  # a span of whole-number keys this wide (or twice the rows) is listed
+_PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+
+
+def int_keys(arr: pa.Array) -> tuple[np.ndarray, Callable[[np.ndarray], pa.Array]] | None:
+    """Integers, Parquet dates and whole-second timestamps as integer keys (days, seconds),
+    with the function that turns keys back into entries of the column's type: a span of keys
+    can then be listed and looked up by subtraction, not hashed per row. None for other
+    columns, empty ones, and timestamps holding fractions of a second (their cut is seen)."""
+    typ = arr.type
+    if not len(arr):
+        return None
+    if pa.types.is_integer(typ):
+        return arr.to_numpy(zero_copy_only=False), lambda k: pa.array(k, pa.int64()).cast(typ)
+    if pa.types.is_date32(typ):
+        days = arr.cast(pa.int32()).to_numpy(zero_copy_only=False)
+        return days, lambda k: pa.array(k.astype(np.int32), pa.int32()).cast(typ)
+    if pa.types.is_timestamp(typ):
+        ints, step = arr.cast(pa.int64()).to_numpy(zero_copy_only=False), _PER_SECOND[typ.unit]
+        if step != 1:
+            ints, fraction = np.divmod(ints, step)
+            if fraction.any():
+                return None
+        return ints, lambda k: pa.array(k * step, pa.int64()).cast(typ)
+    return None
 
 
 def _scan_rule_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidStats:

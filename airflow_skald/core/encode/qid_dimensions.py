@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from airflow_skald.core.config.run_config import QidSpec
 from airflow_skald.core.data.builders.dates import DateRule, build_dates, level0_labels
@@ -33,41 +34,114 @@ from airflow_skald.core.encode.dimensions import (
     Dimension,
     NumericalDimension,
 )
-from airflow_skald.core.encode.domain import QidStats, check_no_nulls, entries_of, single_array
+from airflow_skald.core.encode.domain import (
+    SPAN_ENTRIES,
+    QidStats,
+    check_no_nulls,
+    entries_of,
+    int_keys,
+    single_array,
+)
 from airflow_skald.core.errors import DataError
 
 _DENSE_UNITS = 1 << 24  # interval QIDs: a unit -> code table up to this many units, else search
 
 
+_MEMO_ENTRIES = 1 << 20  # raw entries remembered per dimension (the domain is fixed)
+
+
 @dataclass
-class DateDimension(CategoricalDimension):
+class MappedDimension(CategoricalDimension):
+    """A categorical dimension whose raw values reach their level-0 labels through a mapping
+    of the column's distinct entries (`level0`). The level-0 code of each raw entry is
+    remembered across chunks (the domain is phase 1's, so the memo stops growing): text by
+    value, whole numbers, dates and whole-second timestamps as a dense table over their span,
+    so a row costs a lookup, as a categorical value does."""
+
+    def level0(self, entries: pa.Array, where) -> pa.Array:
+        """Level-0 labels (text) of raw entries; `where(i)` names entry i in messages."""
+        raise NotImplementedError
+
+    def _codes_of(self, entries: pa.Array, where) -> np.ndarray:
+        """Level-0 code of each entry, -1 where it is not in phase 1's domain."""
+        labels = self.level0(entries, where)
+        codes = pc.index_in(labels, value_set=self._labels()).fill_null(-1)
+        return codes.to_numpy(zero_copy_only=False).astype(np.int64)
+
+    def key_part(
+        self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
+    ) -> np.ndarray:
+        arr = single_array(column)
+        check_no_nulls(self.name, arr, chunk)
+        keys = int_keys(arr)
+        if keys is not None:
+            ints, make = keys
+            known = self.__dict__.get("_span_table")
+            if known is not None:  # one subtraction and one lookup per row
+                out = self.rows_of(known[1], ints - (known[0] - 1), chunk, level, stride, False)
+                if out is not None:
+                    return out
+            span = self._span(ints, make, chunk)
+            if span is not None:
+                base, table = span
+                return self.rows_of(table, ints - (base - 1), chunk, level, stride)
+            arr = make(ints)
+        entries, index = entries_of(arr)
+        return self.rows_of(self._by_value(entries, index, chunk), index, chunk, level, stride)
+
+    def _by_value(self, entries: pa.Array, index: np.ndarray, chunk: ChunkRef) -> np.ndarray:
+        """Each entry's level-0 code; the last chunk's entries remembered (a chunk's
+        dictionary is mostly the next one's)."""
+        known, codes = self.__dict__.get("_memo", (None, None))
+        if known is not None and known.type == entries.type:
+            at = pc.index_in(entries, value_set=known).fill_null(-1).to_numpy(False)
+            if (at >= 0).all():
+                return codes[at]
+        out = self._codes_of(entries, lambda i: chunk.where(int(np.flatnonzero(index == i)[0])))
+        if len(entries) <= _MEMO_ENTRIES:
+            self.__dict__["_memo"] = (entries, out)
+        return out
+
+    def _span(self, ints: np.ndarray, make, chunk: ChunkRef) -> tuple[int, np.ndarray] | None:
+        """(first key, level-0 code of every key from it between two -1 ends) covering the
+        chunk's keys, grown from the remembered table; None when too wide to list."""
+        lo, hi = int(ints.min()), int(ints.max())
+        base, table = self.__dict__.get("_span_table", (lo, np.zeros(0, dtype=np.int64)))
+        n = table.size - 2
+        if n > 0 and base <= lo and hi < base + n:
+            return base, table
+        if n > 0:
+            lo, hi = min(lo, base), max(hi, base + n - 1)
+        if hi - lo >= max(SPAN_ENTRIES, 2 * ints.size):
+            return None
+        keys = np.arange(lo, hi + 1, dtype=np.int64)
+        codes = self._codes_of(
+            make(keys), lambda i: chunk.where(int(np.flatnonzero(ints == keys[i])[0]))
+        )
+        table = np.concatenate([[-1], codes, [-1]])
+        self.__dict__["_span_table"] = (lo, table)
+        return lo, table
+
+
+@dataclass
+class DateDimension(MappedDimension):
     """Dates and timestamps (Parquet types or ISO text) cut to the rule's first level."""
 
     rule: DateRule | None = None
 
-    def entries(self, column: pa.ChunkedArray, chunk: ChunkRef) -> tuple[pa.Array, np.ndarray]:
-        arr = single_array(column)
-        check_no_nulls(self.name, arr, chunk)
-        entries, index = entries_of(arr)
-
-        def where(i: int) -> str:
-            return chunk.where(int(np.flatnonzero(index == i)[0]))
-
-        return level0_labels(self.name, self.rule, entries, where).labels, index
+    def level0(self, entries: pa.Array, where) -> pa.Array:
+        return level0_labels(self.name, self.rule, entries, where).labels
 
 
 @dataclass
-class MaskedDimension(CategoricalDimension):
+class MaskedDimension(MappedDimension):
     """Text codes (or numbers read as codes), padded to the domain's code length."""
 
     rule: MaskedRule | None = None
     width: int = 0
 
-    def entries(self, column: pa.ChunkedArray, chunk: ChunkRef) -> tuple[pa.Array, np.ndarray]:
-        arr = single_array(column)
-        check_no_nulls(self.name, arr, chunk)
-        entries, index = entries_of(arr)
-        return padded(code_text(self.name, entries)[0], self.rule, self.width), index
+    def level0(self, entries: pa.Array, where) -> pa.Array:
+        return padded(code_text(self.name, entries)[0], self.rule, self.width)
 
 
 @dataclass

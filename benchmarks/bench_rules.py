@@ -1,0 +1,102 @@
+"""Per-row cost of QIDs whose hierarchy a rule builds (SPEC §3a, issue 20) against a categorical
+QID with the same number of labels, in the hot path of phases 2 and 3.
+
+    python benchmarks/bench_rules.py [--rows 2000000] [--labels 2000] [--repeat 5]
+
+Both phases turn a chunk's QID column into codes at a level (`Dimension.key_part`: phase 2's
+histogram key term, phase 3's `codes_at`); everything after the codes (histogram, labels of
+the released bins) is the categorical path for every kind, so that call is what differs.
+Columns are as the run reads them: Parquet text is dictionary-encoded, CSV text is read as a
+dictionary, Parquet dates and numbers as stored. Prints ns per row, best of --repeat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import time
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.domain import scan_table
+from airflow_skald.core.encode.qid_dimensions import build_dimensions
+
+
+def columns(rows: int, labels: int) -> tuple[dict[str, pa.Array], dict]:
+    """Each QID's column with `labels` distinct values, and the categorical's hierarchy."""
+    rng = np.random.default_rng(0)
+    pick = rng.integers(0, labels, rows)
+    days = np.arange(labels) + (dt.date(2015, 1, 1) - dt.date(1970, 1, 1)).days
+    day_text = pc.strftime(
+        pa.array(days.astype(np.int32), pa.date32()).cast(pa.timestamp("s")), format="%Y-%m-%d"
+    )
+    zips = np.arange(labels) * 37 + 1000  # 4 and 5 digits: padded to 5
+    names = [f"v{i:05d}" for i in range(labels)]
+    hierarchy = {n: [n[:-1], n[:-2]] for n in names}
+    cols = {
+        "categorical": pc.dictionary_encode(pa.array(names).take(pa.array(pick))),
+        "date_parquet": pa.array(days[pick].astype(np.int32), pa.date32()),
+        "date_csv": pc.dictionary_encode(day_text.take(pa.array(pick))),
+        "masked_text": pc.dictionary_encode(
+            pc.utf8_lpad(pa.array(zips[pick]).cast(pa.string()), width=5, padding="0")
+        ),
+        "masked_number": pa.array(zips[pick]),
+    }
+    return cols, hierarchy
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("--rows", type=int, default=2_000_000)
+    p.add_argument("--labels", type=int, default=2000)
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args()
+    cols, hierarchy = columns(args.rows, args.labels)
+    qids = [
+        {"name": "categorical", "type": "categorical", "hierarchy": hierarchy},
+        {"name": "date_parquet", "type": "date", "levels": ["day", "month", "year"]},
+        {"name": "date_csv", "type": "date", "levels": ["day", "month", "year"]},
+        {"name": "masked_text", "type": "masked", "pad": "0"},
+        {"name": "masked_number", "type": "masked", "pad": "0"},
+    ]
+    config = config_from_dict(
+        {
+            "input": {"path": "/nonexistent"},
+            "output": {"path": "/nonexistent-out"},
+            "quasi_identifiers": qids,
+            "privacy": {"k": 2},
+        }
+    )
+    table = pa.table(cols)
+    chunk = ChunkRef(0, "bench", 0, table.num_rows)
+    stats = scan_table(config, table, chunk)
+    dims = build_dimensions(config.quasi_identifiers, stats)
+    print(
+        f"{args.rows} rows, {args.labels} labels per QID at level 0; ns per row, best of "
+        f"{args.repeat}"
+    )
+    base = None
+    for dim in dims:
+        column = table.column(dim.name)
+        best = {}
+        for level in (0, 1):
+            times = []
+            for _ in range(args.repeat):
+                t = time.perf_counter()
+                dim.key_part(column, chunk, level, 7)
+                times.append(time.perf_counter() - t)
+            best[level] = min(times) / args.rows * 1e9
+        base = base or best
+        ratio = best[0] / base[0]
+        print(
+            f"  {dim.name:14s} cards {dim.cards[0]:5d}  level 0 {best[0]:6.2f} ns/row  "
+            f"level 1 {best[1]:6.2f} ns/row  ({ratio:.2f}x categorical)"
+        )
+
+
+if __name__ == "__main__":
+    main()
