@@ -15,7 +15,7 @@ from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
-from airflow_skald.core.data.clinical import clinical_table
+from airflow_skald.core.data.clinical import STAY_RULE, clinical_table
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.run.runner import run
 
@@ -39,14 +39,7 @@ RULES = {
         "education",
     ),
     "length_of_stay": (
-        {
-            "name": "length_of_stay",
-            "type": "numerical",
-            "min_width": 1,
-            "bins": [1, 3, 7, 14, 30],
-            "group": [2],
-            "above": "30+",
-        },
+        STAY_RULE,
         "stay_label",  # the file's first column is the release's level-0 label
     ),
 }

@@ -15,7 +15,7 @@ from oracle_rules import expected_release
 from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.core.config.run_config import load_config
-from airflow_skald.core.data.clinical import clinical_table
+from airflow_skald.core.data.clinical import STAY_RULE, clinical_table
 from airflow_skald.core.run.runner import run
 
 EDUCATION = ["Preschool", "1st-4th", "5th-6th", "HS-grad", "Bachelors", "Masters", "Doctorate"]
@@ -38,14 +38,7 @@ def clinical_frame() -> pd.DataFrame:
 QIDS_A = [
     {"name": "birth_date", "type": "date"},
     {"name": "zip", "type": "masked", "pad": "0", "align": "right"},
-    {
-        "name": "length_of_stay",
-        "type": "numerical",
-        "min_width": 1,
-        "bins": [1, 3, 7, 14, 30],
-        "group": [2],
-        "above": "30+",
-    },
+    STAY_RULE,
     {"name": "sex", "type": "categorical", "order": ["F", "M"], "group": [2]},
 ]
 QIDS_B = [

@@ -94,10 +94,22 @@ def clinical_table(seed: int, start: int, stop: int) -> pa.Table:
     )
 
 
-def clinical_config_dict(
-    input_path: str | Path, output_path: str | Path, chunk_rows: int, fmt: str = "parquet"
+STAY_RULE: dict[str, Any] = {
+    "name": "length_of_stay",
+    "type": "numerical",
+    "min_width": 1,
+    "bins": [1, 3, 7, 14, 30],
+    "group": [2],
+    "above": "30+",
+}
+
+
+def dataset_io(
+    input_path: str | Path, output_path: str | Path, chunk_rows: int, fmt: str
 ) -> dict[str, Any]:
-    """The clinical table's skald.yaml: every QID's hierarchy built from a rule (SPEC §3a)."""
+    """A generated dataset's input, output and chunk settings (CSV: comma-separated)."""
+    if fmt not in ("parquet", "csv"):
+        raise ValueError(f"fmt must be 'parquet' or 'csv', not {fmt!r}")
     source: dict[str, Any] = {"path": str(input_path), "format": fmt}
     if fmt == "csv":
         source["delimiter"] = ","
@@ -105,6 +117,15 @@ def clinical_config_dict(
         "input": source,
         "output": {"path": str(output_path), "format": "parquet"},
         "chunk_rows": int(chunk_rows),
+    }
+
+
+def clinical_config_dict(
+    input_path: str | Path, output_path: str | Path, chunk_rows: int, fmt: str = "parquet"
+) -> dict[str, Any]:
+    """The clinical table's skald.yaml: every QID's hierarchy built from a rule (SPEC §3a)."""
+    return {
+        **dataset_io(input_path, output_path, chunk_rows, fmt),
         "direct_identifiers": ["patient_id"],
         "sensitive_attributes": ["outcome"],
         "quasi_identifiers": [
@@ -113,14 +134,7 @@ def clinical_config_dict(
             {"name": "zip", "type": "masked", "pad": "0", "align": "right"},
             {"name": "sex", "type": "categorical", "hierarchy": {"F": ["*"], "M": ["*"]}},
             {"name": "icd10", "type": "masked", "steps": [1, 3, 4]},
-            {
-                "name": "length_of_stay",
-                "type": "numerical",
-                "min_width": 1,
-                "bins": [1, 3, 7, 14, 30],
-                "group": [2],
-                "above": "30+",
-            },
+            dict(STAY_RULE),
         ],
         "privacy": {"k": 10, "suppression_limit": 0.02},
         "memory": {"histogram_bins": None},

@@ -34,6 +34,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
 
+from airflow_skald.core.data.clinical import clinical_config_dict, clinical_table, dataset_io
 from airflow_skald.core.errors import DataError
 
 __all__ = [
@@ -502,15 +503,8 @@ def paper_config_dict(
 
     Hierarchies are inline so the config is self-contained; ``fmt`` is the input format.
     """
-    if fmt not in ("parquet", "csv"):
-        raise ValueError(f"fmt must be 'parquet' or 'csv', not {fmt!r}")
-    source: dict[str, Any] = {"path": str(input_path), "format": fmt}
-    if fmt == "csv":
-        source["delimiter"] = ","
     return {
-        "input": source,
-        "output": {"path": str(output_path), "format": "parquet"},
-        "chunk_rows": int(chunk_rows),
+        **dataset_io(input_path, output_path, chunk_rows, fmt),
         "direct_identifiers": ["patient_id", "name", "address"],
         "sensitive_attributes": ["health_condition"],
         "quasi_identifiers": [
@@ -582,8 +576,6 @@ def generate_dataset(
     skald.yaml is replaced (other files stay). `schema` "clinical" writes the clinical table
     (clinical.py) and its config of rule-built hierarchies instead of the paper's.
     """
-    from airflow_skald.core.data.clinical import clinical_config_dict, clinical_table
-
     if schema not in ("paper", "clinical"):
         raise ValueError(f"schema must be 'paper' or 'clinical', not {schema!r}")
     rows = _integer("rows", rows, 1)
