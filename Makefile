@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test lint format bench profile paper airflow clean
+.PHONY: demo test lint format bench bench-rules profile paper airflow clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -35,6 +35,9 @@ bench-search: $(STAMP)
 
 bench-criteria: $(STAMP)
 	@$(BIN)/python benchmarks/bench_criteria.py
+
+bench-rules: $(STAMP)
+	@$(BIN)/python benchmarks/bench_rules.py
 
 profile: $(STAMP)
 	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py

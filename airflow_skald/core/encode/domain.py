@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.config.run_config import QidSpec, SkaldConfig
+from airflow_skald.core.data.builders.dates import key_seconds
 from airflow_skald.core.data.builders.dates import level0_labels as date_level0
 from airflow_skald.core.data.builders.masked import code_text
 from airflow_skald.core.data.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
@@ -362,49 +363,66 @@ def check_no_nulls(name: str, arr: pa.Array, chunk: ChunkRef) -> None:
         )
 
 
-def entries_of(column: pa.ChunkedArray | pa.Array) -> tuple[pa.Array, np.ndarray]:
-    """A column's distinct entries as stored (text, dates, numbers) and each row's index into
-    them: a dictionary column's own dictionary, else one hash pass (`dictionary_encode`)."""
+def entries_of(
+    column: pa.ChunkedArray | pa.Array, seconds: int = 1
+) -> tuple[pa.Array, np.ndarray, bool]:
+    """A column's distinct entries as stored (text, dates, numbers), each row's index into
+    them, and whether timestamps were cut to whole `seconds` (`int_keys`): a dictionary
+    column's own dictionary, a span of whole-number keys, else one hash pass."""
     chunked = isinstance(column, pa.ChunkedArray) and column.num_chunks > 1
     if chunked and pa.types.is_dictionary(column.type):
         column = column.unify_dictionaries()
     arr = single_array(column)
     if pa.types.is_dictionary(arr.type):
-        return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)
-    keys = int_keys(arr)
+        return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False), False
+    keys = int_keys(arr, seconds, cut=True)
+    cut = False
     if keys is not None:
-        ints, make = keys
-        lo, hi = int(ints.min()), int(ints.max())
-        if hi - lo < max(SPAN_ENTRIES, 2 * ints.size):
-            return make(np.arange(lo, hi + 1, dtype=np.int64)), ints - lo
+        lo, hi = int(keys.keys.min()), int(keys.keys.max())
+        if hi - lo < max(SPAN_ENTRIES, 2 * keys.keys.size):
+            return keys.make(np.arange(lo, hi + 1, dtype=np.int64)), keys.keys - lo, keys.cut
+        arr, cut = keys.make(keys.keys), keys.cut
     arr = pc.dictionary_encode(arr)
-    return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False)
+    return arr.dictionary, arr.indices.to_numpy(zero_copy_only=False), cut
 
 
 SPAN_ENTRIES = 1 << 20  # a span of whole-number keys this wide (or twice the rows) is listed
 _PER_SECOND = {"s": 1, "ms": 10**3, "us": 10**6, "ns": 10**9}
+DAY_SECONDS = 86_400
 
 
-def int_keys(arr: pa.Array) -> tuple[np.ndarray, Callable[[np.ndarray], pa.Array]] | None:
-    """Integers, Parquet dates and whole-second timestamps as integer keys (days, seconds),
-    with the function that turns keys back into entries of the column's type: a span of keys
-    can then be listed and looked up by subtraction, not hashed per row. None for other
-    columns, empty ones, and timestamps holding fractions of a second (their cut is seen)."""
+@dataclass
+class IntKeys:
+    """A column as whole-number keys, and the way back to entries of its type."""
+
+    keys: np.ndarray
+    make: Callable[[np.ndarray], pa.Array]  # keys -> entries (the first instant of each key)
+    cut: bool = False  # some timestamp had a part below the key's granularity
+
+
+def int_keys(arr: pa.Array, seconds: int = 1, cut: bool = False) -> IntKeys | None:
+    """Integers, Parquet dates (days) and timestamps (whole `seconds` since the epoch, in UTC;
+    a day for `seconds` of a day or more) as integer keys: a span of keys can then be listed
+    and looked up by subtraction, not hashed per row; with `cut`, whether a timestamp had a
+    part below a key (phase 1 states it). None for other columns and empty ones."""
     typ = arr.type
     if not len(arr):
         return None
     if pa.types.is_integer(typ):
-        return arr.to_numpy(zero_copy_only=False), lambda k: pa.array(k, pa.int64()).cast(typ)
+        return IntKeys(arr.to_numpy(zero_copy_only=False), lambda k: pa.array(k).cast(typ))
     if pa.types.is_date32(typ):
-        days = arr.cast(pa.int32()).to_numpy(zero_copy_only=False)
-        return days, lambda k: pa.array(k.astype(np.int32), pa.int32()).cast(typ)
+        days = arr.view(pa.int32()).to_numpy(zero_copy_only=False)
+        return IntKeys(days, lambda k: pa.array(k.astype(np.int32), pa.int32()).view(typ))
     if pa.types.is_timestamp(typ):
-        ints, step = arr.cast(pa.int64()).to_numpy(zero_copy_only=False), _PER_SECOND[typ.unit]
-        if step != 1:
-            ints, fraction = np.divmod(ints, step)
-            if fraction.any():
-                return None
-        return ints, lambda k: pa.array(k * step, pa.int64()).cast(typ)
+        per = _PER_SECOND[typ.unit] * min(seconds, DAY_SECONDS)
+        ints = arr.view(pa.int64()).to_numpy(zero_copy_only=False)
+        if per == 1:
+            return IntKeys(ints, lambda k: pa.array(k, pa.int64()).view(typ))
+        make = lambda k: pa.array(k * per, pa.int64()).view(typ)  # noqa: E731
+        if not cut:
+            return IntKeys(np.floor_divide(ints, per), make)
+        keys, rest = np.divmod(ints, per)
+        return IntKeys(keys, make, bool(rest.any()))
     return None
 
 
@@ -413,7 +431,8 @@ def _scan_rule_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidS
     granularity) or code texts, computed over the chunk's distinct entries, never per row."""
     arr = single_array(column)
     check_no_nulls(q.name, arr, chunk)
-    entries, idx = entries_of(arr)
+    seconds = key_seconds(q.rule) if q.type == "date" else 1
+    entries, idx, cut = entries_of(arr, seconds)
     used = np.flatnonzero(np.bincount(idx, minlength=len(entries)) > 0)
     distinct = entries.take(pa.array(used))
 
@@ -421,9 +440,10 @@ def _scan_rule_qid(q: QidSpec, column: pa.ChunkedArray, chunk: ChunkRef) -> QidS
         return chunk.where(int(np.flatnonzero(idx == used[i])[0]))
 
     if q.type == "date":
-        cut = date_level0(q.name, q.rule, distinct, where)
-        values = pc.unique(cut.labels).to_pylist()
-        return QidStats(q.name, values=sorted(values), finer=cut.finer, zoned=cut.zoned)
+        level0 = date_level0(q.name, q.rule, distinct, where)
+        values = pc.unique(level0.labels).to_pylist()
+        finer = cut or level0.finer
+        return QidStats(q.name, values=sorted(values), finer=finer, zoned=level0.zoned)
     codes, numeric = code_text(q.name, distinct)
     return QidStats(q.name, values=sorted(pc.unique(codes).to_pylist()), numeric=numeric)
 

@@ -17,7 +17,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.config.run_config import QidSpec
-from airflow_skald.core.data.builders.dates import DateRule, build_dates, level0_labels
+from airflow_skald.core.data.builders.dates import (
+    DateRule,
+    build_dates,
+    key_seconds,
+    level0_labels,
+)
 from airflow_skald.core.data.builders.intervals import IntervalRule, build_intervals
 from airflow_skald.core.data.builders.masked import (
     MaskedRule,
@@ -36,13 +41,13 @@ from airflow_skald.core.encode.dimensions import (
 )
 from airflow_skald.core.encode.domain import (
     SPAN_ENTRIES,
+    IntKeys,
     QidStats,
     check_no_nulls,
     entries_of,
     int_keys,
     single_array,
 )
-from airflow_skald.core.errors import DataError
 
 _DENSE_UNITS = 1 << 24  # interval QIDs: a unit -> code table up to this many units, else search
 
@@ -73,21 +78,26 @@ class MappedDimension(CategoricalDimension):
     ) -> np.ndarray:
         arr = single_array(column)
         check_no_nulls(self.name, arr, chunk)
-        keys = int_keys(arr)
+        keys = int_keys(arr, self.key_seconds)
         if keys is not None:
-            ints, make = keys
             known = self.__dict__.get("_span_table")
             if known is not None:  # one subtraction and one lookup per row
-                out = self.rows_of(known[1], ints - (known[0] - 1), chunk, level, stride, False)
+                offsets = keys.keys - (known[0] - 1)
+                out = self.rows_of(known[1], offsets, chunk, level, stride, False)
                 if out is not None:
                     return out
-            span = self._span(ints, make, chunk)
+            span = self._span(keys, chunk)
             if span is not None:
                 base, table = span
-                return self.rows_of(table, ints - (base - 1), chunk, level, stride)
-            arr = make(ints)
-        entries, index = entries_of(arr)
+                return self.rows_of(table, keys.keys - (base - 1), chunk, level, stride)
+            arr = keys.make(keys.keys)
+        entries, index, _ = entries_of(arr)
         return self.rows_of(self._by_value(entries, index, chunk), index, chunk, level, stride)
+
+    @property
+    def key_seconds(self) -> int:
+        """Timestamps are keyed by this many whole seconds (all share a level-0 label)."""
+        return 1
 
     def _by_value(self, entries: pa.Array, index: np.ndarray, chunk: ChunkRef) -> np.ndarray:
         """Each entry's level-0 code; the last chunk's entries remembered (a chunk's
@@ -102,9 +112,10 @@ class MappedDimension(CategoricalDimension):
             self.__dict__["_memo"] = (entries, out)
         return out
 
-    def _span(self, ints: np.ndarray, make, chunk: ChunkRef) -> tuple[int, np.ndarray] | None:
+    def _span(self, keys: IntKeys, chunk: ChunkRef) -> tuple[int, np.ndarray] | None:
         """(first key, level-0 code of every key from it between two -1 ends) covering the
         chunk's keys, grown from the remembered table; None when too wide to list."""
+        ints = keys.keys
         lo, hi = int(ints.min()), int(ints.max())
         base, table = self.__dict__.get("_span_table", (lo, np.zeros(0, dtype=np.int64)))
         n = table.size - 2
@@ -114,9 +125,9 @@ class MappedDimension(CategoricalDimension):
             lo, hi = min(lo, base), max(hi, base + n - 1)
         if hi - lo >= max(SPAN_ENTRIES, 2 * ints.size):
             return None
-        keys = np.arange(lo, hi + 1, dtype=np.int64)
+        span = np.arange(lo, hi + 1, dtype=np.int64)
         codes = self._codes_of(
-            make(keys), lambda i: chunk.where(int(np.flatnonzero(ints == keys[i])[0]))
+            keys.make(span), lambda i: chunk.where(int(np.flatnonzero(ints == span[i])[0]))
         )
         table = np.concatenate([[-1], codes, [-1]])
         self.__dict__["_span_table"] = (lo, table)
@@ -131,6 +142,10 @@ class DateDimension(MappedDimension):
 
     def level0(self, entries: pa.Array, where) -> pa.Array:
         return level0_labels(self.name, self.rule, entries, where).labels
+
+    @property
+    def key_seconds(self) -> int:
+        return key_seconds(self.rule)
 
 
 @dataclass
@@ -156,26 +171,23 @@ class IntervalDimension(CategoricalDimension):
     def key_part(
         self, column: pa.ChunkedArray, chunk: ChunkRef, level: int, stride: int
     ) -> np.ndarray:
-        codes = self.quantiser.codes(column, chunk)
-        lut = self.__dict__.get("_dense")
-        if lut is None and self.quantiser.n_units <= _DENSE_UNITS:
-            lut = np.full(self.quantiser.n_units, -1, dtype=np.int64)
-            lut[self.units] = self.unit_codes
-            self.__dict__["_dense"] = lut
-        if lut is not None:
-            out = lut[codes]
-            bad = out < 0
-        else:
-            at = np.minimum(np.searchsorted(self.units, codes), self.units.size - 1)
-            out, bad = self.unit_codes[at], self.units[at] != codes
-        if bad.any():
-            raise DataError(
-                f"column '{self.name}' has a value not seen in phase 1 (at "
-                f"{chunk.where(int(np.flatnonzero(bad)[0]))}): the input changed between passes"
-            )
-        if level or stride != 1:
-            out = self.level_map(0, level)[out] * stride
-        return out
+        """Units as a plain numerical QID computes them, then one lookup per row in a table
+        of the domain's units between two -1 ends (a unit past either end, or one phase 1
+        did not see, is an error), or a binary search over a domain too wide to list."""
+        arr = single_array(column)
+        check_no_nulls(self.name, arr, chunk)
+        units = self.quantiser.units(arr)
+        table = self.__dict__.get("_dense")
+        if table is None and self.quantiser.n_units <= _DENSE_UNITS:
+            table = np.full(self.quantiser.n_units + 2, -1, dtype=np.int64)
+            table[self.units + 1] = self.unit_codes
+            self.__dict__["_dense"] = table
+        if table is not None:
+            units += 1
+            return self.rows_of(table, units, chunk, level, stride)
+        at = np.minimum(np.searchsorted(self.units, units), self.units.size - 1)
+        codes = np.where(self.units[at] == units, self.unit_codes[at], -1)
+        return self.rows_of(codes, np.arange(codes.size), chunk, level, stride)
 
 
 def _interval_dimension(spec: QidSpec, stats: QidStats) -> IntervalDimension:

@@ -57,6 +57,12 @@ class DateRule:
         return self.levels[0]
 
 
+def key_seconds(rule: DateRule) -> int:
+    """Seconds of the rule's first level up to a day: values within one such span of seconds
+    share their level-0 label (week and coarser levels hold whole days)."""
+    return {"second": 1, "minute": 60, "hour": 3600}.get(rule.first, 86_400)
+
+
 def _level_text(level: Level) -> str:
     return level if isinstance(level, str) else f"{{years: {level}}}"
 
