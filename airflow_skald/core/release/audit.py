@@ -126,15 +126,15 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
         )
     to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
     allowed = max_suppressed(policy.suppression_limit, n_records)
-    below_k = criteria[0]  # KAnonymity comes first in every policy
+    small = sizes < policy.min_class_size
     return {
         "n_records": n_records,
         "n_suppressed_already": n_star,
         "n_equivalence_classes": table.n_classes,
         "min_class_size": int(sizes.min()) if sizes.size else 0,
         "k": policy.k,
-        "classes_below_k": below_k["classes_violating"],
-        "records_in_classes_below_k": below_k["records_in_violating_classes"],
+        "classes_below_k": int(small.sum()),
+        "records_in_classes_below_k": int(sizes[small].sum(dtype=np.int64)),
         "privacy_models": criteria,
         "suppression": {
             "limit": decimal_text(Fraction(policy.suppression_limit)),

@@ -49,13 +49,12 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import (
     ClassTable,
     Judgement,
-    KAnonymity,
-    LDiversity,
     PrivacyPolicy,
-    TCloseness,
     max_suppressed,
 )
 from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.privacy.model import RebuildContext
+from airflow_skald.core.privacy.registry import rebuild, with_threshold
 from airflow_skald.core.quality import DM, DMStar, Scored
 from airflow_skald.core.release.commit import MANIFEST
 
@@ -848,25 +847,18 @@ def standalone_policy(
                 "(--suppression-limit)"
             )
         limit = manifest["suppression_limit"] if manifest else 0
-    models: list = [KAnonymity(k)]
-    skipped = []
-    described = _described(manifest)
-    drop = (manifest or {}).get("suppressed_records") == "drop"
-    for d in described:
-        name = d.get("model", "")
-        if name.endswith("l-diversity") or name == "recursive-cl-diversity":
-            variant = "recursive" if name.startswith("recursive") else name.split("-")[0]
-            c = Fraction(d["c"]) if "c" in d else None
-            models.append(LDiversity(d["attribute"], int(d["l"]), variant, c))
-        elif name == "t-closeness":
-            if drop or d.get("distance") == "hierarchical":
-                why = "suppressed records were dropped" if drop else "the hierarchy is not in it"
-                skipped.append({**d, "reason": f"not re-checked from the release: {why}"})
-                continue
-            stats = sensitive[d["attribute"]]
-            models.append(
-                TCloseness(d["attribute"], Fraction(d["t"]), d["distance"], stats.global_counts)
-            )
+    ctx = RebuildContext(sensitive, (manifest or {}).get("suppressed_records") == "drop")
+    entries = _described(manifest)
+    if not any(d.get("model") == "k-anonymity" for d in entries):  # a manifest of k alone
+        entries = [{"model": "k-anonymity", "k": k}, *entries]
+    models, skipped = [], []
+    for d in entries:
+        model = rebuild(d, ctx)
+        if isinstance(model, str):
+            skipped.append({**d, "reason": model})
+        else:
+            models.append(model)
+    models = list(with_threshold(tuple(models), "k", k))
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
 
 
