@@ -386,6 +386,7 @@ def test_node_in_words():
     CHROMIUM is None and not os.environ.get("CI"),
     reason="chromium not installed (CI must install it: apt-get install -y chromium)",
 )
+@pytest.mark.browser
 def test_report_renders_in_headless_chromium(tmp_path):
     if CHROMIUM is None:
         pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
