@@ -41,8 +41,6 @@ def pytest_collection_modifyitems(config, items) -> None:
             item.add_marker(pytest.mark.airflow)
             if path.name in DEPLOYMENT_FILES:
                 item.add_marker(pytest.mark.deployment)
-                # one xdist worker runs them all, so the deployment is started once
-                item.add_marker(pytest.mark.xdist_group("deployment"))
             try:  # the Airflow tests that drive Chromium share one browser helper
                 source = inspect.getsource(item.function)
             except (OSError, TypeError, AttributeError):
