@@ -9,7 +9,7 @@ import numpy as np
 
 from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel
+from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 
 
 @dataclass(frozen=True)
@@ -32,6 +32,12 @@ class KAnonymity(PrivacyModel):
     @classmethod
     def settings_value(cls, models: tuple[PrivacyModel, ...]) -> Any:
         return models[0].k if models else None
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if "k" in entry and not is_int(entry["k"], 2):
+            return ".k must be an integer >= 2"
+        return None
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:

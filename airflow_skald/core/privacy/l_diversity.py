@@ -15,7 +15,15 @@ from airflow_skald.core.config.parse import choice, criteria_list, no_repeats, n
 from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
-from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, RebuildContext
+from airflow_skald.core.privacy.model import (
+    ClassTable,
+    ParseContext,
+    PrivacyModel,
+    RebuildContext,
+    decimal_of,
+    is_column,
+    is_int,
+)
 from airflow_skald.core.text import decimal_text
 
 VARIANTS = ("distinct", "entropy", "recursive")
@@ -82,6 +90,20 @@ class LDiversity(PrivacyModel):
                 f"{stats.m} distinct value(s) in the input"
             )
         return self
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if not is_column(entry.get("attribute")):
+            return ".attribute must be a column name"
+        if not is_int(entry.get("l"), 2):
+            return ".l must be an integer >= 2"
+        recursive = entry["model"] == "recursive-cl-diversity"
+        if recursive != ("c" in entry):
+            return ": c goes with recursive (c,l)-diversity, and only with it"
+        c = decimal_of(entry["c"]) if recursive else 1
+        if c is None or c <= 0:
+            return ".c must be a number > 0"
+        return None
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -117,6 +118,12 @@ class PrivacyModel(ABC):
 
     @classmethod
     @abstractmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        """What is wrong with a manifest entry of this model, as the rest of a line after the
+        entry's place (".l must be an integer >= 2"); None if `rebuild` can read it."""
+
+    @classmethod
+    @abstractmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
         """The model from its manifest entry, or why the release alone cannot re-check it."""
 
@@ -156,3 +163,23 @@ class PrivacyModel(ABC):
         """The kept classes closest to breaking this criterion, each with its size and the
         counts of its sensitive values by rank (most frequent first; never a value)."""
         return []
+
+
+def is_int(value: object, minimum: int) -> bool:
+    """A JSON integer (not a boolean) >= minimum."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def decimal_of(value: object) -> Fraction | None:
+    """A number written as a JSON number or decimal text, None if it is neither (or not
+    finite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def is_column(value: object) -> bool:
+    return isinstance(value, str) and bool(value)

@@ -64,6 +64,17 @@ def bind_models(
     return tuple(out)
 
 
+def check_entry(entry: object) -> str | None:
+    """What is wrong with a manifest's model entry (the rest of a line after its place), or
+    None when a model of this registry can rebuild it."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+        return " must be an object naming its model"
+    for cls in MODELS:
+        if entry["model"] in cls.manifest_models:
+            return cls.check_entry(entry)
+    return " names a model verify does not know"
+
+
 def rebuild(entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
     """A model from its manifest entry, or why it cannot be re-checked from the release."""
     name = entry.get("model", "")

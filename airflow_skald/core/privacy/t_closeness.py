@@ -23,7 +23,14 @@ from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
-from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, RebuildContext
+from airflow_skald.core.privacy.model import (
+    ClassTable,
+    ParseContext,
+    PrivacyModel,
+    RebuildContext,
+    decimal_of,
+    is_column,
+)
 from airflow_skald.core.text import decimal_text
 
 DISTANCES = ("equal", "ordered", "hierarchical")
@@ -86,6 +93,17 @@ class TCloseness(PrivacyModel):
         if self.distance == "hierarchical":
             emd = emd_hierarchy(where, self.source, stats)
         return replace(self, global_counts=stats.global_counts, hierarchy=emd)
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if not is_column(entry.get("attribute")):
+            return ".attribute must be a column name"
+        t = decimal_of(entry.get("t"))
+        if t is None or not 0 < t <= 1:
+            return ".t must be a number in (0, 1]"
+        if entry.get("distance") not in DISTANCES:
+            return f".distance must be one of {', '.join(DISTANCES)}"
+        return None
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:

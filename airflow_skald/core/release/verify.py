@@ -54,9 +54,10 @@ from airflow_skald.core.privacy import (
 )
 from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.privacy.model import RebuildContext
-from airflow_skald.core.privacy.registry import rebuild, with_threshold
+from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
 from airflow_skald.core.quality import DM, DMStar, Scored
 from airflow_skald.core.release.commit import MANIFEST
+from airflow_skald.core.release.manifest_schema import Manifest
 
 
 def release_parts(path: str) -> tuple[list[str], str]:
@@ -127,115 +128,20 @@ def read_manifest(path: str) -> dict | None:
     return manifest
 
 
-def _is_int(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-def _decimal(value: object) -> Fraction | None:
-    """A number written as a JSON number or decimal text, None if it is neither (or not
-    finite)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return Fraction(str(value))
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def _names(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-_COUNTS = ("n_records", "n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star")
-_L_MODELS = {f"{v}-l-diversity": v for v in ("distinct", "entropy")} | {
-    "recursive-cl-diversity": "recursive"
-}
-_DISTANCES = ("equal", "ordered", "hierarchical")
-
-
 def check_manifest(manifest: dict, where: str) -> None:
-    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field verify
-    reads that has the wrong type or range; n_records is required (the others only where
-    verify needs them). Values are never quoted."""
+    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field that is
+    not what the manifest schema (`Manifest`) says, then for a privacy model entry this
+    version cannot re-check. Values are never quoted."""
+    Manifest.parse(manifest, where)
+    models = (manifest.get("privacy") or {}).get("models", [])
 
     def bad(what: str) -> DataError:
         return DataError(f"{where}: {what}")
 
-    if "n_records" not in manifest:
-        raise bad("n_records is missing")
-    for key in _COUNTS:
-        if key in manifest and not _is_int(manifest[key], 0):
-            raise bad(f"{key} must be an integer >= 0")
-    if "k" in manifest and not _is_int(manifest["k"], 2):
-        raise bad("k must be an integer >= 2")
-    if "suppression_limit" in manifest:
-        limit = _decimal(manifest["suppression_limit"])
-        if limit is None or not 0 <= limit <= 1:
-            raise bad("suppression_limit must be a number between 0 and 1")
-    node = manifest.get("node", {})
-    if not isinstance(node, dict) or not all(node) or ("node" in manifest and not node):
-        raise bad("node must be an object keyed by the QID columns")
-    if manifest.get("output_format", "parquet") not in FORMATS:
-        raise bad("output_format must be parquet or csv")
-    delimiter = manifest.get("output_delimiter", ",")
-    if not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise bad("output_delimiter must be one character")
-    if manifest.get("suppressed_records", "mask") not in ("mask", "drop"):
-        raise bad("suppressed_records must be mask or drop")
-    if not _names(manifest.get("direct_identifiers_removed", [])):
-        raise bad("direct_identifiers_removed must be a list of column names")
-    if "parts" in manifest:
-        _check_parts(manifest, bad)
-    privacy = manifest.get("privacy", {})
-    models = privacy.get("models", []) if isinstance(privacy, dict) else None
-    if not isinstance(models, list):
-        raise bad("privacy must be an object listing its models")
     for i, d in enumerate(models):
-        _check_model(d, f"privacy.models[{i}]", bad)
-
-
-def _check_parts(manifest: dict, bad) -> None:
-    parts = manifest["parts"]
-    if not _names(parts) or not parts or len(set(parts)) != len(parts):
-        raise bad("parts must list each part file once, by name")
-    fmt = manifest.get("output_format") or parts[0].rsplit(".", 1)[-1]
-    for name in parts:
-        if (
-            posixpath.basename(name) != name
-            or "\\" in name
-            or not name.startswith("part-")
-            or not name.endswith(f".{fmt}")
-        ):
-            raise bad(f"parts must name part-*.{fmt} files in the release folder")
-
-
-def _check_model(d: object, at: str, bad) -> None:
-    if not isinstance(d, dict) or not isinstance(d.get("model"), str):
-        raise bad(f"{at} must be an object naming its model")
-    name = d["model"]
-    if name == "k-anonymity":
-        if "k" in d and not _is_int(d["k"], 2):
-            raise bad(f"{at}.k must be an integer >= 2")
-        return
-    if name not in _L_MODELS and name != "t-closeness":
-        raise bad(f"{at} names a model verify does not know")
-    if not isinstance(d.get("attribute"), str) or not d["attribute"]:
-        raise bad(f"{at}.attribute must be a column name")
-    if name in _L_MODELS:
-        if not _is_int(d.get("l"), 2):
-            raise bad(f"{at}.l must be an integer >= 2")
-        recursive = _L_MODELS[name] == "recursive"
-        if recursive != ("c" in d):
-            raise bad(f"{at}: c goes with recursive (c,l)-diversity, and only with it")
-        c = _decimal(d["c"]) if recursive else 1
-        if c is None or c <= 0:
-            raise bad(f"{at}.c must be a number > 0")
-        return
-    t = _decimal(d.get("t"))
-    if t is None or not 0 < t <= 1:
-        raise bad(f"{at}.t must be a number in (0, 1]")
-    if d.get("distance") not in _DISTANCES:
-        raise bad(f"{at}.distance must be one of {', '.join(_DISTANCES)}")
+        problem = check_entry(d)
+        if problem is not None:
+            raise bad(f"privacy.models[{i}]{problem}")
 
 
 _NONE = np.zeros(0, dtype=np.int64)

@@ -44,6 +44,7 @@ from airflow_skald.core.release.manifest import (
     release_section,
     risk_section,
 )
+from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.release.verify import class_figures, class_tables, release_classes
 from airflow_skald.core.run.pipeline import ChunkProgress, Progress, count_histogram, write_parts
 from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
@@ -333,18 +334,17 @@ def _manifest(
     """A manifest of the same sections as a SKALD run's, the figures being the union's."""
     sizes = union["sizes"]
     parts = [o.part for o in outcomes]
-    return {
-        "mode": "per_chunk",
-        **privacy_section(config),
-        "privacy_models": union["privacy_models"],
+    return Manifest.of(
+        mode="per_chunk",
+        **{**privacy_section(config), "privacy_models": union["privacy_models"]},
         **_union_counts(config, union),
         **_union_quality(outcomes, union),
         **_per_chunk_nodes(plan, outcomes),
         **risk_section(risk(sizes, config.k), class_size_histogram(sizes)),
         **release_section(config, chunks, parts),
         **provenance_section(config, chunks, run_token, verified=True),
-        "verified_per_chunk": True,
-    }
+        verified_per_chunk=True,
+    ).to_dict()
 
 
 def _union_counts(config: SkaldConfig, union: dict) -> dict:

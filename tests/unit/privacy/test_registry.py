@@ -20,6 +20,7 @@ from airflow_skald.core.privacy.registry import (
     MODELS,
     THRESHOLDS,
     bind_models,
+    check_entry,
     parse_models,
     rebuild,
     settings_of,
@@ -78,6 +79,7 @@ def test_model_protocol(cls) -> None:
         assert model.min_class_size >= 1
         entry = model.describe()
         assert entry["model"] in cls.manifest_models
+        assert check_entry(entry) is None  # what verify accepts from a manifest
         again = rebuild(entry, RebuildContext(STATS))
         assert not isinstance(again, str), again
         assert np.array_equal(again.keeps(table), keeps)
