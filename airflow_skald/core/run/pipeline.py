@@ -37,11 +37,11 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
 from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import (
     part_name,
     write_part_atomic,
 )
-from airflow_skald.core.release.verify import ReleaseClasses, release_classes
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
