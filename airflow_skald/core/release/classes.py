@@ -457,7 +457,7 @@ class Tuples:
 
 def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool) -> Tuples:
     """The distinct (QID tuple, sensitive values) tuples of all chunks and their counts."""
-    from airflow_skald.core.run.pipeline import ChunkProgress
+    from airflow_skald.core.progress import ChunkProgress
 
     qids, attributes = config.qid_names, config.criteria_attributes
     names = [*qids, *attributes]
