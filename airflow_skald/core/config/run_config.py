@@ -31,6 +31,7 @@ from airflow_skald.core.config.parse import (
 from airflow_skald.core.config.settings import (
     BY_NAME,
     OVERRIDE_KEYS,
+    file_keys,
     parse_overrides,
     read_file_setting,
 )
@@ -83,14 +84,15 @@ class SkaldConfig:
     output: DataLocation
     quasi_identifiers: tuple[QidSpec, ...]
     privacy: tuple[PrivacyModel, ...]
+    # the settings table's rows (their defaults live there: config/settings.py)
     suppression_limit: Fraction
-    chunk_rows: int = 1_000_000
+    chunk_rows: int
+    histogram_bins: int | None
+    suppressed_records: str
+    root: str
     direct_identifiers: tuple[str, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
-    histogram_bins: int | None = None
     qid_priority: tuple[str, ...] = ()
-    suppressed_records: str = "mask"
-    root: str = "adaptive"
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -172,17 +174,16 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Sk
     )
 
 
-_TOP_KEYS = {
+# the sections of the file; the settings table adds the keys it places (chunk_rows, ...)
+_SECTIONS = {
     "input",
     "output",
-    "chunk_rows",
     "direct_identifiers",
     "sensitive_attributes",
     "quasi_identifiers",
     "privacy",
     "memory",
     "qid_priority",
-    "suppressed_records",
 }
 
 
@@ -190,14 +191,14 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     """Validate a parsed config mapping; relative paths resolve against `base_dir`."""
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping")
-    _no_unknown(raw, _TOP_KEYS, "config")
+    _no_unknown(raw, _SECTIONS | file_keys(), "config")
     for key in ("input", "output", "quasi_identifiers", "privacy"):
         if key not in raw:
             raise ConfigError(f"config is missing '{key}'")
     privacy = _mapping(raw["privacy"], "privacy")
-    _no_unknown(privacy, {"suppression_limit", *CONFIG_KEYS}, "privacy")
+    _no_unknown(privacy, file_keys("privacy") | set(CONFIG_KEYS), "privacy")
     memory = _mapping(raw.get("memory") or {}, "memory")
-    _no_unknown(memory, {"histogram_bins", "root"}, "memory")
+    _no_unknown(memory, file_keys("memory"), "memory")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
@@ -218,20 +219,20 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         output=_location(raw["output"], "output", base_dir),
         quasi_identifiers=tuple(qids),
         privacy=models,
-        suppression_limit=_file(raw, "suppression_limit", Fraction(0)),
-        chunk_rows=_file(raw, "chunk_rows", 1_000_000),
+        suppression_limit=_file(raw, "suppression_limit"),
+        chunk_rows=_file(raw, "chunk_rows"),
         direct_identifiers=tuple(direct),
         sensitive_attributes=tuple(sensitive),
-        histogram_bins=_file(raw, "histogram_bins", None),
+        histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),
-        suppressed_records=_file(raw, "suppressed_records", "mask"),
-        root=_file(raw, "root", "adaptive"),
+        suppressed_records=_file(raw, "suppressed_records"),
+        root=_file(raw, "root"),
         source=source,
     )
 
 
-def _file(raw: dict, name: str, default: Any) -> Any:
-    return read_file_setting(raw, BY_NAME[name], default)
+def _file(raw: dict, name: str) -> Any:
+    return read_file_setting(raw, BY_NAME[name])
 
 
 def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
