@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test lint format bench bench-rules profile paper airflow clean
+.PHONY: demo test test-fast lint format bench bench-rules profile paper airflow clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -17,7 +17,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@$(BIN)/ruff check airflow_skald dags tests benchmarks
-	@$(BIN)/python -m pytest -q tests
+	@$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+
+# the unit layer (in-memory tests of the core), for daily work
+test-fast: $(STAMP)
+	@$(BIN)/python -m pytest -q -n 2 tests/unit
 
 lint: $(STAMP)
 	@$(BIN)/ruff check airflow_skald dags tests benchmarks

@@ -113,7 +113,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     overrides = {key: getattr(args, key, None) for key in OVERRIDE_KEYS}
     config = load_config(args.config, overrides)
-    from airflow_skald.core.run.progress import cli_progress
+    from airflow_skald.core.progress import cli_progress
 
     progress = cli_progress(quiet=args.quiet)  # a bar on a TTY; else the log's per-chunk lines
     workers = _int_arg(args.workers, "workers")

@@ -181,7 +181,7 @@ def run_experiment(
             for k in ks:
                 outs = [decisions[(domain, ch.chunk_id)][k] for ch in chunks]
                 union = union_figures(
-                    outs, union_policy(replace(config, k=k)), config.suppressed_records
+                    outs, union_policy(config.with_overrides({"k": k})), config.suppressed_records
                 )
                 decision, s_seconds = skald[k]
                 nodes: dict[str, int] = {}
@@ -247,7 +247,7 @@ def _skald(config, stats, chunks, ks, t_scan: float):
     out = {}
     for k in ks:
         t = time.perf_counter()
-        decision = pipeline.search_lattice(replace(config, k=k), plan, hist, cache)
+        decision = pipeline.search_lattice(config.with_overrides({"k": k}), plan, hist, cache)
         out[k] = (decision, t_phase12 / len(ks) + time.perf_counter() - t)
     return plan, out
 
@@ -274,12 +274,11 @@ def _paper(plan, node) -> str:
 def _check_releases(config, work: Path, c: int, k: int, row: dict) -> None:
     """Write both releases through the product's own runs and check they agree with the row."""
     rel = work / "releases"
-    skald_cfg = replace(
-        config, k=k, output=replace(config.output, path=str(rel / f"skald-c{c}-k{k}"))
-    )
+    config = config.with_overrides({"k": k})
+    skald_cfg = replace(config, output=replace(config.output, path=str(rel / f"skald-c{c}-k{k}")))
     m = runner.run(skald_cfg)
     base_cfg = replace(
-        config, k=k, output=replace(config.output, path=str(rel / f"per-chunk-c{c}-k{k}"))
+        config, output=replace(config.output, path=str(rel / f"per-chunk-c{c}-k{k}"))
     )
     b = run_per_chunk(base_cfg)
     checks = {

@@ -21,30 +21,35 @@ def adult_df() -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------------------- layers
-# `pytest -m unit` (in-memory core: phase functions over Arrow tables, oracles),
-# `-m integration` (files, CLI, processes, kill -9, object storage), `-m airflow` (dag.test and
-# operators in process), `-m deployment` (real Airflow processes, PostgreSQL/Redis) and
-# `-m browser` (headless Chromium); `make test` runs them all.
-UNIT_FILES = {"test_oracle.py", "test_sensitive.py", "test_yaml_load.py", "test_rollups.py"}
+# The folder says the layer: tests/unit (in-memory tests of one core module, the tree mirrored:
+# tests/unit/<package>/test_<module>.py), tests/integration (files, the CLI, processes, kill -9,
+# object storage), tests/airflow (dag.test and operators in process; `deployment`: real Airflow
+# processes, PostgreSQL/Redis). `browser` is marked on the tests that drive Chromium.
+# `make test-fast` runs the unit layer; `make test` runs them all.
+LAYERS = {"unit": pytest.mark.unit, "integration": pytest.mark.integration}
 DEPLOYMENT_FILES = {"test_deployment.py", "test_releases_page.py", "test_run_safety.py"}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
     import inspect
 
+    root = Path(__file__).resolve().parent
     for item in items:
-        path = Path(str(item.fspath))
-        if "airflow" in path.parts:
+        path = Path(str(item.fspath)).resolve()
+        layer = path.relative_to(root).parts[0]
+        if layer == "airflow":
             item.add_marker(pytest.mark.airflow)
             if path.name in DEPLOYMENT_FILES:
                 item.add_marker(pytest.mark.deployment)
-        elif "unit" in path.parts or path.name in UNIT_FILES:
-            item.add_marker(pytest.mark.unit)
+            try:  # the Airflow tests that drive Chromium share one browser helper
+                source = inspect.getsource(item.function)
+            except (OSError, TypeError, AttributeError):
+                source = ""
+            if "Browser(" in source or "browser" in item.name:
+                item.add_marker(pytest.mark.browser)
+        elif layer in LAYERS:
+            item.add_marker(LAYERS[layer])
         else:
-            item.add_marker(pytest.mark.integration)
-        try:
-            source = inspect.getsource(item.function)
-        except (OSError, TypeError, AttributeError):
-            source = ""
-        if "chromium" in source.lower() or "browser" in item.name:
-            item.add_marker(pytest.mark.browser)
+            raise pytest.UsageError(
+                f"{path.name}: tests live in tests/unit, tests/integration or tests/airflow"
+            )

@@ -21,6 +21,12 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 DAGS_FOLDER = REPO / "dags"
 
+# one home per process: xdist workers inherit the controller's environment, and two workers on
+# one SQLite file would migrate it at the same time
+_OWNER = os.environ.get("PYTEST_XDIST_WORKER", "main")
+if os.environ.get("SKALD_TEST_AIRFLOW_HOME_OWNER") != _OWNER:
+    os.environ.pop("SKALD_TEST_AIRFLOW_HOME", None)
+
 if "airflow" in sys.modules and not os.environ.get("SKALD_TEST_AIRFLOW_HOME"):
     raise RuntimeError(
         "airflow was imported before tests/airflow/conftest.py could point AIRFLOW_HOME at a "
@@ -35,6 +41,7 @@ if not os.environ.get("SKALD_TEST_AIRFLOW_HOME"):
     os.environ.update(
         {
             "SKALD_TEST_AIRFLOW_HOME": _home,
+            "SKALD_TEST_AIRFLOW_HOME_OWNER": _OWNER,
             "AIRFLOW_HOME": _home,
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",

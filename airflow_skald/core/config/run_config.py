@@ -13,9 +13,25 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from airflow_skald.core.config.parse import (
+    choice as _choice,
+)
+from airflow_skald.core.config.parse import (
+    hierarchy as _hierarchy,
+)
+from airflow_skald.core.config.parse import (
+    mapping as _mapping,
+)
+from airflow_skald.core.config.parse import (
+    names as _names,
+)
+from airflow_skald.core.config.parse import (
+    no_unknown as _no_unknown,
+)
 from airflow_skald.core.config.settings import (
     BY_NAME,
     OVERRIDE_KEYS,
+    file_keys,
     parse_overrides,
     read_file_setting,
 )
@@ -28,6 +44,14 @@ from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import ParseContext, PrivacyModel
+from airflow_skald.core.privacy.registry import (
+    CONFIG_KEYS,
+    THRESHOLDS,
+    parse_models,
+    settings_of,
+    with_threshold,
+)
 from airflow_skald.core.text import decimal_text
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
@@ -66,43 +90,6 @@ class QidSpec:
         return out
 
 
-L_VARIANTS = ("distinct", "entropy", "recursive")
-T_DISTANCES = ("equal", "ordered", "hierarchical")
-
-
-@dataclass(frozen=True)
-class LDiversitySpec:
-    """One l-diversity criterion as configured (SPEC §4b)."""
-
-    attribute: str
-    l: int  # noqa: E741 - the criterion's name for it
-    variant: str = "distinct"
-    c: Fraction | None = None  # recursive (c,l) only
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"attribute": self.attribute, "variant": self.variant, "l": self.l}
-        if self.c is not None:
-            out["c"] = decimal_text(self.c)
-        return out
-
-
-@dataclass(frozen=True)
-class TClosenessSpec:
-    """One t-closeness criterion as configured (SPEC §4b)."""
-
-    attribute: str
-    t: Fraction
-    distance: str = "equal"
-    hierarchy: Hierarchy | None = None  # hierarchical distance only
-
-    def describe(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"attribute": self.attribute, "distance": self.distance}
-        out["t"] = decimal_text(self.t)
-        if self.hierarchy is not None:
-            out["hierarchy_sha256"] = self.hierarchy.sha256
-        return out
-
-
 @dataclass(frozen=True)
 class SkaldConfig:
     """A validated configuration. Paths are absolute or fsspec URLs."""
@@ -110,17 +97,16 @@ class SkaldConfig:
     input: DataLocation
     output: DataLocation
     quasi_identifiers: tuple[QidSpec, ...]
-    k: int
+    privacy: tuple[PrivacyModel, ...]
+    # the settings table's rows (their defaults live there: config/settings.py)
     suppression_limit: Fraction
-    chunk_rows: int = 1_000_000
+    chunk_rows: int
+    histogram_bins: int | None
+    suppressed_records: str
+    root: str
     direct_identifiers: tuple[str, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
-    histogram_bins: int | None = None
     qid_priority: tuple[str, ...] = ()
-    suppressed_records: str = "mask"
-    l_diversity: tuple[LDiversitySpec, ...] = ()
-    t_closeness: tuple[TClosenessSpec, ...] = ()
-    root: str = "adaptive"
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -131,8 +117,12 @@ class SkaldConfig:
     @property
     def criteria_attributes(self) -> tuple[str, ...]:
         """Sensitive attributes that privacy criteria name (their distributions are counted)."""
-        named = [c.attribute for c in (*self.l_diversity, *self.t_closeness)]
-        return tuple(dict.fromkeys(named))
+        return tuple(dict.fromkeys(m.attribute for m in self.privacy if m.attribute))
+
+    @property
+    def k(self) -> int:
+        """The smallest class the models let through (k of k-anonymity)."""
+        return max((m.min_class_size for m in self.privacy), default=1)
 
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
@@ -149,10 +139,8 @@ class SkaldConfig:
                 fields["input"] = replace(self.input, path=_abs(value, None))
             elif key == "output_path":
                 fields["output"] = replace(self.output, path=_abs(value, None))
-            elif key in ("l", "c"):
-                fields["l_diversity"] = _one(self.l_diversity, "l-diversity", key, value)
-            elif key == "t":
-                fields["t_closeness"] = _one(self.t_closeness, "t-closeness", key, value)
+            elif key in THRESHOLDS:
+                fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
                 fields[key] = value
         return replace(self, **fields) if fields else self
@@ -179,7 +167,7 @@ class SkaldConfig:
             "input": asdict(self.input),
             "output": asdict(self.output),
             "qids": [q.describe() for q in self.quasi_identifiers],
-            "k": self.k,
+            **settings_of(self.privacy),
             "suppression_limit": str(self.suppression_limit),
             "chunk_rows": self.chunk_rows,
             "direct_identifiers": list(self.direct_identifiers),
@@ -187,23 +175,8 @@ class SkaldConfig:
             "histogram_bins": self.histogram_bins,
             "qid_priority": list(self.qid_priority),
             "suppressed_records": self.suppressed_records,
-            "l_diversity": [c.describe() for c in self.l_diversity],
-            "t_closeness": [c.describe() for c in self.t_closeness],
             "root": self.root,
         }
-
-
-def _one(criteria: tuple, kind: str, key: str, value: Any) -> tuple:
-    """A per-run threshold (--l, --t, --c) sets the one configured criterion of its kind."""
-    if len(criteria) != 1:
-        raise ConfigError(
-            f"{key} sets the threshold of the one configured {kind} criterion, "
-            f"but the config lists {len(criteria)}"
-        )
-    updated = replace(criteria[0], **{key: value})
-    if key == "c" and updated.variant != "recursive":
-        raise ConfigError("c applies to recursive (c,l)-diversity only")
-    return (updated,)
 
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
@@ -215,17 +188,16 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Sk
     )
 
 
-_TOP_KEYS = {
+# the sections of the file; the settings table adds the keys it places (chunk_rows, ...)
+_SECTIONS = {
     "input",
     "output",
-    "chunk_rows",
     "direct_identifiers",
     "sensitive_attributes",
     "quasi_identifiers",
     "privacy",
     "memory",
     "qid_priority",
-    "suppressed_records",
 }
 
 
@@ -233,20 +205,19 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     """Validate a parsed config mapping; relative paths resolve against `base_dir`."""
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping")
-    _no_unknown(raw, _TOP_KEYS, "config")
+    _no_unknown(raw, _SECTIONS | file_keys(), "config")
     for key in ("input", "output", "quasi_identifiers", "privacy"):
         if key not in raw:
             raise ConfigError(f"config is missing '{key}'")
     privacy = _mapping(raw["privacy"], "privacy")
-    _no_unknown(privacy, {"k", "suppression_limit", "l_diversity", "t_closeness"}, "privacy")
-    if privacy.get("k") is None:
-        raise ConfigError("privacy.k is required")
+    _no_unknown(privacy, file_keys("privacy") | set(CONFIG_KEYS), "privacy")
     memory = _mapping(raw.get("memory") or {}, "memory")
-    _no_unknown(memory, {"histogram_bins", "root"}, "memory")
+    _no_unknown(memory, file_keys("memory"), "memory")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
+    models = parse_models(privacy, ParseContext(tuple(sensitive), base_dir))
     roles = names + direct + sensitive
     dup = sorted({n for n in roles if roles.count(n) > 1})
     if dup:
@@ -261,105 +232,21 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         input=_location(raw["input"], "input", base_dir),
         output=_location(raw["output"], "output", base_dir),
         quasi_identifiers=tuple(qids),
-        k=_file(raw, "k", None),
-        suppression_limit=_file(raw, "suppression_limit", Fraction(0)),
-        chunk_rows=_file(raw, "chunk_rows", 1_000_000),
+        privacy=models,
+        suppression_limit=_file(raw, "suppression_limit"),
+        chunk_rows=_file(raw, "chunk_rows"),
         direct_identifiers=tuple(direct),
         sensitive_attributes=tuple(sensitive),
-        histogram_bins=_file(raw, "histogram_bins", None),
+        histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),
-        suppressed_records=_file(raw, "suppressed_records", "mask"),
-        l_diversity=_l_diversity(privacy.get("l_diversity"), sensitive),
-        t_closeness=_t_closeness(privacy.get("t_closeness"), sensitive, base_dir),
-        root=_file(raw, "root", "adaptive"),
+        suppressed_records=_file(raw, "suppressed_records"),
+        root=_file(raw, "root"),
         source=source,
     )
 
 
-def _file(raw: dict, name: str, default: Any) -> Any:
-    return read_file_setting(raw, BY_NAME[name], default)
-
-
-def _criteria_list(raw: Any, where: str, sensitive: list[str]) -> list[tuple[str, dict]]:
-    """(where, mapping) per criterion of a list; each names a sensitive attribute."""
-    if raw is None:
-        return []
-    if not isinstance(raw, list):
-        raise ConfigError(f"privacy.{where} must be a list of criteria")
-    out = []
-    for i, item in enumerate(raw):
-        at = f"privacy.{where}[{i}]"
-        item = _mapping(item, at)
-        attribute = item.get("attribute")
-        if not isinstance(attribute, str) or not attribute:
-            raise ConfigError(f"{at} needs an 'attribute'")
-        if attribute not in sensitive:
-            raise ConfigError(f"{at}: attribute '{attribute}' is not one of sensitive_attributes")
-        out.append((at, item))
-    return out
-
-
-def _l_diversity(raw: Any, sensitive: list[str]) -> tuple[LDiversitySpec, ...]:
-    out = []
-    for at, item in _criteria_list(raw, "l_diversity", sensitive):
-        _no_unknown(item, {"attribute", "l", "variant", "c"}, at)
-        if "l" not in item:
-            raise ConfigError(f"{at} needs 'l'")
-        variant = _choice(item.get("variant", "distinct"), L_VARIANTS, f"{at}.variant")
-        ell = BY_NAME["l"].parse(item["l"], f"{at}.l")
-        c = None
-        if variant == "recursive":
-            if "c" not in item:
-                raise ConfigError(f"{at}: recursive (c,l)-diversity needs 'c'")
-            c = BY_NAME["c"].parse(item["c"], f"{at}.c")
-        elif "c" in item:
-            raise ConfigError(f"{at}: 'c' applies to variant recursive only")
-        out.append(LDiversitySpec(item["attribute"], ell, variant, c))
-    _no_repeats(out, "l_diversity", lambda c: (c.attribute, c.variant))
-    return tuple(out)
-
-
-def _t_closeness(
-    raw: Any, sensitive: list[str], base_dir: Path | None
-) -> tuple[TClosenessSpec, ...]:
-    out = []
-    for at, item in _criteria_list(raw, "t_closeness", sensitive):
-        _no_unknown(item, {"attribute", "t", "distance", "hierarchy", "hierarchy_file"}, at)
-        if "t" not in item:
-            raise ConfigError(f"{at} needs 't'")
-        distance = _choice(item.get("distance", "equal"), T_DISTANCES, f"{at}.distance")
-        t = BY_NAME["t"].parse(item["t"], f"{at}.t")
-        hierarchy = None
-        given = ("hierarchy" in item) + ("hierarchy_file" in item)
-        if distance == "hierarchical":
-            if given != 1:
-                raise ConfigError(
-                    f"{at}: hierarchical distance needs exactly one of 'hierarchy' or "
-                    "'hierarchy_file'"
-                )
-            hierarchy = _hierarchy(item, item["attribute"], base_dir)
-        elif given:
-            raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
-        out.append(TClosenessSpec(item["attribute"], t, distance, hierarchy))
-    _no_repeats(out, "t_closeness", lambda c: (c.attribute, c.distance))
-    return tuple(out)
-
-
-def _no_repeats(criteria: list, where: str, key) -> None:
-    keys = [key(c) for c in criteria]
-    for i, k in enumerate(keys):
-        if k in keys[:i]:
-            raise ConfigError(f"privacy.{where}[{i}] repeats a criterion listed before it")
-
-
-def _hierarchy(item: dict, name: str, base_dir: Path | None) -> Hierarchy:
-    """An inline hierarchy or an ARX hierarchy file (relative to the config's folder)."""
-    if "hierarchy" in item:
-        return Hierarchy.from_mapping(name, item["hierarchy"])
-    hfile = Path(str(item["hierarchy_file"]))
-    if not hfile.is_absolute() and base_dir is not None:
-        hfile = base_dir / hfile
-    return Hierarchy.from_file(name, hfile)
+def _file(raw: dict, name: str) -> Any:
+    return read_file_setting(raw, BY_NAME[name])
 
 
 def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
@@ -456,30 +343,6 @@ def _abs(path: str, base_dir: Path | None) -> str:
     if not p.is_absolute():
         p = (base_dir or Path.cwd()) / p
     return str(Path(str(p)).absolute()).replace("/./", "/")
-
-
-def _mapping(raw: Any, where: str) -> dict:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{where} must be a mapping")
-    return raw
-
-
-def _no_unknown(raw: dict, allowed: set[str], where: str) -> None:
-    unknown = sorted(str(key) for key in set(raw) - allowed)  # YAML keys may be null, 1...
-    if unknown:
-        raise ConfigError(f"unknown key {unknown[0]!r} in {where}")
-
-
-def _names(raw: Any, where: str) -> list[str]:
-    if not isinstance(raw, list) or not all(isinstance(x, str) and x for x in raw):
-        raise ConfigError(f"{where} must be a list of column names")
-    return list(raw)
-
-
-def _choice(value: Any, choices: tuple[str, ...], where: str) -> str:
-    if value not in choices:
-        raise ConfigError(f"{where} must be one of {', '.join(choices)}")
-    return value
 
 
 def _width(value: Any, where: str) -> Fraction:

@@ -77,7 +77,8 @@ class Setting:
     """One per-run setting.
 
     ``path`` is where it sits in the YAML file (None: a run option only, e.g. ``overwrite``);
-    ``expects`` completes "<name> must be ..." in the error message of every route.
+    ``expects`` completes "<name> must be ..." in the error message of every route;
+    ``default`` is the value when the file leaves it out (the only place it is written).
     """
 
     name: str
@@ -88,6 +89,7 @@ class Setting:
     coerce: Callable[[Any], Any] = lambda v: v
     cli: bool = True
     param: bool = True
+    default: Any = None
 
     @property
     def flag(self) -> str:
@@ -158,6 +160,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1 %); "
         "empty = the config file's.",
         coerce=_decimal,
+        default=Fraction(0),
     ),
     Setting(
         "histogram_bins",
@@ -174,6 +177,7 @@ SETTINGS: tuple[Setting, ...] = (
         "a positive integer",
         "Rows per chunk; empty = the config file's.",
         coerce=_integer,
+        default=1_000_000,
     ),
     Setting(
         "suppressed_records",
@@ -181,6 +185,7 @@ SETTINGS: tuple[Setting, ...] = (
         {"type": "string", "enum": ["mask", "drop"]},
         "one of mask, drop",
         "mask: keep suppressed rows with every QID '*'; drop: leave them out.",
+        default="mask",
     ),
     Setting(
         "l",
@@ -214,6 +219,7 @@ SETTINGS: tuple[Setting, ...] = (
         {"type": "string", "enum": ["adaptive", "paper"]},
         "one of adaptive, paper",
         "How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper (possible bins).",
+        default="adaptive",
     ),
     Setting(
         "overwrite",
@@ -229,6 +235,14 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def file_keys(*section: str) -> set[str]:
+    """The keys the table places directly under `section` of the YAML file (() = the top)."""
+    n = len(section)
+    return {s.path[n] for s in SETTINGS if s.path and len(s.path) > n and s.path[:n] == section}
+
+
 OVERRIDE_KEYS: tuple[str, ...] = tuple(s.name for s in SETTINGS)
 
 
@@ -255,15 +269,16 @@ def parse_overrides(values: Mapping[str, Any]) -> dict[str, Any]:
     return parsed
 
 
-def read_file_setting(raw: Mapping[str, Any], setting: Setting, default: Any) -> Any:
-    """A setting's value from the parsed YAML file, validated as every route validates it."""
+def read_file_setting(raw: Mapping[str, Any], setting: Setting) -> Any:
+    """A setting's value from the parsed YAML file (its default when left out), validated as
+    every route validates it."""
     node: Any = raw
     for key in setting.path or ():
         if not isinstance(node, Mapping) or key not in node:
-            return default
+            return setting.default
         node = node[key]
     if node is None:
-        return default
+        return setting.default
     return setting.parse(node)
 
 

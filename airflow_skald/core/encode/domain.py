@@ -235,7 +235,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         files.append(file)
 
     attributes = config.criteria_attributes
-    numbers = {c.attribute for c in config.t_closeness if c.distance == "ordered"}
+    numbers = {m.attribute for m in config.privacy if m.numeric_attribute}
     sstats: dict[str, SensitiveStats] = {}
     types = counting_types(config)
 

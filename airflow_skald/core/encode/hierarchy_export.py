@@ -48,8 +48,7 @@ def _only(config: SkaldConfig, qid: str) -> SkaldConfig:
         quasi_identifiers=(spec,),
         direct_identifiers=(),
         sensitive_attributes=(),
-        l_diversity=(),
-        t_closeness=(),
+        privacy=tuple(m for m in config.privacy if not m.attribute),
         qid_priority=(),
     )
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.config.settings import BY_NAME
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 
 
 @dataclass(frozen=True)
@@ -14,8 +17,35 @@ class KAnonymity(PrivacyModel):
     k: int
 
     name = "k"
+    config_key = "k"
+    thresholds = ("k",)
+    manifest_models = ("k-anonymity",)
     monotone = True
     attribute = None
+
+    @classmethod
+    def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+        if raw is None:
+            raise ConfigError("privacy.k is required")
+        return (cls(BY_NAME["k"].parse(raw)),)
+
+    @classmethod
+    def settings_value(cls, models: tuple[PrivacyModel, ...]) -> Any:
+        return models[0].k if models else None
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if "k" in entry and not is_int(entry["k"], 2):
+            return ".k must be an integer >= 2"
+        return None
+
+    @classmethod
+    def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
+        return cls(int(entry["k"]))
+
+    @property
+    def min_class_size(self) -> int:
+        return self.k
 
     def keeps(self, table: ClassTable) -> np.ndarray:
         return table.sizes >= self.k

@@ -4,14 +4,29 @@ monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same)
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.config.parse import choice, criteria_list, no_repeats, no_unknown
+from airflow_skald.core.config.settings import BY_NAME
+from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
-from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.privacy.model import (
+    ClassTable,
+    ParseContext,
+    PrivacyModel,
+    RebuildContext,
+    decimal_of,
+    is_column,
+    is_int,
+)
 from airflow_skald.core.text import decimal_text
+
+VARIANTS = ("distinct", "entropy", "recursive")
 
 _FIGURE = {
     "distinct": ("min_distinct", "distinct"),
@@ -28,6 +43,74 @@ class LDiversity(PrivacyModel):
     c: Fraction | None = None
 
     name = "l"
+    config_key = "l_diversity"
+    thresholds = ("l", "c")
+    manifest_models = (
+        "distinct-l-diversity",
+        "entropy-l-diversity",
+        "recursive-cl-diversity",
+    )
+
+    @classmethod
+    def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+        out = []
+        for at, item in criteria_list(raw, "l_diversity", list(ctx.sensitive)):
+            no_unknown(item, {"attribute", "l", "variant", "c"}, at)
+            if "l" not in item:
+                raise ConfigError(f"{at} needs 'l'")
+            variant = choice(item.get("variant", "distinct"), VARIANTS, f"{at}.variant")
+            ell = BY_NAME["l"].parse(item["l"], f"{at}.l")
+            c = None
+            if variant == "recursive":
+                if "c" not in item:
+                    raise ConfigError(f"{at}: recursive (c,l)-diversity needs 'c'")
+                c = BY_NAME["c"].parse(item["c"], f"{at}.c")
+            elif "c" in item:
+                raise ConfigError(f"{at}: 'c' applies to variant recursive only")
+            out.append(cls(item["attribute"], ell, variant, c))
+        no_repeats(out, "l_diversity", lambda c: (c.attribute, c.variant))
+        return tuple(out)
+
+    def settings_entry(self) -> dict:
+        out: dict[str, Any] = {"attribute": self.attribute, "variant": self.variant, "l": self.l}
+        if self.c is not None:
+            out["c"] = decimal_text(self.c)
+        return out
+
+    def with_threshold(self, key: str, value: Any) -> PrivacyModel:
+        if key == "c" and self.variant != "recursive":
+            raise ConfigError("c applies to recursive (c,l)-diversity only")
+        return replace(self, **{key: value})
+
+    def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
+        stats = sensitive[self.attribute]
+        if self.l > stats.m:
+            raise ConfigError(
+                f"{where}: l={self.l} but '{self.attribute}' has only "
+                f"{stats.m} distinct value(s) in the input"
+            )
+        return self
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if not is_column(entry.get("attribute")):
+            return ".attribute must be a column name"
+        if not is_int(entry.get("l"), 2):
+            return ".l must be an integer >= 2"
+        recursive = entry["model"] == "recursive-cl-diversity"
+        if recursive != ("c" in entry):
+            return ": c goes with recursive (c,l)-diversity, and only with it"
+        c = decimal_of(entry["c"]) if recursive else 1
+        if c is None or c <= 0:
+            return ".c must be a number > 0"
+        return None
+
+    @classmethod
+    def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
+        name = entry["model"]
+        variant = "recursive" if name.startswith("recursive") else name.split("-")[0]
+        c = Fraction(entry["c"]) if "c" in entry else None
+        return cls(entry["attribute"], int(entry["l"]), variant, c)
 
     @property
     def monotone(self) -> bool:  # type: ignore[override]

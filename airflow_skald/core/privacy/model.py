@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -41,15 +43,99 @@ class ClassTable:
         return ClassTable(self.sizes[index], {a: v.subset(index) for a, v in self.values.items()})
 
 
-class PrivacyModel(ABC):
-    """One privacy criterion. Subclasses are frozen dataclasses of their settings."""
+@dataclass(frozen=True)
+class ParseContext:
+    """What a model's config entries are checked against: the sensitive attributes they may
+    name, and the config file's folder (relative hierarchy files)."""
 
-    #: the settings-table name of the model's threshold (``k``, ``l``, ``t``)
+    sensitive: tuple[str, ...] = ()
+    base_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class RebuildContext:
+    """What `skald verify` has to rebuild a model from its manifest entry: the release's own
+    distributions of the sensitive attributes, and whether suppressed rows were dropped."""
+
+    sensitive: Mapping[str, Any] = field(default_factory=dict)
+    dropped: bool = False
+
+
+class PrivacyModel(ABC):
+    """One privacy criterion (after ARX's ``PrivacyCriterion``). Subclasses are frozen
+    dataclasses of their settings, listed once in ``core.privacy.registry``; everything that
+    reads, applies, reports or re-checks a criterion asks the model, never its class.
+
+    The protocol, in the order a run meets it:
+    - ``config_key`` / ``parse``: its entry under ``privacy:`` in the YAML, validated once;
+      ``settings_value``: how it is written back in the effective settings (the config hash);
+    - ``thresholds`` / ``with_threshold``: the settings-table rows a run may override;
+    - ``attribute``: the sensitive attribute whose (class, value) counts it needs (None: class
+      sizes only); ``bind``: the model with what phase 1 learnt about that attribute;
+    - ``monotone``: a pass stays a pass when classes merge and suppression changes (only then
+      may the search tag nodes predictively); ``min_class_size``: ARX's getMinimalClassSize;
+    - ``keeps`` (vectorised over a node's classes), ``figure``, ``describe`` (manifest entry),
+      ``label``, ``violation``, ``at_risk``;
+    - ``manifest_models`` / ``rebuild``: the model again from its manifest entry, for
+      ``skald verify``.
+    """
+
+    #: the settings-table name of the model's main threshold (``k``, ``l``, ``t``)
     name: str = ""
+    #: its key under ``privacy:`` in the config
+    config_key: ClassVar[str] = ""
+    #: settings-table rows a run may override (CLI flags, DAG params)
+    thresholds: ClassVar[tuple[str, ...]] = ()
+    #: the ``model`` names its manifest entries carry
+    manifest_models: ClassVar[tuple[str, ...]] = ()
     #: a pass stays a pass when classes merge and suppression changes (predictive tagging)
     monotone: bool = True
     #: the sensitive attribute whose per-class distribution `keeps` reads (None: sizes only)
     attribute: str | None = None
+
+    @classmethod
+    @abstractmethod
+    def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+        """The models its config entry asks for (`raw` is None when the key is absent)."""
+
+    @classmethod
+    def settings_value(cls, models: tuple[PrivacyModel, ...]) -> Any:
+        """Its entry in the effective settings (what the config hash covers)."""
+        return [m.settings_entry() for m in models]
+
+    def settings_entry(self) -> dict:
+        """One criterion as configured (its manifest entry without the model name)."""
+        return {k: v for k, v in self.describe().items() if k != "model"}
+
+    def with_threshold(self, key: str, value: Any) -> PrivacyModel:
+        """This model with a run's value of one of its `thresholds`."""
+        return replace(self, **{key: value})
+
+    def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
+        """The model with phase 1's statistics of its attribute (``SensitiveStats``); checks
+        that need the data fail here, one line each starting with `where` (its config entry)."""
+        return self
+
+    @classmethod
+    @abstractmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        """What is wrong with a manifest entry of this model, as the rest of a line after the
+        entry's place (".l must be an integer >= 2"); None if `rebuild` can read it."""
+
+    @classmethod
+    @abstractmethod
+    def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
+        """The model from its manifest entry, or why the release alone cannot re-check it."""
+
+    @property
+    def numeric_attribute(self) -> bool:
+        """Its attribute must be numerical (phase 1 refuses a text column)."""
+        return False
+
+    @property
+    def min_class_size(self) -> int:
+        """The smallest class this model lets through (ARX's getMinimalClassSize; 1: none)."""
+        return 1
 
     @abstractmethod
     def keeps(self, table: ClassTable) -> np.ndarray:
@@ -77,3 +163,23 @@ class PrivacyModel(ABC):
         """The kept classes closest to breaking this criterion, each with its size and the
         counts of its sensitive values by rank (most frequent first; never a value)."""
         return []
+
+
+def is_int(value: object, minimum: int) -> bool:
+    """A JSON integer (not a boolean) >= minimum."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
+def decimal_of(value: object) -> Fraction | None:
+    """A number written as a JSON number or decimal text, None if it is neither (or not
+    finite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def is_column(value: object) -> bool:
+    return isinstance(value, str) and bool(value)

@@ -50,8 +50,14 @@ class PrivacyPolicy:
         return cls((KAnonymity(int(k)),), Fraction(suppression_limit))
 
     @property
+    def min_class_size(self) -> int:
+        """The smallest class any model lets through (ARX's getMinimalClassSize; 1: none)."""
+        return max((m.min_class_size for m in self.models), default=1)
+
+    @property
     def k(self) -> int:
-        return next(m.k for m in self.models if isinstance(m, KAnonymity))
+        """k as the manifest reports it: the smallest class size the models allow."""
+        return self.min_class_size
 
     @property
     def all_monotone(self) -> bool:

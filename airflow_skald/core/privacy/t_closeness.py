@@ -4,15 +4,37 @@ records. Not monotone with suppression."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.config.parse import (
+    choice,
+    criteria_list,
+    hierarchy,
+    no_repeats,
+    no_unknown,
+)
+from airflow_skald.core.config.settings import BY_NAME
+from airflow_skald.core.data.hierarchies import Hierarchy
+from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
-from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.privacy.model import (
+    ClassTable,
+    ParseContext,
+    PrivacyModel,
+    RebuildContext,
+    decimal_of,
+    is_column,
+)
 from airflow_skald.core.text import decimal_text
+
+DISTANCES = ("equal", "ordered", "hierarchical")
+NULL_LABEL = "NULL"  # how a null is looked up in a t-closeness hierarchy (SPEC §4b)
 
 
 @dataclass(frozen=True)
@@ -20,12 +42,76 @@ class TCloseness(PrivacyModel):
     attribute: str = field()  # field(): not the base class's None default
     t: Fraction
     distance: str  # equal | ordered | hierarchical
-    global_counts: np.ndarray = field(compare=False, repr=False)
+    # bound from phase 1 (`bind`): the distribution over all input records
+    global_counts: np.ndarray | None = field(default=None, compare=False, repr=False)
     hierarchy: S.EmdHierarchy | None = field(default=None, compare=False, repr=False)
     hierarchy_sha256: str | None = None  # the configured hierarchy's hash (hierarchical only)
+    source: Hierarchy | None = field(default=None, compare=False, repr=False)  # as configured
 
     name = "t"
+    config_key = "t_closeness"
+    thresholds = ("t",)
+    manifest_models = ("t-closeness",)
     monotone = False
+
+    @property
+    def numeric_attribute(self) -> bool:
+        return self.distance == "ordered"
+
+    @classmethod
+    def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+        out = []
+        for at, item in criteria_list(raw, "t_closeness", list(ctx.sensitive)):
+            no_unknown(item, {"attribute", "t", "distance", "hierarchy", "hierarchy_file"}, at)
+            if "t" not in item:
+                raise ConfigError(f"{at} needs 't'")
+            distance = choice(item.get("distance", "equal"), DISTANCES, f"{at}.distance")
+            t = BY_NAME["t"].parse(item["t"], f"{at}.t")
+            source = None
+            given = ("hierarchy" in item) + ("hierarchy_file" in item)
+            if distance == "hierarchical":
+                if given != 1:
+                    raise ConfigError(
+                        f"{at}: hierarchical distance needs exactly one of 'hierarchy' or "
+                        "'hierarchy_file'"
+                    )
+                source = hierarchy(item, item["attribute"], ctx.base_dir)
+            elif given:
+                raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
+            digest = source.sha256 if source is not None else None
+            out.append(cls(item["attribute"], t, distance, None, None, digest, source))
+        no_repeats(out, "t_closeness", lambda c: (c.attribute, c.distance))
+        return tuple(out)
+
+    def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
+        stats = sensitive[self.attribute]
+        if self.distance == "ordered" and not stats.numeric:
+            raise ConfigError(
+                f"{where}: distance ordered needs a numerical attribute; '{self.attribute}' is text"
+            )
+        emd = None
+        if self.distance == "hierarchical":
+            emd = emd_hierarchy(where, self.source, stats)
+        return replace(self, global_counts=stats.global_counts, hierarchy=emd)
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        if not is_column(entry.get("attribute")):
+            return ".attribute must be a column name"
+        t = decimal_of(entry.get("t"))
+        if t is None or not 0 < t <= 1:
+            return ".t must be a number in (0, 1]"
+        if entry.get("distance") not in DISTANCES:
+            return f".distance must be one of {', '.join(DISTANCES)}"
+        return None
+
+    @classmethod
+    def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
+        if ctx.dropped or entry.get("distance") == "hierarchical":
+            why = "suppressed records were dropped" if ctx.dropped else "the hierarchy is not in it"
+            return f"not re-checked from the release: {why}"
+        stats = ctx.sensitive[entry["attribute"]]
+        return cls(entry["attribute"], Fraction(entry["t"]), entry["distance"], stats.global_counts)
 
     def verdict(self, table: ClassTable) -> S.Verdict:
         cv = table.values[self.attribute]
@@ -58,3 +144,30 @@ class TCloseness(PrivacyModel):
         if not kept.n_classes:
             return []
         return at_risk_classes(self, "t_closeness", kept, self.verdict(kept).figure, top)
+
+
+def emd_hierarchy(where: str, hierarchy: Hierarchy, stats: Any) -> S.EmdHierarchy:
+    """The hierarchy as integer ids per level for each value code (leaves: observed values)."""
+    table = hierarchy.table
+    row_of = {str(v): r for r, v in enumerate(table[:, 0])}
+    rows = []
+    for v in stats.values:
+        label = NULL_LABEL if v is None else _label(v)
+        if label not in row_of:
+            raise ConfigError(
+                f"{where}: the hierarchy of '{stats.name}' has no row for a value of the input "
+                f"(value #{len(rows) + 1} in sorted order)"
+            )
+        rows.append(row_of[label])
+    sub = table[np.asarray(rows, dtype=np.int64)]
+    levels = np.zeros(sub.shape, dtype=np.int64)
+    for level in range(sub.shape[1]):
+        _, levels[:, level] = np.unique(sub[:, level].astype(str), return_inverse=True)
+    return S.EmdHierarchy(levels)
+
+
+def _label(v: object) -> str:
+    """A value as hierarchies write it (an integral float as an integer: 3.0 -> "3")."""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)

@@ -24,6 +24,7 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy.build import describe_privacy
+from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text
@@ -175,7 +176,7 @@ def build_manifest(
 ) -> dict:
     """The global run's manifest, section by section."""
     f = decision.figures
-    return {
+    return Manifest.of(
         **privacy_section(config, f),
         **counts_section(f),
         **quality_section(f.quality),
@@ -184,7 +185,7 @@ def build_manifest(
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
-    }
+    ).to_dict()
 
 
 def now_iso() -> str:

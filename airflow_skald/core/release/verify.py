@@ -22,42 +22,34 @@ each failure one line naming the file (never a value read from it):
 
 from __future__ import annotations
 
-import io
 import json
-import math
 import posixpath
-from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from fractions import Fraction
 
 import fsspec
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from airflow_skald.core.count.histogram import grouped, keys_of
-from airflow_skald.core.data.io import _full, filesystem, local_path, map_ahead, read_release_part
+from airflow_skald.core.data.io import _full, filesystem, local_path
 from airflow_skald.core.data.location import FORMATS, DataLocation
-from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.domain import dictionary_of, single_array
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.encode.sensitive_domain import sorted_values as _sorted_values
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import (
     ClassTable,
     Judgement,
-    KAnonymity,
-    LDiversity,
     PrivacyPolicy,
-    TCloseness,
     max_suppressed,
 )
-from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.privacy.model import RebuildContext
+from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
 from airflow_skald.core.quality import DM, DMStar, Scored
+from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
+from airflow_skald.core.release.manifest_schema import Manifest
 
 
 def release_parts(path: str) -> tuple[list[str], str]:
@@ -128,490 +120,20 @@ def read_manifest(path: str) -> dict | None:
     return manifest
 
 
-def _is_int(value: object, minimum: int) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-def _decimal(value: object) -> Fraction | None:
-    """A number written as a JSON number or decimal text, None if it is neither (or not
-    finite)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return Fraction(str(value))
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
-def _names(value: object) -> bool:
-    return isinstance(value, list) and all(isinstance(v, str) and v for v in value)
-
-
-_COUNTS = ("n_records", "n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star")
-_L_MODELS = {f"{v}-l-diversity": v for v in ("distinct", "entropy")} | {
-    "recursive-cl-diversity": "recursive"
-}
-_DISTANCES = ("equal", "ordered", "hierarchical")
-
-
 def check_manifest(manifest: dict, where: str) -> None:
-    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field verify
-    reads that has the wrong type or range; n_records is required (the others only where
-    verify needs them). Values are never quoted."""
+    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field that is
+    not what the manifest schema (`Manifest`) says, then for a privacy model entry this
+    version cannot re-check. Values are never quoted."""
+    Manifest.parse(manifest, where)
+    models = (manifest.get("privacy") or {}).get("models", [])
 
     def bad(what: str) -> DataError:
         return DataError(f"{where}: {what}")
 
-    if "n_records" not in manifest:
-        raise bad("n_records is missing")
-    for key in _COUNTS:
-        if key in manifest and not _is_int(manifest[key], 0):
-            raise bad(f"{key} must be an integer >= 0")
-    if "k" in manifest and not _is_int(manifest["k"], 2):
-        raise bad("k must be an integer >= 2")
-    if "suppression_limit" in manifest:
-        limit = _decimal(manifest["suppression_limit"])
-        if limit is None or not 0 <= limit <= 1:
-            raise bad("suppression_limit must be a number between 0 and 1")
-    node = manifest.get("node", {})
-    if not isinstance(node, dict) or not all(node) or ("node" in manifest and not node):
-        raise bad("node must be an object keyed by the QID columns")
-    if manifest.get("output_format", "parquet") not in FORMATS:
-        raise bad("output_format must be parquet or csv")
-    delimiter = manifest.get("output_delimiter", ",")
-    if not isinstance(delimiter, str) or len(delimiter) != 1:
-        raise bad("output_delimiter must be one character")
-    if manifest.get("suppressed_records", "mask") not in ("mask", "drop"):
-        raise bad("suppressed_records must be mask or drop")
-    if not _names(manifest.get("direct_identifiers_removed", [])):
-        raise bad("direct_identifiers_removed must be a list of column names")
-    if "parts" in manifest:
-        _check_parts(manifest, bad)
-    privacy = manifest.get("privacy", {})
-    models = privacy.get("models", []) if isinstance(privacy, dict) else None
-    if not isinstance(models, list):
-        raise bad("privacy must be an object listing its models")
     for i, d in enumerate(models):
-        _check_model(d, f"privacy.models[{i}]", bad)
-
-
-def _check_parts(manifest: dict, bad) -> None:
-    parts = manifest["parts"]
-    if not _names(parts) or not parts or len(set(parts)) != len(parts):
-        raise bad("parts must list each part file once, by name")
-    fmt = manifest.get("output_format") or parts[0].rsplit(".", 1)[-1]
-    for name in parts:
-        if (
-            posixpath.basename(name) != name
-            or "\\" in name
-            or not name.startswith("part-")
-            or not name.endswith(f".{fmt}")
-        ):
-            raise bad(f"parts must name part-*.{fmt} files in the release folder")
-
-
-def _check_model(d: object, at: str, bad) -> None:
-    if not isinstance(d, dict) or not isinstance(d.get("model"), str):
-        raise bad(f"{at} must be an object naming its model")
-    name = d["model"]
-    if name == "k-anonymity":
-        if "k" in d and not _is_int(d["k"], 2):
-            raise bad(f"{at}.k must be an integer >= 2")
-        return
-    if name not in _L_MODELS and name != "t-closeness":
-        raise bad(f"{at} names a model verify does not know")
-    if not isinstance(d.get("attribute"), str) or not d["attribute"]:
-        raise bad(f"{at}.attribute must be a column name")
-    if name in _L_MODELS:
-        if not _is_int(d.get("l"), 2):
-            raise bad(f"{at}.l must be an integer >= 2")
-        recursive = _L_MODELS[name] == "recursive"
-        if recursive != ("c" in d):
-            raise bad(f"{at}: c goes with recursive (c,l)-diversity, and only with it")
-        c = _decimal(d["c"]) if recursive else 1
-        if c is None or c <= 0:
-            raise bad(f"{at}.c must be a number > 0")
-        return
-    t = _decimal(d.get("t"))
-    if t is None or not 0 < t <= 1:
-        raise bad(f"{at}.t must be a number in (0, 1]")
-    if d.get("distance") not in _DISTANCES:
-        raise bad(f"{at}.distance must be one of {', '.join(_DISTANCES)}")
-
-
-_NONE = np.zeros(0, dtype=np.int64)
-
-
-@dataclass
-class ReleaseClasses:
-    """The equivalence classes of released QID tuples: per QID its distinct labels, each class's
-    index into them and its size, and the rows read. Held as arrays: memory follows the number
-    of classes at a few bytes each, not Python tuples."""
-
-    labels: list[list[str]]
-    codes: np.ndarray  # (classes, QIDs) int64
-    sizes: np.ndarray  # int64
-    n_rows: int
-
-    @classmethod
-    def empty(cls, n_qids: int, n_rows: int = 0) -> ReleaseClasses:
-        return cls([[] for _ in range(n_qids)], np.zeros((0, n_qids), np.int64), _NONE, n_rows)
-
-    def star_mask(self) -> np.ndarray:
-        """The class whose every QID is "*" (masked records, or the whole top node)."""
-        mask = np.ones(self.sizes.size, dtype=bool)
-        for j, labels in enumerate(self.labels):
-            if TOP not in labels:
-                return np.zeros(self.sizes.size, dtype=bool)
-            mask &= self.codes[:, j] == labels.index(TOP)
-        return mask
-
-    def named(self) -> Counter:
-        """Class sizes by released tuple (for small releases, e.g. one chunk's)."""
-        labels = [np.asarray(x, dtype=object) for x in self.labels]
-        return Counter(
-            {
-                tuple(labels[j][c] for j, c in enumerate(row)): n
-                for row, n in zip(self.codes.tolist(), self.sizes.tolist(), strict=True)
-            }
-        )
-
-    def to_bytes(self) -> bytes:
-        """An artifact of a mapped task (generalised labels and counts only: release content)."""
-        buf = io.BytesIO()
-        np.savez(
-            buf,
-            labels=np.frombuffer(json.dumps(self.labels).encode(), dtype=np.uint8),
-            codes=self.codes,
-            sizes=self.sizes,
-            n_rows=np.asarray(self.n_rows, dtype=np.int64),
-        )
-        return buf.getvalue()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> ReleaseClasses:
-        z = np.load(io.BytesIO(data))
-        labels = json.loads(z["labels"].tobytes().decode())
-        return cls(labels, z["codes"], z["sizes"], int(z["n_rows"]))
-
-    @staticmethod
-    def merge(parts: Sequence[ReleaseClasses]) -> ReleaseClasses:
-        """The classes of several parts together: labels unified, equal tuples summed."""
-        n_qids = len(parts[0].labels)
-        index: list[dict[str, int]] = [{} for _ in range(n_qids)]
-        columns: list[list[np.ndarray]] = [[] for _ in range(n_qids)]
-        sizes = []
-        for part in parts:
-            if not part.sizes.size:
-                continue
-            for j in range(n_qids):  # each part's labels onto the merged ones, column by column
-                glob = np.asarray(
-                    [index[j].setdefault(v, len(index[j])) for v in part.labels[j]], np.int64
-                )
-                columns[j].append(glob[part.codes[:, j]])
-            sizes.append(part.sizes)
-        n_rows = sum(p.n_rows for p in parts)
-        if not sizes:
-            return ReleaseClasses.empty(n_qids, n_rows)
-        radices = [max(len(x), 1) for x in index]
-        # equal tuples (from different parts, or a label listed twice by another tool) are summed
-        weights = np.concatenate(sizes).astype(np.int64)
-        codes, counts = _classes([np.concatenate(c) for c in columns], radices, weights)
-        return ReleaseClasses([list(x) for x in index], codes, counts, n_rows)
-
-
-def _classes(
-    codes: Sequence[np.ndarray], radices: Sequence[int], weights: np.ndarray | None = None
-) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct tuples of per-column `codes` in mixed-radix key order, as a (classes,
-    columns) int64 array with each column contiguous (a merge reads them column by column),
-    and their summed `weights` (1 per row when None). A column with one label (radix 1) is all
-    zeros: it takes no part in the key (the order is the same)."""
-    live = [j for j, r in enumerate(radices) if r > 1]
-    if live:
-        keys = keys_of([codes[j] for j in live], [radices[j] for j in live])
-    else:
-        keys = np.zeros(len(codes[0]), dtype=np.int64)
-    keys, counts = grouped(keys, weights, math.prod(radices[j] for j in live), owned=True)
-    out = np.zeros((len(radices), keys.size), dtype=np.int64)
-    for j in reversed(live):
-        keys, out[j] = np.divmod(keys, radices[j])
-    return out.T, counts
-
-
-# Parts' class tables wait until they hold this many classes (or as many as the merged table)
-# before they are merged into it (when the classes are too sparse for a dense table).
-MERGE_BATCH_CLASSES = 1 << 20
-
-
-def release_classes(
-    parts: list[str], location: DataLocation, qids: list[str], sensitive: Sequence[str] = ()
-) -> ReleaseClasses:
-    """The classes of the released QID tuples over all parts (with `sensitive`: of the
-    (QID tuple, sensitive values) tuples, a null being a value of its own).
-
-    Each part is read dictionary-encoded (only these columns, natively from a local path) in
-    the reading threads, strings never materialised, and summed into one dense table over the
-    tuples of the labels seen so far (`_DenseClasses`): a part whose dictionaries span no more
-    tuples than it has rows is first counted in its reading thread; a part whose dictionaries
-    span more (e.g. with a sensitive column) goes in row by row, with no per-part table and no
-    merge. A part whose dictionaries begin the labels seen so far (skald writes the labels a
-    part uses, sorted: parts holding the same labels have the same dictionaries) is keyed in
-    its reading thread, a multiply-add per column; else through a lookup per column. Either
-    way one scatter-add. The dense table holds at most
-    max(DENSE_CLASS_CELLS, DENSE_CELLS_PER_CLASS x (tuples counted + the part's rows)) cells;
-    when the labels would outgrow that, parts' class tables are merged in batches instead: the
-    merged table is merged again only once the waiting parts hold as many classes as it does
-    (at least MERGE_BATCH_CLASSES), so merging costs O(classes over all parts), not
-    O(parts x classes); it goes back into a dense table once the classes are many enough.
-    Memory follows the number of distinct tuples (and one part's rows), never all the rows.
-    The result is ReleaseClasses.merge of the parts' classes whatever the path: labels in
-    first-seen order (a part's dictionary order), classes in key order."""
-    names = [*qids, *sensitive]
-    counter = _ClassCounter(len(names))
-
-    def read(part: str) -> _PartCodes:
-        dense = counter.dense
-        try:
-            codes = _read_codes(location, part, names, qids, group=dense is None)
-        except Exception as exc:
-            exc.skald_part = part  # which part failed, for a message naming it (`_count`)
-            raise
-        if dense is not None:
-            dense.key(codes)
-        return codes
-
-    for _, codes in map_ahead(read, parts):  # parts read two at a time
-        counter.add(codes)
-    return counter.result()
-
-
-@dataclass
-class _PartCodes:
-    """One part's columns as local labels (its dictionaries) and codes into them: one entry per
-    row (`sizes` None), or per class of the part with its size."""
-
-    labels: list[list]
-    codes: list[np.ndarray]
-    sizes: np.ndarray | None
-    n_rows: int
-    keys: np.ndarray | None = None  # the entries' keys in a dense table's `layout`, if known
-    layout: tuple | None = None
-
-    def classes(self) -> ReleaseClasses:
-        if not self.n_rows:
-            return ReleaseClasses.empty(len(self.labels))
-        if self.sizes is None:
-            radices = [max(len(x), 1) for x in self.labels]
-            classes, counts = _classes(self.codes, radices)
-            return ReleaseClasses(self.labels, classes, counts, self.n_rows)
-        codes = np.stack(self.codes).astype(np.int64, copy=False).T  # columns contiguous
-        return ReleaseClasses(self.labels, codes, self.sizes, self.n_rows)
-
-
-def _read_codes(
-    location: DataLocation, part: str, names: list[str], qids: list[str], group: bool
-) -> _PartCodes:
-    """A part's columns as codes into its dictionaries; its classes counted (entries per class)
-    if `group`, or if its dictionaries span no more tuples than it has rows (then counting is
-    cheap and shrinks what the merge reads), else one entry per row."""
-    table = read_release_part(location, part, names)
-    if not table.num_rows:
-        return _PartCodes([[] for _ in names], [_NONE for _ in names], _NONE, 0)
-    labels, codes = [], []
-    for name in names:
-        enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
-        local = enc.dictionary.to_pylist()
-        index = enc.indices
-        if any(v is None for v in local) or index.null_count:
-            if name in qids:
-                raise VerificationError(f"release column '{name}' has empty values in {part}")
-            local, index = [*local, None], index.fill_null(len(local))
-        labels.append(local)
-        codes.append(index.to_numpy(zero_copy_only=False))  # int32: keys_of widens
-    radices = [max(len(x), 1) for x in labels]
-    if group or math.prod(radices) <= table.num_rows:
-        classes, counts = _classes(codes, radices)
-        return _PartCodes(labels, list(classes.T), counts, table.num_rows)
-    return _PartCodes(labels, codes, None, table.num_rows)
-
-
-class _ClassCounter:
-    """Parts summed into a dense table while it stays small for the tuples counted, else their
-    class tables merged in batches (see `release_classes`)."""
-
-    def __init__(self, n_columns: int):
-        self.dense: _DenseClasses | None = _DenseClasses(n_columns)
-        self.acc = ReleaseClasses.empty(n_columns)
-        self.waiting: list[ReleaseClasses] = []
-        self.n_waiting = 0
-
-    def add(self, part: _PartCodes) -> None:
-        if self.dense is not None:
-            if self.dense.add(part):
-                return
-            self.acc, self.dense = self.dense.result(), None  # the labels outgrew it
-        classes = part.classes()
-        self.waiting.append(classes)
-        self.n_waiting += classes.sizes.size
-        if self.n_waiting >= max(self.acc.sizes.size, MERGE_BATCH_CLASSES):
-            self.acc = ReleaseClasses.merge([self.acc, *self.waiting])
-            self.waiting, self.n_waiting = [], 0
-            self.dense = _DenseClasses.of(self.acc)  # None while the classes are too sparse
-
-    def result(self) -> ReleaseClasses:
-        if self.dense is not None:
-            return self.dense.result()
-        return ReleaseClasses.merge([self.acc, *self.waiting]) if self.waiting else self.acc
-
-
-# Cells of the dense class table `release_classes` sums parts into (int64: 32 MiB) however few
-# tuples it holds; beyond that, up to this many cells per tuple counted.
-DENSE_CLASS_CELLS = 1 << 22
-DENSE_CELLS_PER_CLASS = 8
-
-
-class _DenseClasses:
-    """Parts summed into one dense int64 array over every tuple of the labels seen so far, the
-    last column innermost (each column's room is its number of labels when first laid out, and
-    grows by half when outgrown, the table re-laid out then). A part costs a gather per column
-    over its entries and one scatter-add; the whole table is never merged again. Mixed-radix
-    keys order tuples the same whatever the rooms, so the result equals ReleaseClasses.merge of
-    the same parts (labels first-seen, classes in key order)."""
-
-    def __init__(self, n_columns: int):
-        self.index: list[dict] = [{} for _ in range(n_columns)]
-        self.room = [1] * n_columns
-        self.counts = np.zeros(1, dtype=np.int64)
-        self.n_rows = 0
-        self.layout: tuple = ()  # (labels in order, rooms), replaced whenever they change
-        self._laid_out()
-
-    def _laid_out(self) -> None:
-        self.layout = (tuple(tuple(ix) for ix in self.index), tuple(self.room))
-
-    def key(self, part: _PartCodes) -> None:
-        """In a reading thread: `part`'s keys, if each of its dictionaries is a prefix of the
-        labels seen (as when parts are written with the same dictionaries): then its codes are
-        the table's codes, and the keys cost a multiply-add per column, no lookup."""
-        labels, room = layout = self.layout
-        if not part.n_rows or not all(
-            len(x) <= len(seen) and list(seen[: len(x)]) == x
-            for x, seen in zip(part.labels, labels, strict=True)
-        ):
-            return
-        keys = np.zeros(len(part.codes[0]), dtype=np.int64)
-        for codes, r in zip(part.codes, room, strict=True):
-            if r > 1:
-                keys *= r
-                keys += codes
-        part.keys, part.layout = keys, layout
-
-    @classmethod
-    def of(cls, classes: ReleaseClasses) -> _DenseClasses | None:
-        """`classes` (labels unique) as a dense table, or None if it would be too sparse."""
-        room = [max(len(x), 1) for x in classes.labels]
-        if math.prod(room) > max(DENSE_CLASS_CELLS, DENSE_CELLS_PER_CLASS * classes.sizes.size):
-            return None
-        dense = cls(len(room))
-        dense.index = [{v: i for i, v in enumerate(x)} for x in classes.labels]
-        dense.room = room
-        dense.counts = np.zeros(math.prod(room), dtype=np.int64)
-        if classes.sizes.size:
-            dense.counts[keys_of(list(classes.codes.T), room)] = classes.sizes
-        dense.n_rows = classes.n_rows
-        dense._laid_out()
-        return dense
-
-    def add(self, part: _PartCodes) -> bool:
-        """Sum `part` in; False (nothing changed) if its labels would outgrow the table."""
-        if not part.n_rows:
-            return True
-        if part.layout is self.layout:  # keyed in its reading thread, the layout unchanged
-            self._add(part.keys, part)
-            return True
-        fresh: list[dict] = []
-        glob = []
-        for index, labels in zip(self.index, part.labels, strict=True):
-            new: dict = {}
-            glob.append(
-                np.asarray(
-                    [
-                        index[v] if v in index else new.setdefault(v, len(index) + len(new))
-                        for v in labels
-                    ],
-                    dtype=np.int64,
-                )
-            )
-            fresh.append(new)
-        need = [len(ix) + len(f) for ix, f in zip(self.index, fresh, strict=True)]
-        if any(n > r for n, r in zip(need, self.room, strict=True)):
-            grown = [
-                r if n <= r else max(n, r + r // 2) if r > 1 else n
-                for n, r in zip(need, self.room, strict=True)
-            ]
-            cap = max(
-                DENSE_CLASS_CELLS,
-                DENSE_CELLS_PER_CLASS * (int(np.count_nonzero(self.counts)) + len(part.codes[0])),
-            )
-            if math.prod(grown) > cap:
-                grown = [max(n, r) for n, r in zip(need, self.room, strict=True)]
-                if math.prod(grown) > cap:
-                    return False
-            self._relayout(grown)
-        for index, new in zip(self.index, fresh, strict=True):
-            index.update(new)
-        if any(fresh) or self.layout[1] != tuple(self.room):
-            self._laid_out()
-        keys = None
-        stride = 1
-        for j in reversed(range(len(self.room))):  # the key: sum of each column's code x stride
-            if self.room[j] > 1:
-                digit = (glob[j] * stride)[part.codes[j]]
-                keys = digit if keys is None else keys.__iadd__(digit)
-            stride *= self.room[j]
-        self._add(keys, part)
-        return True
-
-    def _add(self, keys: np.ndarray | None, part: _PartCodes) -> None:
-        if keys is None:  # every column has one label
-            self.counts[0] += part.n_rows
-        elif part.sizes is None:
-            np.add.at(self.counts, keys, 1)
-        else:
-            np.add.at(self.counts, keys, part.sizes)
-        self.n_rows += part.n_rows
-
-    def _codes(self) -> tuple[np.ndarray, np.ndarray]:
-        keys = np.flatnonzero(self.counts)
-        out = np.zeros((len(self.room), keys.size), dtype=np.int64)
-        rest = keys
-        for j in reversed(range(len(self.room))):
-            rest, out[j] = np.divmod(rest, self.room[j])
-        return out, keys
-
-    def _relayout(self, room: list[int]) -> None:
-        codes, keys = self._codes()
-        counts = np.zeros(math.prod(room), dtype=np.int64)
-        counts[keys_of(list(codes), room)] = self.counts[keys]
-        self.room, self.counts = room, counts
-
-    def result(self) -> ReleaseClasses:
-        codes, keys = self._codes()
-        if not keys.size:
-            return ReleaseClasses.empty(len(self.room), self.n_rows)
-        return ReleaseClasses(
-            [list(x) for x in self.index], codes.T, self.counts[keys], self.n_rows
-        )
-
-
-def _values(table: pa.Table, name: str) -> pa.DictionaryArray:
-    """A sensitive column dictionary-encoded with its own values: numbers stay numbers (the
-    run's value codes are keyed by them); a CSV release's columns are text."""
-    column = table.column(name)
-    if pa.types.is_dictionary(column.type):
-        return dictionary_of(column)
-    return pc.dictionary_encode(single_array(column))
+        problem = check_entry(d)
+        if problem is not None:
+            raise bad(f"privacy.models[{i}]{problem}")
 
 
 def class_figures(
@@ -725,7 +247,7 @@ def verify_release(
         policy, skipped = standalone_policy(path, manifest, k, suppression_limit, sensitive)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
-    star, kept = class_tables(classes, len(qids), policy.attributes, sensitive or {})
+    star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
     figures = class_figures(
         star, kept, classes.n_rows, n_records, policy, claimed_suppressed=claimed_suppressed
     )
@@ -742,57 +264,6 @@ def verify_release(
         _agrees_with_manifest(manifest, report)
         _no_direct_identifiers(manifest, location, parts[0])
     return report
-
-
-def class_tables(
-    classes: ReleaseClasses,
-    n_qids: int,
-    attributes: Sequence[str],
-    sensitive: Mapping[str, SensitiveStats],
-) -> tuple[ClassTable, ClassTable]:
-    """The all-"*" class and the other (released) classes, with the distributions of the
-    `attributes` (columns after the QIDs in `classes`) coded as `sensitive` codes them."""
-    qlabels = classes.labels[:n_qids]
-    radices = [max(len(x), 1) for x in qlabels]
-    keys = keys_of(list(classes.codes[:, :n_qids].T), radices) if classes.sizes.size else _NONE
-    star_key = -1
-    if all(TOP in x for x in qlabels):
-        star_key = int(keys_of([np.asarray([x.index(TOP)]) for x in qlabels], radices)[0])
-    uniq, cls = np.unique(keys, return_inverse=True)
-    codes = {}
-    for j, a in enumerate(attributes):
-        index = {v: i for i, v in enumerate(sensitive[a].values)}
-        # a CSV release holds the values as text: numbers as written, a null as an empty cell
-        text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
-        try:
-            lookup = np.asarray(
-                [index[v] if v in index else text[v] for v in classes.labels[n_qids + j]],
-                dtype=np.int64,
-            )
-        except KeyError:
-            raise VerificationError(
-                f"release column '{a}' holds a value the input did not have"
-            ) from None
-        codes[a] = lookup[classes.codes[:, n_qids + j]] if lookup.size else _NONE
-
-    def table(select: np.ndarray) -> ClassTable:
-        renumber = np.full(uniq.size, -1, dtype=np.int64)
-        renumber[select] = np.arange(int(select.sum()))
-        c = renumber[cls.reshape(-1)]
-        rows = c >= 0
-        n = int(select.sum())
-        w = classes.sizes[rows]
-        sizes = np.bincount(c[rows], weights=w, minlength=n).astype(np.int64)
-        values = {a: ClassValues.from_pairs(n, c[rows], codes[a][rows], w) for a in attributes}
-        return ClassTable(sizes, values)
-
-    star = uniq == star_key
-    return table(star), table(~star)
-
-
-def _as_text(value: object) -> str:
-    """A sensitive value as a CSV release writes it (pyarrow's text of a number)."""
-    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
 
 
 def release_sensitive(
@@ -848,25 +319,18 @@ def standalone_policy(
                 "(--suppression-limit)"
             )
         limit = manifest["suppression_limit"] if manifest else 0
-    models: list = [KAnonymity(k)]
-    skipped = []
-    described = _described(manifest)
-    drop = (manifest or {}).get("suppressed_records") == "drop"
-    for d in described:
-        name = d.get("model", "")
-        if name.endswith("l-diversity") or name == "recursive-cl-diversity":
-            variant = "recursive" if name.startswith("recursive") else name.split("-")[0]
-            c = Fraction(d["c"]) if "c" in d else None
-            models.append(LDiversity(d["attribute"], int(d["l"]), variant, c))
-        elif name == "t-closeness":
-            if drop or d.get("distance") == "hierarchical":
-                why = "suppressed records were dropped" if drop else "the hierarchy is not in it"
-                skipped.append({**d, "reason": f"not re-checked from the release: {why}"})
-                continue
-            stats = sensitive[d["attribute"]]
-            models.append(
-                TCloseness(d["attribute"], Fraction(d["t"]), d["distance"], stats.global_counts)
-            )
+    ctx = RebuildContext(sensitive, (manifest or {}).get("suppressed_records") == "drop")
+    entries = _described(manifest)
+    if not any(d.get("model") == "k-anonymity" for d in entries):  # a manifest of k alone
+        entries = [{"model": "k-anonymity", "k": k}, *entries]
+    models, skipped = [], []
+    for d in entries:
+        model = rebuild(d, ctx)
+        if isinstance(model, str):
+            skipped.append({**d, "reason": model})
+        else:
+            models.append(model)
+    models = list(with_threshold(tuple(models), "k", k))
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
 
 

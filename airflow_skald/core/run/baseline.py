@@ -11,7 +11,7 @@ written generalised to its own node by the same `write_parts`.
 The manifest reports every chunk's node and own DM*, their sum, and the figures of the UNION of
 the released parts: classes are identical released QID tuples across all parts, suppressed
 records are counted over the whole union (as `skald verify` reads any release). Those figures
-are counted from the written parts (`verify.release_classes`), each part is checked on its own
+are counted from the written parts (`classes.release_classes`), each part is checked on its own
 (k and every criterion, t-closeness against the chunk's own distribution), and both are
 cross-checked against what the searches predicted.
 """
@@ -38,13 +38,15 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.quality import sum_squares
+from airflow_skald.core.release.classes import release_classes
 from airflow_skald.core.release.manifest import (
     privacy_section,
     provenance_section,
     release_section,
     risk_section,
 )
-from airflow_skald.core.release.verify import class_figures, class_tables, release_classes
+from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.verify import class_figures
 from airflow_skald.core.run.pipeline import ChunkProgress, Progress, count_histogram, write_parts
 from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
@@ -306,7 +308,7 @@ def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcom
         part = staging.rstrip("/") + "/" + o.part
         # each criterion re-checked on the part, against the chunk's own distribution
         read = release_classes([part], location, qids, o.policy.attributes)
-        star, kept = class_tables(read, len(qids), o.policy.attributes, o.sensitive)
+        star, kept = read.tables(len(qids), o.policy.attributes, o.sensitive)
         own = class_figures(star, kept, read.n_rows, o.n_records, o.policy, f"part {o.part}")
         classes, rows = Counter(), read.n_rows
         for released, n in read.named().items():  # QID tuples, the sensitive values summed
@@ -333,18 +335,17 @@ def _manifest(
     """A manifest of the same sections as a SKALD run's, the figures being the union's."""
     sizes = union["sizes"]
     parts = [o.part for o in outcomes]
-    return {
-        "mode": "per_chunk",
-        **privacy_section(config),
-        "privacy_models": union["privacy_models"],
+    return Manifest.of(
+        mode="per_chunk",
+        **{**privacy_section(config), "privacy_models": union["privacy_models"]},
         **_union_counts(config, union),
         **_union_quality(outcomes, union),
         **_per_chunk_nodes(plan, outcomes),
         **risk_section(risk(sizes, config.k), class_size_histogram(sizes)),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified=True),
-        "verified_per_chunk": True,
-    }
+        verified_per_chunk=True,
+    ).to_dict()
 
 
 def _union_counts(config: SkaldConfig, union: dict) -> dict:

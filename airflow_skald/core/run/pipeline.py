@@ -18,8 +18,7 @@ import contextlib
 import ctypes
 import logging
 import resource
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -37,18 +36,18 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
 from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.progress import ChunkProgress, Progress
+from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import (
     part_name,
     write_part_atomic,
 )
-from airflow_skald.core.release.verify import ReleaseClasses, release_classes
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
 
 log = logging.getLogger("airflow_skald")
 
-Progress = Callable[[str, int, int, int], None]
 
 __all__ = [
     "ChunkRef",
@@ -83,31 +82,6 @@ def phase_done(memory: dict[str, int], phase: str) -> None:
     """Record the phase's peak RSS, then release what it freed."""
     memory[phase] = peak_rss_bytes()
     release_free_memory()
-
-
-class ChunkProgress:
-    """Logs one line per chunk: phase, i/N, rows, rows/s and ETA (no data values)."""
-
-    def __init__(self, phase: str, total: int, extra: Progress | None = None):
-        self.phase, self.total, self.extra = phase, total, extra
-        self.start = time.perf_counter()
-        self.rows = 0
-
-    def __call__(self, i: int, rows: int) -> None:
-        self.rows += rows
-        elapsed = max(time.perf_counter() - self.start, 1e-9)
-        eta = elapsed / i * (self.total - i)
-        log.info(
-            "%s: chunk %d/%d, %d rows, %.2fM rows/s, ETA %.0fs",
-            self.phase,
-            i,
-            self.total,
-            rows,
-            self.rows / elapsed / 1e6,
-            eta,
-        )
-        if self.extra:
-            self.extra(self.phase, i, self.total, rows)
 
 
 def list_chunks(config: SkaldConfig) -> list[ChunkRef]:

@@ -33,6 +33,7 @@ from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     ReleaseIdentity,
     check_output_target,
@@ -56,7 +57,7 @@ from airflow_skald.core.release.manifest import (
     now_iso,
     to_json_bytes,
 )
-from airflow_skald.core.release.verify import ReleaseClasses, verify_release
+from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
 from airflow_skald.core.search.decide import Decision

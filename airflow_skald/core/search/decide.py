@@ -23,7 +23,7 @@ from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice, search_optimal
-from airflow_skald.core.privacy import KAnonymity, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
@@ -167,7 +167,7 @@ def search_lattice(
             "pruned": outcome.pruned,
             "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (SPEC §4b)
         },
-        risk=risk(kept, policy.k),
+        risk=risk(kept, policy.min_class_size),
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
@@ -178,10 +178,10 @@ def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
     """The most classes a node that passes the monotone models can have: its kept classes have
     at least k records each (at most n // k of them) and every other class suppresses at least
     one record, so more than n // k + floor(limit * n) classes fail (None: no k)."""
-    ks = [m.k for m in policy.models if isinstance(m, KAnonymity) and m.monotone]
-    if not ks:
+    smallest = max((m.min_class_size for m in policy.models if m.monotone), default=1)
+    if smallest < 2:
         return None
-    return n // max(ks) + max_suppressed(policy.suppression_limit, n)
+    return n // smallest + max_suppressed(policy.suppression_limit, n)
 
 
 def _label(policy: PrivacyPolicy) -> str:

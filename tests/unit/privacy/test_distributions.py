@@ -601,7 +601,7 @@ def test_from_pairs_sums_repeats_and_subset_renumbers():
 
 # -- Adult ------------------------------------------------------------------------------------
 
-ADULT_CSV = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult" / "adult.csv"
+ADULT_CSV = Path(__file__).resolve().parents[4] / "shared" / "data" / "adult" / "adult.csv"
 
 
 @pytest.mark.skipif(not ADULT_CSV.exists(), reason="Adult data not present")

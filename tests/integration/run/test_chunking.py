@@ -4,43 +4,18 @@ from __future__ import annotations
 
 import hashlib
 
-import numpy as np
 import pandas as pd
 import pytest
 from skald_testdata import read_release, write_chunks, write_config
+from strategies import QIDS, paper_like_table
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.run.runner import run
 
-QIDS = [
-    {
-        "name": "blood",
-        "type": "categorical",
-        "hierarchy": {"A+": ["A"], "A-": ["A"], "B+": ["B"], "B-": ["B"], "O+": ["O"], "O-": ["O"]},
-    },
-    {"name": "age", "type": "numerical", "min_width": 1},
-    {"name": "bmi", "type": "numerical", "min_width": 0.1, "widths": [0.1, 1, 2, 4, 8]},
-    {"name": "pin", "type": "numerical", "min_width": 1, "encode": True},
-]
-
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    rng = np.random.default_rng(7)
-    n = 3000
-    pins = rng.choice(np.arange(560001, 560400), size=60, replace=False)
-    return pd.DataFrame(
-        {
-            "pid": [f"P{i:06d}" for i in range(n)],
-            "blood": rng.choice(
-                ["A+", "A-", "B+", "B-", "O+", "O-"], n, p=[0.3, 0.05, 0.3, 0.05, 0.25, 0.05]
-            ),
-            "age": rng.integers(19, 86, n),
-            "bmi": np.round(rng.normal(24, 3, n).clip(12, 36), 1),
-            "pin": rng.choice(pins, n, p=rng.dirichlet(np.ones(60) * 0.5)),
-            "cond": rng.choice(["flu", "gout", "asthma"], n),
-        }
-    )
+    return paper_like_table()
 
 
 def _run(tmp, df, sizes, chunk_rows, name, fmt="parquet", bins=400, k=10):

@@ -18,8 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from oracle import _class_ids, _prepare, _priority_order, exhaustive_search, ram_root
 from skald_testdata import read_release, write_chunks, write_config
-from test_chunking import QIDS
-from test_search_oracle import datasets
+from strategies import QIDS, datasets, paper_like_table
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.count.root_counts import RootCounts
@@ -102,9 +101,7 @@ def test_adaptive_root_by_the_rule_and_never_worse_than_paper(tmp_path_factory, 
 
 @pytest.fixture(scope="module")
 def table() -> pd.DataFrame:
-    from test_chunking import table as chunking_table
-
-    return chunking_table.__wrapped__()
+    return paper_like_table()
 
 
 def _oracle_qids():

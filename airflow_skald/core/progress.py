@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import sys
 import time
+from collections.abc import Callable
 from typing import TextIO
 
 __all__ = ["TerminalProgress", "cli_progress", "format_eta"]
@@ -86,3 +87,34 @@ def cli_progress(quiet: bool = False, stream: TextIO | None = None) -> TerminalP
     for handler in logging.getLogger().handlers:
         handler.addFilter(hide)
     return TerminalProgress(stream, tty=True)
+
+
+#: a caller's own progress callback: (phase, chunk i, chunks, rows of chunk i)
+Progress = Callable[[str, int, int, int], None]
+
+log = logging.getLogger("airflow_skald")
+
+
+class ChunkProgress:
+    """Logs one line per chunk: phase, i/N, rows, rows/s and ETA (no data values)."""
+
+    def __init__(self, phase: str, total: int, extra: Progress | None = None):
+        self.phase, self.total, self.extra = phase, total, extra
+        self.start = time.perf_counter()
+        self.rows = 0
+
+    def __call__(self, i: int, rows: int) -> None:
+        self.rows += rows
+        elapsed = max(time.perf_counter() - self.start, 1e-9)
+        eta = elapsed / i * (self.total - i)
+        log.info(
+            "%s: chunk %d/%d, %d rows, %.2fM rows/s, ETA %.0fs",
+            self.phase,
+            i,
+            self.total,
+            rows,
+            self.rows / elapsed / 1e6,
+            eta,
+        )
+        if self.extra:
+            self.extra(self.phase, i, self.total, rows)

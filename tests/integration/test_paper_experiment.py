@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 from oracle import check_release
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 QIDS = ["blood_group", "profession", "age", "bmi", "pin_code"]
 
 

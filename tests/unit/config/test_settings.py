@@ -144,3 +144,24 @@ def test_every_command_prints_its_help(command, capsys) -> None:
     """The flags' help comes from the settings table; a '%' in it broke argparse's --help."""
     code, stdout, _ = run_inprocess([command, "--help"], capsys)
     assert code == 0 and "usage: skald" in stdout
+
+
+def test_the_table_places_its_keys_and_defaults_in_the_file(tmp_path) -> None:
+    """Keys the table places are accepted by the loader, and a file that leaves them out gets
+    the table's defaults (written once, in the table)."""
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.config.settings import SETTINGS, file_keys
+
+    assert {"chunk_rows", "suppressed_records"} <= file_keys()
+    assert file_keys("memory") == {"histogram_bins", "root"}
+    assert {"k", "suppression_limit"} <= file_keys("privacy")
+    body = {
+        "input": {"path": str(tmp_path)},
+        "output": {"path": str(tmp_path / "out")},
+        "quasi_identifiers": [{"name": "age", "type": "numerical"}],
+        "privacy": {"k": 2},
+    }
+    config = config_from_dict(body)
+    for s in SETTINGS:
+        if s.path and s.name not in ("k", "input_path", "output_path"):
+            assert getattr(config, s.name) == s.default, s.name

@@ -12,7 +12,7 @@ from airflow_skald.core.config import yaml_load
 from airflow_skald.core.config.yaml_load import load_yaml_file, load_yaml_text
 from airflow_skald.core.errors import ConfigError
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 
 CONFIG_HEAD = """\
 input: {path: data, format: parquet}

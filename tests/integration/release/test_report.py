@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from airflow_skald.core.progress import TerminalProgress, cli_progress, format_eta
 from airflow_skald.core.release import report
 from airflow_skald.core.release.report import (
     class_size_bins,
@@ -27,7 +28,6 @@ from airflow_skald.core.release.report import (
     render_report,
     write_report,
 )
-from airflow_skald.core.run.progress import TerminalProgress, cli_progress, format_eta
 
 CHROMIUM = next(
     (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
@@ -386,6 +386,7 @@ def test_node_in_words():
     CHROMIUM is None and not os.environ.get("CI"),
     reason="chromium not installed (CI must install it: apt-get install -y chromium)",
 )
+@pytest.mark.browser
 def test_report_renders_in_headless_chromium(tmp_path):
     if CHROMIUM is None:
         pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")

@@ -15,8 +15,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import exhaustive_search
 from skald_testdata import ADULT, adult_qid_config, write_chunks, write_config
-from test_criteria_oracle import criteria_config, criteria_datasets, write_input
-from test_search_oracle import datasets
+from strategies import criteria_config, criteria_datasets, datasets, write_input
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import DataError

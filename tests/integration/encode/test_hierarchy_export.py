@@ -95,7 +95,9 @@ def test_exported_hierarchy_gives_the_same_release_as_the_rule(tmp_path, capsys,
 
 def test_export_to_stdout_is_arx_csv(tmp_path, capsys):
     write_chunks(frame(), tmp_path / "in", [])
-    cfg = write_config(tmp_path / "c.yaml", body(tmp_path, [RULES["icd10"][0]], "out"))
+    config = body(tmp_path, [RULES["icd10"][0], SEX], "out")
+    config["privacy"]["l_diversity"] = [{"attribute": "outcome", "l": 2}]  # phase 1 of one QID
+    cfg = write_config(tmp_path / "c.yaml", config)
     assert main(["hierarchy", str(cfg), "--qid", "icd10"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "E11.9;E11.*;E1***;E****;*" in lines

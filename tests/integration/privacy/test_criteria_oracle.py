@@ -24,116 +24,17 @@ from oracle import (
     sensitive_value,
 )
 from skald_testdata import read_release, write_chunks, write_config
-from test_search_oracle import datasets
+from strategies import (
+    VARIANTS,
+    criteria_config,
+    criteria_datasets,
+    write_input,
+)
 
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.run.runner import run
-
-VARIANTS = ["distinct", "entropy", "recursive", "t-equal", "t-ordered", "t-hierarchical", "mixed"]
-T_VALUES = ["0.05", "0.1", "0.15", "0.2", "0.3", "0.5"]
-C_VALUES = ["0.75", "1", "1.5", "2", "3", "4.25"]
-
-
-def skewed_column(draw, rng, n: int, numeric: bool) -> list:
-    """m values with Zipf-like weights (one common, a rare tail), sometimes with nulls; the
-    first two records differ so that the column has at least two values."""
-    m = draw(st.integers(2, 7))
-    if numeric:
-        pool = np.sort(rng.choice(np.arange(-30, 200), size=m, replace=False))
-        scale = draw(st.sampled_from([1, 1, 0.5]))
-        values = [int(v) if scale == 1 else float(v) * scale for v in pool]
-    else:
-        values = [f"s{i}" for i in range(m)]
-    weights = 1.0 / np.arange(1, m + 1) ** draw(st.sampled_from([0.3, 1.0, 2.0]))
-    picks = rng.choice(m, n, p=weights / weights.sum())
-    picks[0], picks[1] = 0, 1
-    column: list = [values[i] for i in picks]
-    if draw(st.booleans()):
-        share = draw(st.sampled_from([0.05, 0.2]))
-        for i in np.flatnonzero(rng.random(n) < share):
-            column[i] = None
-    return column
-
-
-def sensitive_hierarchy(draw, column: list) -> dict:
-    """An inline hierarchy over the column's values (and NULL): one or two grouping levels,
-    sometimes with the top "*" written out."""
-    values = sorted({sensitive_value(v) for v in column}, key=lambda v: (v is None, str(v)))
-    g1 = draw(st.integers(1, max(1, len(values) - 1)))
-    g2 = draw(st.integers(0, g1))  # 0: one grouping level
-    star = draw(st.booleans())
-    out = {}
-    for i, v in enumerate(values):
-        labels = [f"g{i % g1}"] + ([f"h{(i % g1) % g2}"] if g2 else []) + (["*"] if star else [])
-        out["NULL" if v is None else str(v)] = labels
-    return out
-
-
-def one_criterion(draw, variant: str, df: pd.DataFrame) -> tuple[str, dict]:
-    """('l_diversity' | 't_closeness', criterion) of the variant, on an attribute it fits."""
-    attribute = "num" if variant == "t-ordered" else draw(st.sampled_from(["sens", "num"]))
-    m = len({sensitive_value(v) for v in df[attribute]})
-    if variant == "distinct":
-        return "l_diversity", {"attribute": attribute, "l": draw(st.integers(2, min(m, 4)))}
-    if variant == "entropy":
-        ell = draw(st.integers(2, min(m, 3)))
-        return "l_diversity", {"attribute": attribute, "l": ell, "variant": "entropy"}
-    if variant == "recursive":
-        ell = draw(st.integers(2, min(m, 3)))
-        c = draw(st.sampled_from(C_VALUES))
-        return "l_diversity", {"attribute": attribute, "l": ell, "variant": "recursive", "c": c}
-    t = {"attribute": attribute, "t": draw(st.sampled_from(T_VALUES))}
-    t["distance"] = variant.removeprefix("t-")
-    if variant == "t-hierarchical":
-        t["hierarchy"] = sensitive_hierarchy(draw, df[attribute].tolist())
-    return "t_closeness", t
-
-
-@st.composite
-def criteria_datasets(draw, variant: str):
-    """test_search_oracle's datasets with two skewed sensitive attributes (text or numeric
-    `sens`, numeric `num`) and criteria of the variant ("mixed": 2-3 criteria of any kind,
-    over both attributes)."""
-    df, qids, oracle_qids, k, limit, bins, priority = draw(datasets())
-    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    n = len(df)
-    df["sens"] = skewed_column(draw, rng, n, numeric=draw(st.booleans()))
-    df["num"] = pd.array(skewed_column(draw, rng, n, numeric=True))
-    kinds = [variant]
-    if variant == "mixed":
-        kinds = draw(st.lists(st.sampled_from(VARIANTS[:-1]), min_size=2, max_size=3))
-    criteria: dict[str, list] = {"l_diversity": [], "t_closeness": []}
-    for kind in kinds:
-        where, criterion = one_criterion(draw, kind, df)
-        key = ("variant", "distance")[where == "t_closeness"]
-        this = (criterion["attribute"], criterion.get(key))
-        if all((c["attribute"], c.get(key)) != this for c in criteria[where]):
-            criteria[where].append(criterion)  # one per (attribute, variant / distance)
-    drop = draw(st.sampled_from(["mask", "mask", "drop"]))
-    limit = draw(st.sampled_from([0, 0.1, 0.25, 0.5]))  # classes violating criteria fit often
-    if bins is not None:  # the same room per (class, value) pair as test_search_oracle per class
-        bins = bins * Criteria(**criteria, inputs=df).n_values + 1
-    return df, qids, oracle_qids, k, limit, bins, priority, criteria, drop
-
-
-def criteria_config(tmp, qids, k, limit, bins, priority, criteria, drop="mask", root="paper"):
-    return write_config(
-        tmp / "c.yaml",
-        {
-            "input": {"path": str(tmp / "in")},
-            "output": {"path": str(tmp / "out-c")},
-            "chunk_rows": 1000,
-            "direct_identifiers": ["pid"],
-            "sensitive_attributes": ["sens", "num"],
-            "quasi_identifiers": qids,
-            "privacy": {"k": k, "suppression_limit": limit, **criteria},
-            "memory": {"histogram_bins": bins or 10**9, "root": root},
-            "qid_priority": priority,
-            "suppressed_records": drop,
-        },
-    )
 
 
 def assert_figures(manifest_models: list[dict], figures: list) -> None:
@@ -146,10 +47,6 @@ def assert_figures(manifest_models: list[dict], figures: list) -> None:
             assert got is None, model
         else:
             assert got == pytest.approx(float(want), rel=1e-9, abs=1e-12), model
-
-
-def write_input(tmp, df: pd.DataFrame, cut: int) -> None:
-    write_chunks(df, tmp / "in", [cut] * (len(df) // cut))
 
 
 @pytest.mark.parametrize("variant", VARIANTS)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import check_release, exhaustive_search, ram_root
-from test_search_oracle import datasets
+from strategies import datasets
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator

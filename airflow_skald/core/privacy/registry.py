@@ -1,0 +1,84 @@
+"""The privacy models a config may ask for: one line per model. Config loading, per-run
+overrides, the policy a run applies, and `skald verify`'s rebuild from a manifest all ask this
+registry; nothing else names a model's class."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.k_anonymity import KAnonymity
+from airflow_skald.core.privacy.l_diversity import LDiversity
+from airflow_skald.core.privacy.model import ParseContext, PrivacyModel, RebuildContext
+from airflow_skald.core.privacy.t_closeness import TCloseness
+
+MODELS: tuple[type[PrivacyModel], ...] = (KAnonymity, LDiversity, TCloseness)
+
+#: the keys a config may hold under `privacy:` (besides suppression_limit)
+CONFIG_KEYS: tuple[str, ...] = tuple(m.config_key for m in MODELS)
+#: the settings-table rows the models own (per-run thresholds)
+THRESHOLDS: tuple[str, ...] = tuple(dict.fromkeys(t for m in MODELS for t in m.thresholds))
+
+
+def parse_models(privacy: Mapping[str, Any], ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+    """Every model the `privacy:` mapping asks for, in registry order."""
+    return tuple(model for cls in MODELS for model in cls.parse(privacy.get(cls.config_key), ctx))
+
+
+def settings_of(models: tuple[PrivacyModel, ...]) -> dict[str, Any]:
+    """The models as the effective settings list them (one entry per config key)."""
+    return {
+        cls.config_key: cls.settings_value(tuple(m for m in models if type(m) is cls))
+        for cls in MODELS
+    }
+
+
+def with_threshold(
+    models: tuple[PrivacyModel, ...], key: str, value: Any
+) -> tuple[PrivacyModel, ...]:
+    """A per-run threshold (--k, --l, --t, --c) set on the one configured model owning it."""
+    owners = [i for i, m in enumerate(models) if key in m.thresholds]
+    if len(owners) != 1:
+        kinds = {cls.config_key.replace("_", "-") for cls in MODELS if key in cls.thresholds}
+        raise ConfigError(
+            f"{key} sets the threshold of the one configured {' / '.join(sorted(kinds))} "
+            f"criterion, but the config lists {len(owners)}"
+        )
+    out = list(models)
+    out[owners[0]] = models[owners[0]].with_threshold(key, value)
+    return tuple(out)
+
+
+def bind_models(
+    models: tuple[PrivacyModel, ...], sensitive: Mapping[str, Any] | None
+) -> tuple[PrivacyModel, ...]:
+    """Each model with phase 1's statistics of its attribute (checks that need the data)."""
+    if any(m.attribute for m in models) and sensitive is None:
+        raise ValueError("criteria need phase 1's statistics of their attributes")
+    out, seen = [], dict.fromkeys(MODELS, 0)
+    for m in models:
+        where = f"privacy.{m.config_key}[{seen[type(m)]}]"
+        seen[type(m)] += 1
+        out.append(m.bind(sensitive or {}, where) if m.attribute else m)
+    return tuple(out)
+
+
+def check_entry(entry: object) -> str | None:
+    """What is wrong with a manifest's model entry (the rest of a line after its place), or
+    None when a model of this registry can rebuild it."""
+    if not isinstance(entry, dict) or not isinstance(entry.get("model"), str):
+        return " must be an object naming its model"
+    for cls in MODELS:
+        if entry["model"] in cls.manifest_models:
+            return cls.check_entry(entry)
+    return " names a model verify does not know"
+
+
+def rebuild(entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
+    """A model from its manifest entry, or why it cannot be re-checked from the release."""
+    name = entry.get("model", "")
+    for cls in MODELS:
+        if name in cls.manifest_models:
+            return cls.rebuild(entry, ctx)
+    return f"not re-checked: model '{name}' is not known to this version"

@@ -1,0 +1,250 @@
+"""The manifest's one schema (SPEC §5): a typed record whose fields are the manifest's keys, in
+the order they are written, each with its JSON Schema and the one line a reader gets when a
+manifest holds something else there.
+
+Runs build a manifest through `Manifest` (an unknown key is a programming error, caught by
+tests); `skald verify` parses one through it (`Manifest.parse`: a damaged field is bad input
+naming the field, never a traceback); `docs/manifest.schema.json` is `Manifest.json_schema()`
+written out (a test keeps it current), so an auditor can validate a manifest with any JSON
+Schema tool. The schema holds counts, levels, hashes and settings, never a data value.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import posixpath
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+import jsonschema
+
+from airflow_skald.core.data.location import FORMATS
+from airflow_skald.core.errors import DataError
+
+
+class _Absent:
+    """A field the manifest does not hold (None is a value: `histogram_bins: null`)."""
+
+    def __repr__(self) -> str:
+        return "ABSENT"
+
+
+ABSENT: Any = _Absent()
+
+INT0 = {"type": "integer", "minimum": 0}
+NUMBER = {"type": "number"}
+TEXT = {"type": "string"}
+FLAG = {"type": "boolean"}
+OBJECT = {"type": "object"}
+LIST = {"type": "array"}
+NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
+LEVELS = {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
+NOTATION = {"type": "string"}
+DECIMAL = {"type": ["number", "string"]}
+
+
+def _decimal(value: object) -> Fraction | None:
+    """A number written as a JSON number or decimal text (None: neither, or not finite)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    try:
+        return Fraction(str(value))
+    except (ValueError, ZeroDivisionError):
+        return None
+
+
+def _limit(value: object) -> bool:
+    limit = _decimal(value)
+    return limit is not None and 0 <= limit <= 1
+
+
+PARTS_LISTED = "parts must list each part file once, by name"
+
+
+def _parts(value: list, manifest: Mapping[str, Any]) -> str | None:
+    if not value or len(set(value)) != len(value):
+        return PARTS_LISTED
+    fmt = manifest.get("output_format") or value[0].rsplit(".", 1)[-1]
+    for name in value:
+        if (
+            posixpath.basename(name) != name
+            or "\\" in name
+            or not name.startswith("part-")
+            or not name.endswith(f".{fmt}")
+        ):
+            return f"parts must name part-*.{fmt} files in the release folder"
+    return None
+
+
+def key(
+    schema: dict,
+    expects: str,
+    doc: str,
+    *,
+    required: bool = False,
+    check: Callable[[Any, Mapping[str, Any]], str | None] | None = None,
+    message: str | None = None,
+) -> Any:
+    """One manifest field: its JSON Schema, what it must be (for the one-line message), what
+    it means, and a check JSON Schema cannot say (a decimal's range, part names)."""
+    meta = {"schema": schema, "expects": expects, "doc": doc, "required": required}
+    meta["message"] = message  # the line for a value of the wrong type, if not "must be"
+    return field(default=ABSENT, metadata={**meta, "check": check})
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A release's manifest, field by field (SPEC §5)."""
+
+    mode: str = key({"enum": ["per_chunk"]}, "per_chunk", "per_chunk for the baseline release")
+    # --- the policy
+    k: int = key({"type": "integer", "minimum": 2}, "an integer >= 2", "smallest class allowed")
+    suppression_limit: float = key(
+        DECIMAL,
+        "a number between 0 and 1",
+        "the share of records that may be suppressed",
+        check=lambda v, m: None if _limit(v) else "suppression_limit",
+    )
+    privacy: dict = key(
+        {
+            "type": "object",
+            "properties": {"models": {"type": "array"}, "suppression_limit": TEXT},
+        },
+        "an object listing its models",
+        "the privacy models as configured, and the exact suppression limit",
+    )
+    privacy_models: list = key(LIST, "a list", "each model with the figure it reached")
+    # --- counts
+    n_records: int = key(INT0, "an integer >= 0", "input records", required=True)
+    n_suppressed: int = key(INT0, "an integer >= 0", "records suppressed")
+    max_suppressed: int = key(INT0, "an integer >= 0", "floor(suppression_limit * n_records)")
+    n_equivalence_classes: int = key(INT0, "an integer >= 0", "kept classes")
+    min_class_size: int = key(INT0, "an integer >= 0", "the smallest kept class")
+    avg_class_size: float = key(NUMBER, "a number", "kept records per kept class")
+    # --- quality
+    dm_star: int = key(INT0, "an integer >= 0", "the paper's DM*: kept |E|^2 plus s^2")
+    dm_star_sum_of_chunks: int = key(INT0, "an integer >= 0", "per-chunk: the chunks' own DM*")
+    dm_star_arx: int = key(INT0, "an integer >= 0", "ARX's DM*: |E|^2 over all classes")
+    dm: int = key(INT0, "an integer >= 0", "DM: kept |E|^2 plus N * s")
+    precision: float = key(NUMBER, "a number", "Sweeney's precision of the node")
+    # --- the node and the searches
+    node: dict = key(
+        {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1}},
+        "an object keyed by the QID columns",
+        "the chosen level per QID (per-chunk: the levels used)",
+    )
+    node_paper_levels: dict = key(LEVELS, "an object of levels", "levels counted from 1")
+    node_paper: str = key(NOTATION, "text", "the node in the paper's notation")
+    chunk_nodes: list = key(LIST, "a list", "per-chunk: each distinct node and its chunks")
+    per_chunk: list = key(LIST, "a list", "per-chunk: each chunk's node and figures")
+    root_node: dict = key(LEVELS, "an object of levels", "the root the search started from")
+    root_node_paper: str = key(NOTATION, "text", "the root in the paper's notation")
+    global_root_node: dict = key(LEVELS, "an object of levels", "per-chunk: the global root")
+    global_root_node_paper: str = key(NOTATION, "text", "per-chunk: the global root (paper)")
+    top_node: dict = key(LEVELS, "an object of levels", "every QID at its top level")
+    histogram_bins: int | None = key({"type": ["integer", "null"]}, "an integer or null", "N_RAM")
+    histogram_bins_derived: bool = key(FLAG, "true or false", "N_RAM derived from chunk size")
+    root_bins: int = key(INT0, "an integer >= 0", "the root's possible bins (eq. 1)")
+    root_bins_nonempty: int | None = key(
+        {"type": ["integer", "null"]}, "an integer or null", "the bins N_RAM bounded"
+    )
+    root_mode: str = key({"enum": ["adaptive", "paper"]}, "adaptive or paper", "root rule")
+    paper_root_node: dict = key(LEVELS, "an object of levels", "paper mode's root")
+    paper_root_node_paper: str = key(NOTATION, "text", "paper mode's root (paper)")
+    lattice: dict = key(OBJECT, "an object", "nodes, evaluated, passing, pruned")
+    root_lattice: dict = key(OBJECT, "an object", "the root choice over the full lattice")
+    # --- risk
+    risk: dict = key(OBJECT, "an object", "re-identification risk of the kept classes")
+    class_size_histogram: dict = key(OBJECT, "an object", "kept classes by size")
+    at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
+    # --- the release's shape
+    chunks: int = key(INT0, "an integer >= 0", "input chunks (one part each)")
+    suppressed_records: str = key(
+        {"enum": ["mask", "drop"]}, "mask or drop", "how suppressed records are released"
+    )
+    quasi_identifiers: list = key(
+        LIST, "a list", "each QID as configured (hierarchy hashes, rules with what they built)"
+    )
+    direct_identifiers_removed: list = key(
+        NAMES, "a list of column names", "direct identifiers left out"
+    )
+    sensitive_attributes: list = key(NAMES, "a list of column names", "kept unchanged")
+    output_format: str = key({"enum": list(FORMATS)}, "parquet or csv", "the parts' format")
+    output_delimiter: str = key(
+        {"type": "string", "minLength": 1, "maxLength": 1},
+        "one character",
+        "a CSV release's delimiter",
+    )
+    parts: list = key(
+        NAMES, "a list of part file names", "the part files", check=_parts, message=PARTS_LISTED
+    )
+    # --- provenance
+    verified: bool = key(FLAG, "true or false", "the written release passed verification")
+    settings: dict = key(OBJECT, "an object", "the effective settings config_sha256 hashes")
+    config_sha256: str = key(TEXT, "text", "SHA-256 of the effective settings")
+    input_files: list = key(LIST, "a list", "input files with rows and versions")
+    input_fingerprint: str = key(TEXT, "text", "SHA-256 of the chunks read")
+    run_token: str = key(TEXT, "text", "the run that made the release")
+    version: str = key(TEXT, "text", "the product version")
+    verified_per_chunk: bool = key(FLAG, "true or false", "per-chunk: each part verified")
+
+    # ------------------------------------------------------------------------------- build
+    @classmethod
+    def of(cls, **sections: Any) -> Manifest:
+        """A manifest from its sections' keys (TypeError on a key the schema does not know)."""
+        return cls(**sections)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The manifest as written: the fields it holds, in schema order."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if getattr(self, f.name) is not ABSENT
+        }
+
+    # ------------------------------------------------------------------------------- parse
+    @classmethod
+    def parse(cls, raw: Any, where: str) -> Manifest:
+        """A manifest read from a release; DataError ("manifest.json of X: k must be an
+        integer >= 2") for the first field, in schema order, that is not what it must be.
+        Values are never quoted; keys this version does not know are ignored (a newer
+        writer)."""
+        if not isinstance(raw, dict):
+            raise DataError(f"{where} is not a JSON object")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        for name, f in fields.items():
+            meta = f.metadata
+            if name not in raw:
+                if meta["required"]:
+                    raise DataError(f"{where}: {name} is missing")
+                continue
+            value = raw[name]
+            try:
+                jsonschema.validate(value, meta["schema"])
+            except jsonschema.ValidationError:
+                what = meta["message"] or f"{name} must be {meta['expects']}"
+                raise DataError(f"{where}: {what}") from None
+            if meta["check"] is not None:
+                problem = meta["check"](value, raw)
+                if problem is not None:
+                    what = problem if " " in problem else f"{name} must be {meta['expects']}"
+                    raise DataError(f"{where}: {what}")
+        return cls(**{n: raw[n] for n in fields if n in raw})
+
+    @classmethod
+    def json_schema(cls) -> dict[str, Any]:
+        """The schema as JSON Schema (draft 2020-12), written to docs/manifest.schema.json."""
+        props = {}
+        for f in dataclasses.fields(cls):
+            props[f.name] = {**f.metadata["schema"], "description": f.metadata["doc"]}
+        return {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": "airflow-skald release manifest",
+            "description": __doc__.split("\n\n")[0].replace("\n", " "),
+            "type": "object",
+            "required": [f.name for f in dataclasses.fields(cls) if f.metadata["required"]],
+            "properties": props,
+            "additionalProperties": False,
+        }
