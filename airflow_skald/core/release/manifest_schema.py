@@ -15,13 +15,13 @@ import dataclasses
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
 import jsonschema
 
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.privacy.model import decimal_of
 
 
 class _Absent:
@@ -45,18 +45,8 @@ NOTATION = {"type": "string"}
 DECIMAL = {"type": ["number", "string"]}
 
 
-def _decimal(value: object) -> Fraction | None:
-    """A number written as a JSON number or decimal text (None: neither, or not finite)."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        return None
-    try:
-        return Fraction(str(value))
-    except (ValueError, ZeroDivisionError):
-        return None
-
-
 def _limit(value: object) -> bool:
-    limit = _decimal(value)
+    limit = decimal_of(value)
     return limit is not None and 0 <= limit <= 1
 
 
