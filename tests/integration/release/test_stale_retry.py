@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import s3fs
-from helpers_data import config_dict, skip_report_plots, write_dataset
+from helpers_data import config_dict, write_dataset
 from helpers_s3 import s3_server
 
 from airflow_skald.core.config.run_config import config_from_dict
@@ -75,14 +75,12 @@ def _scenario(inp: str, out: str) -> None:
     assert b'"k": 5' in before[f"/{MANIFEST}"]
 
 
-def test_stale_retry_is_refused_on_local_disk(tmp_path: Path, monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
+def test_stale_retry_is_refused_on_local_disk(tmp_path: Path) -> None:
     write_dataset(tmp_path / "in", n_files=2, rows=40)
     _scenario(str(tmp_path / "in"), str(tmp_path / "rel" / "x"))
 
 
-def test_stale_retry_is_refused_on_s3(tmp_path: Path, monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
+def test_stale_retry_is_refused_on_s3(tmp_path: Path) -> None:
     with pytest.MonkeyPatch.context() as mp, s3_server(mp, tmp_path / "aws"):
         bucket = f"skald-{uuid.uuid4().hex[:10]}"
         fs = s3fs.S3FileSystem()
@@ -92,9 +90,8 @@ def test_stale_retry_is_refused_on_s3(tmp_path: Path, monkeypatch) -> None:
         _scenario(f"s3://{bucket}/in", f"s3://{bucket}/rel/x")
 
 
-def test_a_run_records_the_release_it_found(tmp_path: Path, monkeypatch) -> None:
+def test_a_run_records_the_release_it_found(tmp_path: Path) -> None:
     """target.json: the release in place at the first attempt's check; a retry keeps it."""
-    skip_report_plots(monkeypatch)
     write_dataset(tmp_path / "in", n_files=1, rows=40)
     inp, out = str(tmp_path / "in"), str(tmp_path / "out")
     a = Store()
@@ -109,8 +106,7 @@ def test_a_run_records_the_release_it_found(tmp_path: Path, monkeypatch) -> None
     assert R.Run(_config(inp, out, 4), c, "dag-C").predecessor() == "dag-A"
 
 
-def test_refused_retry_leaves_no_staging(tmp_path: Path, monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
+def test_refused_retry_leaves_no_staging(tmp_path: Path) -> None:
     write_dataset(tmp_path / "in", n_files=1, rows=40)
     inp, out = str(tmp_path / "in"), str(tmp_path / "rel" / "x")
     a, b = Store(), Store()
