@@ -134,15 +134,19 @@ class SkaldConfig:
         listed = [names.index(n) for n in self.qid_priority]
         return listed + [i for i in range(len(names)) if i not in listed]
 
-    def with_overrides(self, overrides: dict[str, Any] | None) -> SkaldConfig:
-        """Apply CLI flags / DAG params (empty values keep the file's) and validate them."""
+    def with_overrides(
+        self, overrides: dict[str, Any] | None, base_dir: Path | None = None
+    ) -> SkaldConfig:
+        """Apply CLI flags / DAG params (empty values keep the file's) and validate them.
+        A relative input_path/output_path resolves against `base_dir` (DAG params: the
+        config file's folder, as the file's own paths), else the working directory (CLI)."""
         values = parse_overrides(overrides or {})
         fields: dict[str, Any] = {}
         for key, value in values.items():
             if key == "input_path":
-                fields["input"] = replace(self.input, path=_abs(value, None))
+                fields["input"] = replace(self.input, path=_abs(value, base_dir))
             elif key == "output_path":
-                fields["output"] = replace(self.output, path=_abs(value, None))
+                fields["output"] = replace(self.output, path=_abs(value, base_dir))
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
@@ -196,13 +200,17 @@ class SkaldConfig:
         return {"risk": risk} if risk else {}
 
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
-    """Read and validate a YAML config file, then apply overrides."""
+def load_config(
+    path: str | Path, overrides: dict[str, Any] | None = None, paths_from_file: bool = False
+) -> SkaldConfig:
+    """Read and validate a YAML config file, then apply overrides (`paths_from_file`: their
+    relative paths resolve against the file's folder, as the file's own; else the working
+    directory's)."""
     path = Path(path)
     raw = load_yaml_file(path)
-    return config_from_dict(raw, base_dir=path.resolve().parent, source=str(path)).with_overrides(
-        overrides
-    )
+    base = path.resolve().parent
+    config = config_from_dict(raw, base_dir=base, source=str(path))
+    return config.with_overrides(overrides, base if paths_from_file else None)
 
 
 # the sections of the file; the settings table adds the keys it places (chunk_rows, ...)
