@@ -32,6 +32,7 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import oracle_criteria as OC
 import oracle_rules as OR
 import pandas as pd
@@ -163,10 +164,28 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _label_ids(prepared: dict, name: str, level: int) -> np.ndarray:
+    """The labels of one QID at one level as integers (a null is one more label), cached."""
+    cache = prepared[name].setdefault("ids", {})
+    if level not in cache:
+        cache[level] = pd.factorize(prepared[name]["codes"][level], use_na_sentinel=False)[0]
+    return cache[level]
+
+
 def _class_ids(prepared: dict, node: dict[str, int]) -> list[int]:
-    """Each record's equivalence class (0, 1, ... in order of first appearance) at the node."""
-    table = pd.DataFrame({name: prepared[name]["codes"][level] for name, level in node.items()})
-    return table.groupby(list(node), sort=False, dropna=False).ngroup().tolist()
+    """Each record's equivalence class (0, 1, ... in order of first appearance) at the node:
+    records are in one class iff their labels are equal on every QID."""
+    key = None
+    for name, level in node.items():
+        labels = _label_ids(prepared, name, level)
+        key = labels if key is None else key * (int(labels.max(initial=0)) + 1) + labels
+        key = np.unique(key, return_inverse=True)[1].reshape(-1)  # dense again: no overflow
+    if key is None:
+        return []
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)].tolist()
 
 
 def _lattice(tops: dict[str, int], root: dict[str, int] | None):
@@ -355,7 +374,7 @@ def exhaustive_search(
     for node in _lattice(tops, root):
         evaluated += 1
         ids = _class_ids(prepared, node)
-        sizes = [int(x) for x in pd.Series(ids).value_counts(sort=False).sort_index()]
+        sizes = np.bincount(ids).tolist() if ids else []
         dists = {
             a: _class_distributions(ids, len(sizes), df[a].tolist()) for a in criteria.attributes
         }

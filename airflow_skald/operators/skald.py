@@ -32,6 +32,7 @@ from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.operators.links import SkaldManifestLink
 
 _MODES = ("all", "partial", "merge")
+PATH_SETTINGS = ("config", "input_path", "output_path")  # rendered again: may hold {{ ds }}
 LEASE_TTL_S = 6 * 3600  # an Airflow run's lease spans its tasks: longer than any gap
 
 
@@ -80,6 +81,13 @@ class _SkaldOperator(BaseOperator):
         self.mode, self.chunk_group = mode, chunk_group
         for name, value in settings.items():
             setattr(self, name, value)
+        # a run that failed for good frees its output at once (defect: a 6 h lock)
+        callbacks = self.on_failure_callback
+        if callbacks is None:
+            callbacks = []
+        elif callable(callbacks):
+            callbacks = [callbacks]
+        self.on_failure_callback = [*callbacks, release_lease_on_failure]
 
     # One keyword per setting, in the signature Airflow reads (``.partial()`` checks names).
     __init__.__signature__ = _with_settings(__init__)
@@ -117,7 +125,8 @@ class _SkaldOperator(BaseOperator):
                 "no SKALD config: set the DAG param 'config' (path of a skald.yaml readable "
                 "by the workers) or the operator's config argument"
             )
-        config = load_config(self.config, {n: getattr(self, n) for n in OVERRIDE_KEYS})
+        settings = {n: self.render_path(n, getattr(self, n), context) for n in OVERRIDE_KEYS}
+        config = load_config(self.render_path("config", self.config, context), settings, True)
         store = RunArtifacts.from_context(
             None if is_empty(self.artifacts) else self.artifacts, context
         )
@@ -125,6 +134,17 @@ class _SkaldOperator(BaseOperator):
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
         return run
+
+    def render_path(self, name: str, value: Any, context) -> Any:
+        """A path setting whose value (a param or conf value) holds a template, rendered with
+        the run's context: ``rel/daily-{{ ds }}`` -> ``rel/daily-2026-11-27``. Airflow renders
+        a field once, so ``{{ params.output_path }}`` yields the param's text as it was typed;
+        this second pass renders it as text (sandboxed), never as a native object."""
+        if name not in PATH_SETTINGS or not isinstance(value, str) or "{" not in value:
+            return value
+        dag = context.get("dag")
+        env = dag.get_template_env(force_sandboxed=True) if dag is not None else None
+        return str(self.render_template(value, context, jinja_env=env))
 
     def group(self) -> tuple[int, list[int]]:
         group = self.chunk_group
@@ -142,6 +162,49 @@ class _SkaldOperator(BaseOperator):
             phase.run_group(run, group, chunk_ids)
             return None
         return phase.run_merge(run) if self.mode == "merge" else phase.run_all(run)
+
+
+def release_lease_on_failure(context) -> None:
+    """``on_failure_callback`` of every SKALD task: the run failed for good (no retry left),
+    so the output's lease it holds (named in the run's ``target.json``) is deleted. Never
+    raises: a callback's error would hide the task's own."""
+    import logging
+
+    log = logging.getLogger("airflow_skald")
+    try:
+        from airflow_skald.core.release.lease import release_run_lease
+        from airflow_skald.core.run.runner import TARGET
+        from airflow_skald.operators.artifacts import RunArtifacts
+
+        task = context.get("task")
+        root = getattr(task, "artifacts", None)
+        store = RunArtifacts.from_context(None if is_empty(root) else root, context)
+        if not store.exists(TARGET):
+            return
+        output = store.read_json(TARGET)["output"]
+        if release_run_lease(output, f"{store.dag_id}-{store.run_id}"):
+            log.info("run %s failed: released its lease on output %s", store.run_id, output)
+    except Exception as exc:  # pragma: no cover - storage unreachable
+        log.warning("could not release the output lease of the failed run: %s", exc)
+
+
+def dag_run_gone(info) -> str | None:
+    """A lease judge (core.release.lease.Judge): a lease held by an Airflow DAG run that is no
+    longer queued or running (failed, succeeded, marked) is stale. None when it still runs or
+    the Execution API cannot tell (then only the lease's expiry frees it)."""
+    holder = getattr(info, "holder", None) or {}
+    if not holder.get("dag_id") or not holder.get("run_id"):
+        return None
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        state = RuntimeTaskInstance.get_dagrun_state(holder["dag_id"], holder["run_id"])
+    except Exception:
+        return None
+    state = str(getattr(state, "value", state))
+    if state in ("queued", "running"):
+        return None
+    return f"its DAG run {holder['dag_id']}/{holder['run_id']} is {state}"
 
 
 def settings_line(config) -> str:
@@ -183,7 +246,7 @@ class EncodeOperator(_SkaldOperator):
 
         if self.mode in ("all", "list"):
             try:
-                with claim_output(run, LEASE_TTL_S):  # kept for the run's later tasks
+                with claim_output(run, LEASE_TTL_S, judge=dag_run_gone):  # for later tasks
                     archive_config(run)
                     groups = run.layout(int(self.chunks_per_task or 1))
                     run.check_target()
@@ -247,13 +310,13 @@ class GeneraliseOperator(_SkaldOperator):
         from airflow_skald.core.run import runner as R
 
         if self.mode == "partial":
-            R.check_lease(run)
+            R.check_lease(run, dag_run_gone)
             group, chunk_ids = self.group()
             written = R.GENERALISE.run_group(run, group, chunk_ids)
             return {"group": group, "parts": written.names}
         manifest = R.already_published(run) if self.mode == "merge" else None
         if manifest is None:
-            with R.claim_output(run, LEASE_TTL_S, release="on_success"):
+            with R.claim_output(run, LEASE_TTL_S, release="on_success", judge=dag_run_gone):
                 if self.mode == "all":
                     R.prepare_staging(run.staging)
                 else:
