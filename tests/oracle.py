@@ -103,18 +103,18 @@ def levels_for_numeric(
 # ----------------------------------------------------------------------- hierarchies
 
 
-def hierarchy_chain(value, labels) -> list[str]:
-    """[level 0 = the value itself, level 1 label, ..., "*"]; "*" appended if missing."""
-    chain = [str(value)] + [str(label) for label in labels]
-    if len(chain) == 1 or chain[-1] != "*":
-        chain.append("*")
-    return chain
-
-
-def _chains(hierarchy: dict) -> dict[str, list[str]]:
-    chains = {str(v): hierarchy_chain(v, labels) for v, labels in hierarchy.items()}
+def hierarchy_chains(hierarchy: dict) -> dict[str, list[str]]:
+    """value -> [level 0 = the value itself, level 1 label, ..., top] (SPEC §3): the last
+    column given is the top when it holds one label for every value (`*` or a constant such
+    as `[0,99]`), else "*" is appended."""
+    chains = {
+        str(v): [str(v)] + [str(label) for label in (up if isinstance(up, list) else [up])]
+        for v, up in hierarchy.items()
+    }
     lengths = {len(c) for c in chains.values()}
     assert len(lengths) == 1, f"hierarchy rows have different lengths: {sorted(lengths)}"
+    if len({c[-1] for c in chains.values()}) > 1:
+        chains = {v: [*c, "*"] for v, c in chains.items()}
     return chains
 
 
@@ -134,7 +134,7 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
             codes = OR.level_labels(col, q)
             n_bins = [c.nunique() for c in codes]
         elif q["type"] == "categorical":
-            chains = _chains(q["hierarchy"])
+            chains = hierarchy_chains(q["hierarchy"])
             values = col.map(str)
             missing = set(values) - chains.keys()
             if missing:
@@ -269,9 +269,8 @@ class Criteria:
             missing = [v for v in self.glob[c["attribute"]] if _label(v) not in hier]
             if missing:
                 raise ValueError(f"{c['attribute']}: hierarchy misses {missing[:3]}")
-            self.paths.append(
-                {v: hierarchy_chain(v, hier[_label(v)])[1:] for v in self.glob[c["attribute"]]}
-            )
+            chains = hierarchy_chains(hier)
+            self.paths.append({v: chains[_label(v)][1:] for v in self.glob[c["attribute"]]})
 
     def __bool__(self) -> bool:
         return bool(self.attributes)
@@ -536,5 +535,5 @@ def contains(generalised: str, original, qid: dict | None = None) -> bool:
             return False
         lo, hi, x = Decimal(m[1]), Decimal(m[2]), _dec(original)
         return lo <= x <= hi if m[3] == "]" else lo <= x < hi
-    chain = _chains(qid["hierarchy"]).get(str(original))
+    chain = hierarchy_chains(qid["hierarchy"]).get(str(original))
     return chain is not None and generalised in chain
