@@ -13,15 +13,12 @@ Artifacts go to ``{artifacts}/{dag_id}/{run_id}/`` (``artifacts.RunArtifacts``);
 return values are small JSON summaries (paths, levels, counts, DM*), never a data value.
 Nothing is done in ``__init__``; the core is imported inside ``execute``.
 
-Settings (all templated; empty = the config file's value): one keyword per row of
-``airflow_skald.core.config.settings.SETTINGS`` — ``input_path``, ``output_path``, ``k``,
-``suppression_limit``, ``histogram_bins``, ``chunk_rows``, ``suppressed_records``,
-``overwrite``.
+Settings (all templated; empty = the config file's value): one explicit keyword per row of
+``airflow_skald.core.config.settings.SETTINGS``, documented in ``_SkaldOperator``.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -37,17 +34,6 @@ PATH_SETTINGS = ("config", "input_path", "output_path")  # rendered again: may h
 LEASE_TTL_S = 6 * 3600  # an Airflow run's lease spans its tasks: longer than any gap
 
 
-def _with_settings(init) -> inspect.Signature:
-    """`init`'s signature with one keyword-only parameter (default None) per setting."""
-    sig = inspect.signature(init)
-    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    extra = [
-        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in OVERRIDE_KEYS
-    ]
-    var = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
-    return sig.replace(parameters=[*params, *extra, *var])
-
-
 class _SkaldOperator(BaseOperator):
     """A config file plus per-run settings (DAG params), over one phase of the runner.
 
@@ -56,7 +42,46 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param mode: ``all``, ``partial`` (with ``chunk_group``) or ``merge``
     :param chunk_group: ``{"group": i, "chunk_ids": [...]}`` of a mapped task (templated)
-    :param k, suppression_limit, ...: the settings of ``core.settings`` (templated)
+
+    The per-run settings, one keyword per row of ``core.config.settings.SETTINGS`` (empty or
+    None: the config file's value; tests/unit/operators checks these against the table):
+
+    :param input_path: Overrides input.path: a file, folder, glob or fsspec URL (s3://...).
+        (templated)
+    :param output_path: Overrides output.path: where the release and its manifest go. (templated)
+    :param k: k of k-anonymity (an integer >= 2); empty = the config file's privacy.k. (templated)
+    :param suppression_limit: Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1
+        %); empty = the config file's. (templated)
+    :param histogram_bins: N_RAM, the histogram size bound; empty = the file's, or derived from the
+        chunk size. (templated)
+    :param chunk_rows: Rows per chunk; empty = the config file's. (templated)
+    :param suppressed_records: mask: keep suppressed rows with every QID '*'; drop: leave them out.
+        (templated)
+    :param l: l of the one configured l-diversity criterion; empty = the config file's. (templated)
+    :param t: t of the one configured t-closeness criterion; empty = the config file's. (templated)
+    :param c: c of the one configured recursive (c,l)-diversity criterion; empty = the file's.
+        (templated)
+    :param average_risk: Largest average re-identification risk of the configured average-risk
+        model; empty = the config file's. (templated)
+    :param sample_uniqueness: Largest share of sample-unique records (sample-uniqueness model);
+        empty = the file's. (templated)
+    :param population_uniqueness: Largest estimated share of population-unique records
+        (population-uniqueness model); empty = the file's. (templated)
+    :param k_map: k of the configured k-map model; empty = the config file's. (templated)
+    :param b_likeness: beta of the one configured b-likeness criterion; empty = the config file's.
+        (templated)
+    :param d_disclosure: delta of the one configured d-disclosure criterion; empty = the config
+        file's. (templated)
+    :param risk_threshold: Risk analysis: a record is at risk when its prosecutor risk exceeds
+        this; empty = the file's (default 0.2). (templated)
+    :param risk_sampling_fraction: Risk analysis: the input's share of the population (population
+        uniques); empty = the file's (default: the input is the population). (templated)
+    :param risk_population: Risk analysis: the population's size, in place of a sampling fraction;
+        empty = the file's. (templated)
+    :param root: How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper
+        (possible bins). (templated)
+    :param overwrite: Replace an existing release made by another run with other settings.
+        (templated)
     """
 
     template_fields: Sequence[str] = ("config", "artifacts", "chunk_group", *OVERRIDE_KEYS)
@@ -70,9 +95,29 @@ class _SkaldOperator(BaseOperator):
         artifacts: str | None = None,
         mode: str = "all",
         chunk_group: dict | None = None,
+        input_path: str | None = None,
+        output_path: str | None = None,
+        k: int | str | None = None,
+        suppression_limit: float | str | None = None,
+        histogram_bins: int | str | None = None,
+        chunk_rows: int | str | None = None,
+        suppressed_records: str | None = None,
+        l: int | str | None = None,  # noqa: E741 (the setting's name)
+        t: float | str | None = None,
+        c: float | str | None = None,
+        average_risk: float | str | None = None,
+        sample_uniqueness: float | str | None = None,
+        population_uniqueness: float | str | None = None,
+        k_map: int | str | None = None,
+        b_likeness: float | str | None = None,
+        d_disclosure: float | str | None = None,
+        risk_threshold: float | str | None = None,
+        risk_sampling_fraction: float | str | None = None,
+        risk_population: int | str | None = None,
+        root: str | None = None,
+        overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
-        settings = {name: kwargs.pop(name, None) for name in OVERRIDE_KEYS}
         super().__init__(**kwargs)
         if mode not in self.modes:
             raise ValueError(
@@ -80,8 +125,27 @@ class _SkaldOperator(BaseOperator):
             )
         self.config, self.artifacts = config, artifacts
         self.mode, self.chunk_group = mode, chunk_group
-        for name, value in settings.items():
-            setattr(self, name, value)
+        self.input_path = input_path
+        self.output_path = output_path
+        self.k = k
+        self.suppression_limit = suppression_limit
+        self.histogram_bins = histogram_bins
+        self.chunk_rows = chunk_rows
+        self.suppressed_records = suppressed_records
+        self.l = l
+        self.t = t
+        self.c = c
+        self.average_risk = average_risk
+        self.sample_uniqueness = sample_uniqueness
+        self.population_uniqueness = population_uniqueness
+        self.k_map = k_map
+        self.b_likeness = b_likeness
+        self.d_disclosure = d_disclosure
+        self.risk_threshold = risk_threshold
+        self.risk_sampling_fraction = risk_sampling_fraction
+        self.risk_population = risk_population
+        self.root = root
+        self.overwrite = overwrite
         # a run that failed for good frees its output at once (defect: a 6 h lock)
         callbacks = self.on_failure_callback
         if callbacks is None:
@@ -89,9 +153,6 @@ class _SkaldOperator(BaseOperator):
         elif callable(callbacks):
             callbacks = [callbacks]
         self.on_failure_callback = [*callbacks, release_lease_on_failure]
-
-    # One keyword per setting, in the signature Airflow reads (``.partial()`` checks names).
-    __init__.__signature__ = _with_settings(__init__)
 
     def execute(self, context) -> Any:
         """Open the run, drive the phase; bad input fails at once, without retries."""

@@ -104,6 +104,10 @@ class SkaldConfig:
     histogram_bins: int | None
     suppressed_records: str
     root: str
+    # the risk analysis (SPEC §4c: risk.threshold, risk.sampling_fraction, risk.population)
+    risk_threshold: Fraction = Fraction(1, 5)
+    risk_sampling_fraction: Fraction | None = None
+    risk_population: int | None = None
     direct_identifiers: tuple[str, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
@@ -180,7 +184,20 @@ class SkaldConfig:
             "qid_priority": list(self.qid_priority),
             "suppressed_records": self.suppressed_records,
             "root": self.root,
+            **self._risk_settings(),
         }
+
+    def _risk_settings(self) -> dict[str, Any]:
+        """The risk analysis's settings, listed only when set (so configs without them keep
+        their hash)."""
+        risk: dict[str, Any] = {}
+        if self.risk_threshold != BY_NAME["risk_threshold"].default:
+            risk["threshold"] = str(self.risk_threshold)
+        if self.risk_sampling_fraction is not None:
+            risk["sampling_fraction"] = str(self.risk_sampling_fraction)
+        if self.risk_population is not None:
+            risk["population"] = self.risk_population
+        return {"risk": risk} if risk else {}
 
 
 def load_config(
@@ -221,6 +238,10 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     _no_unknown(privacy, file_keys("privacy") | set(CONFIG_KEYS), "privacy")
     memory = _mapping(raw.get("memory") or {}, "memory")
     _no_unknown(memory, file_keys("memory"), "memory")
+    risk = _mapping(raw.get("risk") or {}, "risk")
+    _no_unknown(risk, file_keys("risk"), "risk")
+    if "sampling_fraction" in risk and "population" in risk:
+        raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
@@ -249,6 +270,9 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         qid_priority=tuple(priority),
         suppressed_records=_file(raw, "suppressed_records"),
         root=_file(raw, "root"),
+        risk_threshold=_file(raw, "risk_threshold"),
+        risk_sampling_fraction=_file(raw, "risk_sampling_fraction"),
+        risk_population=_file(raw, "risk_population"),
         source=source,
     )
 

@@ -494,7 +494,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=build_policy(config, plan.stats.sensitive),
+                policy=build_policy(config, plan.stats.sensitive, plan.stats.n_rows),
                 sensitive=plan.stats.sensitive,
             )
             predicted = decision.to_dict()

@@ -124,6 +124,7 @@ def search_lattice(
     lattice = Lattice(plan.root, tuple(plan.tops))
     source = source or ClassSource(plan, counts, policy.attributes)
     most = _most_classes(policy, n)
+    tops = tuple(plan.tops)
 
     def evaluate(i: int) -> tuple[bool, bool, int | None, int | None]:
         node = lattice.node(i)
@@ -132,7 +133,7 @@ def search_lattice(
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
         table = source.table(node)
-        j = policy.judge(table)
+        j = policy.judge(table, top=node == tops)
         loss = objective.value(Scored(table, j, node, plan.tops))
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
@@ -140,14 +141,15 @@ def search_lattice(
         lattice, evaluate, plan.tops, priority, all_monotone=policy.all_monotone
     )
     if outcome.best is None:
-        top = NodeFigures.of(source.table(tuple(plan.tops)), policy)
+        top_table = source.table(tops)
+        top = NodeFigures.of(top_table, policy, judgement=policy.judge(top_table, top=True))
         raise DataError(
             f"no generalisation satisfies {_label(policy)}: even the top node suppresses "
             f"{top.n_suppressed} of {n} records (limit {top.max_suppressed})"
         )
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
-    judgement = policy.judge(table)
+    judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]
     return Decision(
