@@ -120,6 +120,8 @@ class Setting:
         schema = {"type": ["null", kind]}
         if "enum" in self.schema:
             schema["enum"] = [None, *self.schema["enum"]]
+            # the form's label of the empty choice (it would read "null")
+            schema["values_display"] = {"null": "(the config file's value)"}
         return schema
 
 
