@@ -199,9 +199,10 @@ def release_rows(out: Path) -> list[dict]:
     return rows
 
 
-def skip_report_plots(monkeypatch) -> None:
-    """Rendering report.html's matplotlib plots costs ~2 s a run: the failure-safety tests
-    patch them out of in-process runs (test_no_leaks checks a real report end to end)."""
-    from airflow_skald.core.release import report
+def chart_labels(html: str, title: str) -> list[str]:
+    """The bar labels of report.html's inline SVG chart titled `title` (each bar's tooltip)."""
+    import re
 
-    monkeypatch.setattr(report, "_plots", lambda manifest: {}, raising=False)
+    svg = re.search(rf"<svg[^>]*><title>{re.escape(title)}</title>(.*?)</svg>", html, re.S)
+    assert svg, title
+    return [t.rsplit(": ", 1)[0] for t in re.findall(r"<rect[^>]*><title>(.*?)</title>", svg[1])]

@@ -32,6 +32,7 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
+import numpy as np
 import oracle_criteria as OC
 import oracle_rules as OR
 import pandas as pd
@@ -102,18 +103,18 @@ def levels_for_numeric(
 # ----------------------------------------------------------------------- hierarchies
 
 
-def hierarchy_chain(value, labels) -> list[str]:
-    """[level 0 = the value itself, level 1 label, ..., "*"]; "*" appended if missing."""
-    chain = [str(value)] + [str(label) for label in labels]
-    if len(chain) == 1 or chain[-1] != "*":
-        chain.append("*")
-    return chain
-
-
-def _chains(hierarchy: dict) -> dict[str, list[str]]:
-    chains = {str(v): hierarchy_chain(v, labels) for v, labels in hierarchy.items()}
+def hierarchy_chains(hierarchy: dict) -> dict[str, list[str]]:
+    """value -> [level 0 = the value itself, level 1 label, ..., top] (SPEC §3): the last
+    column given is the top when it holds one label for every value (`*` or a constant such
+    as `[0,99]`), else "*" is appended."""
+    chains = {
+        str(v): [str(v)] + [str(label) for label in (up if isinstance(up, list) else [up])]
+        for v, up in hierarchy.items()
+    }
     lengths = {len(c) for c in chains.values()}
     assert len(lengths) == 1, f"hierarchy rows have different lengths: {sorted(lengths)}"
+    if len({c[-1] for c in chains.values()}) > 1:
+        chains = {v: [*c, "*"] for v, c in chains.items()}
     return chains
 
 
@@ -133,7 +134,7 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
             codes = OR.level_labels(col, q)
             n_bins = [c.nunique() for c in codes]
         elif q["type"] == "categorical":
-            chains = _chains(q["hierarchy"])
+            chains = hierarchy_chains(q["hierarchy"])
             values = col.map(str)
             missing = set(values) - chains.keys()
             if missing:
@@ -163,10 +164,28 @@ def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
     return out
 
 
+def _label_ids(prepared: dict, name: str, level: int) -> np.ndarray:
+    """The labels of one QID at one level as integers (a null is one more label), cached."""
+    cache = prepared[name].setdefault("ids", {})
+    if level not in cache:
+        cache[level] = pd.factorize(prepared[name]["codes"][level], use_na_sentinel=False)[0]
+    return cache[level]
+
+
 def _class_ids(prepared: dict, node: dict[str, int]) -> list[int]:
-    """Each record's equivalence class (0, 1, ... in order of first appearance) at the node."""
-    table = pd.DataFrame({name: prepared[name]["codes"][level] for name, level in node.items()})
-    return table.groupby(list(node), sort=False, dropna=False).ngroup().tolist()
+    """Each record's equivalence class (0, 1, ... in order of first appearance) at the node:
+    records are in one class iff their labels are equal on every QID."""
+    key = None
+    for name, level in node.items():
+        labels = _label_ids(prepared, name, level)
+        key = labels if key is None else key * (int(labels.max(initial=0)) + 1) + labels
+        key = np.unique(key, return_inverse=True)[1].reshape(-1)  # dense again: no overflow
+    if key is None:
+        return []
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    rank = np.empty(len(first), dtype=np.int64)
+    rank[np.argsort(first, kind="stable")] = np.arange(len(first))
+    return rank[inverse.reshape(-1)].tolist()
 
 
 def _lattice(tops: dict[str, int], root: dict[str, int] | None):
@@ -250,9 +269,8 @@ class Criteria:
             missing = [v for v in self.glob[c["attribute"]] if _label(v) not in hier]
             if missing:
                 raise ValueError(f"{c['attribute']}: hierarchy misses {missing[:3]}")
-            self.paths.append(
-                {v: hierarchy_chain(v, hier[_label(v)])[1:] for v in self.glob[c["attribute"]]}
-            )
+            chains = hierarchy_chains(hier)
+            self.paths.append({v: chains[_label(v)][1:] for v in self.glob[c["attribute"]]})
 
     def __bool__(self) -> bool:
         return bool(self.attributes)
@@ -356,7 +374,7 @@ def exhaustive_search(
     for node in _lattice(tops, root):
         evaluated += 1
         ids = _class_ids(prepared, node)
-        sizes = [int(x) for x in pd.Series(ids).value_counts(sort=False).sort_index()]
+        sizes = np.bincount(ids).tolist() if ids else []
         dists = {
             a: _class_distributions(ids, len(sizes), df[a].tolist()) for a in criteria.attributes
         }
@@ -517,5 +535,5 @@ def contains(generalised: str, original, qid: dict | None = None) -> bool:
             return False
         lo, hi, x = Decimal(m[1]), Decimal(m[2]), _dec(original)
         return lo <= x <= hi if m[3] == "]" else lo <= x < hi
-    chain = _chains(qid["hierarchy"]).get(str(original))
+    chain = hierarchy_chains(qid["hierarchy"]).get(str(original))
     return chain is not None and generalised in chain

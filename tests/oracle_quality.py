@@ -46,7 +46,7 @@ def _shares(q: dict, prepared: dict, df: pd.DataFrame) -> tuple[int, list[dict]]
     name = q["name"]
     codes = prepared[name]["codes"]
     if q["type"] == "categorical":
-        chains = O._chains(q["hierarchy"])
+        chains = O.hierarchy_chains(q["hierarchy"])
         u = len(chains)
         return u, [Counter(c[lvl] for c in chains.values()) for lvl in range(len(codes))]
     # numerical: bins of `width` units, the last clipped to the domain

@@ -212,9 +212,10 @@ def expected_release(df: pd.DataFrame, qids: list[dict], node: dict[str, int], k
     for q in qids:
         if is_rule(q):
             labels[q["name"]] = level_labels(df[q["name"]], q)[node[q["name"]]]
-        else:  # a listed hierarchy: value -> [level 1, ...], "*" implied
-            chains = {str(v): [str(v), *map(str, up)] for v, up in q["hierarchy"].items()}
-            chains = {v: c if c[-1] == "*" and len(c) > 1 else [*c, "*"] for v, c in chains.items()}
+        else:  # a listed hierarchy: value -> [level 1, ...], top as SPEC §3 says
+            from oracle import hierarchy_chains  # oracle imports this module
+
+            chains = hierarchy_chains(q["hierarchy"])
             level = node[q["name"]]
             labels[q["name"]] = df[q["name"]].map({v: c[level] for v, c in chains.items()})
     out = pd.DataFrame(labels)

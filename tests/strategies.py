@@ -24,7 +24,8 @@ def datasets(draw):
             n_values = draw(st.integers(2, 6))
             values = [f"v{i}" for i in range(n_values)]
             groups = draw(st.integers(1, n_values))
-            hier = {v: [f"g{i % groups}"] for i, v in enumerate(values)}
+            top = draw(st.sampled_from([[], ["[0,99]"]]))  # ARX's recoded data: a constant top
+            hier = {v: [f"g{i % groups}", *top] for i, v in enumerate(values)}
             weights = rng.dirichlet(np.ones(n_values))
             cols[name] = rng.choice(values, n, p=weights)
             qids.append({"name": name, "type": "categorical", "hierarchy": hier})

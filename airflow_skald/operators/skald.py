@@ -13,15 +13,12 @@ Artifacts go to ``{artifacts}/{dag_id}/{run_id}/`` (``artifacts.RunArtifacts``);
 return values are small JSON summaries (paths, levels, counts, DM*), never a data value.
 Nothing is done in ``__init__``; the core is imported inside ``execute``.
 
-Settings (all templated; empty = the config file's value): one keyword per row of
-``airflow_skald.core.config.settings.SETTINGS`` — ``input_path``, ``output_path``, ``k``,
-``suppression_limit``, ``histogram_bins``, ``chunk_rows``, ``suppressed_records``,
-``overwrite``.
+Settings (all templated; empty = the config file's value): one explicit keyword per row of
+``airflow_skald.core.config.settings.SETTINGS``, documented in ``_SkaldOperator``.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,18 +29,8 @@ from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.operators.links import SkaldManifestLink
 
 _MODES = ("all", "partial", "merge")
+PATH_SETTINGS = ("config", "input_path", "output_path")  # rendered again: may hold {{ ds }}
 LEASE_TTL_S = 6 * 3600  # an Airflow run's lease spans its tasks: longer than any gap
-
-
-def _with_settings(init) -> inspect.Signature:
-    """`init`'s signature with one keyword-only parameter (default None) per setting."""
-    sig = inspect.signature(init)
-    params = [p for p in sig.parameters.values() if p.kind is not p.VAR_KEYWORD]
-    extra = [
-        inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, default=None) for n in OVERRIDE_KEYS
-    ]
-    var = [p for p in sig.parameters.values() if p.kind is p.VAR_KEYWORD]
-    return sig.replace(parameters=[*params, *extra, *var])
 
 
 class _SkaldOperator(BaseOperator):
@@ -54,7 +41,54 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param mode: ``all``, ``partial`` (with ``chunk_group``) or ``merge``
     :param chunk_group: ``{"group": i, "chunk_ids": [...]}`` of a mapped task (templated)
-    :param k, suppression_limit, ...: the settings of ``core.settings`` (templated)
+
+    The per-run settings, one keyword per row of ``core.config.settings.SETTINGS`` (empty or
+    None: the config file's value; tests/unit/operators checks these against the table):
+
+    :param input_path: Overrides input.path: a file, folder, glob or fsspec URL (s3://...).
+        (templated)
+    :param output_path: Overrides output.path: where the release and its manifest go. (templated)
+    :param k: k of k-anonymity (an integer >= 2); empty = the config file's privacy.k. (templated)
+    :param suppression_limit: Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1
+        %); empty = the config file's. (templated)
+    :param histogram_bins: N_RAM, the histogram size bound; empty = the file's, or derived from the
+        chunk size. (templated)
+    :param chunk_rows: Rows per chunk; empty = the config file's. (templated)
+    :param suppressed_records: mask: keep suppressed rows with every QID '*'; drop: leave them out.
+        (templated)
+    :param l: l of the one configured l-diversity criterion; empty = the config file's. (templated)
+    :param t: t of the one configured t-closeness criterion; empty = the config file's. (templated)
+    :param c: c of the one configured recursive (c,l)-diversity criterion; empty = the file's.
+        (templated)
+    :param average_risk: Largest average re-identification risk of the configured average-risk
+        model; empty = the config file's. (templated)
+    :param sample_uniqueness: Largest share of sample-unique records (sample-uniqueness model);
+        empty = the file's. (templated)
+    :param population_uniqueness: Largest estimated share of population-unique records
+        (population-uniqueness model); empty = the file's. (templated)
+    :param k_map: k of the configured k-map model; empty = the config file's. (templated)
+    :param b_likeness: beta of the one configured b-likeness criterion; empty = the config file's.
+        (templated)
+    :param d_disclosure: delta of the one configured d-disclosure criterion; empty = the config
+        file's. (templated)
+    :param risk_threshold: Risk analysis: a record is at risk when its prosecutor risk exceeds
+        this; empty = the file's (default 0.2). (templated)
+    :param risk_sampling_fraction: Risk analysis: the input's share of the population (population
+        uniques); empty = the file's (default: the input is the population). (templated)
+    :param risk_population: Risk analysis: the population's size, in place of a sampling fraction;
+        empty = the file's. (templated)
+    :param root: How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper
+        (possible bins). (templated)
+    :param objective: What the search minimises (SPEC §4d): dm_star (the paper's, default),
+        dm_star_arx, dm, aecs, loss, nu_entropy, precision, height (ARX's quality models).
+        (templated)
+    :param gs_factor: ARX's gs factor weighting generalisation against suppression (0..1; default
+        0.5). (templated)
+    :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
+        default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
+        (templated)
+    :param overwrite: Replace an existing release made by another run with other settings.
+        (templated)
     """
 
     template_fields: Sequence[str] = ("config", "artifacts", "chunk_group", *OVERRIDE_KEYS)
@@ -68,9 +102,32 @@ class _SkaldOperator(BaseOperator):
         artifacts: str | None = None,
         mode: str = "all",
         chunk_group: dict | None = None,
+        input_path: str | None = None,
+        output_path: str | None = None,
+        k: int | str | None = None,
+        suppression_limit: float | str | None = None,
+        histogram_bins: int | str | None = None,
+        chunk_rows: int | str | None = None,
+        suppressed_records: str | None = None,
+        l: int | str | None = None,  # noqa: E741 (the setting's name)
+        t: float | str | None = None,
+        c: float | str | None = None,
+        average_risk: float | str | None = None,
+        sample_uniqueness: float | str | None = None,
+        population_uniqueness: float | str | None = None,
+        k_map: int | str | None = None,
+        b_likeness: float | str | None = None,
+        d_disclosure: float | str | None = None,
+        risk_threshold: float | str | None = None,
+        risk_sampling_fraction: float | str | None = None,
+        risk_population: int | str | None = None,
+        root: str | None = None,
+        objective: str | None = None,
+        gs_factor: float | str | None = None,
+        aggregate: str | None = None,
+        overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
-        settings = {name: kwargs.pop(name, None) for name in OVERRIDE_KEYS}
         super().__init__(**kwargs)
         if mode not in self.modes:
             raise ValueError(
@@ -78,11 +135,37 @@ class _SkaldOperator(BaseOperator):
             )
         self.config, self.artifacts = config, artifacts
         self.mode, self.chunk_group = mode, chunk_group
-        for name, value in settings.items():
-            setattr(self, name, value)
-
-    # One keyword per setting, in the signature Airflow reads (``.partial()`` checks names).
-    __init__.__signature__ = _with_settings(__init__)
+        self.input_path = input_path
+        self.output_path = output_path
+        self.k = k
+        self.suppression_limit = suppression_limit
+        self.histogram_bins = histogram_bins
+        self.chunk_rows = chunk_rows
+        self.suppressed_records = suppressed_records
+        self.l = l
+        self.t = t
+        self.c = c
+        self.average_risk = average_risk
+        self.sample_uniqueness = sample_uniqueness
+        self.population_uniqueness = population_uniqueness
+        self.k_map = k_map
+        self.b_likeness = b_likeness
+        self.d_disclosure = d_disclosure
+        self.risk_threshold = risk_threshold
+        self.risk_sampling_fraction = risk_sampling_fraction
+        self.risk_population = risk_population
+        self.root = root
+        self.objective = objective
+        self.gs_factor = gs_factor
+        self.aggregate = aggregate
+        self.overwrite = overwrite
+        # a run that failed for good frees its output at once (defect: a 6 h lock)
+        callbacks = self.on_failure_callback
+        if callbacks is None:
+            callbacks = []
+        elif callable(callbacks):
+            callbacks = [callbacks]
+        self.on_failure_callback = [*callbacks, release_lease_on_failure]
 
     def execute(self, context) -> Any:
         """Open the run, drive the phase; bad input fails at once, without retries."""
@@ -117,7 +200,8 @@ class _SkaldOperator(BaseOperator):
                 "no SKALD config: set the DAG param 'config' (path of a skald.yaml readable "
                 "by the workers) or the operator's config argument"
             )
-        config = load_config(self.config, {n: getattr(self, n) for n in OVERRIDE_KEYS})
+        settings = {n: self.render_path(n, getattr(self, n), context) for n in OVERRIDE_KEYS}
+        config = load_config(self.render_path("config", self.config, context), settings, True)
         store = RunArtifacts.from_context(
             None if is_empty(self.artifacts) else self.artifacts, context
         )
@@ -125,6 +209,17 @@ class _SkaldOperator(BaseOperator):
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
         return run
+
+    def render_path(self, name: str, value: Any, context) -> Any:
+        """A path setting whose value (a param or conf value) holds a template, rendered with
+        the run's context: ``rel/daily-{{ ds }}`` -> ``rel/daily-2026-11-27``. Airflow renders
+        a field once, so ``{{ params.output_path }}`` yields the param's text as it was typed;
+        this second pass renders it as text (sandboxed), never as a native object."""
+        if name not in PATH_SETTINGS or not isinstance(value, str) or "{" not in value:
+            return value
+        dag = context.get("dag")
+        env = dag.get_template_env(force_sandboxed=True) if dag is not None else None
+        return str(self.render_template(value, context, jinja_env=env))
 
     def group(self) -> tuple[int, list[int]]:
         group = self.chunk_group
@@ -142,6 +237,49 @@ class _SkaldOperator(BaseOperator):
             phase.run_group(run, group, chunk_ids)
             return None
         return phase.run_merge(run) if self.mode == "merge" else phase.run_all(run)
+
+
+def release_lease_on_failure(context) -> None:
+    """``on_failure_callback`` of every SKALD task: the run failed for good (no retry left),
+    so the output's lease it holds (named in the run's ``target.json``) is deleted. Never
+    raises: a callback's error would hide the task's own."""
+    import logging
+
+    log = logging.getLogger("airflow_skald")
+    try:
+        from airflow_skald.core.release.lease import release_run_lease
+        from airflow_skald.core.run.runner import TARGET
+        from airflow_skald.operators.artifacts import RunArtifacts
+
+        task = context.get("task")
+        root = getattr(task, "artifacts", None)
+        store = RunArtifacts.from_context(None if is_empty(root) else root, context)
+        if not store.exists(TARGET):
+            return
+        output = store.read_json(TARGET)["output"]
+        if release_run_lease(output, f"{store.dag_id}-{store.run_id}"):
+            log.info("run %s failed: released its lease on output %s", store.run_id, output)
+    except Exception as exc:  # pragma: no cover - storage unreachable
+        log.warning("could not release the output lease of the failed run: %s", exc)
+
+
+def dag_run_gone(info) -> str | None:
+    """A lease judge (core.release.lease.Judge): a lease held by an Airflow DAG run that is no
+    longer queued or running (failed, succeeded, marked) is stale. None when it still runs or
+    the Execution API cannot tell (then only the lease's expiry frees it)."""
+    holder = getattr(info, "holder", None) or {}
+    if not holder.get("dag_id") or not holder.get("run_id"):
+        return None
+    try:
+        from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+        state = RuntimeTaskInstance.get_dagrun_state(holder["dag_id"], holder["run_id"])
+    except Exception:
+        return None
+    state = str(getattr(state, "value", state))
+    if state in ("queued", "running"):
+        return None
+    return f"its DAG run {holder['dag_id']}/{holder['run_id']} is {state}"
 
 
 def settings_line(config) -> str:
@@ -183,7 +321,7 @@ class EncodeOperator(_SkaldOperator):
 
         if self.mode in ("all", "list"):
             try:
-                with claim_output(run, LEASE_TTL_S):  # kept for the run's later tasks
+                with claim_output(run, LEASE_TTL_S, judge=dag_run_gone):  # for later tasks
                     archive_config(run)
                     groups = run.layout(int(self.chunks_per_task or 1))
                     run.check_target()
@@ -247,13 +385,13 @@ class GeneraliseOperator(_SkaldOperator):
         from airflow_skald.core.run import runner as R
 
         if self.mode == "partial":
-            R.check_lease(run)
+            R.check_lease(run, dag_run_gone)
             group, chunk_ids = self.group()
             written = R.GENERALISE.run_group(run, group, chunk_ids)
             return {"group": group, "parts": written.names}
         manifest = R.already_published(run) if self.mode == "merge" else None
         if manifest is None:
-            with R.claim_output(run, LEASE_TTL_S, release="on_success"):
+            with R.claim_output(run, LEASE_TTL_S, release="on_success", judge=dag_run_gone):
                 if self.mode == "all":
                     R.prepare_staging(run.staging)
                 else:

@@ -485,3 +485,25 @@ def test_rule_built_hierarchies_through_the_dags(
     assert dag_manifest["node"] == cli["node"] and dag_manifest["dm_star"] == cli["dm_star"]
     assert dag_manifest["quasi_identifiers"] == cli["quasi_identifiers"]
     assert release_files(out) == release_files(tmp_path / "cli")
+
+
+def test_templated_relative_output_path(dagbag, artifacts_root, tmp_path):
+    """Issue 18 defects 4 and 5: ``{{ ds }}`` in a path param is rendered with the run's
+    logical date, and a relative path from a param resolves against the config file's folder
+    (as the file's own paths), not the worker's working directory."""
+    import datetime as dt
+
+    from airflow_skald.core.data.generate import generate_dataset
+
+    config = generate_dataset(600, 1000, seed=3, out_dir=tmp_path / "data")
+    day = dt.datetime(2026, 3, 1, tzinfo=dt.UTC)
+    conf = {
+        "config": str(config),
+        "output_path": "../rel/daily-{{ ds }}",
+        "input_path": "{{ 'chunk' }}-*.parquet",  # relative, templated: the config's folder
+    }
+    run_dag(dagbag, "skald_anonymise", conf, logical_date=day)
+    out = tmp_path / "rel" / "daily-2026-03-01"
+    assert manifest(out)["verified"] is True and manifest(out)["n_records"] == 600
+    assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == ["daily-2026-03-01"]
+    assert not list(Path.cwd().glob("rel/daily-*"))

@@ -273,6 +273,67 @@ def test_one_event_per_release_and_a_retry_writes_the_same_bytes(dep, releases):
     assert again["id"] == event["id"]
 
 
+# ------------------------------------------------- issue 18: stale retry, a failed run's lease
+def clear(dep: Deployment, run_id: str, task_id: str) -> None:
+    dep.api(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": run_id,
+            "task_ids": [task_id],
+            "only_failed": False,
+            "reset_dag_runs": True,
+        },
+    )
+
+
+def sha256s(folder: Path) -> dict[str, str]:
+    import hashlib
+
+    return {name: hashlib.sha256(data).hexdigest() for name, data in files(folder).items()}
+
+
+def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, workdir):
+    """Defect 1: run A (k=7) released, run B replaced it (k=25, overwrite); clearing A's
+    generalise fails at once naming B, the bytes stay B's (sha256), no event is added.
+    Defect 2: that failure, and a run refused in histogram_lattice (l=40 of an l-diversity
+    criterion that cannot hold), free the output: a corrected run succeeds at once."""
+    import yaml
+
+    out = workdir / "stale" / "x"
+    body = yaml.safe_load(releases["config"].read_text())
+    body["input"]["path"] = str(releases["config"].parent / body["input"]["path"])
+    body["privacy"]["l_diversity"] = [{"attribute": "health_condition", "l": 2}]
+    config = workdir / "skald-l.yaml"
+    config.write_text(yaml.safe_dump(body, sort_keys=False))
+    conf = {"config": str(config), "output_path": str(out)}
+    run_a = trigger(dep, conf)
+    assert_run(dep, run_a, "success")
+    run_b = trigger(dep, {**conf, "k": 25, "overwrite": True})
+    assert_run(dep, run_b, "success")
+    before = sha256s(out)
+    assert json.loads((out / "manifest.json").read_text())["k"] == 25
+
+    clear(dep, run_a, "generalise")
+    tis = assert_run(dep, run_a, "failed")
+    assert tis["generalise"]["try_number"] == 2
+    log = task_log(dep, run_a, "generalise", 2)
+    assert f"was replaced by run {DAG_ID}-{run_b} after run {DAG_ID}-{run_a} began" in log, log
+    assert sha256s(out) == before
+    events = sorted(events_for(dep, out), key=lambda e: e["timestamp"])
+    assert [(e["extra"]["run_id"], e["extra"]["k"]) for e in events] == [(run_a, 7), (run_b, 25)]
+    assert siblings(out) == ["x"]  # the failed retry left no lease, no staging folder
+
+    refused = trigger(dep, {**conf, "l": 40, "overwrite": True})
+    tis = assert_run(dep, refused, "failed")
+    assert tis["histogram_lattice"]["state"] == "failed", tis
+    assert siblings(out) == ["x"]
+    fixed = trigger(dep, {**conf, "k": 12, "overwrite": True})
+    assert_run(dep, fixed, "success")
+    assert json.loads((out / "manifest.json").read_text())["k"] == 12
+
+
 # --------------------------------------------------------------------------- 5. the trigger form
 OPEN_TRIGGER = (
     "(() => { const b = [...document.querySelectorAll('button')]"

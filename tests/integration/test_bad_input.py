@@ -22,17 +22,10 @@ from helpers_data import (
     make_table,
     run_inprocess,
     run_subprocess,
-    skip_report_plots,
     write_config,
     write_dataset,
     write_table,
 )
-
-
-@pytest.fixture(autouse=True)
-def _fast_reports(monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
-
 
 Files = list[Path]
 

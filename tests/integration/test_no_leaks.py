@@ -27,7 +27,6 @@ from helpers_data import (
     make_table,
     run_inprocess,
     run_subprocess,
-    skip_report_plots,
     write_config,
     write_dataset,
     write_table,
@@ -121,7 +120,6 @@ def test_cli_process_logs_and_outputs_hold_no_canary(canary_run: dict) -> None:
 def test_in_process_log_records_hold_no_canary(
     canary_run: dict, caplog, capsys, monkeypatch
 ) -> None:
-    skip_report_plots(monkeypatch)  # the subprocess test above renders the real report
     caplog.set_level(logging.DEBUG)
     code, stdout, err = run_inprocess(["run", str(canary_run["config"])], capsys)
     assert code == 0, err
@@ -235,7 +233,6 @@ def test_input_changed_between_passes_error_does_not_quote_value(tmp_path: Path)
 
 def test_manifest_holds_no_data_values(canary_run: dict, monkeypatch) -> None:
     """The manifest's strings are names, hashes, paths and versions: no canary, no labels."""
-    skip_report_plots(monkeypatch)
     manifest = runner.run(config_from_dict(config_dict(canary_run["input"], canary_run["output"])))
     text = json.dumps(manifest)
     assert leaks(text) == []
@@ -257,7 +254,6 @@ def test_outlier_value_not_released_at_top_level(tmp_path: Path, capsys) -> None
 def test_dropped_record_leaves_nothing_in_parts(canary_run: dict, monkeypatch) -> None:
     """With suppressed records dropped, not even the canary's sensitive value may remain: text
     columns are written dictionary-encoded, and a dictionary must list only kept rows' values."""
-    skip_report_plots(monkeypatch)
     cfg = config_dict(canary_run["input"], canary_run["output"])
     cfg["suppressed_records"] = "drop"
     manifest = runner.run(config_from_dict(cfg))

@@ -84,11 +84,13 @@ def test_tie_on_dm_and_precision_broken_by_qid_priority():
 
 
 def test_tie_on_dm_broken_by_precision():
-    # y has a deeper hierarchy (top 3) than x (top 2), same data shape as PAIRS.
+    # y has a deeper hierarchy (top 3) than x (top 2), same data shape as PAIRS. Its "*" is
+    # written out: a constant last column ("ab") would itself be the top (SPEC §3).
+    ab = ["ab", "*"]
     y = {
         "name": "y",
         "type": "categorical",
-        "hierarchy": {"a1": ["a", "ab"], "a2": ["a", "ab"], "b1": ["b", "ab"], "b2": ["b", "ab"]},
+        "hierarchy": {"a1": ["a", *ab], "a2": ["a", *ab], "b1": ["b", *ab], "b2": ["b", *ab]},
     }
     x = {"name": "x", "type": "numerical", "min_width": 1}
     df = pd.DataFrame({"y": ["a1", "a1", "a2", "a2", "b1", "b2", "b1", "b2"],

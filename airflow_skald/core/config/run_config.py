@@ -111,6 +111,10 @@ class SkaldConfig:
     gs_factor: Fraction = Fraction(1, 2)
     aggregate: str | None = None
     quality_weights: tuple[tuple[str, Fraction], ...] = ()
+    # the risk analysis (SPEC §4c: risk.threshold, risk.sampling_fraction, risk.population)
+    risk_threshold: Fraction = Fraction(1, 5)
+    risk_sampling_fraction: Fraction | None = None
+    risk_population: int | None = None
     direct_identifiers: tuple[str, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
@@ -144,15 +148,19 @@ class SkaldConfig:
         listed = [names.index(n) for n in self.qid_priority]
         return listed + [i for i in range(len(names)) if i not in listed]
 
-    def with_overrides(self, overrides: dict[str, Any] | None) -> SkaldConfig:
-        """Apply CLI flags / DAG params (empty values keep the file's) and validate them."""
+    def with_overrides(
+        self, overrides: dict[str, Any] | None, base_dir: Path | None = None
+    ) -> SkaldConfig:
+        """Apply CLI flags / DAG params (empty values keep the file's) and validate them.
+        A relative input_path/output_path resolves against `base_dir` (DAG params: the
+        config file's folder, as the file's own paths), else the working directory (CLI)."""
         values = parse_overrides(overrides or {})
         fields: dict[str, Any] = {}
         for key, value in values.items():
             if key == "input_path":
-                fields["input"] = replace(self.input, path=_abs(value, None))
+                fields["input"] = replace(self.input, path=_abs(value, base_dir))
             elif key == "output_path":
-                fields["output"] = replace(self.output, path=_abs(value, None))
+                fields["output"] = replace(self.output, path=_abs(value, base_dir))
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
@@ -195,16 +203,33 @@ class SkaldConfig:
             "suppressed_records": self.suppressed_records,
             "root": self.root,
             **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
+            **self._risk_settings(),
         }
 
+    def _risk_settings(self) -> dict[str, Any]:
+        """The risk analysis's settings, listed only when set (so configs without them keep
+        their hash)."""
+        risk: dict[str, Any] = {}
+        if self.risk_threshold != BY_NAME["risk_threshold"].default:
+            risk["threshold"] = str(self.risk_threshold)
+        if self.risk_sampling_fraction is not None:
+            risk["sampling_fraction"] = str(self.risk_sampling_fraction)
+        if self.risk_population is not None:
+            risk["population"] = self.risk_population
+        return {"risk": risk} if risk else {}
 
-def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> SkaldConfig:
-    """Read and validate a YAML config file, then apply overrides."""
+
+def load_config(
+    path: str | Path, overrides: dict[str, Any] | None = None, paths_from_file: bool = False
+) -> SkaldConfig:
+    """Read and validate a YAML config file, then apply overrides (`paths_from_file`: their
+    relative paths resolve against the file's folder, as the file's own; else the working
+    directory's)."""
     path = Path(path)
     raw = load_yaml_file(path)
-    return config_from_dict(raw, base_dir=path.resolve().parent, source=str(path)).with_overrides(
-        overrides
-    )
+    base = path.resolve().parent
+    config = config_from_dict(raw, base_dir=base, source=str(path))
+    return config.with_overrides(overrides, base if paths_from_file else None)
 
 
 # the sections of the file; the settings table adds the keys it places (chunk_rows, ...)
@@ -235,6 +260,10 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     _no_unknown(memory, file_keys("memory"), "memory")
     quality = _mapping(raw.get("quality") or {}, "quality")
     _no_unknown(quality, file_keys("quality") | {"weights"}, "quality")
+    risk = _mapping(raw.get("risk") or {}, "risk")
+    _no_unknown(risk, file_keys("risk"), "risk")
+    if "sampling_fraction" in risk and "population" in risk:
+        raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
@@ -267,6 +296,9 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         gs_factor=_file(raw, "gs_factor"),
         aggregate=_file(raw, "aggregate"),
         quality_weights=_weights(quality.get("weights"), names),
+        risk_threshold=_file(raw, "risk_threshold"),
+        risk_sampling_fraction=_file(raw, "risk_sampling_fraction"),
+        risk_population=_file(raw, "risk_population"),
         source=source,
     )
     check_quality(config.quality, names)

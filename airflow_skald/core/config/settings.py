@@ -129,6 +129,7 @@ class Setting:
 
 
 _POSITIVE = {"type": "integer", "minimum": 1}
+_SHARE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
 
 SETTINGS: tuple[Setting, ...] = (
     Setting(
@@ -213,6 +214,83 @@ SETTINGS: tuple[Setting, ...] = (
         coerce=_decimal,
         cli=False,
         param=False,
+    ),
+    Setting(
+        "average_risk",
+        None,  # privacy.average_risk.max (SPEC §4c)
+        _SHARE,
+        "a number in (0, 1]",
+        "Largest average re-identification risk of the configured average-risk model; "
+        "empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "sample_uniqueness",
+        None,  # privacy.sample_uniqueness.max
+        _SHARE,
+        "a number in (0, 1]",
+        "Largest share of sample-unique records (sample-uniqueness model); empty = the file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "population_uniqueness",
+        None,  # privacy.population_uniqueness.max
+        _SHARE,
+        "a number in (0, 1]",
+        "Largest estimated share of population-unique records (population-uniqueness model); "
+        "empty = the file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "k_map",
+        None,  # privacy.k_map.k
+        {"type": "integer", "minimum": 2},
+        "an integer >= 2",
+        "k of the configured k-map model; empty = the config file's.",
+        coerce=_integer,
+    ),
+    Setting(
+        "b_likeness",
+        None,  # privacy.b_likeness[i].beta
+        {"type": "number", "exclusiveMinimum": 0},
+        "a number > 0",
+        "beta of the one configured b-likeness criterion; empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "d_disclosure",
+        None,  # privacy.d_disclosure[i].delta
+        {"type": "number", "exclusiveMinimum": 0},
+        "a number > 0",
+        "delta of the one configured d-disclosure criterion; empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "risk_threshold",
+        ("risk", "threshold"),
+        _SHARE,
+        "a number in (0, 1]",
+        "Risk analysis: a record is at risk when its prosecutor risk exceeds this; "
+        "empty = the file's (default 0.2).",
+        coerce=_decimal,
+        default=Fraction(1, 5),
+    ),
+    Setting(
+        "risk_sampling_fraction",
+        ("risk", "sampling_fraction"),
+        _SHARE,
+        "a number in (0, 1]",
+        "Risk analysis: the input's share of the population (population uniques); empty = "
+        "the file's (default: the input is the population).",
+        coerce=_decimal,
+    ),
+    Setting(
+        "risk_population",
+        ("risk", "population"),
+        _POSITIVE,
+        "a positive integer",
+        "Risk analysis: the population's size, in place of a sampling fraction; empty = the file's.",
+        coerce=_integer,
     ),
     Setting(
         "root",

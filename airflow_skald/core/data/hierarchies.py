@@ -1,7 +1,8 @@
 """Categorical generalisation hierarchies (inline YAML or ARX CSV files).
 
 A hierarchy is a table: column 0 the original value, column i its label at level i, the
-last column the top ``*``. ARX users bring their files unchanged (``value;l1;...;*``): a
+last column the top: one label for every value (``*``, or a constant such as ARX's ``[0,99]``;
+``*`` is appended only when the last column given has more than one label, SPEC §3). ARX users bring their files unchanged (``value;l1;...;*``): a
 leading UTF-8 byte order mark is skipped, and so are empty cells at the end of a row (a
 delimiter ending every row adds no level). An empty value or label before the last one is an
 error, as is a file whose rows are single cells holding ',' or tabs (the wrong separator).
@@ -48,8 +49,8 @@ class Hierarchy:
     @property
     def sha256(self) -> str:
         """What manifests name the hierarchy by: the SHA-256 of `json.dumps` of its rows as
-        validated (each row the value, then its label at every level up to the top, `*`
-        included; repeated rows dropped), in file order."""
+        validated (each row the value, then its label at every level up to the top, an
+        appended `*` included; repeated rows dropped), in file order."""
         return hashlib.sha256(json.dumps(self.table.tolist()).encode()).hexdigest()
 
     @classmethod
@@ -61,7 +62,8 @@ class Hierarchy:
         source: Path | str | None = None,
     ) -> Hierarchy:
         """Validate rows (scalar non-empty cells, equal length, functional) and append ``*``
-        if missing.
+        when the last column has more than one label (a constant last column is the top: a
+        level above it could not change any class).
 
         A row repeated identically is dropped with a warning (published ARX files do this); the
         same value with other labels is an error. `row_numbers` name the rows in messages
@@ -90,7 +92,7 @@ class Hierarchy:
                     f"{where}: row {number} has {len(r)} levels, row {kept_numbers[0]} has {width}"
                 )
         table = np.array(kept, dtype=object)
-        if not all(table[:, -1] == TOP_LABEL):
+        if len(set(table[:, -1].tolist())) > 1:
             table = np.concatenate([table, np.full((len(kept), 1), TOP_LABEL, dtype=object)], 1)
         table = _without_repeated_rows(where, table, kept_numbers)
         for level in range(1, table.shape[1] - 1):

@@ -20,7 +20,13 @@ def describe_privacy(config: SkaldConfig) -> list[dict]:
     return [m.describe() for m in config.privacy]
 
 
-def build_policy(config: SkaldConfig, sensitive: Mapping[str, Any] | None = None) -> PrivacyPolicy:
+def build_policy(
+    config: SkaldConfig,
+    sensitive: Mapping[str, Any] | None = None,
+    n_records: int | None = None,
+) -> PrivacyPolicy:
     """The privacy models and suppression limit `config` asks for; models on a sensitive
-    attribute need phase 1's statistics of it (`DomainStats.sensitive`)."""
-    return PrivacyPolicy(bind_models(config.privacy, sensitive), config.suppression_limit)
+    attribute need phase 1's statistics of it (`DomainStats.sensitive`), k-map with a
+    population size the input's records."""
+    models = bind_models(config.privacy, sensitive, n_records)
+    return PrivacyPolicy(models, config.suppression_limit)

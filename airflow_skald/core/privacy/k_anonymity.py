@@ -8,7 +8,6 @@ from typing import Any
 import numpy as np
 
 from airflow_skald.core.config.settings import BY_NAME
-from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 
 
@@ -26,7 +25,7 @@ class KAnonymity(PrivacyModel):
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
         if raw is None:
-            raise ConfigError("privacy.k is required")
+            return ()  # optional when another model is configured (registry.parse_models)
         return (cls(BY_NAME["k"].parse(raw)),)
 
     @classmethod

@@ -28,6 +28,9 @@ class ClassTable:
 
     sizes: np.ndarray  # int, one per class (any order shared by `values`)
     values: Mapping[str, Any] = field(default_factory=dict)
+    # each class's first input row (a mergeable minimum), when known: the sample-based
+    # models' order among classes of one size (else the classes' own order, by key)
+    first_rows: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -40,7 +43,9 @@ class ClassTable:
     def subset(self, mask: np.ndarray) -> ClassTable:
         """The classes where `mask` holds, with their distributions."""
         index = np.flatnonzero(mask)
-        return ClassTable(self.sizes[index], {a: v.subset(index) for a, v in self.values.items()})
+        first = None if self.first_rows is None else self.first_rows[index]
+        values = {a: v.subset(index) for a, v in self.values.items()}
+        return ClassTable(self.sizes[index], values, first)
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,9 @@ class PrivacyModel(ABC):
     monotone: bool = True
     #: the sensitive attribute whose per-class distribution `keeps` reads (None: sizes only)
     attribute: str | None = None
+    #: judges the distribution of the classes left, suppressing a prefix of them
+    #: (``core.privacy.sample_based``), after every class-based model (SPEC §4c)
+    sample_based: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod
@@ -114,6 +122,10 @@ class PrivacyModel(ABC):
     def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
         """The model with phase 1's statistics of its attribute (``SensitiveStats``); checks
         that need the data fail here, one line each starting with `where` (its config entry)."""
+        return self
+
+    def with_records(self, n_records: int) -> PrivacyModel:
+        """The model knowing the input's record count (k-map's k' from a population size)."""
         return self
 
     @classmethod

@@ -1,8 +1,12 @@
 """The privacy models of a run together with its suppression limit: which classes of a node
 are kept, how many records that suppresses, and whether the node passes (SPEC §4, §4b).
 
-A class is suppressed when any model refuses it; the node passes iff the suppressed records
-fit ``floor(limit * N)``. ``monotone_passes`` is the same test with the monotone models only:
+A class is suppressed when any class-based model refuses it; then each sample-based model
+(SPEC §4c: average risk, sample uniqueness, population uniqueness, in that order) suppresses
+the shortest prefix of the classes left that makes it hold (`sample_based.enforce`). The node
+passes iff the suppressed records fit ``floor(limit * N)``. ``monotone_passes`` is the same
+test with the monotone models only (the sample-based ones among them only when every
+class-based model is monotone, so that it never suppresses more than the full test):
 the search may tag predictively on it (a node failing it fails everywhere below; one passing
 it passes everywhere above), while ``passes`` must be learned node by node when a model is not
 monotone with suppression.
@@ -19,6 +23,7 @@ import numpy as np
 
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.privacy.sample_based import enforce
 
 
 def max_suppressed(limit: Fraction, n_records: int) -> int:
@@ -68,17 +73,30 @@ class PrivacyPolicy:
         """Sensitive attributes whose per-class distributions the models need."""
         return tuple(dict.fromkeys(m.attribute for m in self.models if m.attribute))
 
-    def judge(self, table: ClassTable) -> Judgement:
+    @property
+    def sample_based(self) -> tuple[PrivacyModel, ...]:
+        return tuple(m for m in self.models if m.sample_based)
+
+    def judge(self, table: ClassTable, top: bool = False) -> Judgement:
+        """The node's classes judged; `top`: the node is the top node (its one class is left
+        out of what the sample-based models see)."""
         n = table.n_records
         allowed = max_suppressed(self.suppression_limit, n)
         monotone = np.ones(table.n_classes, dtype=bool)
-        for m in self.models:
+        class_based = [m for m in self.models if not m.sample_based]
+        for m in class_based:
             if m.monotone:
                 monotone &= m.keeps(table)
         kept = monotone.copy()
-        for m in self.models:
+        for m in class_based:
             if not m.monotone:
                 kept &= m.keeps(table)
+        sampled = self.sample_based
+        if sampled:
+            kept = enforce(sampled, table, kept, allowed, top)
+            if all(m.monotone for m in class_based):
+                mono = tuple(m for m in sampled if m.monotone)
+                monotone = enforce(mono, table, monotone, allowed, top)
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
         return Judgement(kept, n, s, allowed, s <= allowed, s_mono <= allowed)

@@ -8,12 +8,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.average_risk import AverageRisk
+from airflow_skald.core.privacy.b_likeness import BLikeness
+from airflow_skald.core.privacy.d_disclosure import DDisclosure
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
+from airflow_skald.core.privacy.k_map import KMap
 from airflow_skald.core.privacy.l_diversity import LDiversity
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel, RebuildContext
+from airflow_skald.core.privacy.population_uniqueness import PopulationUniqueness
+from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
 from airflow_skald.core.privacy.t_closeness import TCloseness
 
-MODELS: tuple[type[PrivacyModel], ...] = (KAnonymity, LDiversity, TCloseness)
+# class-based models first; the sample-based ones in the order they judge a node (SPEC §4c)
+MODELS: tuple[type[PrivacyModel], ...] = (
+    KAnonymity,
+    LDiversity,
+    TCloseness,
+    KMap,
+    BLikeness,
+    DDisclosure,
+    AverageRisk,
+    SampleUniqueness,
+    PopulationUniqueness,
+)
 
 #: the keys a config may hold under `privacy:` (besides suppression_limit)
 CONFIG_KEYS: tuple[str, ...] = tuple(m.config_key for m in MODELS)
@@ -22,8 +39,15 @@ THRESHOLDS: tuple[str, ...] = tuple(dict.fromkeys(t for m in MODELS for t in m.t
 
 
 def parse_models(privacy: Mapping[str, Any], ctx: ParseContext) -> tuple[PrivacyModel, ...]:
-    """Every model the `privacy:` mapping asks for, in registry order."""
-    return tuple(model for cls in MODELS for model in cls.parse(privacy.get(cls.config_key), ctx))
+    """Every model the `privacy:` mapping asks for, in registry order; at least one."""
+    models = tuple(model for cls in MODELS for model in cls.parse(privacy.get(cls.config_key), ctx))
+    if not models:
+        raise ConfigError(
+            "privacy.k is required (or another privacy model: "
+            + ", ".join(f"privacy.{cls.config_key}" for cls in MODELS[1:])
+            + ")"
+        )
+    return models
 
 
 def settings_of(models: tuple[PrivacyModel, ...]) -> dict[str, Any]:
@@ -51,9 +75,14 @@ def with_threshold(
 
 
 def bind_models(
-    models: tuple[PrivacyModel, ...], sensitive: Mapping[str, Any] | None
+    models: tuple[PrivacyModel, ...],
+    sensitive: Mapping[str, Any] | None,
+    n_records: int | None = None,
 ) -> tuple[PrivacyModel, ...]:
-    """Each model with phase 1's statistics of its attribute (checks that need the data)."""
+    """Each model with phase 1's statistics of its attribute (checks that need the data) and,
+    when given, the input's record count."""
+    if n_records is not None:
+        models = tuple(m.with_records(n_records) for m in models)
     if any(m.attribute for m in models) and sensitive is None:
         raise ValueError("criteria need phase 1's statistics of their attributes")
     out, seen = [], dict.fromkeys(MODELS, 0)

@@ -29,12 +29,15 @@ class QualityContext:
         root: Sequence[int],
         classes: Histogram,
         settings: QualitySettings | None = None,
+        max_suppressed: int | None = None,
     ):
         self.dims = list(dims)
         self.root = tuple(int(x) for x in root)
         self.tops = [d.top for d in self.dims]
         self.settings = settings or QualitySettings()
         self.n_records = int(classes.counts.sum(dtype=np.int64)) if classes.counts.size else 0
+        # the most records a passing node may suppress (bounds of non-monotone models)
+        self.max_suppressed = self.n_records if max_suppressed is None else int(max_suppressed)
         self.weights = self.settings.normalised_weights([d.name for d in self.dims])
         radices = [d.cards[lv] for d, lv in zip(self.dims, self.root, strict=True)]
         self._root_marginals = _marginals(classes.keys, classes.counts, radices)

@@ -1,7 +1,8 @@
 """Precision. Sweeney's `1 - mean_i(level_i / top_i)` (higher is better), the figure SPEC §5
 reports as `precision`; and ARX's non-monotone precision (`MetricMDNMPrecision`), a loss:
 per QID `((N - s) * g * level/top + s * s_factor) / N`, the arithmetic mean by default. It
-needs the node and the suppressed count only; its bound `g * level/top` the node alone."""
+needs the node and the suppressed count only; its bound (`g * level/top`, ARX's, when
+suppression costs at least that) the node alone."""
 
 from __future__ import annotations
 
@@ -44,4 +45,10 @@ class NMPrecision(MultiDimensional):
         ]
 
     def level_bound(self, i: int, level: int) -> float:
-        return float(self._share(i, level) * self.g)
+        """ARX's `g * level/top` when suppression costs at least that much (gs >= 0.5); else
+        the value with the most records the policy may suppress (it falls as s grows)."""
+        n, most = self.ctx.n_records, self.ctx.max_suppressed
+        kept = self._share(i, level) * self.g
+        if not n:
+            return 0.0
+        return float(min(kept, ((n - most) * kept + most * self.s) / n))

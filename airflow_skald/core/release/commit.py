@@ -323,6 +323,42 @@ def write_bytes_atomic(url: str, data: bytes) -> None:
     fs.mv(tmp, root)
 
 
+def release_in_place(output: str) -> str | None:
+    """The run token of the release at `output` (its manifest's ``run_token``; a local
+    release moved aside by a commit killed between its renames counts), "" for a release
+    without one, None when no release is there."""
+    fs, root = filesystem(output)
+    root = root.rstrip("/")
+    _fresh(fs, root)
+    candidates = [posixpath.join(root, MANIFEST)]
+    if _is_local(fs):
+        candidates.append(posixpath.join(root + ".skald-old", MANIFEST))
+    for path in candidates:
+        try:
+            body = json.loads(fs.cat_file(path))
+        except FileNotFoundError:
+            continue
+        except (ValueError, OSError):
+            return ""
+        return str(body.get("run_token") or "") if isinstance(body, dict) else ""
+    return None
+
+
+def check_not_superseded(output: str, token: str, predecessor: str | None) -> None:
+    """Refuse to commit over a release that another run put in place after this run checked
+    the output: the release at `output` must be this run's own (`token`, a retry) or the one
+    that was there when the run began (`predecessor`: its run token, None if none was).
+    A stale retry of an older run never rolls a newer release back."""
+    found = release_in_place(output)
+    if found is None or found in (token, predecessor):
+        return
+    by = f"run {found}" if found else "another run"
+    raise DataError(
+        f"output {output} was replaced by {by} after run {token} began; this retry does not "
+        "roll it back (start a new run to release again)"
+    )
+
+
 def commit(staging: str, output: str, lease: Lease | None = None) -> None:
     """Move the complete staging folder into place, replacing an earlier release if any.
 

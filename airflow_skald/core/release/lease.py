@@ -47,7 +47,7 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 
@@ -84,6 +84,7 @@ class LeaseInfo:
     renewed: float
     expires: float
     ttl_s: float
+    holder: dict | None = None  # an Airflow run's {"dag_id", "run_id"}: its state frees it
 
     def to_bytes(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode() + b"\n"
@@ -101,17 +102,22 @@ class LeaseInfo:
             renewed=float(d.get("renewed", d["acquired"])),
             expires=float(d["expires"]),
             ttl_s=float(d.get("ttl_s", DEFAULT_TTL_S)),
+            holder=d.get("holder") if isinstance(d.get("holder"), dict) else None,
         )
 
-    def stale(self, now: float | None = None) -> str | None:
-        """Why this lease may be taken over by another run, or None while it is live."""
+    def stale(self, now: float | None = None, judge: Judge | None = None) -> str | None:
+        """Why this lease may be taken over by another run, or None while it is live.
+        `judge` adds what the caller knows of the holder (Airflow: its DAG run's state)."""
         now = time.time() if now is None else now
         if now > self.expires:
             return f"expired at {_iso(self.expires)}"
         local = self.pid is not None and self.host == socket.gethostname()
         if local and not _process_alive(self.pid, self.pid_started):
             return f"its process {self.pid} is gone"
-        return None
+        return judge(self) if judge is not None else None
+
+
+Judge = Callable[[LeaseInfo], "str | None"]  # why a live-looking lease is stale, or None
 
 
 def lease_path(output: str) -> str:
@@ -171,12 +177,19 @@ class Lease:
 
 
 def acquire_lease(
-    output: str, token: str, ttl_s: float = DEFAULT_TTL_S, pid: int | None | str = "self"
+    output: str,
+    token: str,
+    ttl_s: float = DEFAULT_TTL_S,
+    pid: int | None | str = "self",
+    holder: dict | None = None,
+    judge: Judge | None = None,
 ) -> Lease:
     """Take the output's lease for run `token` (see the module's rule) or raise OutputBusyError.
 
     `pid`: the process whose death frees the lease at once ("self": this process); None for a
-    lease that outlives its process (an Airflow run over several tasks: expiry only).
+    lease that outlives its process (an Airflow run over several tasks). `holder`: the
+    Airflow run that holds it; `judge`: how the caller tells that a holder is gone (Airflow:
+    its DAG run is no longer running).
     """
     pid = os.getpid() if pid == "self" else pid
     url = lease_path(output)
@@ -195,13 +208,15 @@ def acquire_lease(
             renewed=now,
             expires=now + ttl_s,
             ttl_s=float(ttl_s),
+            holder=holder,
         )
         if _create_if_absent(fs, path, info):
             return Lease(output, info)
         current = _read(fs, path)
         if current is None:
             continue  # released meanwhile: try again
-        reason = "it is this run's own (a retry)" if current.token == token else current.stale()
+        own = current.token == token
+        reason = "it is this run's own (a retry)" if own else current.stale(judge=judge)
         if reason is None:
             raise OutputBusyError(_busy_message(output, current, url))
         # Take over: delete it only if it is still the lease we judged, then create again
@@ -215,12 +230,12 @@ def acquire_lease(
     raise OutputBusyError(f"output {output} is contended: could not take its lease {url}")
 
 
-def check_lease_token(output: str, token: str) -> None:
+def check_lease_token(output: str, token: str, judge: Judge | None = None) -> None:
     """A fence for writers that must not take the lease over: Airflow's mapped tasks of one
     run write parts side by side, and a take-over (even by the same token) would change the
     nonce under the others. Raises LeaseLostError if another run holds the output's lease."""
     current = read_lease(output)
-    if current is not None and current.token != token and current.stale() is None:
+    if current is not None and current.token != token and current.stale(judge=judge) is None:
         raise LeaseLostError(
             f"run {token} does not hold the lease on output {output} (held by "
             f"{_holder(current)}); nothing was published"
@@ -235,6 +250,8 @@ def output_lease(
     pid: int | None | str = "self",
     heartbeat: bool = True,
     release: str = "always",
+    holder: dict | None = None,
+    judge: Judge | None = None,
 ) -> Iterator[Lease]:
     """Hold the output's lease for the block: renewed every ``ttl_s/4`` by a daemon thread.
     `output` is a path, URL or a DataLocation. At the end of the block it is released:
@@ -244,7 +261,7 @@ def output_lease(
     if release not in ("always", "on_success", "never"):
         raise ValueError(f"release must be always, on_success or never, not {release!r}")
     output = getattr(output, "path", output)
-    lease = acquire_lease(output, token, ttl_s, pid)
+    lease = acquire_lease(output, token, ttl_s, pid, holder, judge)
     stop = threading.Event()
     beat = None
     if heartbeat:
@@ -262,6 +279,17 @@ def output_lease(
             beat.join(timeout=30)
         if release == "always" or (release == "on_success" and ok):
             lease.release()
+
+
+def release_run_lease(output: str, token: str) -> bool:
+    """Delete the output's lease if run `token` holds it (whatever the attempt): a run that
+    failed for good frees its output at once. True if a lease was deleted."""
+    fs, path = filesystem(lease_path(output))
+    current = _read(fs, path)
+    if current is None or current.token != token:
+        return False
+    _remove(fs, path)
+    return True
 
 
 def _heartbeat(lease: Lease, stop: threading.Event) -> None:

@@ -1,11 +1,10 @@
 """`report.html` beside every release's manifest: what the run decided, for people.
 
-Self-contained (inline CSS, plots embedded as base64 PNG drawn with matplotlib's Agg backend),
+Self-contained (inline CSS, charts as inline SVG from `charts.py`: no plotting library),
 readable from a file without a server. It is rendered from the manifest and the run record
 (``run.json``: run identity, time, timings and memory) ALONE, so it holds no data value they
 do not hold: levels, counts, metrics, timings, never a record. Releases written before the run
 record existed kept their timings and memory in the manifest: they are read from there.
-Without matplotlib (it is the `report` extra) the report is written without its plots.
 
 `render_report` composes one small function per section; each takes the page's facts (the
 manifest with the run record laid over it) and returns HTML, or "" when it has nothing to show.
@@ -13,15 +12,14 @@ manifest with the run record laid over it) and returns HTML, or "" when it has n
 
 from __future__ import annotations
 
-import base64
 import html
-import io
 import logging
 import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 
+from airflow_skald.core.release.charts import bar_chart
 from airflow_skald.core.release.commit import REPORT, write_bytes_atomic
 
 log = logging.getLogger("airflow_skald")
@@ -39,7 +37,7 @@ font-variant-numeric:tabular-nums}.ok{color:#1b7f3b;font-weight:600}.bad{color:#
 font-weight:600}.muted{color:#5b6475;font-size:.9em}code{background:#f1f3f7;padding:0 .3em}
 .cards{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}.card{border:1px solid #d8dde6;
 border-radius:6px;padding:.6em 1em;min-width:150px}.card b{display:block;font-size:1.3em}
-img{max-width:100%;height:auto}
+figure.chart{margin:.8em 0}figure.chart svg{max-width:100%;height:auto}
 """
 
 #: the run's identity and time, in the order the report lists them
@@ -111,8 +109,8 @@ def _table(rows: Sequence[Sequence[str]], head: Sequence[str] | None = None) -> 
     return "".join(parts)
 
 
-def _img(alt: str, png: str) -> str:
-    return f'<img alt="{_e(alt)}" src="data:image/png;base64,{png}">'
+def _chart(svg: str) -> str:
+    return f'<figure class="chart">{svg}</figure>'
 
 
 def _truncated(shown: int, total: int, what: str) -> str:
@@ -230,59 +228,37 @@ def node_in_words(manifest: dict, levels: dict, node_paper: str) -> list[dict]:
 # --- plots -----------------------------------------------------------------------------------
 
 
-def _pyplot():
-    """matplotlib.pyplot on the Agg backend, or None without matplotlib."""
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg", force=True)
-        import matplotlib.pyplot as plt
-    except ImportError:
-        return None
-    return plt
-
-
-def _png(plt, fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _class_size_png(plt, hist: Mapping[str, int], k: object) -> str:
+def _class_size_chart(hist: Mapping[str, int], k: object) -> str:
     bins = class_size_bins(hist, k)
-    fig, ax = plt.subplots(figsize=(7.5, 3.2))
-    ax.bar(range(len(bins)), [count for _, count in bins], color="#3b6fb6")
-    ax.set_xticks(range(len(bins)), [label for label, _ in bins], rotation=30, ha="right")
-    ax.set_xlabel("equivalence class size (records)")
-    ax.set_ylabel("number of classes")
-    ax.set_title(f"Class-size distribution (k = {k})")
-    ax.grid(axis="y", alpha=0.3)
-    return _png(plt, fig)
+    return bar_chart(
+        [label for label, _ in bins],
+        [count for _, count in bins],
+        title=f"Class-size distribution (k = {k})",
+        value_label="number of classes",
+        category_label="equivalence class size (records)",
+    )
 
 
-def _timings_png(plt, timings: Mapping[str, float]) -> str:
-    fig, ax = plt.subplots(figsize=(7.5, 0.5 + 0.45 * len(timings)))
-    names = list(timings)[::-1]
-    ax.barh(names, [timings[n] for n in names], color="#d98c2b")
-    ax.set_xlabel("seconds")
-    ax.set_title("Time per phase")
-    ax.grid(axis="x", alpha=0.3)
-    return _png(plt, fig)
+def _timings_chart(timings: Mapping[str, float]) -> str:
+    return bar_chart(
+        list(timings),
+        list(timings.values()),
+        title="Time per phase",
+        value_label="seconds",
+        color="#d98c2b",
+        horizontal=True,
+    )
 
 
-def _plots(manifest: dict) -> dict[str, str]:
-    """Base64 PNGs of the class-size distribution and the phase timings ({} without matplotlib)."""
-    plt = _pyplot()
-    if plt is None:
-        return {}
+def _plots(manifest: Mapping) -> dict[str, str]:
+    """Inline SVG charts of the class-size distribution and the phase timings."""
     out = {}
     hist = manifest.get("class_size_histogram") or {}
     if hist:
-        out["classes"] = _class_size_png(plt, hist, manifest.get("k"))
+        out["classes"] = _class_size_chart(hist, manifest.get("k"))
     timings = {k: v for k, v in (manifest.get("timings_s") or {}).items() if v is not None}
     if timings:
-        out["timings"] = _timings_png(plt, timings)
+        out["timings"] = _timings_chart(timings)
     return out
 
 
@@ -458,14 +434,12 @@ def _privacy(m: Mapping) -> str:
 
 
 def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
-    """The class-size distribution: the chart, or a table without matplotlib."""
-    if "classes" in plots:
-        return _img("class-size distribution", plots["classes"])
+    """The class-size distribution: the chart, and its figures as a table."""
     hist = m.get("class_size_histogram") or {}
     if not hist:
         return ""
     rows = [[_e(label), _int(count)] for label, count in class_size_bins(hist, m.get("k"))]
-    return _table(rows, ["class size", "classes"])
+    return _chart(plots["classes"]) + _table(rows, ["class size", "classes"])
 
 
 def _quality_section(m: Mapping, plots: Mapping[str, str]) -> str:
@@ -741,16 +715,7 @@ def _timings(m: Mapping, plots: Mapping[str, str]) -> str:
         "<h2>Time and memory</h2>"
         + _table(rows, ["phase", "time", "peak RSS so far" if mem else ""])
         + f'<p class="muted">Peak resident memory of the process: {peak}{per_phase}</p>'
-        + (_img("time per phase", plots["timings"]) if "timings" in plots else "")
-    )
-
-
-def _no_plots_note(plots: Mapping[str, str]) -> str:
-    if plots:
-        return ""
-    return (
-        '<p class="muted">Plots omitted: matplotlib is not installed '
-        "(pip install 'airflow-skald[report]').</p>"
+        + (_chart(plots["timings"]) if "timings" in plots else "")
     )
 
 
@@ -797,7 +762,6 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             _lattice(m),
             _run_identity(m),
             _timings(m, plots),
-            _no_plots_note(plots),
             _audit(m, with_run_record=bool(run)),
         ],
     )

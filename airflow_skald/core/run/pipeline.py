@@ -152,7 +152,7 @@ def search_lattice(
                 "build it with plan.with_root(counts.node)"
             )
         plan = plan.with_root(counts.node)
-    policy = build_policy(config, plan.stats.sensitive)
+    policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
     return _search_lattice(
         plan, counts, policy, config.priority_order(), source=source, quality=config.quality
     )

@@ -36,17 +36,25 @@ from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     ReleaseIdentity,
+    check_not_superseded,
     check_output_target,
     cli_token,
     commit,
     discard,
     part_name,
     prepare_staging,
+    release_in_place,
     remove_stale_staging,
     staging_path,
     write_bytes_atomic,
 )
-from airflow_skald.core.release.lease import Lease, check_lease_token, output_lease
+from airflow_skald.core.release.lease import (
+    Judge,
+    Lease,
+    check_lease_token,
+    output_lease,
+    release_run_lease,
+)
 from airflow_skald.core.release.manifest import (
     MANIFEST_JSON,
     REPORT_HTML,
@@ -66,6 +74,7 @@ log = logging.getLogger("airflow_skald")
 
 # Artifact names inside a run's store (documented in docs/adr/0101).
 CHUNKS = "chunks.json"  # chunk layout and groups (file paths, offsets, row counts)
+TARGET = "target.json"  # the output and the release in place when the run began (its run token)
 DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERSONAL DATA
 PLAN = "plan.json"  # phase 1's decision: the RAM root and its figures (no values)
 HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
@@ -157,6 +166,18 @@ class Run:
         is replaced only by a retry of its run, an identical rerun, or with `overwrite`."""
         identity = ReleaseIdentity.of_run(self.config, self.chunks(), self.token)
         check_output_target(self.config.output, self.config.input, identity, self.config.overwrite)
+        if not self.store.exists(TARGET):  # the first attempt's view: a retry keeps it
+            found = release_in_place(self.config.output.path)
+            write_json(
+                self.store, TARGET, {"output": self.config.output.path, "predecessor": found}
+            )
+
+    def predecessor(self) -> str | None:
+        """The run token of the release that was at the output when this run began (None:
+        none was); only that release or this run's own may be replaced by its commit."""
+        if not self.store.exists(TARGET):
+            return None
+        return read_json(self.store, TARGET).get("predecessor")
 
     # ------------------------------------------------------------------ persisted results
     def plan(self) -> Plan:
@@ -461,7 +482,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=build_policy(config, plan.stats.sensitive),
+                policy=build_policy(config, plan.stats.sensitive, plan.stats.n_rows),
                 sensitive=plan.stats.sensitive,
             )
             predicted = decision.to_dict()
@@ -484,6 +505,8 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
     t0 = time.perf_counter()
     committing = False
     try:
+        # the run holds the output's lease: no other run commits between this check and ours
+        check_not_superseded(run.config.output.path, run.token, run.predecessor())
         manifest = verify()
         record = run.record
         record.timings_s["verify"] = time.perf_counter() - t0
@@ -556,19 +579,34 @@ def archive_config(run: Run) -> None:
 
 
 @contextlib.contextmanager
-def claim_output(run: Run, ttl_s: float, release: str = "never") -> Iterator[Lease]:
+def claim_output(
+    run: Run, ttl_s: float, release: str = "never", judge: Judge | None = None
+) -> Iterator[Lease]:
     """The output's lease for a run that spans several task processes: taken (or taken over:
-    same token) by its tasks, expiring if none renews it, released when the commit is done."""
+    same token) by its tasks, expiring if none renews it, released when the commit is done.
+    It names the Airflow run (``run.record.airflow``); `judge` tells whether another run
+    holding it is still running (operators: its DAG run's state)."""
     with output_lease(
-        run.config.output, run.token, ttl_s=ttl_s, pid=None, release=release
+        run.config.output,
+        run.token,
+        ttl_s=ttl_s,
+        pid=None,
+        release=release,
+        holder=dict(run.record.airflow) or None,
+        judge=judge,
     ) as lease:
         run.lease = lease
         yield lease
 
 
-def check_lease(run: Run) -> None:
-    """A mapped writer's fence: no other run may hold the output's lease."""
-    check_lease_token(run.config.output.path, run.token)
+def check_lease(run: Run, judge: Judge | None = None) -> None:
+    """A mapped writer's fence: no other (running) run may hold the output's lease."""
+    check_lease_token(run.config.output.path, run.token, judge)
+
+
+def release_output(run: Run) -> bool:
+    """Free the output's lease if this run holds it: the run failed for good."""
+    return release_run_lease(run.config.output.path, run.token)
 
 
 def copy_release_records(run: Run) -> None:

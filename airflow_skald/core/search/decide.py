@@ -134,10 +134,12 @@ def search_lattice(
     lattice = Lattice(plan.root, tuple(plan.tops))
     source = source or ClassSource(plan, counts, policy.attributes)
     most = _most_classes(policy, n)
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality)
+    limit = max_suppressed(policy.suppression_limit, n)
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, limit)
     objective = objective or configured_objective(ctx)
     # the labels of suppressed classes (Loss): keyed classes whenever a node may suppress
     keyed = objective.needs_keys and policy.suppression_limit > 0
+    tops = tuple(plan.tops)
 
     def evaluate(i: int) -> tuple[bool, bool, object, int | float | None]:
         node = lattice.node(i)
@@ -146,7 +148,7 @@ def search_lattice(
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
         keys, table = source.keyed(node) if keyed else (None, source.table(node))
-        j = policy.judge(table)
+        j = policy.judge(table, top=node == tops)
         loss = objective.value(Scored(table, j, node, plan.tops, keys)) if j.passes else None
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
@@ -160,14 +162,15 @@ def search_lattice(
         node_bounds=objective.node_bounds(lattice),
     )
     if outcome.best is None:
-        top = NodeFigures.of(source.table(tuple(plan.tops)), policy)
+        top_table = source.table(tops)
+        top = NodeFigures.of(top_table, policy, judgement=policy.judge(top_table, top=True))
         raise DataError(
             f"no generalisation satisfies {_label(policy)}: even the top node suppresses "
             f"{top.n_suppressed} of {n} records (limit {top.max_suppressed})"
         )
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
-    judgement = policy.judge(table)
+    judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]
     return Decision(

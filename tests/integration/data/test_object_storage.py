@@ -30,7 +30,6 @@ from helpers_data import (
     config_dict,
     run_inprocess,
     run_subprocess,
-    skip_report_plots,
     write_config,
     write_dataset,
 )
@@ -319,7 +318,6 @@ def test_skald_run_to_s3_then_verify(bucket: str, tmp_path: Path, capsys, monkey
     assert report["n_suppressed"] == manifest["n_suppressed"]
 
     parts = {n: _fs().cat_file(f"{out.removeprefix('s3://')}/{n}") for n in names}
-    skip_report_plots(monkeypatch)  # the rerun in this process, to keep the test fast
     code, _, err = run_inprocess(["run", str(config), "-q"], capsys)  # an identical rerun
     assert code == 0, err
     assert _names(out) == names

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
-from helpers_data import config_dict, make_table, skip_report_plots, write_table
+from helpers_data import config_dict, make_table, write_table
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.run import runner
@@ -22,7 +22,6 @@ TEXT = ["city", "age", "zip", "disease"]  # generalised QIDs are text, and so is
 
 
 def _release(tmp_path: Path, monkeypatch, table: pa.Table) -> list[Path]:
-    skip_report_plots(monkeypatch)
     inp, out = tmp_path / "in", tmp_path / "out"
     for i in range(2):
         write_table(table.slice(i * 60, 60), inp / f"chunk-{i}.parquet")
@@ -76,7 +75,6 @@ def test_nullable_passthrough_text_survives_both_modes(tmp_path: Path, monkeypat
     released = [r for p in masked for r in pq.read_table(p).to_pylist()]
     assert [r["note"] for r in released] == notes
 
-    skip_report_plots(monkeypatch)
     cfg = config_dict(tmp_path / "mask" / "in", tmp_path / "drop", chunk_rows=25)
     cfg["suppressed_records"] = "drop"
     manifest = runner.run(config_from_dict(cfg))

@@ -33,19 +33,12 @@ from helpers_data import (
     release_rows,
     run_inprocess,
     setup_run,
-    skip_report_plots,
     write_config,
     write_dataset,
 )
 
 from airflow_skald.core.release import commit as release
 from airflow_skald.core.run import pipeline, runner
-
-
-@pytest.fixture(autouse=True)
-def _fast_reports(monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
-
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -225,12 +218,10 @@ def shared_run(tmp_path_factory) -> dict:
     inp = base / "in"
     write_dataset(inp, n_files=2, rows=60, seed=11)
     releases = {}
-    with pytest.MonkeyPatch.context() as mp:
-        skip_report_plots(mp)
-        for name, k in (("reference", 3), ("old", 5)):
-            cfg = config_dict(inp, base / name, k=k, chunk_rows=10)
-            runner.run(config_from_dict(cfg))
-            releases[name] = base / name
+    for name, k in (("reference", 3), ("old", 5)):
+        cfg = config_dict(inp, base / name, k=k, chunk_rows=10)
+        runner.run(config_from_dict(cfg))
+        releases[name] = base / name
     assert release_bytes(releases["old"]) != release_bytes(releases["reference"])
     return {"input": inp, **releases}
 

@@ -11,7 +11,6 @@ from pathlib import Path
 from helpers_data import (
     CITY_HIERARCHY,
     config_dict,
-    skip_report_plots,
     write_config,
     write_dataset,
 )
@@ -29,7 +28,6 @@ def _sha(text: str) -> str:
 
 
 def test_an_auditor_recomputes_the_hashes_from_the_manifest(tmp_path: Path, monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
     inp, out = tmp_path / "in", tmp_path / "out"
     files = write_dataset(inp, n_files=2, rows=60)
     body = config_dict(inp, out, k=2, suppression_limit=0.5, chunk_rows=25)
@@ -104,7 +102,6 @@ def test_written_manifests_validate_against_the_published_schema(tmp_path: Path,
 
     from airflow_skald.core.run.baseline import run_per_chunk
 
-    skip_report_plots(monkeypatch)
     schema = json.loads(SCHEMA.read_text(encoding="utf-8"))
     inp = tmp_path / "in"
     write_dataset(inp, n_files=2, rows=60)

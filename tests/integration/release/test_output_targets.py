@@ -19,7 +19,6 @@ from helpers_data import (
     config_dict,
     make_table,
     run_inprocess,
-    skip_report_plots,
     write_config,
     write_dataset,
     write_table,
@@ -34,11 +33,6 @@ from airflow_skald.core.release.commit import (
     prepare_staging,
     staging_path,
 )
-
-
-@pytest.fixture(autouse=True)
-def _fast_reports(monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
 
 
 def _loc(path: Path | str) -> DataLocation:

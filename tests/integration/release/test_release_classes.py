@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from helpers_data import config_dict, skip_report_plots, write_dataset
+from helpers_data import config_dict, write_dataset
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
@@ -66,7 +66,6 @@ def test_verification_from_group_tables_equals_reading_every_part(
     """The mapped DAG's final step merges the tables its tasks counted from their own written
     parts (`pipeline.count_written`) instead of re-reading the release: same report; a table
     that disagrees with the release's figures fails."""
-    skip_report_plots(monkeypatch)
     write_dataset(tmp_path / "in", n_files=3, rows=60, seed=2)
     config = config_from_dict(config_dict(tmp_path / "in", tmp_path / "out", chunk_rows=20))
     manifest = runner.run(config)

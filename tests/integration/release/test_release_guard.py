@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers_data import REPO, config_dict, release_bytes, skip_report_plots, write_dataset
+from helpers_data import REPO, config_dict, release_bytes, write_dataset
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
@@ -180,7 +180,6 @@ def test_the_older_form_still_works(tmp_path: Path) -> None:
 
 def test_identity_of_real_runs(tmp_path: Path, monkeypatch) -> None:
     """`ReleaseIdentity.of_run` matches what a real run's manifest records."""
-    skip_report_plots(monkeypatch)
     inp, out = tmp_path / "in", tmp_path / "out"
     write_dataset(inp, n_files=2, rows=30)
     config = config_from_dict(config_dict(inp, out, k=3, chunk_rows=20))
@@ -423,7 +422,6 @@ def test_cli_refuses_to_replace_another_runs_release_unless_overwrite(
 ) -> None:
     from helpers_data import run_inprocess, setup_run
 
-    skip_report_plots(monkeypatch)
     _, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
     assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
     first = release_bytes(out)
@@ -449,7 +447,6 @@ def test_cli_refuses_a_rewritten_input_with_the_same_layout(
     import pyarrow.parquet as pq
     from helpers_data import run_inprocess, setup_run
 
-    skip_report_plots(monkeypatch)
     inp, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
     assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
     first = release_bytes(out)
@@ -478,7 +475,6 @@ def test_cli_run_to_a_busy_output_fails_and_leaves_the_other_alone(
     and that run's staging folder and the release in place are untouched."""
     from helpers_data import run_inprocess, setup_run
 
-    skip_report_plots(monkeypatch)
     _, out, config, _ = setup_run(tmp_path, n_files=2, rows=30)
     assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 0
     before = release_bytes(out)

@@ -8,10 +8,8 @@ run alone.
 
 from __future__ import annotations
 
-import builtins
 import io
 import json
-import logging
 import os
 import re
 import shutil
@@ -19,12 +17,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_data import chart_labels
 
 from airflow_skald.core.progress import TerminalProgress, cli_progress, format_eta
-from airflow_skald.core.release import report
 from airflow_skald.core.release.report import (
     class_size_bins,
-    node_in_words,
     render_report,
     write_report,
 )
@@ -130,23 +127,6 @@ RUN = {
 }
 
 
-@pytest.fixture
-def no_plots(monkeypatch):
-    monkeypatch.setattr(report, "_plots", lambda manifest: {})
-
-
-@pytest.fixture
-def no_matplotlib(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_mpl(name, *args, **kwargs):
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr(builtins, "__import__", no_mpl)
-
-
 def section(html: str, heading: str) -> str:
     """The HTML from `heading`'s <h2>/<h3> to the next <h2>."""
     start = html.index(f">{heading}</h")
@@ -158,7 +138,7 @@ def cells(html: str) -> list[str]:
     return re.findall(r"<td[^>]*>(.*?)</td>", html)
 
 
-def test_timings_and_memory_come_from_the_run_record(no_plots):
+def test_timings_and_memory_come_from_the_run_record():
     html = render_report(deterministic_manifest(), RUN)
     timings = section(html, "Time and memory")
     assert "20.50 s" in timings and "30.00 s" in timings and "52.50 s" in timings  # total
@@ -175,7 +155,7 @@ def test_timings_and_memory_come_from_the_run_record(no_plots):
     assert "Generated from manifest.json and run.json only" in html
 
 
-def test_an_old_manifest_keeps_its_own_timings(no_plots):
+def test_an_old_manifest_keeps_its_own_timings():
     old = deterministic_manifest(
         timings_s={"encode": 2.0, "search": 4.0}, peak_rss_bytes=300 * 2**20
     )
@@ -189,7 +169,7 @@ def test_an_old_manifest_keeps_its_own_timings(no_plots):
     assert "52.50 s" in newer and "6.00 s" not in newer
 
 
-def test_without_timings_the_time_table_is_empty_not_broken(no_plots):
+def test_without_timings_the_time_table_is_empty_not_broken():
     timings = section(render_report(deterministic_manifest()), "Time and memory")
     assert "0.00 s" in timings and "n/a" in timings
 
@@ -202,184 +182,21 @@ def test_class_size_bins_are_in_numeric_order():
     assert dict(class_size_bins(hist)) == hist
 
 
-def test_class_size_table_is_in_numeric_order(no_matplotlib):
+def test_class_size_table_is_in_numeric_order():
     hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
     html = render_report(deterministic_manifest(class_size_histogram=hist))
-    assert "matplotlib is not installed" in html and "data:image/png" not in html
     table = section(html, "Information loss")
     labels = [c for c in cells(table) if re.fullmatch(r"\d+-\d+", c)]
     assert labels == ["1-1", "2-3", "5-7", "16-31", "128-255"]  # k = 5: the bin from k
 
 
-def test_class_size_chart_is_in_numeric_order(monkeypatch):
-    pytest.importorskip("matplotlib")
-    from matplotlib.axes import Axes
-
-    drawn = {}
-    real = Axes.set_xticks
-
-    def spy(self, ticks, labels=None, **kwargs):
-        if labels is not None:
-            drawn["labels"] = list(labels)
-        return real(self, ticks, labels, **kwargs)
-
-    monkeypatch.setattr(Axes, "set_xticks", spy)
+def test_class_size_chart_is_in_numeric_order():
     hist = {"128-255": 1, "16-31": 2, "2-3": 3, "1-1": 4, "4-7": 5}
     html = render_report(deterministic_manifest(class_size_histogram=hist), RUN)
-    assert 'alt="class-size distribution"' in html and 'alt="time per phase"' in html
-    assert drawn["labels"] == ["1-1", "2-3", "5-7", "16-31", "128-255"]  # k = 5
-
-
-def test_every_privacy_model_gets_a_row(no_plots):
-    html = render_report(deterministic_manifest(privacy_models=MODELS), RUN)
-    table = section(html, "Privacy models")
-    rows = re.findall(r"<tr>(.*?)</tr>", table)[1:]
-    assert len(rows) == len(MODELS)
-    expected = [
-        ("k-anonymity", "k = 5", "smallest class: 7"),
-        ("distinct-l-diversity", "attribute = disease, l = 3", "smallest distinct count: 4"),
-        ("entropy-l-diversity", "l = 2", "smallest entropy l: 2.5"),
-        ("recursive-cl-diversity", "c = 3, l = 2", "largest recursive (c,l) ratio: 0.75"),
-        ("t-closeness", "t = 0.2, distance = equal", "largest distance: 0.1875"),
-    ]
-    for row, words in zip(rows, expected, strict=True):
-        for w in words:
-            assert w in row, (w, row)
-    assert "Suppression limit 1/100" in table
-    assert "verified against k-anonymity, distinct-l-diversity" in html
-    assert "nodes known to pass k-anonymity, distinct-l-diversity, entropy" in html
-
-
-def test_privacy_figures_of_an_unknown_model_are_rendered_generically(no_plots):
-    model = {"model": "delta-presence", "dmin": 0.1, "max_delta": 0.3}
-    table = section(render_report(deterministic_manifest(privacy_models=[model])), "Privacy models")
-    assert "dmin = 0.1" in table and "max_delta: 0.3" in table
-
-
-def test_privacy_settings_alone_and_absent(no_plots):
-    settings_only = deterministic_manifest(privacy_models=None)
-    table = section(render_report(settings_only), "Privacy models")
-    assert "k = 5" in table and "smallest class" not in table
-    bare = deterministic_manifest()
-    del bare["privacy"], bare["privacy_models"]
-    html = render_report(bare)
-    assert "Privacy models" not in html and "verified k-anonymous" in html
-    assert "nodes known to pass k within the suppression limit" in html
-    assert "verified k-anonymous" in render_report(deterministic_manifest())
-
-
-def test_quality_as_a_section_or_flat_keys_reads_the_same(no_plots):
-    flat = deterministic_manifest()
-    names = ("dm_star", "dm_star_arx", "dm", "precision")
-    nested = {k: v for k, v in flat.items() if k not in names}
-    nested["quality"] = {name: flat[name] for name in names}
-    assert render_report(nested, RUN) == render_report(flat, RUN)
-    html = render_report(flat, RUN)
-    for figure in ("4,567,891", "4,567,999", "4,600,003", "0.625"):
-        assert figure in section(html, "Information loss"), figure
-    extra = dict(nested, quality={**nested["quality"], "ambiguity": 12.5})
-    assert "ambiguity" in section(render_report(extra), "Information loss")
-
-
-def test_at_risk_classes_render_as_a_small_table(no_plots):
-    at_risk = [
-        {"size": 5, "attribute": "disease", "distribution": {"0.8-1.0": 1, "0.0-0.2": 1}},
-        {"size": 6, "attribute": "income", "distribution": {"0.6-0.8": 2}},
-    ]
-    html = render_report(deterministic_manifest(at_risk_classes=at_risk))
-    table = section(html, "Classes at risk")
-    # a manifest whose at-risk classes name no model nor figure
-    assert cells(table) == [
-        *("not recorded", "n/a", "5", "disease", "0.8-1.0: 1, 0.0-0.2: 1"),
-        *("not recorded", "n/a", "6", "income", "0.6-0.8: 2"),
-    ]
-    assert "Classes at risk" not in render_report(deterministic_manifest())
-    many = deterministic_manifest(at_risk_classes=at_risk * 40)
-    assert "first 50 of 80 classes shown" in render_report(many)
-
-
-def test_values_from_the_manifest_are_escaped(no_plots):
-    model = {"model": "<b>x</b>", "attribute": "<script>alert(1)</script>", "l": 2}
-    html = render_report(deterministic_manifest(privacy_models=[model]), {"dag_id": "<i>d</i>"})
-    assert "<script" not in html and "<b>x</b>" not in html and "<i>d</i>" not in html
-    assert "&lt;script&gt;" in html
-
-
-def test_the_page_shows_only_what_the_manifest_and_run_record_hold(no_plots):
-    """Every number on the page is a figure of the manifest or the run record (or derived from
-    them): nothing else is read."""
-    html = render_report(deterministic_manifest(privacy_models=MODELS), RUN)
-    assert "DM*" in html and "4,567,891" in html
-    empty = render_report({}, None)
-    assert empty.startswith("<!DOCTYPE html>") and "NOT verified" in empty
-    assert "Privacy models" not in empty and "Run</h2>" not in empty
-
-
-def test_per_chunk_baseline_report(no_plots):
-    chunks = [
-        {
-            "chunk_id": i,
-            "n_records": 60,
-            "node_paper": "((3), (8, 2))",
-            "dm_star": 300 + i,
-            "n_suppressed": 3,
-            "n_equivalence_classes": 12,
-            "min_class_size": 3,
-        }
-        for i in range(60)
-    ]
-    manifest = deterministic_manifest(
-        mode="per_chunk",
-        node={"city": [0, 2], "age": [3, 6], "zip": 1},
-        node_paper="((3), (8, 2)) x2; ((1), (64, 2)) x1",
-        chunk_nodes=[{"node_paper": "((3), (8, 2))", "chunks": 2}],
-        per_chunk=chunks,
-        dm_star_sum_of_chunks=931,
-    )
-    html = render_report(manifest, RUN)
-    assert "SKALD per-chunk baseline report" in html and "RAM root node" not in html
-    assert "varies by chunk: levels 0, 2" in html
-    own_dm = cells(section(html, "Nodes chosen chunk by chunk"))
-    assert "349" in own_dm and "350" not in own_dm  # chunks 0..49 of 0..59
-    assert "first 50 of 60 chunks shown" in html
-    assert "sum of the chunks' own DM*" in html and "931" in html
-    assert "(summed over the chunks' searches)" in html
-
-
-def test_write_report_with_a_run_record(tmp_path, no_plots):
-    target = write_report(deterministic_manifest(), str(tmp_path), RUN)
-    assert target == str(tmp_path / "report.html")
-    assert "skald_release" in Path(target).read_text(encoding="utf-8")
-    assert write_report(deterministic_manifest(), str(tmp_path)) is not None
-
-
-def test_write_report_failure_only_warns(tmp_path, monkeypatch, caplog):
-    def broken(manifest):
-        raise RuntimeError("plot backend exploded")
-
-    monkeypatch.setattr(report, "_plots", broken)
-    with caplog.at_level(logging.WARNING, logger="airflow_skald"):
-        assert write_report(deterministic_manifest(), str(tmp_path), RUN) is None
-    assert "report.html not written" in caplog.text
-    assert not (tmp_path / "report.html").exists()
-
-
-def test_node_in_words():
-    manifest = {
-        "quasi_identifiers": [
-            {"name": "blood", "type": "categorical"},
-            {"name": "age", "type": "numerical", "encode": False},
-            {"name": "pin", "type": "numerical", "encode": True},
-        ],
-        "top_node": {"blood": 2, "age": 7, "pin": 11},
-    }
-    rows = node_in_words(manifest, {"blood": 1, "age": 0, "pin": 5}, "((2), (1, 32))")
-    assert [r["paper"] for r in rows] == ["2", "1", "32"]
-    assert "hierarchy level 1" in rows[0]["meaning"]
-    assert rows[1]["meaning"].startswith("original values")
-    assert "width 32 encoded" in rows[2]["meaning"]
-    top = node_in_words(manifest, {"blood": 2, "age": 7, "pin": 11}, "((3), (67, 1347))")
-    assert all("fully generalised" in r["meaning"] for r in top)
+    assert "<img" not in html and "data:image" not in html  # charts are inline SVG
+    labels = chart_labels(html, "Class-size distribution (k = 5)")
+    assert labels == ["1-1", "2-3", "5-7", "16-31", "128-255"]  # k = 5: the bin from k
+    assert chart_labels(html, "Time per phase") == list(RUN["timings_s"])
 
 
 @pytest.mark.skipif(
@@ -393,7 +210,7 @@ def test_report_renders_in_headless_chromium(tmp_path):
     page = Path(
         write_report(deterministic_manifest(privacy_models=MODELS), str(tmp_path), RUN) or ""
     )
-    assert "data:image/png;base64," in page.read_text(encoding="utf-8")  # plots drawn
+    assert page.read_text(encoding="utf-8").count("<svg") == 2  # both charts drawn
     shot = tmp_path / "report.png"
     cmd = [
         CHROMIUM,
@@ -446,8 +263,9 @@ def test_report_sits_beside_the_manifest_and_is_self_contained(release):
     manifest = json.loads((release / "manifest.json").read_text())
     quality = {**manifest, **(manifest.get("quality") or {})}
     assert html.startswith("<!DOCTYPE html>")
-    assert "data:image/png;base64," in html  # plots embedded
-    assert "http://" not in html and "https://" not in html and "<script" not in html
+    assert "<svg" in html and "<img" not in html  # charts inline
+    outside = html.replace('xmlns="http://www.w3.org/2000/svg"', "")  # a namespace, not a fetch
+    assert "http://" not in outside and "https://" not in outside and "<script" not in html
     for figure in ("dm_star", "dm_star_arx", "dm"):
         assert f"{quality[figure]:,}" in html, figure
     for figure in ("n_suppressed", "n_equivalence_classes"):
@@ -467,13 +285,13 @@ def test_report_holds_no_record_values(release):
         assert raw not in html
 
 
-def test_report_of_a_real_manifest_without_matplotlib(no_matplotlib, release):
+def test_class_sizes_of_a_real_manifest_in_table_and_chart(release):
     manifest = json.loads((release / "manifest.json").read_text())
     html = render_report(manifest, run_record(release, manifest))
-    assert "data:image/png" not in html and "matplotlib is not installed" in html
     labels = [c for c in cells(section(html, "Information loss")) if re.fullmatch(r"\d+-\d+", c)]
     bins = class_size_bins(manifest["class_size_histogram"], manifest["k"])
     assert labels == [b for b, _ in bins]
+    assert chart_labels(html, f"Class-size distribution (k = {manifest['k']})") == labels
     assert all(int(b.split("-")[0]) >= manifest["k"] for b in labels)
 
 

@@ -16,8 +16,8 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from helpers_data import chart_labels
 
-from airflow_skald.core.release import report
 from airflow_skald.core.release.report import render_report
 
 # --- reading the page ----------------------------------------------------------------------
@@ -80,12 +80,6 @@ class Page(HTMLParser):
         return "\n".join([*cells, *self.paragraphs])
 
 
-@pytest.fixture
-def no_plots(monkeypatch):
-    """The plots are drawn elsewhere; these tests read the tables (same page, no PNG)."""
-    monkeypatch.setattr(report, "_plots", lambda manifest: {})
-
-
 MODELS = [
     {"model": "k-anonymity", "k": 5, "min_class_size": 6},
     {"model": "distinct-l-diversity", "attribute": "disease", "l": 3, "min_distinct": 3},
@@ -125,7 +119,7 @@ def at_risk(model: str, attribute: str, size: int, figure: float, first: int) ->
 # --- 1. classes at risk: the criterion and its figure, grouped per criterion, worst first ----
 
 
-def test_at_risk_rows_name_their_criterion_and_figure_grouped_worst_first(no_plots):
+def test_at_risk_rows_name_their_criterion_and_figure_grouped_worst_first():
     same = ("disease", 8, 5)  # one class, at risk under two criteria
     classes = [  # the order of a manifest with several criteria, shuffled
         at_risk("entropy-l-diversity", "disease", 9, 2.75, 4),
@@ -228,7 +222,7 @@ def test_at_risk_table_of_a_release_with_several_criteria(two_criteria_release):
 # --- 2. lattice: the nodes KNOWN to pass, not all passing nodes -----------------------------
 
 
-def test_lattice_counts_nodes_known_to_pass_not_all_passing(no_plots):
+def test_lattice_counts_nodes_known_to_pass_not_all_passing():
     page = Page(render_report(manifest()))
     lattice = page.labelled("Lattice search")
     label = next(key for key in lattice if "pass" in key)
@@ -261,7 +255,7 @@ def test_lattice_label_of_a_real_release(two_criteria_release):
 # --- 3. risk: computed over the kept records, and the labels say so -------------------------
 
 
-def test_risk_labels_say_they_count_the_kept_records(no_plots):
+def test_risk_labels_say_they_count_the_kept_records():
     page = Page(render_report(manifest()))
     risk = page.labelled("Suppression and re-identification risk")
     kept = "of the kept (not suppressed) records"
@@ -293,7 +287,7 @@ def run_table(m: dict, record: dict) -> dict[str, str]:
     return Page(render_report(m, record)).labelled("Run")
 
 
-def test_wall_time_from_the_measured_phases_not_the_whole_second_timestamps(no_plots):
+def test_wall_time_from_the_measured_phases_not_the_whole_second_timestamps():
     record = {
         "run_token": "tok",
         "started_at": "2026-11-26T06:00:07+00:00",
@@ -307,7 +301,7 @@ def test_wall_time_from_the_measured_phases_not_the_whole_second_timestamps(no_p
     assert page.labelled("Time and memory")["total"] == "0.89 s"
 
 
-def test_wall_time_from_whole_seconds_is_shown_in_whole_seconds(no_plots):
+def test_wall_time_from_whole_seconds_is_shown_in_whole_seconds():
     record = {
         "started_at": "2026-11-26T06:00:00+00:00",
         "finished_at": "2026-11-26T06:01:30+00:00",
@@ -327,7 +321,7 @@ def test_wall_time_from_whole_seconds_is_shown_in_whole_seconds(no_plots):
     )
 
 
-def test_wall_time_from_precise_timestamps_keeps_their_precision(no_plots):
+def test_wall_time_from_precise_timestamps_keeps_their_precision():
     millis = {
         "started_at": "2026-11-26T06:00:00.250+00:00",
         "finished_at": "2026-11-26T06:00:01.500+00:00",
@@ -356,15 +350,7 @@ def test_wall_time_of_a_real_run(two_criteria_release):
 # --- 5. class-size bins: labelled from k, the manifest untouched ----------------------------
 
 
-def test_first_class_size_bin_is_labelled_from_k(monkeypatch):
-    real_import = __import__
-
-    def no_mpl(name, *args, **kwargs):  # the table form of the histogram
-        if name.startswith("matplotlib"):
-            raise ImportError(name)
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.setattr("builtins.__import__", no_mpl)
+def test_first_class_size_bin_is_labelled_from_k():
     m = manifest()
     page = Page(render_report(m))
     sizes = next(rows for h, rows in page.tables if rows and rows[0] == ["class size", "classes"])
@@ -376,25 +362,13 @@ def test_first_class_size_bin_is_labelled_from_k(monkeypatch):
     assert [row[0] for row in sizes[1:]] == ["4-7", "8-15", "16-31"]
 
 
-def test_class_size_chart_labels_of_a_real_release(monkeypatch, two_criteria_release):
-    pytest.importorskip("matplotlib")
-    from matplotlib.axes import Axes
-
-    drawn: dict[str, list[str]] = {}
-    real = Axes.set_xticks
-
-    def record_labels(self, ticks, labels=None, **kwargs):
-        if labels is not None:
-            drawn["labels"] = [str(label) for label in labels]
-        return real(self, ticks, labels, **kwargs)
-
-    monkeypatch.setattr(Axes, "set_xticks", record_labels)
+def test_class_size_chart_labels_of_a_real_release(two_criteria_release):
     m, record, _ = read_release(two_criteria_release)
     k, hist = m["k"], m["class_size_histogram"]
     assert any(int(b.split("-")[0]) < k for b in hist)  # the manifest's bin straddles k ...
-    render_report(m, record)
-    lows = [int(label.split("-")[0]) for label in drawn["labels"]]
+    drawn = chart_labels(render_report(m, record), f"Class-size distribution (k = {k})")
+    lows = [int(label.split("-")[0]) for label in drawn]
     assert min(lows) == k  # ... the chart's first bin starts at k
     manifest_order = [b for b, _ in sorted(hist.items(), key=lambda i: int(i[0].split("-")[0]))]
-    for label, bin_ in zip(drawn["labels"], manifest_order, strict=True):
+    for label, bin_ in zip(drawn, manifest_order, strict=True):
         assert label.split("-")[1] == bin_.split("-")[1]  # same upper ends, same bins

@@ -22,7 +22,6 @@ from helpers_data import (
     release_rows,
     run_inprocess,
     setup_run,
-    skip_report_plots,
     write_config,
 )
 
@@ -33,22 +32,20 @@ BAD_INPUT, NOT_VERIFIED = "skald: error: ", "skald: verification failed: "
 def releases(tmp_path_factory) -> dict[str, Path]:
     """One real release per kind, made once by the pipeline (each test damages a copy)."""
     made = {}
-    with pytest.MonkeyPatch.context() as mp:
-        skip_report_plots(mp)
-        for kind, out_fmt, mode in [
-            ("parquet", "parquet", "mask"),
-            ("csv", "csv", "mask"),
-            ("drop", "parquet", "drop"),
-        ]:
-            tmp = tmp_path_factory.mktemp(kind)
-            _, out, config, cfg = setup_run(tmp, n_files=4, rows=40, out_fmt=out_fmt)
-            if mode == "drop":
-                cfg["suppressed_records"] = "drop"
-                write_config(config, cfg)
-            from airflow_skald.cli import main
+    for kind, out_fmt, mode in [
+        ("parquet", "parquet", "mask"),
+        ("csv", "csv", "mask"),
+        ("drop", "parquet", "drop"),
+    ]:
+        tmp = tmp_path_factory.mktemp(kind)
+        _, out, config, cfg = setup_run(tmp, n_files=4, rows=40, out_fmt=out_fmt)
+        if mode == "drop":
+            cfg["suppressed_records"] = "drop"
+            write_config(config, cfg)
+        from airflow_skald.cli import main
 
-            assert main(["run", str(config), "-q"]) == 0
-            made[kind] = out
+        assert main(["run", str(config), "-q"]) == 0
+        made[kind] = out
     return made
 
 

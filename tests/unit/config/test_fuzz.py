@@ -16,13 +16,11 @@ import os
 import tempfile
 from pathlib import Path
 
-import pytest
 from helpers_data import (
     CITY_HIERARCHY,
     config_dict,
     leftovers,
     release_rows,
-    skip_report_plots,
     write_config,
     write_dataset,
 )
@@ -32,12 +30,6 @@ from hypothesis import strategies as st
 from airflow_skald.cli import main as cli_main
 from airflow_skald.core.config.run_config import SkaldConfig, config_from_dict, load_config
 from airflow_skald.core.errors import ConfigError
-
-
-@pytest.fixture(autouse=True)
-def _fast_reports(monkeypatch) -> None:
-    skip_report_plots(monkeypatch)
-
 
 N = int(os.environ.get("SKALD_FUZZ_EXAMPLES", "30"))
 FUZZ = settings(

@@ -32,7 +32,8 @@ def test_minimal_config_loads_with_defaults(tmp_path):
     assert cfg.chunk_rows == 1_000_000 and cfg.histogram_bins is None
     assert cfg.input.path == str(tmp_path / "data")  # relative to the config's folder
     assert cfg.suppressed_records == "mask"
-    assert cfg.quasi_identifiers[0].hierarchy.table[:, -1].tolist() == ["*", "*"]
+    # a constant last column is the top (SPEC §3): no `*` level above it
+    assert cfg.quasi_identifiers[0].hierarchy.table[:, -1].tolist() == ["A", "A"]
 
 
 @pytest.mark.parametrize(
@@ -89,8 +90,10 @@ def test_invalid_qids_are_rejected(qid, message):
 def test_arx_hierarchy_files_load_unchanged():
     h = Hierarchy.from_file("age", ADULT / "adult_hierarchy_age.csv")
     assert h.top_level == 4 and h.table[0].tolist() == ["1", "0-4", "0-9", "0-19", "*"]
+    h = Hierarchy.from_csv_text("x", "a;g\nb;h\n")
+    assert h.table[:, -1].tolist() == ["*", "*"]  # top appended when the last column differs
     h = Hierarchy.from_csv_text("x", "a;g\nb;g\n")
-    assert h.table[:, -1].tolist() == ["*", "*"]  # top appended when missing
+    assert h.table.tolist() == [["a", "g"], ["b", "g"]]  # a constant last column is the top
 
 
 def test_overrides_win_and_are_validated(tmp_path):

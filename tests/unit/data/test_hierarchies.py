@@ -64,7 +64,17 @@ def test_strings_and_numbers_are_labels():
         ["10", "1.5", "2", "*"],
         ["B", "B", "blood", "*"],
     ]
-    assert _inline('"A+": A\n"A-": A\n').table.tolist() == [["A+", "A", "*"], ["A-", "A", "*"]]
+    # a lone label is a one-label list; one label for every value is the top (no `*` above)
+    assert _inline('"A+": A\n"A-": A\n').table.tolist() == [["A+", "A"], ["A-", "A"]]
+
+
+def test_a_constant_last_column_is_the_top():
+    """ARX's recoded benchmark hierarchies end in one label such as `[0,99]`: that column is
+    the top (SPEC §3); `*` is appended only above a last column of several labels."""
+    h = Hierarchy.from_csv_text("x", "1;[0,9];[0,99]\n12;[10,19];[0,99]\n")
+    assert h.top_level == 2 and h.table[:, -1].tolist() == ["[0,99]", "[0,99]"]
+    h = Hierarchy.from_csv_text("x", "1;[0,9]\n12;[10,19]\n")
+    assert h.top_level == 2 and h.table[:, -1].tolist() == ["*", "*"]
 
 
 def test_quoted_yaml_booleans_are_labels():

@@ -36,9 +36,34 @@ EXAMPLES = {
         {"attribute": "disease", "l": 2, "variant": "recursive", "c": 3},
     ],
     "t_closeness": [{"attribute": "disease", "t": 0.4}],
+    "k_map": {"k": 5, "sampling_fraction": 0.1, "estimator": "zero_truncated_poisson"},
+    "b_likeness": [{"attribute": "disease", "beta": 1.0, "variant": "enhanced"}],
+    "d_disclosure": [{"attribute": "disease", "delta": 1.2}],
+    "average_risk": {"max": 0.3, "highest": 0.5, "records_at_risk": 0.2},
+    "sample_uniqueness": {"max": 0.1},
+    "population_uniqueness": {"max": 0.2, "model": "zayatz", "population": 100},
 }
 # a new threshold value per settings row the models own
-THRESHOLD_VALUES = {"k": 4, "l": 3, "c": Fraction(2), "t": Fraction(1, 2)}
+THRESHOLD_VALUES = {
+    "k": 4,
+    "l": 3,
+    "c": Fraction(2),
+    "t": Fraction(1, 2),
+    "k_map": 6,
+    "b_likeness": Fraction(2),
+    "d_disclosure": Fraction(3, 2),
+    "average_risk": Fraction(1, 4),
+    "sample_uniqueness": Fraction(1, 5),
+    "population_uniqueness": Fraction(1, 10),
+}
+OWNER_FIELD = {
+    "k_map": "k",
+    "b_likeness": "beta",
+    "d_disclosure": "delta",
+    "average_risk": "max",
+    "sample_uniqueness": "max",
+    "population_uniqueness": "max",
+}
 
 # four classes of sizes 5, 3, 2, 4 over the values 0..2 of 'disease'
 SIZES = np.array([5, 3, 2, 4])
@@ -93,6 +118,9 @@ def test_k_is_a_model_like_the_others() -> None:
     assert settings_of(models)["k"] == 5
     with pytest.raises(ConfigError, match="privacy.k is required"):
         parse_models({}, ParseContext())
+    # k may be left out when another model is configured (SPEC §4c)
+    alone = parse_models({"average_risk": {"max": 0.05}}, ParseContext())
+    assert [type(m).__name__ for m in alone] == ["AverageRisk"]
 
 
 @pytest.mark.parametrize("key", sorted(THRESHOLD_VALUES))
@@ -102,10 +130,12 @@ def test_per_run_threshold_sets_the_one_owner(key: str) -> None:
         "k": 3,
         "l_diversity": [{"attribute": "disease", "l": 2, "variant": "recursive", "c": 3}],
         "t_closeness": [{"attribute": "disease", "t": 0.4}],
+        **{k: EXAMPLES[k] for k in OWNER_FIELD},
     }
     models = with_threshold(parse_models(raw, ctx), key, THRESHOLD_VALUES[key])
     owner = [m for m in models if key in m.thresholds]
-    assert len(owner) == 1 and getattr(owner[0], key) == THRESHOLD_VALUES[key]
+    field = OWNER_FIELD.get(key, key)
+    assert len(owner) == 1 and getattr(owner[0], field) == THRESHOLD_VALUES[key]
 
 
 def test_threshold_of_two_criteria_is_refused() -> None:

@@ -1,0 +1,332 @@
+"""Population-uniqueness estimators as ARX 3.9 computes them (``risk/ModelZayatz``,
+``ModelPitman``, ``ModelSNB``, ``RiskModelPopulationUniqueness``), from a class-size histogram.
+
+Every function takes a batch of histograms at once: `counts[b, j]` classes of size `sizes[j]`
+in problem b (`sizes` ascending, shared), so the search can ask for many prefixes of one
+node's classes in one vectorised solve (`population_uniqueness`). The Newton-Raphson solver is
+ARX's (``de.linearbits.newtonraphson.NewtonRaphson2D`` as ``ARXSolverConfiguration`` sets it
+up): the model's own start value, then ARX's 16 prepared start values, each tried for up to
+1000 iterations, converged when both object functions are within 1e-6 of zero; a try ends on a
+NaN or a broken constraint. ARX's wall-clock limits (100 ms a try, 1 s in all) are left out,
+so the answer is the same on any machine. An estimate that is not found is NaN ("unavailable");
+ARX reports it as 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special, stats
+
+ACCURACY = 1e-6  # ARXSolverConfiguration.getDefaultAccuracy
+ITERATIONS_PER_TRY = 1000  # ... getDefaultIterationsPerTry
+
+
+def _start_values() -> list[tuple[float, float]]:
+    """ARXSolverConfiguration.getDefaultStartValues: d1, d2 = 0, 0.33, ... (<1), summed as ARX
+    sums them (in doubles)."""
+    out, d1 = [], 0.0
+    while d1 < 1.0:
+        d2 = 0.0
+        while d2 < 1.0:
+            out.append((d1, d2))
+            d2 += 0.33
+        d1 += 0.33
+    return out
+
+
+START_VALUES = _start_values()
+ITERATIONS_TOTAL = (len(START_VALUES) + 1) * ITERATIONS_PER_TRY  # NewtonRaphson2D.configure
+
+MODELS = ("zayatz", "pitman", "snb", "dankar")
+
+
+def trigamma(x: np.ndarray) -> np.ndarray:
+    """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is."""
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(all="ignore"):
+        pos = special.polygamma(1, np.where(x > 0, x, 1.0))
+        neg = (np.pi / np.sin(np.pi * x)) ** 2 - special.polygamma(1, np.where(x > 0, 1.0, 1 - x))
+    return np.where(x > 0, pos, neg)
+
+
+def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
+    """ARX's NewtonRaphson2D over a batch of problems: `system(x, rows)` returns the object
+    functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
+    Tries the given start values (2, B), then START_VALUES in order; NaN where none converges."""
+    n_problems = start.shape[1]
+    x = start.astype(np.float64).copy()
+    result = np.full((2, n_problems), np.nan)
+    tried = np.zeros(n_problems, dtype=np.int64)  # start values used so far (0: the given one)
+    steps = np.zeros(n_problems, dtype=np.int64)  # steps of the current try
+    total = np.zeros(n_problems, dtype=np.int64)  # evaluations over all tries
+    active = np.ones(n_problems, dtype=bool)
+    starts = np.asarray(START_VALUES, dtype=np.float64).T
+    while active.any():
+        rows = np.flatnonzero(active)
+        xs = x[:, rows]
+        with np.errstate(all="ignore"):
+            f, j = system(xs, rows)
+        total[rows] += 1
+        done = (np.abs(f[0]) <= ACCURACY) & (np.abs(f[1]) <= ACCURACY)
+        result[:, rows[done]] = xs[:, done]
+        active[rows[done]] = False
+        go = ~done
+        rows, xs, f, j = rows[go], xs[:, go], f[:, go], j[:, :, go]
+        with np.errstate(all="ignore"):
+            det = j[0, 0] * j[1, 1] - j[0, 1] * j[1, 0]
+            dx = (j[1, 1] * f[0] - j[0, 1] * f[1]) / det
+            dy = (-j[1, 0] * f[0] + j[0, 0] * f[1]) / det
+        xs = np.stack([xs[0] - dx, xs[1] - dy])
+        x[:, rows] = xs
+        failed = np.isnan(xs).any(axis=0) | (steps[rows] >= ITERATIONS_PER_TRY)
+        steps[rows] += 1
+        if constraint is not None:
+            with np.errstate(all="ignore"):
+                failed |= ~constraint(xs)
+        bad = rows[failed]
+        if bad.size:  # the next start value, while any is left and the total allows
+            more = (tried[bad] < len(START_VALUES)) & (total[bad] <= ITERATIONS_TOTAL)
+            again, out = bad[more], bad[~more]
+            active[out] = False
+            x[:, again] = starts[:, tried[again]]
+            tried[again] += 1
+            steps[again] = 0
+    return result
+
+
+@dataclass(frozen=True)
+class Histograms:
+    """A batch of class-size histograms over shared ascending `sizes`, each with the population
+    size it is estimated against."""
+
+    sizes: np.ndarray  # (S,) int, ascending, > 0
+    counts: np.ndarray  # (B, S) classes of each size
+    population: float  # ARXPopulationModel.getPopulationSize
+
+    @property
+    def classes(self) -> np.ndarray:
+        return self.counts.sum(axis=1).astype(np.float64)
+
+    @property
+    def records(self) -> np.ndarray:
+        return (self.counts * self.sizes).sum(axis=1).astype(np.float64)
+
+    def of_size(self, size: int) -> np.ndarray:
+        hit = np.flatnonzero(self.sizes == size)
+        return self.counts[:, hit[0]].astype(np.float64) if hit.size else np.zeros(len(self))
+
+    @property
+    def fraction(self) -> np.ndarray:
+        """The sampling fraction: records over the population size."""
+        return self.records / self.population
+
+    def __len__(self) -> int:
+        return int(self.counts.shape[0])
+
+    @classmethod
+    def of(cls, class_sizes: np.ndarray, population: float) -> Histograms:
+        """One histogram, of the given class sizes."""
+        sizes, counts = np.unique(np.asarray(class_sizes, dtype=np.int64), return_counts=True)
+        return cls(sizes, counts[None, :], float(population))
+
+
+def zayatz(h: Histograms) -> np.ndarray:
+    """Zayatz (1991), ModelZayatz: population uniques estimated from the sample uniques and the
+    hypergeometric chance of drawing one record of each class size (closed form)."""
+    pop = min(int(h.population), 2**31 - 1)  # ARX casts to int (and caps)
+    n = np.minimum(h.records.astype(np.int64), 2**31 - 1)
+    c = h.classes
+    one = stats.hypergeom.pmf(1, pop, h.sizes[None, :], n[:, None])  # (B, S)
+    temp = (h.counts / c[:, None] * one).sum(axis=1)
+    c1 = h.of_size(1)
+    with np.errstate(all="ignore"):
+        uniqueness = (c1 / c) * stats.hypergeom.pmf(1, pop, 1, n) / temp
+        return c1 * uniqueness / h.fraction
+
+
+def pitman(h: Histograms) -> np.ndarray:
+    """Pitman's model (Hoshino 2001), ModelPitman: theta and alpha by Newton-Raphson from ARX's
+    start value (closed forms with polygamma functions, theta >= 0), then the uniques."""
+    c1, c2, u, n = h.of_size(1), h.of_size(2), h.classes, h.records
+    c2 = np.where(c2 != 0, c2, 1.0)
+    with np.errstate(all="ignore"):
+        c = c1 * (c1 - 1) / c2
+        t = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
+        a = (t * (c1 - n) + (n - 1) * c1) / (n * u)
+    big = h.sizes != 1
+    sizes, counts = h.sizes[big].astype(np.float64), h.counts[:, big].astype(np.float64)
+
+    def system(x: np.ndarray, rows: np.ndarray):
+        t, a = x
+        uu, nn, cc = u[rows], n[rows], counts[rows]
+        val0 = uu - 1
+        val1 = special.digamma(val0 + t / a + 1)
+        val2 = trigamma((a + t + a * val0) / a)
+        val3 = trigamma(t / a + 1)
+        val4 = special.digamma(t / a + 1)
+        val5 = a * a
+        d1 = (val3 - val2) / val5
+        d5 = (a * val1 + t * val2 - a * val4 - t * val3) / (val5 * a)
+        d3 = (val5 * val0 - t * t * val2 + t * t * val3 - 2 * a * t * val1 + 2 * a * t * val4) / (
+            val5 * val5
+        )
+        o1 = (val1 - val4) / a
+        o3 = (-t * val1 + a * val0 + t * val4) / (a * a)
+        o2 = special.digamma(nn + t) - special.digamma(t + 1)
+        d2 = trigamma(t + 1) - trigamma(nn + t)
+        shifted = sizes[None, :] - a[:, None]
+        d4 = (cc * (trigamma(1 - a)[:, None] - trigamma(shifted))).sum(axis=1)
+        o4 = (cc * (special.digamma(shifted) - special.digamma(1 - a)[:, None])).sum(axis=1)
+        f = np.stack([o1 - o2, o3 - o4])
+        jac = np.array([[d2 - d1, -d5], [-d5, -d3 - d4]])
+        return f, jac
+
+    t, a = solve_batch(system, np.stack([t, a]), constraint=lambda x: x[0] >= 0)
+    p = h.population
+    with np.errstate(all="ignore"):
+        ok = ~np.isnan(t) & ~np.isnan(a) & (a != 0)
+        log_ok = ok & (t + 1 > 0) & (t + a > 0)
+        v1 = np.where(
+            log_ok,
+            np.exp(
+                special.gammaln(np.where(log_ok, t + 1, 1))
+                - special.gammaln(np.where(log_ok, t + a, 1))
+            )
+            * np.power(p, a),
+            np.nan,
+        )
+        v2 = special.gamma(t + 1) / special.gamma(t + a) * np.power(p, a)
+    v1 = np.where((v1 >= 0) & (v1 <= p), v1, np.nan)
+    v2 = np.where(ok & (v2 >= 0) & (v2 <= p), v2, np.nan)
+    return np.where(np.isnan(v1), v2, np.where(np.isnan(v2), v1, np.maximum(v1, v2)))
+
+
+def snb(h: Histograms) -> np.ndarray:
+    """The shifted negative binomial model (Chen 1998), ModelSNB: the number of non-empty
+    population classes by Shlosser's estimator, alpha and beta by Newton-Raphson from (1, 1)."""
+    c1, c2, u = h.of_size(1), h.of_size(2), h.classes
+    f = h.fraction
+    s = h.sizes.astype(np.float64)[None, :]
+    cnt = h.counts.astype(np.float64)
+    ff = f[:, None]
+    with np.errstate(all="ignore"):
+        v2 = np.power(1 - ff, s) * cnt
+        var1 = (s * ff * ff * np.power(1 - ff * ff, s - 1) * cnt).sum(axis=1)
+        var2 = (v2 * np.power(1 + ff, s) - 1).sum(axis=1)  # ARX subtracts 1 per size
+        var3 = v2.sum(axis=1)
+        var4 = (s * ff * np.power(1 - ff, s - 1) * cnt).sum(axis=1)
+        k = u + c1 * (var1 / var2) * (var3 / var4) * (var3 / var4)
+
+    def system(x: np.ndarray, rows: np.ndarray):
+        a, b = x
+        kk, fr, n1, n2 = k[rows], f[rows], c1[rows], c2[rows]
+        dv = (1 - fr) * (1 - b)
+        fx = kk * fr * np.power(b / (1 - dv), a) * ((a * dv) / (1 - dv) + 1) - n1
+        fy = (
+            kk * a * np.power(b, a) * (fr * fr) * (1 - b) / 2
+            * np.power(1 - dv, a + 2) * (2 - (1 - a) * dv)
+            - n2
+        )  # fmt: skip
+        val0 = (b - 1) * (fr - 1)
+        val1 = val0 - 1
+        val2 = 1 - val0
+        val3 = a * val0 / val1 - 1
+        val4 = np.power(-b / val1, a)
+        val6 = fr * fr
+        val7 = np.power(b, a)
+        val8 = val7 * val6 * kk
+        val9 = a * val8
+        val10 = 2 * np.power(val2, a + 2)
+        val11 = val1 * val1
+        val13 = fr * kk
+        val14 = fr - 1
+        val15 = a - 1
+        val16 = b - 1
+        val17 = val15 * val0
+        val18 = val6 * kk
+        val19 = val17 + 2
+        val20 = val18 * val19
+        x1 = -val13 * np.log(-b / val1) * val3 * val4 - (val13 * val4 * val0) / val1
+        x2 = a * val13 * (1 / val1 - (b * val14) / val11) * val3 * np.power(
+            -b / val1, val15
+        ) - val13 * val4 * ((a * val14) / val1 - (a * val16 * val14 * val14) / val11)
+        y1 = (
+            (val9 * np.log(val2) * val19 * val16) / val10
+            - (val9 * val16 * val16 * val14) / val10
+            - (val7 * val20 * val16) / val10
+            - (a * val7 * val18 * np.log(b) * val19 * val16) / val10
+        )
+        y2 = (
+            -(val9 * val19) / val10
+            - (a * a * np.power(b, val15) * val20 * val16) / val10
+            - (a * val7 * val18 * val17) / val10
+            - (a * val7 * val20 * (a + 2) * val0) / (2 * np.power(val2, a + 3))
+        )
+        return np.stack([fx, fy]), np.array([[x1, x2], [y1, y2]])
+
+    a, b = solve_batch(system, np.ones((2, len(h))))
+    with np.errstate(all="ignore"):
+        return k * np.power(b, a)
+
+
+@dataclass(frozen=True)
+class Uniques:
+    """Estimated population uniques (records) per model, NaN where unavailable; `dankar` by
+    Dankar et al.'s rule and the model it picked (per problem)."""
+
+    zayatz: np.ndarray
+    pitman: np.ndarray
+    snb: np.ndarray
+    dankar: np.ndarray
+    dankar_model: np.ndarray  # str per problem
+
+
+def _valid(x: np.ndarray) -> np.ndarray:
+    return ~np.isnan(x) & (x != 0)
+
+
+def estimate(h: Histograms, models: tuple[str, ...] = MODELS, fallback: bool = True) -> Uniques:
+    """The estimates `models` ask for (the others NaN), as RiskModelPopulationUniqueness gives
+    them: 0 for every model where no class has size 1. Dankar's rule: at a sampling fraction
+    <= 0.1 Pitman (else, with `fallback`, Zayatz); above, the smaller of Zayatz and SNB when
+    SNB is available, else Zayatz. Without `fallback` (the privacy model) Dankar is NaN where
+    Pitman is."""
+    b = len(h)
+    c1 = h.of_size(1)
+    some = c1 > 0
+    small = h.fraction <= 0.1
+    need = set(models)
+    if "dankar" in need:
+        need |= {"pitman", "zayatz", "snb"}
+    nan = np.full(b, np.nan)
+    out = {}
+    for name, fn in (("zayatz", zayatz), ("pitman", pitman), ("snb", snb)):
+        if name not in need:
+            out[name] = nan
+            continue
+        rows = some.copy()
+        if name == "pitman" and "dankar" in models and name not in models:
+            rows &= small
+        if name == "snb" and "dankar" in models and name not in models:
+            rows &= ~small
+        value = np.zeros(b)
+        if rows.any():
+            sub = Histograms(h.sizes, h.counts[rows], h.population)
+            value[rows] = fn(sub)
+        value[~rows & some] = np.nan
+        out[name] = np.where(some, np.where(_valid(value), value, np.nan), 0.0)
+    z, p, s = out["zayatz"], out["pitman"], out["snb"]
+    if "dankar" in models:
+        low = np.where(_valid(p), p, z if fallback else np.nan)
+        low_model = np.where(_valid(p), "pitman", "zayatz" if fallback else "none")
+        high = np.where(_valid(s), np.where(z < s, z, s), z)
+        high_model = np.where(_valid(s), np.where(z < s, "zayatz", "snb"), "zayatz")
+        dankar = np.where(small, low, high)
+        picked = np.where(small, low_model, high_model)
+        dankar = np.where(some, dankar, 0.0)
+        picked = np.where(some, picked, "dankar")
+    else:
+        dankar, picked = nan, np.full(b, "none")
+    return Uniques(z, p, s, dankar, picked)

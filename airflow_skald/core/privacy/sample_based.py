@@ -1,0 +1,161 @@
+"""What the sample-based models (average risk, sample uniqueness, population uniqueness) share
+(SPEC §4c, ARX's ``SampleBasedCriterion`` / ``RiskBasedCriterion.enforce``): they judge the
+distribution of the classes left by the class-based models and, if it does not hold, suppress
+the shortest prefix of those classes, ordered by size ascending then by first input row, that
+makes it hold. Each model says only whether it holds after suppressing each of some prefixes
+(`holds`, vectorised); the shortest is found here: all candidates at once for cheap models,
+in growing batches for the estimators. ARX's binary search assumes the answer monotone in the
+prefix, which population uniqueness is not; every candidate is tried in order instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.config.settings import BY_NAME
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import ClassTable, PrivacyModel, decimal_of
+from airflow_skald.core.privacy.risk.analysis import PopulationModel
+
+FIRST_BATCH = 64  # estimators: candidates tried after the empty prefix, then 4x as many
+
+
+class SampleBasedModel(PrivacyModel):
+    """A model over the distribution of the classes left (no class-based part: `keeps` keeps
+    every class). `holds(sizes, prefixes)`: for the class sizes ascending, whether the model
+    holds on `sizes[p:]` for each p of `prefixes`; `cheap`: every candidate is evaluated at
+    once."""
+
+    sample_based = True
+    cheap = True
+
+    def keeps(self, table: ClassTable) -> np.ndarray:
+        return np.ones(table.n_classes, dtype=bool)
+
+    def holds(self, sizes: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def holds_on(self, sizes: np.ndarray) -> bool:
+        """Whether it holds on these classes as they are."""
+        ordered = np.sort(np.asarray(sizes, dtype=np.int64))
+        return bool(self.holds(ordered, np.zeros(1, dtype=np.int64))[0])
+
+    def violation(self, table: ClassTable, where: str) -> str | None:
+        if self.holds_on(table.sizes):
+            return None
+        return f"{where} violates {self.label()}: {self.figure(table)}"
+
+
+def suffix_counts(sizes: np.ndarray, prefixes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Classes and records of `sizes[p:]` for each p (sizes ascending)."""
+    cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
+    return sizes.size - prefixes, cum[-1] - cum[prefixes]
+
+
+def ratio_at_most(num: np.ndarray, den: np.ndarray, limit: Fraction) -> np.ndarray:
+    """num / den <= limit, exactly (den 0: an empty table holds)."""
+    limit = Fraction(limit)
+    a = np.asarray(num, dtype=object) * limit.denominator
+    b = np.asarray(den, dtype=object) * limit.numerator
+    return np.asarray((a <= b) | (np.asarray(den) == 0), dtype=bool)
+
+
+def shortest_prefix(model: SampleBasedModel, sizes: np.ndarray, start: int, budget: int) -> int:
+    """The shortest prefix p >= start of `sizes` (ascending) whose suppression makes `model`
+    hold, among those whose records fit `budget` (records of sizes[start:p]); -1 if none."""
+    cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
+    last = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1  # cum[last] fits
+    if last < start:
+        return -1
+    if model.cheap:
+        candidates = np.arange(start, last + 1)
+        ok = np.flatnonzero(model.holds(sizes, candidates))
+        return int(candidates[ok[0]]) if ok.size else -1
+    lo, batch = start, 1
+    while lo <= last:
+        candidates = np.arange(lo, min(last, lo + batch - 1) + 1)
+        ok = np.flatnonzero(model.holds(sizes, candidates))
+        if ok.size:
+            return int(candidates[ok[0]])
+        lo = int(candidates[-1]) + 1
+        batch = FIRST_BATCH if batch == 1 else 4 * batch
+    return -1
+
+
+def enforce(
+    models: Sequence[SampleBasedModel],
+    table: ClassTable,
+    kept: np.ndarray,
+    allowed: int,
+    top: bool = False,
+) -> np.ndarray:
+    """The classes kept once each sample-based model, in order, has suppressed the shortest
+    prefix (size ascending, then first input row) of the classes left that makes it hold; a
+    later model never restores what an earlier one suppressed. Where no prefix within the
+    suppression limit `allowed` makes a model hold, every class it sees is suppressed (the
+    node fails). `top`: the node is the top node, whose class is left out of what they see."""
+    if not models:
+        return kept
+    kept = kept.copy()
+    visible = np.flatnonzero(kept) if not top else np.zeros(0, dtype=np.int64)
+    sizes = table.sizes[visible]
+    first = table.first_rows[visible] if table.first_rows is not None else visible
+    order = np.lexsort((first, sizes))
+    visible, sizes = visible[order], np.asarray(sizes[order], dtype=np.int64)
+    budget = allowed - (table.n_records - int(table.sizes[kept].sum(dtype=np.int64)))
+    cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
+    p = 0
+    for m in models:
+        q = shortest_prefix(m, sizes, p, budget - int(cum[p])) if budget >= cum[p] else -1
+        if q < 0:
+            p = sizes.size
+            break
+        p = q
+    kept[visible[:p]] = False
+    return kept
+
+
+def fraction_setting(raw: Any, key: str, setting: str, where: str) -> Fraction:
+    """A threshold read through its settings-table row (the same check as its CLI flag)."""
+    if key not in raw:
+        raise ConfigError(f"{where} needs '{key}'")
+    return BY_NAME[setting].parse(raw[key], f"{where}.{key}")
+
+
+def fraction_of(entry: dict, key: str, low: Fraction = Fraction(0), high=Fraction(1)) -> bool:
+    x = decimal_of(entry.get(key))
+    return x is not None and low < x <= high
+
+
+def population_of(raw: dict, where: str) -> PopulationModel:
+    """`sampling_fraction: f` or `population: N` of a model's entry (one of them)."""
+    if ("sampling_fraction" in raw) == ("population" in raw):
+        raise ConfigError(f"{where} needs one of 'sampling_fraction' or 'population'")
+    if "population" in raw:
+        return PopulationModel(population=BY_NAME["risk_population"].parse(
+            raw["population"], f"{where}.population"))  # fmt: skip
+    fraction = BY_NAME["risk_sampling_fraction"].parse(
+        raw["sampling_fraction"], f"{where}.sampling_fraction"
+    )
+    return PopulationModel(sampling_fraction=fraction)
+
+
+def population_entry(entry: dict) -> str | None:
+    """What is wrong with the population of a manifest entry (None: fine)."""
+    if "population" in entry:
+        p = entry["population"]
+        ok = isinstance(p, int) and not isinstance(p, bool) and p >= 1
+        return None if ok else ".population must be an integer >= 1"
+    return (
+        None if fraction_of(entry, "sampling_fraction") else ".sampling_fraction must be in (0, 1]"
+    )
+
+
+def population_rebuilt(entry: dict) -> PopulationModel:
+    if "population" in entry:
+        return PopulationModel(population=int(entry["population"]))
+    return PopulationModel(sampling_fraction=Fraction(str(entry["sampling_fraction"])))

@@ -1,0 +1,104 @@
+"""Risk-based models (SPEC §4c): ARX's parameter translations, k-map's k', the estimators'
+conventions, and the shortest-prefix suppression of the sample-based models against a
+brute-force walk over every prefix."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from airflow_skald.core.privacy.average_risk import AverageRisk, size_threshold
+from airflow_skald.core.privacy.model import ClassTable
+from airflow_skald.core.privacy.policy import PrivacyPolicy
+from airflow_skald.core.privacy.population_uniqueness import PopulationUniqueness
+from airflow_skald.core.privacy.risk.analysis import PopulationModel, analyse
+from airflow_skald.core.privacy.risk.estimators import Histograms, estimate, pitman
+from airflow_skald.core.privacy.risk.kmap import derived_k
+from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
+
+
+@pytest.mark.parametrize(
+    "highest,size", [("0.2", 5), ("0.1", 10), ("0.3", 4), ("0.33", 4), ("0.34", 3), ("1", 1)]
+)
+def test_size_threshold_as_arx_translates_it(highest, size):
+    assert size_threshold(Fraction(highest)) == size
+
+
+def test_k_map_derived_k():
+    f = Fraction(1, 10)
+    # ARX returns one more than the count of terms summed: lambda = 1 (k = 10, f = 0.1) needs
+    # P(X <= 4) = 0.9963 >= 0.99, 5 terms, k' = 6; lambda = 0.1: P(X <= 1) = 0.9953, k' = 3
+    assert derived_k(10, f, Fraction(1, 100), "poisson", 10**6) == 6
+    assert derived_k(10, Fraction(1, 100), Fraction(1, 100), "poisson", 10**6) == 3
+    assert derived_k(5, f, Fraction(1, 100), "poisson", 10**6) == 5  # capped at k
+    # zero-truncated, lambda = 1: P(1..4) / (1 - P(0)) = 0.9945 after 4 terms, k' = 5
+    assert derived_k(10, f, Fraction(1, 100), "zero_truncated_poisson", 10**6) == 5
+    assert derived_k(10, f, Fraction(1, 100), "poisson", 3) == 3  # capped at the records
+
+
+def test_no_sample_uniques_means_no_population_uniques():
+    u = estimate(Histograms.of(np.array([2, 2, 3, 5]), 1000))
+    assert u.zayatz[0] == u.pitman[0] == u.snb[0] == u.dankar[0] == 0
+
+
+def test_pitman_is_deterministic_and_bounded():
+    rng = np.random.default_rng(1)
+    sizes = rng.geometric(0.4, size=3000)
+    h = Histograms.of(sizes, sizes.sum() / 0.01)
+    a, b = pitman(h), pitman(h)
+    assert np.array_equal(a, b) and 0 < a[0] < h.population
+
+
+def test_risk_analysis_figures():
+    sizes = np.array([1, 1, 2, 4, 10])
+    out = analyse(sizes, Fraction(1, 5), PopulationModel(sampling_fraction=Fraction(1, 10)), 18)
+    assert out["records"] == 18 and out["classes"] == 5
+    assert out["prosecutor"]["highest_risk"] == 1.0
+    assert out["prosecutor"]["records_at_risk"] == pytest.approx(8 / 18)  # sizes 1, 1, 2, 4
+    assert out["marketer_risk"] == pytest.approx(5 / 18)
+    assert out["sample_uniques"] == pytest.approx(2 / 18)
+    assert out["population_size"] == 180
+
+
+def _brute(models, sizes, first, limit):
+    """Every class-size-ascending prefix tried in order, per model, as SPEC §4c words it."""
+    order = np.lexsort((first, sizes))
+    s = sizes[order]
+    n = int(sizes.sum())
+    allowed = int(limit * n)
+    p = 0
+    for m in models:
+        for q in range(p, s.size + 1):
+            if s[:q].sum() > allowed:
+                return None
+            if m.holds_on(s[q:]):
+                p = q
+                break
+    return order[:p]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_sample_based_suppress_the_shortest_prefix(seed):
+    rng = np.random.default_rng(seed)
+    sizes = rng.geometric(0.35, size=int(rng.integers(5, 40))).astype(np.int64)
+    first = rng.permutation(sizes.size)
+    models = (
+        AverageRisk(Fraction(int(rng.integers(2, 6)), 10)),
+        SampleUniqueness(Fraction(int(rng.integers(1, 4)), 20)),
+        PopulationUniqueness(
+            Fraction(int(rng.integers(1, 5)), 10),
+            ("zayatz", "pitman", "dankar")[seed % 3],
+            PopulationModel(sampling_fraction=Fraction(1, 2)),
+        ),
+    )
+    limit = Fraction(int(rng.integers(0, 6)), 10)
+    policy = PrivacyPolicy(models, limit)
+    j = policy.judge(ClassTable(sizes, first_rows=first))
+    expected = _brute(models, sizes, first, limit)
+    if expected is None:
+        assert not j.passes
+    else:
+        assert j.passes
+        assert sorted(np.flatnonzero(~j.kept).tolist()) == sorted(expected.tolist())
