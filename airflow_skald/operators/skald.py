@@ -26,6 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
 from airflow_skald.core.privacy.build import describe_privacy
+from airflow_skald.core.text import decimal_text
 from airflow_skald.operators.links import SkaldManifestLink
 
 _MODES = ("all", "partial", "merge")
@@ -289,7 +290,7 @@ def settings_line(config) -> str:
     )
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
-        f"k={config.k} suppression_limit={config.suppression_limit} "
+        f"k={config.k} suppression_limit={decimal_text(config.suppression_limit)} "
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
@@ -403,8 +404,8 @@ class GeneraliseOperator(_SkaldOperator):
         """The release's manifest, run record and report into the run's artifacts; its asset
         event; a small summary for XCom."""
         from airflow_skald.core.run.runner import copy_release_records
-        from airflow_skald.operators.links import manifest_url
-        from airflow_skald.operators.release_event import emit_release_event
+        from airflow_skald.operators.release_event import emit_release_event, input_events
+        from airflow_skald.operators.urls import MANIFEST, REPORT, release_file_url
 
         copy_release_records(run)
         out = run.config.output.path
@@ -416,15 +417,21 @@ class GeneraliseOperator(_SkaldOperator):
             manifest["n_suppressed"],
             manifest["verified"],
         )
-        emit_release_event(context, self.outlets, manifest, {"output_path": out})
+        dag_id, run_id = run.record.airflow["dag_id"], run.record.airflow["run_id"]
+        links = {
+            "output_path": out,
+            "manifest_url": release_file_url(dag_id, run_id, MANIFEST),
+            "report_url": release_file_url(dag_id, run_id, REPORT),
+            "config": run.config.source,
+            "input_events": input_events(context),
+        }
+        emit_release_event(context, self.outlets, manifest, links)
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
         more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {
             "release": out,
             "manifest": run.store.uri("manifest.json"),
-            "manifest_url": manifest_url(
-                run.record.airflow["dag_id"], run.record.airflow["run_id"]
-            ),
+            "manifest_url": links["manifest_url"],
             "artifacts": run.store.uri(),
             **{k: manifest[k] for k in (*keys, *more)},
         }

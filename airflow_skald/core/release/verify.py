@@ -164,14 +164,14 @@ def class_figures(
     if (
         n_star
         and not table.n_classes
-        and not policy.check_release(star, where)
+        and not policy.check_release(star, where, top=True)
         and claimed_suppressed != n_star + dropped
     ):
         table, n_suppressed = star, dropped
     else:
         n_suppressed = n_star + dropped
     sizes = table.sizes
-    broken = policy.check_release(table, where)
+    broken = policy.check_release(table, where, top=table is star)
     if broken:
         raise VerificationError(broken[0])
     allowed = max_suppressed(policy.suppression_limit, n_records)
