@@ -112,9 +112,11 @@ class PrivacyPolicy:
         """Per criterion on a sensitive attribute, the kept classes closest to breaking it."""
         return [row for m in self.models for row in m.at_risk(kept, top)]
 
-    def check_release(self, kept: ClassTable, where: str) -> list[str]:
-        """Why released (kept) classes break a model: one line per broken model."""
-        return [v for m in self.models if (v := m.violation(kept, where)) is not None]
+    def check_release(self, kept: ClassTable, where: str, top: bool = False) -> list[str]:
+        """Why released (kept) classes break a model: one line per broken model. `top`: the
+        classes are the top node's one class, which the sample-based models do not see."""
+        models = [m for m in self.models if not (top and m.sample_based)]
+        return [v for m in models if (v := m.violation(kept, where)) is not None]
 
     def with_thresholds(self, **values: int) -> PrivacyPolicy:
         """The same policy with another k (the per-chunk baseline's k sweep)."""
