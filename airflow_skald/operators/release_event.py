@@ -22,7 +22,9 @@ Event extra (JSON; figures and identities only, never a data value)::
      "suppression_limit": "0.01" (exact decimal string), "criteria": [..] (may be empty),
      "node": {qid: level}, "node_paper": str, "dm_star": int, "n_records": int,
      "n_suppressed": int, "verified": bool, "config_sha256": str, "input_fingerprint": str,
-     "dag_id": str, "run_id": str, "manifest_url": str, "report_url": str}
+     "dag_id": str, "run_id": str, "manifest_url": str, "report_url": str,
+     "risk": {"records_at_risk", "highest_risk", "average_risk", "sample_uniques",
+              "population_uniques", "dankar_model"} | null}  (SPEC §4c headline figures)
 
 One event per release: Airflow records outlet events when a task *succeeds*, so a failed
 attempt followed by a successful retry gives one event; but a *cleared* task that succeeds again
@@ -76,6 +78,7 @@ EXTRA_KEYS = (
     "run_id",
     "manifest_url",
     "report_url",
+    "risk",
 )
 
 
@@ -166,8 +169,24 @@ def release_extra(
     extra["run_id"] = run_id
     extra["manifest_url"] = links.get("manifest_url") or manifest_url(dag_id, run_id)
     extra["report_url"] = links.get("report_url") or report_url(dag_id, run_id)
+    extra["risk"] = risk_headline(manifest.get("risk_analysis"))
     assert tuple(extra) == EXTRA_KEYS
     return extra
+
+
+def risk_headline(analysis: Any) -> dict | None:
+    """The risk analysis's headline figures (SPEC §4c), None if the manifest has none."""
+    if not isinstance(analysis, Mapping):
+        return None
+    prosecutor = analysis.get("prosecutor") or {}
+    return {
+        "records_at_risk": prosecutor.get("records_at_risk"),
+        "highest_risk": prosecutor.get("highest_risk"),
+        "average_risk": prosecutor.get("average_risk"),
+        "sample_uniques": analysis.get("sample_uniques"),
+        "population_uniques": (analysis.get("population_uniques") or {}).get("dankar"),
+        "dankar_model": analysis.get("dankar_model"),
+    }
 
 
 def _run_ids(context: Mapping[str, Any]) -> tuple[str, str]:

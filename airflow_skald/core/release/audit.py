@@ -65,9 +65,11 @@ def audit(config: SkaldConfig) -> dict:
     _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
     counted = count_tuples(config, chunks, release=manifest is not None)
     stats = counted.sensitive
-    policy = build_policy(
-        config, stats
-    )  # l above a distinct count, a hierarchy missing a value: exit 2
+    n_input = int(counted.counts.sum())
+    if manifest and isinstance(manifest.get("n_records"), int):
+        n_input = max(n_input, manifest["n_records"])
+    # l above a distinct count, a hierarchy missing a value: exit 2
+    policy = build_policy(config, stats, n_input)
     star, table = counted.tables(len(qids), attributes)
     claimed = manifest.get("n_suppressed") if manifest else None
     if (
@@ -85,6 +87,8 @@ def audit(config: SkaldConfig) -> dict:
         "chunks": len(chunks),
         "n_rows": n_rows,
         **judge(policy, table, star.n_records + dropped, release=manifest is not None),
+        # SPEC §4c: the risk of the classes as they are (all-"*" records left out)
+        "risk_analysis": config.risk_settings.analyse(table.sizes, n_rows + dropped),
         "seconds": round(time.perf_counter() - start, 3),
     }
 

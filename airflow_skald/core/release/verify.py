@@ -46,6 +46,7 @@ from airflow_skald.core.privacy import (
 )
 from airflow_skald.core.privacy.model import RebuildContext
 from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
+from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality import DM, DMStar, Scored
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
@@ -189,6 +190,7 @@ def class_figures(
         "dm": DM().value(scored),
         "privacy_models": policy.figures(table),
         "sizes": sizes,
+        "top": table is star,  # the release is the top node: its one class is all "*"
     }
 
 
@@ -260,10 +262,35 @@ def verify_release(
     }
     if skipped:
         report["not_rechecked"] = skipped
+    if manifest is not None and isinstance(manifest.get("risk_analysis"), dict):
+        seen = figures["sizes"][:0] if figures["top"] else figures["sizes"]
+        report["risk_analysis"] = _risk_again(manifest["risk_analysis"], seen, n_records)
     if manifest is not None:
         _agrees_with_manifest(manifest, report)
         _no_direct_identifiers(manifest, location, parts[0])
     return report
+
+
+def _risk_again(claimed: dict, sizes: np.ndarray, n_records: int) -> dict:
+    """The risk analysis recomputed from the written classes with the manifest's settings;
+    VerificationError naming the first figure that differs from the manifest's."""
+    try:
+        settings = RiskSettings.of_entry(claimed)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise DataError(f"{MANIFEST}: risk_analysis names no threshold and population") from None
+    again = settings.analyse(sizes, n_records)
+    for key, value in again.items():
+        if claimed.get(key) != value:
+            raise VerificationError(
+                f"written release has risk_analysis.{key}={_short(value)}, "
+                f"the manifest says {_short(claimed.get(key))}"
+            )
+    return again
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def release_sensitive(
@@ -319,10 +346,17 @@ def standalone_policy(
                 "(--suppression-limit)"
             )
         limit = manifest["suppression_limit"] if manifest else 0
-    ctx = RebuildContext(sensitive, (manifest or {}).get("suppressed_records") == "drop")
+    n_records = (manifest or {}).get("n_records")
+    ctx = RebuildContext(
+        sensitive,
+        (manifest or {}).get("suppressed_records") == "drop",
+        n_records if isinstance(n_records, int) else None,
+    )
     entries = _described(manifest)
-    if not any(d.get("model") == "k-anonymity" for d in entries):  # a manifest of k alone
+    has_k = any(d.get("model") == "k-anonymity" for d in entries)
+    if not has_k and (k >= 2 or not entries):  # a manifest of k alone, or --k given
         entries = [{"model": "k-anonymity", "k": k}, *entries]
+        has_k = True
     models, skipped = [], []
     for d in entries:
         model = rebuild(d, ctx)
@@ -330,7 +364,8 @@ def standalone_policy(
             skipped.append({**d, "reason": model})
         else:
             models.append(model)
-    models = list(with_threshold(tuple(models), "k", k))
+    if has_k:
+        models = list(with_threshold(tuple(models), "k", k))
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
 
 
