@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 import logging
 from pathlib import Path
 
@@ -300,3 +302,44 @@ def test_commas_inside_semicolon_separated_labels_are_labels(tmp_path):
 def test_a_one_column_file_without_commas_is_a_one_level_hierarchy(tmp_path):
     h = Hierarchy.from_file("w", _write(tmp_path, "Private\nState-gov\n"))
     assert h.table.tolist() == [["Private", "*"], ["State-gov", "*"]]
+
+
+ADULT = Path(__file__).resolve().parents[4] / "shared" / "data" / "adult"
+FILES = [
+    "a;g;x\nb;g;x\nc;h;x\n",  # constant top
+    "a;g\r\nb;h\r\n",  # Windows line ends
+    "a;g;\nb;h;\n",  # a delimiter ending every row
+    "a;g\n\nb;h",  # a blank line, no final newline
+    "a; g\nb;h\n",  # blanks around a label
+    "a;g\na;g\nb;h\n",  # a repeated row
+    '"a;1";g\nb;h\n',  # quotes
+    "a;ä\nb;ü\n",  # non-ASCII labels
+    "10;1;x\n20;2;x\n",  # numbers stay text
+]
+
+
+@pytest.mark.parametrize("text", FILES + [p.name for p in sorted(ADULT.glob("*hierarchy*"))])
+def test_fast_path_reads_files_as_csv_does(text):
+    """Plain files are read by pyarrow in one pass, others row by row: the same table."""
+    if text.endswith(".csv"):
+        text = (ADULT / text).read_text()
+    rows = list(csv.reader(io.StringIO(text, newline=""), delimiter=";"))
+    rows = [r[: max((i + 1 for i, c in enumerate(r) if c.strip()), default=0)] for r in rows]
+    slow = Hierarchy.from_rows("x", [r for r in rows if r])
+    fast = Hierarchy.from_csv_text("x", text)
+    assert fast.table.tolist() == slow.table.tolist()
+    assert fast.sha256 == slow.sha256
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("a;x;z\nb;x;y\n", "level-1 label 'x' has two parents"),
+        ("a;g\na;h\n", "listed twice with different labels"),
+        ("a;g\nb;;h\n", "row 2 has an empty label at level 1"),
+        ("a;g;x\nb;h\n", "row 2 has 2 levels, row 1 has 3"),
+    ],
+)
+def test_odd_files_get_the_same_errors(text, message):
+    with pytest.raises(ConfigError, match=message):
+        Hierarchy.from_csv_text("x", text)
