@@ -42,6 +42,7 @@ from airflow_skald.core.encode.domain import (
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.classes import count_tuples
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.verify import release_parts
@@ -118,8 +119,14 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
                 "records_in_violating_classes": int(sizes[bad].sum(dtype=np.int64)),
             }
         )
-    to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
     allowed = max_suppressed(policy.suppression_limit, n_records)
+    sampled = [m for m in policy.models if m.sample_based]
+    if sampled:  # SPEC §4c: then each suppresses the shortest prefix that makes it hold
+        for entry, model in zip(criteria, policy.models, strict=True):
+            if model.sample_based:
+                entry["holds_as_is"] = model.holds_on(sizes[kept])
+        kept = enforce(sampled, table, kept, allowed - n_star)
+    to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
     small = sizes < policy.min_class_size
     return {
         "n_records": n_records,

@@ -145,13 +145,15 @@ def class_figures(
     policy: PrivacyPolicy,
     where: str = "",
     claimed_suppressed: int | None = None,
+    at_top: bool = False,
 ) -> dict:
     """The privacy check and metrics of a release from its all-"*" count and other classes.
 
     Rows missing from the release were dropped, hence suppressed. The all-"*" records are
     suppressed too, unless they are the only class, satisfy the policy, and the run did not
     claim them suppressed: then the release is the top node (one class). Every other class is
-    released, so every model must keep it.
+    released, so every model must keep it. `at_top`: the release is the top node's, whose one
+    class the sample-based models do not see (SPEC §4c), whatever its labels.
     """
     where = where or "release"
     if n_rows > n_records:
@@ -170,7 +172,8 @@ def class_figures(
     else:
         n_suppressed = n_star + dropped
     sizes = table.sizes
-    broken = policy.check_release(table, where, top=table is star)
+    top = table is star or (at_top and table.n_classes <= 1)
+    broken = policy.check_release(table, where, top=top)
     if broken:
         raise VerificationError(broken[0])
     allowed = max_suppressed(policy.suppression_limit, n_records)
@@ -190,7 +193,7 @@ def class_figures(
         "dm": DM().value(scored),
         "privacy_models": policy.figures(table),
         "sizes": sizes,
-        "top": table is star,  # the release is the top node: its one class is all "*"
+        "top": top,  # the release is the top node: its one class is left out of the risk
     }
 
 
@@ -215,6 +218,7 @@ def verify_release(
     classes: ReleaseClasses | None = None,
     policy: PrivacyPolicy | None = None,
     sensitive: Mapping[str, SensitiveStats] | None = None,
+    at_top: bool | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
@@ -223,7 +227,8 @@ def verify_release(
     release's own rows (see `standalone_policy`). A release whose every row is all-"*" reads
     both as the top node (one class) and as every record suppressed; `claimed_suppressed`
     (default: the manifest's) picks the reading. `classes`, if given, are the parts' classes
-    already counted from the written files (`release_classes`, merged).
+    already counted from the written files (`release_classes`, merged). `at_top`: the release
+    is the top node's (default: the manifest says so).
 
     A damaged or incomplete release raises DataError (bad input: it cannot be read as its
     manifest describes it) or VerificationError (it reads, but disagrees with its manifest),
@@ -250,8 +255,16 @@ def verify_release(
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
+    if at_top is None:
+        at_top = manifest is not None and manifest.get("node") == manifest.get("top_node")
     figures = class_figures(
-        star, kept, classes.n_rows, n_records, policy, claimed_suppressed=claimed_suppressed
+        star,
+        kept,
+        classes.n_rows,
+        n_records,
+        policy,
+        claimed_suppressed=claimed_suppressed,
+        at_top=bool(at_top),
     )
     report = {
         "verified": True,
