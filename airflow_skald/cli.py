@@ -238,6 +238,8 @@ def main(argv: list[str] | None = None) -> int:
         format="%(asctime)s %(levelname)s %(message)s",
         stream=sys.stderr,
     )
+    for noisy in ("botocore", "aiobotocore", "s3fs", "urllib3", "fsspec"):  # s3:// chatter
+        logging.getLogger(noisy).setLevel(logging.WARNING)
     commands = {
         "run": _cmd_run,
         "generate": _cmd_generate,

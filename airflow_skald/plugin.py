@@ -3,14 +3,20 @@
 A FastAPI app mounted by the API server at ``/skald``, behind Airflow's own auth (JWT bearer token
 or the UI's session cookie):
 
-- ``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html``: a run's manifest and
-  report from its artifact folder (``[skald] artifacts``); needs read access to the DAG. Only
-  these two are served: both hold figures, never data values; the other artifacts (domain
-  statistics = personal data) are never exposed here.
+- ``/skald/releases/{dag_id}/{run_id}/{name}``: a file of the release the run published
+  (``manifest.json``, ``report.html``, ``effective.json``, ``skald.yaml``, ``run.json``: figures
+  and settings, never a data value), read from the release folder itself (found through the
+  run's asset event), so links survive a move of the run-artifact store. If a later run
+  replaced that release, the run's own copies in its artifacts are served when they still
+  exist; otherwise 404 naming the run that replaced it. Needs read access to the DAG.
+- ``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html``: the copies in a
+  run's artifact folder (``[skald] artifacts``), for links recorded before the above existed.
 - ``/skald/releases``: "SKALD releases", every release recorded as an asset event on the
-  ``skald-release`` alias (``operators/release_event.py``), newest first: time, DAG, run, output,
-  k / l / t, node, DM*, suppressed, verified, links to report and manifest. Needs read access to
-  assets; rows are limited to the DAGs the user may read. Shown in the UI under Browse ->
+  ``skald-release`` alias (``operators/release_event.py``), newest first: time, DAG, run (a link
+  to the run), output (and, for a release a later event on the same output replaced, by which
+  run), k / l / t, node, DM*, suppressed, verified, config path, config_sha256,
+  input_fingerprint, links to report, manifest, effective config and YAML. Needs read access
+  to assets; rows are limited to the DAGs the user may read. Shown in the UI under Browse ->
   "SKALD releases" (an external view embedded by the UI).
 
 The plugin also attaches the "SKALD manifest" and "SKALD report" extra links to all three SKALD
@@ -19,6 +25,7 @@ operators (``operators/links.py``).
 
 from __future__ import annotations
 
+import contextlib
 import html
 import json
 from collections.abc import Mapping
@@ -26,14 +33,18 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_skald.operators.links import (
-    SkaldManifestLink,
-    SkaldReportLink,
-    manifest_url,
-    report_url,
+from airflow_skald.operators.links import SkaldManifestLink, SkaldReportLink
+from airflow_skald.operators.urls import (
+    CONFIG_YAML,
+    EFFECTIVE,
+    MANIFEST,
+    REPORT,
+    SERVED,
+    release_file_url,
+    run_url,
 )
 
-SERVED = {"manifest.json": "application/json", "report.html": "text/html"}
+LEGACY = (MANIFEST, REPORT)  # what /runs/ serves from the run's artifacts
 RELEASES_ROUTE = "/releases"
 MAX_ROWS = 1000
 
@@ -58,20 +69,29 @@ def _fmt_criteria(extra: Mapping[str, Any]) -> str:
 
 
 def release_rows(events: list[Any]) -> list[dict]:
-    """Table rows from AssetEvent rows (or any objects with the same attributes)."""
+    """Table rows from AssetEvent rows (or any objects with the same attributes), newest
+    first; a release that a newer event on the same output replaced says by which run."""
     rows = []
-    for ev in events:
+    newer: dict[str, str] = {}  # release URI -> run id of the next newer release there
+
+    def newest_first(ev: Any) -> tuple[float, int]:
+        return (ev.timestamp.timestamp() if ev.timestamp else 0.0, getattr(ev, "id", 0) or 0)
+
+    for ev in sorted(events, key=newest_first, reverse=True):
         extra = ev.extra if isinstance(ev.extra, Mapping) else {}
         if not extra.get("skald_release"):
             continue
         dag_id = ev.source_dag_id or extra.get("dag_id") or ""
         run_id = ev.source_run_id or extra.get("run_id") or ""
+        release = extra.get("release", "")
         rows.append(
             {
                 "time": ev.timestamp.strftime("%Y-%m-%d %H:%M:%S UTC") if ev.timestamp else "",
                 "dag_id": dag_id,
                 "run_id": run_id,
-                "release": extra.get("release", ""),
+                "run_url": run_url(dag_id, run_id),
+                "release": release,
+                "replaced_by": newer.get(release),
                 "privacy": _fmt_criteria(extra),
                 "suppression_limit": extra.get("suppression_limit", ""),
                 "node": _fmt_node(extra.get("node")),
@@ -80,11 +100,18 @@ def release_rows(events: list[Any]) -> list[dict]:
                 "n_suppressed": extra.get("n_suppressed", ""),
                 "n_records": extra.get("n_records", ""),
                 "verified": extra.get("verified"),
+                "config": extra.get("config") or "",
+                "config_sha256": extra.get("config_sha256") or "",
+                "input_fingerprint": extra.get("input_fingerprint") or "",
+                "input_events": extra.get("input_events") or [],
                 # built here from the event's own run, never taken from the extra
-                "report_url": report_url(dag_id, run_id),
-                "manifest_url": manifest_url(dag_id, run_id),
+                "report_url": release_file_url(dag_id, run_id, REPORT),
+                "manifest_url": release_file_url(dag_id, run_id, MANIFEST),
+                "effective_url": release_file_url(dag_id, run_id, EFFECTIVE),
+                "yaml_url": release_file_url(dag_id, run_id, CONFIG_YAML),
             }
         )
+        newer[release] = run_id
     return rows
 
 
@@ -107,6 +134,9 @@ def render_releases(rows: list[dict], *, limit: int) -> str:
         attr = f' class="{cls}"' if cls else ""
         return f"<td{attr}>{e(str(value))}</td>"
 
+    def link(url: str, text: str) -> str:
+        return f'<a href="{e(url)}" target="_blank" rel="noopener">{e(text)}</a>'
+
     body = []
     for r in rows:
         verified = r["verified"]
@@ -117,24 +147,40 @@ def render_releases(rows: list[dict], *, limit: int) -> str:
             if verified is False
             else "<td>?</td>"
         )
+        status = (
+            f'<br><span class="bad">replaced by run {e(r["replaced_by"])}</span>'
+            if r["replaced_by"]
+            else '<br><span class="ok">current</span>'
+        )
+        sha, fp = str(r["config_sha256"]), str(r["input_fingerprint"])
         body.append(
             "<tr>"
             + cell(r["time"])
             + cell(r["dag_id"])
-            + cell(r["run_id"], "mono")
-            + cell(r["release"], "mono")
+            + f'<td class="mono"><a href="{e(r["run_url"])}" target="_top">{e(r["run_id"])}</a></td>'
+            + f'<td class="mono">{e(r["release"])}{status}</td>'
             + cell(r["privacy"])
             + cell(r["suppression_limit"], "num")
             + f'<td>{e(r["node"])}<br><span class="mono">{e(str(r["node_paper"]))}</span></td>'
             + cell(r["dm_star"], "num")
             + cell(f"{r['n_suppressed']} of {r['n_records']}", "num")
             + mark
-            + f'<td><a href="{e(r["report_url"])}" target="_blank" rel="noopener">report</a> · '
-            f'<a href="{e(r["manifest_url"])}" target="_blank" rel="noopener">manifest</a></td>'
-            "</tr>"
+            + f'<td class="mono">{e(str(r["config"]))}<br>'
+            f'config_sha256 <span title="{e(sha)}">{e(sha[:12])}</span><br>'
+            f'input_fingerprint <span title="{e(fp)}">{e(fp[:12])}</span></td>'
+            + "<td>"
+            + " · ".join(
+                (
+                    link(r["report_url"], "report"),
+                    link(r["manifest_url"], "manifest"),
+                    link(r["effective_url"], "effective config"),
+                    link(r["yaml_url"], "YAML"),
+                )
+            )
+            + "</td></tr>"
         )
     if not body:
-        body.append('<tr><td colspan="11">No SKALD release has been recorded yet.</td></tr>')
+        body.append('<tr><td colspan="12">No SKALD release has been recorded yet.</td></tr>')
     more = f" (the newest {limit})" if len(rows) >= limit else ""
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
@@ -146,9 +192,50 @@ def render_releases(rows: list[dict], *, limit: int) -> str:
         "<table><thead><tr>"
         "<th>Time</th><th>DAG</th><th>Run</th><th>Output</th><th>k / l / t</th>"
         "<th>Suppression limit</th><th>Node</th><th>DM*</th><th>Suppressed</th>"
-        "<th>Verified</th><th>Links</th>"
+        "<th>Verified</th><th>Config</th><th>Links</th>"
         "</tr></thead><tbody>" + "".join(body) + "</tbody></table></body></html>"
     )
+
+
+def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
+    """A file of the release run `run_id` published, from the release folder (or, if a later
+    run replaced it, the run's own copy in its artifacts); FileNotFoundError says why not."""
+    from airflow_skald.core.data.io import filesystem
+    from airflow_skald.core.release.commit import release_in_place
+    from airflow_skald.core.run.runner import CONFIG_ARCHIVE
+    from airflow_skald.operators.artifacts import RunArtifacts
+    from airflow_skald.operators.links import release_of_run
+
+    uri = release_of_run(dag_id, run_id)
+    if uri is None:
+        raise FileNotFoundError(f"run {dag_id}/{run_id} has published no SKALD release")
+    location = local_path(uri)
+    token = f"{dag_id}-{run_id}"
+    in_place = release_in_place(location)
+    if in_place == token:
+        fs, root = filesystem(location)
+        path = root.rstrip("/") + "/" + name
+        if fs.exists(path):
+            return fs.cat_file(path)
+        raise FileNotFoundError(f"the release {uri} has no {name}")
+    copy = (CONFIG_ARCHIVE + name) if name in (EFFECTIVE, CONFIG_YAML) else name
+    with contextlib.suppress(Exception):
+        store = RunArtifacts(None, dag_id, run_id)
+        if store.exists(copy):
+            return store.read_bytes(copy)
+    by = f"by run {in_place}" if in_place else "(it is gone)"
+    raise FileNotFoundError(
+        f"the release {uri} of run {run_id} was replaced {by}, and the run's own copy of "
+        f"{name} is not in the run-artifact store"
+    )
+
+
+def local_path(uri: str) -> str:
+    """A release URI as the core opens it: ``file:///x`` -> ``/x``; other URLs unchanged."""
+    import urllib.parse
+
+    parts = urllib.parse.urlsplit(uri)
+    return urllib.parse.unquote(parts.path) if parts.scheme == "file" else uri
 
 
 def create_app():
@@ -165,12 +252,24 @@ def create_app():
     app = FastAPI(title="SKALD run artifacts", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.get(
+        RELEASES_ROUTE + "/{dag_id}/{run_id}/{name}",
+        dependencies=[Depends(requires_access_dag(method="GET"))],
+    )
+    def release_file(dag_id: str, run_id: str, name: str):
+        if name not in SERVED:
+            raise HTTPException(404, f"only {', '.join(SERVED)} are served")
+        try:
+            return Response(read_release_file(dag_id, run_id, name), media_type=SERVED[name])
+        except FileNotFoundError as exc:
+            raise HTTPException(404, str(exc)) from None
+
+    @app.get(
         "/runs/{dag_id}/{run_id}/{name}",
         dependencies=[Depends(requires_access_dag(method="GET"))],
     )
     def run_artifact(dag_id: str, run_id: str, name: str):
-        if name not in SERVED:
-            raise HTTPException(404, f"only {', '.join(SERVED)} are served")
+        if name not in LEGACY:
+            raise HTTPException(404, f"only {', '.join(LEGACY)} are served")
         from airflow_skald.operators.artifacts import RunArtifacts
 
         store = RunArtifacts(None, dag_id, run_id)

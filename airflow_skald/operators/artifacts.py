@@ -69,8 +69,13 @@ class RunArtifacts:
     def read_bytes(self, name: str) -> bytes:
         target = self.path / name
         if not target.exists():
-            raise FileNotFoundError(
-                f"artifact {target} is missing: did the upstream task of this run succeed?"
+            from airflow_skald.core.errors import DataError
+
+            # not retried: waiting does not bring a moved or cleaned artifact store back
+            raise DataError(
+                f"artifact {name} of run {self.run_id} is not in {self.path}: the run's "
+                "artifacts were removed or the [skald] artifacts setting changed since its "
+                "first task; clear the whole run (from its first task) to redo it"
             )
         return target.read_bytes()
 

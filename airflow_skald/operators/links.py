@@ -1,89 +1,82 @@
-"""Operator extra links ("SKALD manifest", "SKALD report") and the plugin view's URLs.
+"""Operator extra links ("SKALD manifest", "SKALD report") of a DAG run's release.
 
-Both links point at the SKALD plugin's FastAPI app (``airflow_skald/plugin.py``), which serves a
-run's ``manifest.json`` and ``report.html`` from its artifact folder behind Airflow's auth.
+Both point at the SKALD plugin's FastAPI app (``airflow_skald/plugin.py``), which serves the
+files of the release the run published from the release folder itself (found through the
+run's asset event), behind Airflow's auth; so a link survives a move of the run-artifact store.
 
-``GeneraliseOperator`` declares ``SkaldManifestLink`` itself (its URL is pushed to XCom when the
-task finishes, so the REST API's task-instance links list it). The plugin also attaches both
+``GeneraliseOperator`` declares ``SkaldManifestLink`` itself. The plugin also attaches both
 links to all three SKALD operators (``SkaldPlugin.operator_extra_links``): the API server then
 computes them from the task instance key, so every task of a run links the run's manifest and
-report; a link whose file the run has not written yet is returned empty (a disabled button).
+report; a run that has published no release yet gets an empty link (a disabled button).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote
 
 from airflow.sdk import BaseOperatorLink
+
+from airflow_skald.operators.urls import MANIFEST, REPORT, release_file_url
 
 if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-PLUGIN_PREFIX = "/skald"
-MANIFEST = "manifest.json"
-REPORT = "report.html"
+# The operators the plugin attaches both links to, by name and module (what Airflow matches on
+# when it deserialises a task): importing operators.skald here would make an import circle.
+OPERATOR_MODULE = "airflow_skald.operators.skald"
+OPERATOR_NAMES = ("EncodeOperator", "HistogramLatticeOperator", "GeneraliseOperator")
 
 
-def _base_url() -> str:
-    try:
-        from airflow.sdk.configuration import conf
+def release_of_run(dag_id: str, run_id: str) -> str | None:
+    """The URI of the release a DAG run published (its SKALD asset event), or None. Reads
+    Airflow's metadata DB: for the API server (links, the plugin's pages)."""
+    from airflow.models.asset import AssetEvent
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
 
-        return (conf.get("api", "base_url", fallback="") or "").rstrip("/")
-    except Exception:  # pragma: no cover
-        return ""
+    from airflow_skald.operators.release_event import RELEASE_MARKER
 
-
-def manifest_url(dag_id: str, run_id: str, name: str = MANIFEST) -> str:
-    """URL of a run artifact in the plugin view (absolute when ``[api] base_url`` is set)."""
-    return f"{_base_url()}{PLUGIN_PREFIX}/runs/{quote(dag_id, safe='')}/{quote(run_id, safe='')}/{name}"
-
-
-def report_url(dag_id: str, run_id: str) -> str:
-    """URL of a run's ``report.html`` in the plugin view."""
-    return manifest_url(dag_id, run_id, REPORT)
-
-
-def skald_operators() -> list[type[Any]]:
-    """The operator classes the plugin attaches both links to (imported lazily: no cycle)."""
-    from airflow_skald.operators.skald import (
-        EncodeOperator,
-        GeneraliseOperator,
-        HistogramLatticeOperator,
-    )
-
-    return [EncodeOperator, HistogramLatticeOperator, GeneraliseOperator]
+    with create_session() as session:
+        events = session.scalars(
+            select(AssetEvent)
+            .where(AssetEvent.source_dag_id == dag_id, AssetEvent.source_run_id == run_id)
+            .order_by(AssetEvent.timestamp.desc())
+        )
+        for event in events:
+            extra = event.extra if isinstance(event.extra, dict) else {}
+            if extra.get(RELEASE_MARKER):
+                return str(extra.get("release") or event.uri)
+    return None
 
 
-class _RunArtifactLink(BaseOperatorLink):
+class _ReleaseFileLink(BaseOperatorLink):
     artifact = MANIFEST
 
     @property
     def operators(self) -> list[type[Any]]:  # type: ignore[override]
-        """Read by Airflow for links a plugin registers: the SKALD operators."""
-        return skald_operators()
+        """Read by Airflow for links a plugin registers: the SKALD operators (stand-ins
+        with their names and module)."""
+        return [type(n, (), {"__module__": OPERATOR_MODULE}) for n in OPERATOR_NAMES]
 
     def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         try:
-            from airflow_skald.operators.artifacts import RunArtifacts
-
-            if not RunArtifacts(None, ti_key.dag_id, ti_key.run_id).exists(self.artifact):
-                return ""  # not written (yet): Airflow shows the button disabled
-        except Exception:  # cannot tell (storage unreachable): link anyway
+            if release_of_run(ti_key.dag_id, ti_key.run_id) is None:
+                return ""  # no release published (yet): Airflow shows the button disabled
+        except Exception:  # cannot tell (no DB here): link anyway
             pass
-        return manifest_url(ti_key.dag_id, ti_key.run_id, self.artifact)
+        return release_file_url(ti_key.dag_id, ti_key.run_id, self.artifact)
 
 
-class SkaldManifestLink(_RunArtifactLink):
-    """ "SKALD manifest" button on the task: the release manifest of this DAG run."""
+class SkaldManifestLink(_ReleaseFileLink):
+    """ "SKALD manifest" button on the task: the manifest of this DAG run's release."""
 
     name = "SKALD manifest"
     artifact = MANIFEST
 
 
-class SkaldReportLink(_RunArtifactLink):
-    """ "SKALD report" button on the task: the human-readable report of this DAG run."""
+class SkaldReportLink(_ReleaseFileLink):
+    """ "SKALD report" button on the task: the report of this DAG run's release."""
 
     name = "SKALD report"
     artifact = REPORT

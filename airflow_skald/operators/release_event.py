@@ -23,8 +23,14 @@ Event extra (JSON; figures and identities only, never a data value)::
      "node": {qid: level}, "node_paper": str, "dm_star": int, "n_records": int,
      "n_suppressed": int, "verified": bool, "config_sha256": str, "input_fingerprint": str,
      "dag_id": str, "run_id": str, "manifest_url": str, "report_url": str,
+     "config": str (the config file's path), "input_events": [..] (the asset events that
+     triggered the run: {"uri", "timestamp", "source_dag_id", "source_run_id"}; empty unless
+     the DAG is scheduled on an Asset),
      "risk": {"records_at_risk", "highest_risk", "average_risk", "sample_uniques",
-              "population_uniques", "dankar_model"} | null}  (SPEC §4c headline figures)
+              "population_uniques", "dankar_model"} | null (SPEC §4c headline figures)}
+
+``manifest_url``/``report_url`` are the plugin's URLs of the files in the release folder itself
+(``operators/urls.py``), not of the run-artifact store, which may move or be cleaned.
 
 One event per release: Airflow records outlet events when a task *succeeds*, so a failed
 attempt followed by a successful retry gives one event; but a *cleared* task that succeeds again
@@ -78,6 +84,8 @@ EXTRA_KEYS = (
     "run_id",
     "manifest_url",
     "report_url",
+    "config",
+    "input_events",
     "risk",
 )
 
@@ -154,7 +162,7 @@ def release_extra(
     manifest: Mapping[str, Any], *, output: str, dag_id: str, run_id: str, links: Mapping[str, Any]
 ) -> dict:
     """The event extra of one release (see the module docstring for the schema)."""
-    from airflow_skald.operators.links import manifest_url, report_url
+    from airflow_skald.operators.urls import MANIFEST, REPORT, release_file_url
 
     missing = [key for key in (*_FROM_MANIFEST, "suppression_limit") if key not in manifest]
     if missing:
@@ -167,8 +175,10 @@ def release_extra(
         extra[key] = manifest[key]
     extra["dag_id"] = dag_id
     extra["run_id"] = run_id
-    extra["manifest_url"] = links.get("manifest_url") or manifest_url(dag_id, run_id)
-    extra["report_url"] = links.get("report_url") or report_url(dag_id, run_id)
+    extra["manifest_url"] = links.get("manifest_url") or release_file_url(dag_id, run_id, MANIFEST)
+    extra["report_url"] = links.get("report_url") or release_file_url(dag_id, run_id, REPORT)
+    extra["config"] = str(links.get("config") or "")
+    extra["input_events"] = list(links.get("input_events") or [])
     extra["risk"] = risk_headline(manifest.get("risk_analysis"))
     assert tuple(extra) == EXTRA_KEYS
     return extra
@@ -187,6 +197,29 @@ def risk_headline(analysis: Any) -> dict | None:
         "population_uniques": (analysis.get("population_uniques") or {}).get("dankar"),
         "dankar_model": analysis.get("dankar_model"),
     }
+
+
+def input_events(context: Mapping[str, Any]) -> list[dict]:
+    """The asset events that triggered this run (an Asset-scheduled DAG), as plain dicts:
+    which upstream update the release was made from. Empty for other runs."""
+    out = []
+    try:
+        triggering = context.get("triggering_asset_events") or {}
+        for events in triggering.values():
+            for ev in events:
+                asset = getattr(ev, "asset", None)
+                stamp = getattr(ev, "timestamp", None)
+                out.append(
+                    {
+                        "uri": getattr(asset, "uri", None) or "",
+                        "timestamp": stamp.isoformat() if stamp is not None else "",
+                        "source_dag_id": getattr(ev, "source_dag_id", None) or "",
+                        "source_run_id": getattr(ev, "source_run_id", None) or "",
+                    }
+                )
+    except Exception as exc:  # the accessor could not ask the API
+        log.warning("could not read the triggering asset events: %s", exc)
+    return sorted(out, key=lambda e: (e["uri"], e["timestamp"]))
 
 
 def _run_ids(context: Mapping[str, Any]) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
 from airflow_skald.core.privacy.build import describe_privacy
+from airflow_skald.core.text import decimal_text
 from airflow_skald.operators.links import SkaldManifestLink
 
 _MODES = ("all", "partial", "merge")
@@ -79,6 +80,14 @@ class _SkaldOperator(BaseOperator):
         empty = the file's. (templated)
     :param root: How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper
         (possible bins). (templated)
+    :param objective: What the search minimises (SPEC §4d): dm_star (the paper's, default),
+        dm_star_arx, dm, aecs, loss, nu_entropy, precision, height (ARX's quality models).
+        (templated)
+    :param gs_factor: ARX's gs factor weighting generalisation against suppression (0..1; default
+        0.5). (templated)
+    :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
+        default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
+        (templated)
     :param overwrite: Replace an existing release made by another run with other settings.
         (templated)
     """
@@ -114,6 +123,9 @@ class _SkaldOperator(BaseOperator):
         risk_sampling_fraction: float | str | None = None,
         risk_population: int | str | None = None,
         root: str | None = None,
+        objective: str | None = None,
+        gs_factor: float | str | None = None,
+        aggregate: str | None = None,
         overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -144,6 +156,9 @@ class _SkaldOperator(BaseOperator):
         self.risk_sampling_fraction = risk_sampling_fraction
         self.risk_population = risk_population
         self.root = root
+        self.objective = objective
+        self.gs_factor = gs_factor
+        self.aggregate = aggregate
         self.overwrite = overwrite
         # a run that failed for good frees its output at once (defect: a 6 h lock)
         callbacks = self.on_failure_callback
@@ -275,7 +290,7 @@ def settings_line(config) -> str:
     )
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
-        f"k={config.k} suppression_limit={config.suppression_limit} "
+        f"k={config.k} suppression_limit={decimal_text(config.suppression_limit)} "
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
@@ -389,8 +404,8 @@ class GeneraliseOperator(_SkaldOperator):
         """The release's manifest, run record and report into the run's artifacts; its asset
         event; a small summary for XCom."""
         from airflow_skald.core.run.runner import copy_release_records
-        from airflow_skald.operators.links import manifest_url
-        from airflow_skald.operators.release_event import emit_release_event
+        from airflow_skald.operators.release_event import emit_release_event, input_events
+        from airflow_skald.operators.urls import MANIFEST, REPORT, release_file_url
 
         copy_release_records(run)
         out = run.config.output.path
@@ -402,15 +417,21 @@ class GeneraliseOperator(_SkaldOperator):
             manifest["n_suppressed"],
             manifest["verified"],
         )
-        emit_release_event(context, self.outlets, manifest, {"output_path": out})
+        dag_id, run_id = run.record.airflow["dag_id"], run.record.airflow["run_id"]
+        links = {
+            "output_path": out,
+            "manifest_url": release_file_url(dag_id, run_id, MANIFEST),
+            "report_url": release_file_url(dag_id, run_id, REPORT),
+            "config": run.config.source,
+            "input_events": input_events(context),
+        }
+        emit_release_event(context, self.outlets, manifest, links)
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
         more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {
             "release": out,
             "manifest": run.store.uri("manifest.json"),
-            "manifest_url": manifest_url(
-                run.record.airflow["dag_id"], run.record.airflow["run_id"]
-            ),
+            "manifest_url": links["manifest_url"],
             "artifacts": run.store.uri(),
             **{k: manifest[k] for k in (*keys, *more)},
         }

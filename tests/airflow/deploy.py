@@ -312,6 +312,17 @@ class Deployment:
             ) from None
         return json.loads(payload) if payload else None
 
+    def _request_text(self, path: str) -> str:
+        """GET a page of this deployment (not JSON) with the JWT; DeploymentError on HTTP errors."""
+        req = urllib.request.Request(
+            self.base_url + path, headers={"Authorization": f"Bearer {self.token()}"}
+        )
+        try:
+            with urllib.request.urlopen(req, timeout=30) as resp:
+                return resp.read().decode()
+        except urllib.error.HTTPError as exc:
+            raise DeploymentError(f"GET {path} -> HTTP {exc.code}: {exc.read()[:2000]!r}") from None
+
     def token(self) -> str:
         """A JWT from the simple auth manager's token endpoint (``POST /auth/token``)."""
         if self._token is None:
@@ -418,10 +429,10 @@ def pg_database(admin_dsn: str = PG_ADMIN_DSN) -> Iterator[str]:
 
 @contextlib.contextmanager
 def local_postgres_deployment(
-    dags_folder: str | Path, artifacts: str | Path
+    dags_folder: str | Path, artifacts: str | Path, extra_env: dict[str, str] | None = None
 ) -> Iterator[Deployment]:
     """LocalExecutor on a fresh PostgreSQL database (dropped after), SKALD artifacts under
-    ``artifacts``: the deployment the release and run-safety tests share."""
+    ``artifacts`` (and `extra_env`): the deployment the release and run-safety tests share."""
     import importlib.util
 
     if importlib.util.find_spec("asyncpg") is None:
@@ -434,7 +445,7 @@ def local_postgres_deployment(
             dags_folder=dags_folder,
             executor="LocalExecutor",
             sql_alchemy_conn=pg_url,
-            extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(artifacts)},
+            extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(artifacts), **(extra_env or {})},
         ) as dep,
     ):
         yield dep

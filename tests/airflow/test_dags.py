@@ -214,6 +214,24 @@ def test_params_keep_what_was_typed(dagbag):
         assert params["k"] == 1 and params["suppression_limit"] == 5
 
 
+def test_selects_label_the_empty_choice_and_settings_read_as_people_write(tmp_path):
+    """Issue 18 item 8: the form's selects name the empty choice (not "null"); the settings
+    line states suppression_limit as the decimal people write (the manifest keeps it exact)."""
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.operators.dag_params import PARAMS
+    from airflow_skald.operators.skald import settings_line
+
+    selects = {n: p.schema for n, p in PARAMS.items() if "enum" in p.schema}
+    assert {"suppressed_records", "root"} <= set(selects)
+    for schema in selects.values():
+        assert schema["enum"][0] is None
+        assert schema["values_display"] == {"null": "(the config file's value)"}
+    from helpers_data import config_dict
+
+    line = settings_line(config_from_dict(config_dict(tmp_path / "in", tmp_path / "out")))
+    assert " suppression_limit=0.1 " in line and "1/10" not in line
+
+
 def test_non_numbers_are_refused_by_the_schema(dagbag):
     from airflow.sdk.exceptions import ParamValidationError
 
@@ -320,7 +338,7 @@ def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp
         result = return_value(dr, "generalise")
         assert result["verified"] is True
         assert Path(result["manifest"].removeprefix("file://")).exists()
-        assert "/skald/runs/" in result["manifest_url"]
+        assert "/skald/releases/" in result["manifest_url"]
         outs[dag_id] = out
     a, b = (outs["skald_anonymise"], outs["skald_anonymise_mapped"])
     assert release_files(a) == release_files(b)

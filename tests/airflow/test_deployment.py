@@ -96,7 +96,7 @@ def test_local_executor_sqlite(dataset, reference, tmp_path):
         # the task's extra link points at the plugin view, which serves the manifest (auth'd)
         links = dep.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generalise/links")
         url = links["extra_links"]["SKALD manifest"]
-        assert url.startswith(dep.base_url + "/skald/runs/")
+        assert url.startswith(dep.base_url + "/skald/releases/")
         req = urllib.request.Request(url, headers={"Authorization": f"Bearer {dep.token()}"})
         with urllib.request.urlopen(req, timeout=30) as resp:
             served = json.loads(resp.read())

@@ -159,10 +159,12 @@ def test_release_and_artifacts_on_s3(s3, releases, dag_id):
     out, result = run["out"], run["result"]
     release = names(out)
     assert release == [
+        "effective.json",
         "manifest.json",
         *(f"part-{i:05d}.parquet" for i in range(3)),
         "report.html",
         "run.json",
+        "skald.yaml",
     ]
     manifest = json.loads(cat(f"{out}/manifest.json"))
     assert manifest["k"] == 10 and manifest["verified"] is True and manifest["chunks"] == 3

@@ -54,7 +54,9 @@ def test_artifact_write_is_atomic(tmp_path, monkeypatch):
     assert [p.name for p in Path(store.uri().removeprefix("file://")).iterdir()] == [
         ".decision.json.tmp"
     ]
-    with pytest.raises(FileNotFoundError, match="upstream task"):
+    from airflow_skald.core.errors import DataError
+
+    with pytest.raises(DataError, match="artifact decision.json of run r:1.2 is not in"):
         store.read_json("decision.json")
     store.write_json("decision.json", {"node": [1]})  # the retry overwrites cleanly
     assert store.read_json("decision.json") == {"node": [1]}
@@ -117,10 +119,12 @@ def test_mapped_phases_equal_single_task(setup, bins):
     again = GeneraliseOperator(task_id="gm", mode="merge", **common).execute(ctx)
     assert again["dm_star"] == result["dm_star"]
 
-    # a merge with a missing partial fails clearly
+    # a merge with a missing partial fails clearly, at once (no retry brings it back)
+    from airflow.sdk.exceptions import AirflowFailException
+
     store = RunArtifacts(None, "unit", "mapped")
     (Path(store.uri().removeprefix("file://")) / "partials/encode/group-00001.bin").unlink()
-    with pytest.raises(FileNotFoundError, match="group-00001"):
+    with pytest.raises(AirflowFailException, match="partials/encode/group-00001.bin of run"):
         EncodeOperator(task_id="em", mode="merge", **common).execute(ctx)
 
 

@@ -86,8 +86,9 @@ def test_event_extra_schema():
     assert extra["skald_release"] == 1 and extra["release"] == "file:///x/out"
     assert extra["suppression_limit"] == "0.01"
     assert extra["criteria"] == [{"model": "distinct-l-diversity", "l": 3, "attribute": "disease"}]
-    assert extra["manifest_url"].endswith("/skald/runs/d/manual__1/manifest.json")
-    assert extra["report_url"].endswith("/skald/runs/d/manual__1/report.html")
+    assert extra["manifest_url"].endswith("/skald/releases/d/manual__1/manifest.json")
+    assert extra["report_url"].endswith("/skald/releases/d/manual__1/report.html")
+    assert extra["config"] == "" and extra["input_events"] == []
     json.dumps(extra)  # JSON-safe
     assert decimal_string(1e-05) == "0.00001" and decimal_string(0.0) == "0.0"
     assert decimal_string("0.050") == "0.050" and decimal_string(1) == "1"
@@ -165,7 +166,7 @@ def test_releases_page_escapes_everything():
     assert "<script>" not in page and "&lt;script&gt;" in page
     assert "2026-01-02 03:04:05 UTC" in page
     # the links are built from the event's own DAG and run, quoted into one path segment
-    assert "/skald/runs/dag/run%22%3Cscript%3Ealert%281%29%3C%2Fscript%3E/report.html" in page
+    assert "/skald/releases/dag/run%22%3Cscript%3Ealert%281%29%3C%2Fscript%3E/report.html" in page
 
 
 # --------------------------------------------------------------------------- dag.test()
@@ -380,7 +381,7 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
             assert extra["dm_star"] == manifests[k]["dm_star"]
             assert extra["node"] == manifests[k]["node"] and extra["verified"] is True
             assert extra["report_url"] == (
-                f"{dep.base_url}/skald/runs/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
+                f"{dep.base_url}/skald/releases/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
                 "/report.html"
             )
         # a cleared (re-run) generalise task re-publishes its release without a second event
@@ -458,10 +459,15 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
             )
             for k in outs:
                 quoted = urllib.parse.quote(runs[k], safe="")
-                assert f"report {dep.base_url}/skald/runs/{DAG_ID}/{quoted}/report.html" in hrefs
-                assert (
-                    f"manifest {dep.base_url}/skald/runs/{DAG_ID}/{quoted}/manifest.json" in hrefs
-                )
+                files = f"{dep.base_url}/skald/releases/{DAG_ID}/{quoted}"
+                assert f"report {files}/report.html" in hrefs
+                assert f"manifest {files}/manifest.json" in hrefs
+                assert f"effective config {files}/effective.json" in hrefs
+                assert f"YAML {files}/skald.yaml" in hrefs
+                assert f"{runs[k]} {dep.base_url}/dags/{DAG_ID}/runs/{quoted}" in hrefs
+                # "from which config?": path, config_sha256, input_fingerprint on the page
+                assert manifests[k]["config_sha256"][:12] in text
+                assert manifests[k]["input_fingerprint"][:12] in text
             # following a link in the browser (cookie auth) opens that run's report
             browser.goto(by_uri[release_uri(str(outs[12]))]["extra"]["report_url"])
             assert browser.wait_for("document.title")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import urllib.parse
@@ -69,7 +70,11 @@ def config_k7(workdir) -> Path:
 
 @pytest.fixture(scope="module")
 def dep(workdir):
-    with local_postgres_deployment(REPO / "dags", workdir / "artifacts") as dep:
+    scheduled = {  # dags/skald_scheduled.py: read at parse time (files written by the test)
+        "SKALD_SCHEDULED_CONFIG": str(workdir / "daily" / "skald.yaml"),
+        "SKALD_INPUT_ASSET": f"file://{workdir / 'daily' / 'incoming'}",
+    }
+    with local_postgres_deployment(REPO / "dags", workdir / "artifacts", scheduled) as dep:
         dep.wait_for_dag(DAG_ID)
         dep.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
         yield dep
@@ -332,6 +337,161 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     fixed = trigger(dep, {**conf, "k": 12, "overwrite": True})
     assert_run(dep, fixed, "success")
     assert json.loads((out / "manifest.json").read_text())["k"] == 12
+    assert {"effective.json", "skald.yaml"} <= set(files(out))  # "from which config?"
+    assert files(out)["skald.yaml"] == config.read_bytes()
+
+    # item 11: the releases page marks replaced releases (by which run) and names the config
+    rows = [r for r in dep._request("GET", "/skald/releases?format=json") if r["release"]]
+    mine = {r["run_id"]: r for r in rows if r["release"] == events[0]["uri"]}
+    assert {r: mine[r]["replaced_by"] for r in mine} == {
+        run_a: run_b,
+        run_b: fixed,
+        fixed: None,
+    }
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert mine[fixed]["config"] == str(config)
+    assert mine[fixed]["config_sha256"] == manifest["config_sha256"]
+    assert mine[fixed]["input_fingerprint"] == manifest["input_fingerprint"]
+    page = dep._request_text("/skald/releases")
+    assert f"replaced by run {fixed}" in page and f"replaced by run {run_b}" in page
+
+    # defect 3: links are served from the release folder, not the run-artifact store
+    import shutil
+
+    from airflow_skald.operators.artifacts import safe_segment
+
+    for run_id in (run_b, fixed):
+        shutil.rmtree(releases["artifacts"] / DAG_ID / safe_segment(run_id))
+    quoted = urllib.parse.quote(fixed, safe="")
+    served = dep._request_text(f"/skald/releases/{DAG_ID}/{quoted}/manifest.json")
+    assert json.loads(served) == manifest
+    assert dep._request_text(f"/skald/releases/{DAG_ID}/{quoted}/skald.yaml") == (
+        config.read_text()
+    )
+    (event,) = [e for e in events_for(dep, out) if e["extra"]["run_id"] == fixed]
+    assert event["extra"]["manifest_url"].endswith(
+        f"/skald/releases/{DAG_ID}/{quoted}/manifest.json"
+    )
+    with pytest.raises(DeploymentError, match=re.escape(f"replaced by run {DAG_ID}-{fixed},")):
+        dep._request_text(f"/skald/releases/{DAG_ID}/{urllib.parse.quote(run_b)}/manifest.json")
+    # a clear of a run whose artifacts are gone fails at once, saying so
+    before = sha256s(out)
+    clear(dep, fixed, "histogram_lattice")
+    deadline = time.monotonic() + 120
+    while True:  # the run's leaf (generalise) stays a success: wait for the cleared task
+        ti = {t["task_id"]: t for t in dep.task_instances(DAG_ID, fixed)}["histogram_lattice"]
+        if ti["try_number"] == 2 and ti["state"] in ("success", "failed", "up_for_retry"):
+            break
+        assert time.monotonic() < deadline, ti
+        time.sleep(1)
+    assert ti["state"] == "failed", ti  # at once: no retry
+    log = task_log(dep, fixed, "histogram_lattice", 2)
+    assert "the run's artifacts were removed or the [skald] artifacts setting changed" in log
+    assert sha256s(out) == before
+
+
+# ------------------------------------------------------ issue 18: scheduled and asset-driven
+def runs_of(dep: Deployment, dag_id: str) -> list[dict]:
+    return dep.api("GET", f"/dags/{dag_id}/dagRuns?limit=100&order_by=logical_date")["dag_runs"]
+
+
+def wait_runs(dep: Deployment, dag_id: str, count: int, timeout: float = 240) -> list[dict]:
+    """Wait until `dag_id` has `count` runs, all finished; return them."""
+    deadline = time.monotonic() + timeout
+    while True:
+        runs = runs_of(dep, dag_id)
+        if len(runs) >= count and all(r["state"] in ("success", "failed") for r in runs):
+            return runs
+        assert time.monotonic() < deadline, runs
+        time.sleep(2)
+
+
+def test_daily_partitions_backfill_and_asset_trigger(dep, releases, workdir):
+    """Item 10: skald_daily over two logical dates by a backfill (input ``date={{ ds }}``,
+    output ``releases/daily-{{ ds }}``, relative to the config's folder); the same backfill
+    again and a clear of one date reproduce the bytes; skald_on_asset runs on an update of
+    its input Asset and its release event names that input event."""
+    import shutil
+
+    import yaml
+
+    from airflow_skald.core.data.generate import generate_dataset
+
+    daily = workdir / "daily"
+    days = ("2026-03-01", "2026-03-02")
+    for seed, day in enumerate(days):
+        generate_dataset(1200 + 300 * seed, 1000, seed=seed, out_dir=daily / f"date={day}")
+    body = yaml.safe_load((daily / f"date={days[0]}" / "skald.yaml").read_text())
+    body["privacy"]["k"] = 5
+    body["input"]["path"] = "incoming"
+    for day in days:
+        (daily / f"date={day}" / "skald.yaml").unlink()
+    (daily / "skald.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+    shutil.copytree(daily / f"date={days[0]}", daily / "incoming")
+
+    dep.wait_for_dag("skald_daily")
+    dep.api("PATCH", "/dags/skald_daily", {"is_paused": False})
+    backfill = {
+        "dag_id": "skald_daily",
+        "from_date": f"{days[0]}T00:00:00Z",
+        "to_date": f"{days[1]}T00:00:00Z",
+        "max_active_runs": 2,
+    }
+    dep.api("POST", "/backfills", backfill)
+    runs = [r for r in wait_runs(dep, "skald_daily", 2) if r["run_type"] == "backfill"]
+    assert [r["state"] for r in runs] == ["success", "success"], runs
+    outs = {day: daily / "releases" / f"daily-{day}" for day in days}
+    first = {day: sha256s(out) for day, out in outs.items()}
+    for seed, day in enumerate(days):
+        manifest = json.loads((outs[day] / "manifest.json").read_text())
+        assert manifest["n_records"] == 1200 + 300 * seed and manifest["verified"] is True
+    assert sorted(p.name for p in (daily / "releases").iterdir()) == [f"daily-{d}" for d in days]
+
+    # the same dates again (a backfill reprocessing completed runs), then a clear of one date
+    dep.api("POST", "/backfills", {**backfill, "reprocess_behavior": "completed"})
+    deadline = time.monotonic() + 240
+    while True:
+        done = dep.api("GET", "/backfills?dag_id=skald_daily")["backfills"]
+        if all(b.get("completed_at") for b in done) and len(done) == 2:
+            break
+        assert time.monotonic() < deadline, done
+        time.sleep(2)
+    wait_runs(dep, "skald_daily", 2)
+    assert {day: sha256s(out) for day, out in outs.items()} == first
+    run_id = next(
+        r["dag_run_id"] for r in runs_of(dep, "skald_daily") if days[0] in r["logical_date"]
+    )
+    dep.api(
+        "POST",
+        "/dags/skald_daily/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": run_id,
+            "task_ids": ["generalise"],
+            "reset_dag_runs": True,
+        },
+    )
+    assert dep.wait_for_run("skald_daily", run_id, timeout=180) == "success"
+    assert {day: sha256s(out) for day, out in outs.items()} == first
+
+    # data-aware: an update of the input Asset (here through the REST API) runs skald_on_asset
+    dep.wait_for_dag("skald_on_asset")
+    dep.api("PATCH", "/dags/skald_on_asset", {"is_paused": False})
+    uri = f"file://{daily / 'incoming'}"
+    (asset,) = [a for a in dep.api("GET", "/assets?limit=100")["assets"] if a["uri"] == uri]
+    made = dep.api("POST", "/assets/events", {"asset_id": asset["id"], "extra": {"batch": 1}})
+    (run,) = wait_runs(dep, "skald_on_asset", 1)
+    assert run["state"] == "success", run
+    out = daily / "releases" / "from-asset"
+    (event,) = [
+        e
+        for e in dep.api("GET", "/assets/events?source_dag_id=skald_on_asset")["asset_events"]
+        if (e.get("extra") or {}).get("skald_release")
+    ]
+    assert event["uri"] == f"file://{out}"
+    (source,) = event["extra"]["input_events"]
+    assert source["uri"] == uri and source["timestamp"][:19] == made["timestamp"][:19]
+    assert json.loads((out / "manifest.json").read_text())["n_records"] == 1200
 
 
 # --------------------------------------------------------------------------- 5. the trigger form

@@ -169,7 +169,14 @@ def at_risk_classes(
                 "attribute": model.attribute,
                 "size": int(kept.sizes[i]),
                 "figure": int(figure[i]) if figure.dtype.kind in "iu" else float(figure[i]),
-                "distribution": {f"value #{r + 1}": int(c) for r, c in enumerate(counts)},
+                "distribution": ranked_counts(counts),
             }
         )
     return out
+
+
+def ranked_counts(counts: list[int]) -> dict[str, int]:
+    """``{"value #01": 12, "value #02": 7, ...}``: ranks zero-padded to one width, so the
+    keys' text order (a JSON writer's sort_keys, a report's table) is the frequency order."""
+    width = max(2, len(str(len(counts))))
+    return {f"value #{r + 1:0{width}d}": int(c) for r, c in enumerate(counts)}

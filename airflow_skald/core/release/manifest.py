@@ -32,6 +32,8 @@ from airflow_skald.core.text import decimal_text
 MANIFEST_JSON = "manifest.json"
 RUN_JSON = "run.json"
 REPORT_HTML = "report.html"
+EFFECTIVE_JSON = "effective.json"  # the effective config (settings and hierarchies as tables)
+CONFIG_YAML = "skald.yaml"  # the config file as written, when the run read one
 
 
 def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:

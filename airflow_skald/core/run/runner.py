@@ -56,6 +56,8 @@ from airflow_skald.core.release.lease import (
     release_run_lease,
 )
 from airflow_skald.core.release.manifest import (
+    CONFIG_YAML,
+    EFFECTIVE_JSON,
     MANIFEST_JSON,
     REPORT_HTML,
     RUN_JSON,
@@ -313,7 +315,7 @@ class Phase(Generic[A, R]):
 
 
 def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
-    """A worker process's share (spawned; the partial comes back in its byte form)."""
+    """A worker process's share (forked from the fork server; the partial comes back in its byte form)."""
     return phase.dump(phase.partial(run, chunks))
 
 
@@ -339,13 +341,23 @@ class EncodePhase(Phase[DomainStats, Plan]):
         run.store.write_bytes(DOMAIN_STATS, merged.to_bytes())
         write_json(run.store, PLAN, plan_summary(run.config, plan))
         run._cache["plan"] = plan
-        log.info(
-            "RAM root %s (%d possible bins, N_RAM=%d) over %d records",
-            plan.levels(plan.root),
-            plan.root_bins,
-            plan.n_ram,
-            merged.n_rows,
-        )
+        if plan.root_mode == "adaptive":  # the root used is chosen in phase 2 (logged there)
+            log.info(
+                "adaptive root: phase 2 picks it on a chain of %d nodes from %s (N_RAM=%d) "
+                "over %d records",
+                len(plan.chain) or 1,
+                plan.levels(plan.root),
+                plan.n_ram,
+                merged.n_rows,
+            )
+        else:
+            log.info(
+                "RAM root %s (%d possible bins, N_RAM=%d) over %d records",
+                plan.levels(plan.root),
+                plan.root_bins,
+                plan.n_ram,
+                merged.n_rows,
+            )
         return plan
 
 
@@ -519,6 +531,8 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
         staged = run.staging.rstrip("/") + "/"
         write_report(manifest, run.staging, run=record.to_dict())
         write_bytes_atomic(staged + RUN_JSON, to_json_bytes(record.to_dict()))
+        for name, data in config_files(run.config).items():  # "from which config?"
+            write_bytes_atomic(staged + name, data)
         write_bytes_atomic(staged + MANIFEST_JSON, to_json_bytes(manifest))
         committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)
@@ -570,13 +584,20 @@ ENCODE, HISTOGRAM_PHASE, GENERALISE = EncodePhase(), HistogramPhase(), Generalis
 CONFIG_ARCHIVE = "config/"  # the effective config and hierarchies, and the file as written
 
 
+def config_files(config: SkaldConfig) -> dict[str, bytes]:
+    """The effective config (with this run's settings) and the YAML file as written: kept in
+    the release folder and the run's artifacts, for the audit record."""
+    files = {EFFECTIVE_JSON: to_json_bytes(config.effective())}
+    if config.source and os.path.isfile(config.source):
+        with open(config.source, "rb") as fh:
+            files[CONFIG_YAML] = fh.read()
+    return files
+
+
 def archive_config(run: Run) -> None:
-    """Keep the effective config (with this run's settings) and the YAML file with the run's
-    artifacts, for the audit record."""
-    write_json(run.store, CONFIG_ARCHIVE + "effective.json", run.config.effective())
-    if run.config.source and os.path.isfile(run.config.source):
-        with open(run.config.source, "rb") as fh:
-            run.store.write_bytes(CONFIG_ARCHIVE + "skald.yaml", fh.read())
+    """The config files in the run's artifacts (``config/``), before phase 1."""
+    for name, data in config_files(run.config).items():
+        run.store.write_bytes(CONFIG_ARCHIVE + name, data)
 
 
 @contextlib.contextmanager
@@ -613,7 +634,7 @@ def release_output(run: Run) -> bool:
 def copy_release_records(run: Run) -> None:
     """The committed release's manifest, run record and report into the run's store."""
     fs, out = filesystem(run.config.output.path)
-    for name in (MANIFEST_JSON, RUN_JSON, REPORT_HTML):
+    for name in (MANIFEST_JSON, RUN_JSON, REPORT_HTML, EFFECTIVE_JSON, CONFIG_YAML):
         path = out.rstrip("/") + "/" + name
         if fs.exists(path):
             with fs.open(path, "rb") as fh:

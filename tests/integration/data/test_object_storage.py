@@ -306,7 +306,8 @@ def test_skald_run_to_s3_then_verify(bucket: str, tmp_path: Path, capsys, monkey
     done = run_subprocess(["run", str(config), "-q"])
     assert done.returncode == 0, done.stderr
     names = _names(out)
-    assert names == sorted([*_release_names(6), "run.json"]), names  # run record beside it
+    # the run record and the config (effective and as written) beside it
+    assert names == sorted([*_release_names(6), "run.json", "effective.json", "skald.yaml"])
     manifest = _manifest(out)
     assert manifest["k"] == 3 and manifest["verified"] is True and manifest["chunks"] == 6
     assert _names(f"s3://{bucket}/releases") == [f"adult-k3/{n}" for n in names]  # no debris
@@ -316,6 +317,8 @@ def test_skald_run_to_s3_then_verify(bucket: str, tmp_path: Path, capsys, monkey
     report = json.loads(checked.stdout)
     assert report["verified"] is True and report["n_records"] == 120
     assert report["n_suppressed"] == manifest["n_suppressed"]
+    # issue 18 item 8: no INFO chatter of the S3 client ("Found credentials in environment...")
+    assert not [line for line in checked.stderr.splitlines() if "credentials" in line.lower()]
 
     parts = {n: _fs().cat_file(f"{out.removeprefix('s3://')}/{n}") for n in names}
     code, _, err = run_inprocess(["run", str(config), "-q"], capsys)  # an identical rerun
