@@ -20,6 +20,7 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.json_schema import is_valid
+from airflow_skald.core.quality.settings import AGGREGATES, OBJECTIVES
 
 EMPTY = (None, "", "None", "null")
 
@@ -298,6 +299,32 @@ SETTINGS: tuple[Setting, ...] = (
         default="adaptive",
     ),
     Setting(
+        "objective",
+        ("quality", "objective"),
+        {"type": "string", "enum": list(OBJECTIVES)},
+        "one of " + ", ".join(OBJECTIVES),
+        "What the search minimises (SPEC §4d): dm_star (the paper's, default), dm_star_arx, dm, "
+        "aecs, loss, nu_entropy, precision, height (ARX's quality models).",
+        default="dm_star",
+    ),
+    Setting(
+        "gs_factor",
+        ("quality", "gs_factor"),
+        {"type": "number", "minimum": 0, "maximum": 1},
+        "a number between 0 and 1",
+        "ARX's gs factor weighting generalisation against suppression (0..1; default 0.5).",
+        coerce=_decimal,
+        default=Fraction(1, 2),
+    ),
+    Setting(
+        "aggregate",
+        ("quality", "aggregate"),
+        {"type": "string", "enum": list(AGGREGATES)},
+        "one of " + ", ".join(AGGREGATES),
+        "How a multi-dimensional objective combines the QIDs; empty = the model's default "
+        "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).",
+    ),
+    Setting(
         "overwrite",
         None,
         {"type": "boolean"},
@@ -311,6 +338,18 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+#: one entry of quality.weights (a mapping per QID: the file only, not a per-run setting)
+QUALITY_WEIGHT = Setting(
+    "weight",
+    None,
+    {"type": "number", "minimum": 0},
+    "a number >= 0",
+    "ARX's attribute weight of one QID (divided by the largest).",
+    coerce=_decimal,
+    cli=False,
+    param=False,
+)
 
 
 def file_keys(*section: str) -> set[str]:
