@@ -250,9 +250,24 @@ def _timings_chart(timings: Mapping[str, float]) -> str:
     )
 
 
+def _risk_chart(bins: Sequence[Mapping]) -> str:
+    return bar_chart(
+        [f"{b.get('sizes')} (risk {b.get('risk')})" for b in bins],
+        [b.get("records", 0) for b in bins],
+        title="Records by class size (prosecutor risk = 1 / class size)",
+        value_label="records",
+        category_label="class size (risk)",
+        color="#b6463b",
+    )
+
+
 def _plots(manifest: Mapping) -> dict[str, str]:
-    """Inline SVG charts of the class-size distribution and the phase timings."""
+    """Inline SVG charts of the class-size distribution, the records by class size and risk,
+    and the phase timings."""
     out = {}
+    bins = (manifest.get("risk_analysis") or {}).get("by_class_size") or []
+    if bins and all(isinstance(b, Mapping) for b in bins):
+        out["risk"] = _risk_chart(bins)
     hist = manifest.get("class_size_histogram") or {}
     if hist:
         out["classes"] = _class_size_chart(hist, manifest.get("k"))
@@ -570,6 +585,57 @@ def _risk(m: Mapping) -> str:
     )
 
 
+def _share(x: object) -> str:
+    """A share as a percentage; an estimate that did not converge is "unavailable"."""
+    if x is None:
+        return "unavailable"
+    if isinstance(x, bool) or not isinstance(x, int | float):
+        return "n/a"
+    return f"{100 * x:.4g} %"
+
+
+def _risk_analysis(m: Mapping, plots: Mapping[str, str]) -> str:
+    """The risk analysis of the released records (SPEC §4c, as ARX's risk perspective)."""
+    a = m.get("risk_analysis")
+    if not isinstance(a, Mapping):
+        return ""
+    pros = a.get("prosecutor") or {}
+    pop = a.get("population_uniques") or {}
+    where = (
+        f"population {_int(a['population'])}"
+        if "population" in a
+        else f"sampling fraction {_e(a.get('sampling_fraction', '1'))}"
+    )
+    rows = [
+        ["records analysed (not all '*')", _int(a.get("records"))],
+        ["equivalence classes", _int(a.get("classes"))],
+        [
+            f"prosecutor: records at risk (risk above {_e(a.get('threshold'))})",
+            _share(pros.get("records_at_risk")),
+        ],
+        ["prosecutor: highest risk", _share(pros.get("highest_risk"))],
+        ["prosecutor: average risk", _share(pros.get("average_risk"))],
+        ["journalist (no population table: = prosecutor)", _share(pros.get("average_risk"))],
+        ["marketer risk", _share(a.get("marketer_risk"))],
+        ["sample uniques", _share(a.get("sample_uniques"))],
+        *[
+            [f"population uniques, {name}", _share(pop.get(key))]
+            for key, name in (("zayatz", "Zayatz"), ("pitman", "Pitman"), ("snb", "SNB"))
+        ],
+        [
+            f"population uniques, Dankar's rule (picks {_e(a.get('dankar_model'))})",
+            _share(pop.get("dankar")),
+        ],
+    ]
+    return (
+        "<h2>Re-identification risk analysis</h2>"
+        + _table(rows, ["figure", "value"])
+        + f'<p class="muted">Population: {where}. Estimates as ARX computes them; '
+        "&quot;unavailable&quot;: the estimator did not converge.</p>"
+        + (_chart(plots["risk"]) if "risk" in plots else "")
+    )
+
+
 #: per model of the manifest: its name in words, the figure an at-risk class is ranked by, and
 #: whether the smallest figure is the worst (a class must reach at least the setting) or the
 #: largest (it must stay below it)
@@ -835,6 +901,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             _quality_section(m, plots),
             _quality_models(m),
             _risk(m),
+            _risk_analysis(m, plots),
             _at_risk(m),
             _lattice(m),
             _run_identity(m),

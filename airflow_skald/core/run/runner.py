@@ -315,7 +315,7 @@ class Phase(Generic[A, R]):
 
 
 def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
-    """A worker process's share (spawned; the partial comes back in its byte form)."""
+    """A worker process's share (forked from the fork server; the partial comes back in its byte form)."""
     return phase.dump(phase.partial(run, chunks))
 
 
@@ -496,6 +496,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 classes=merged.classes,
                 policy=build_policy(config, plan.stats.sensitive, plan.stats.n_rows),
                 sensitive=plan.stats.sensitive,
+                at_top=tuple(decision.node) == tuple(plan.tops),
             )
             predicted = decision.to_dict()
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):

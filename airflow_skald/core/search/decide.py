@@ -24,6 +24,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import every_model
@@ -116,6 +117,7 @@ def search_lattice(
     objective: Metric | None = None,
     source: ClassSource | None = None,
     quality: QualitySettings | None = None,
+    analysis: RiskSettings | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
@@ -124,6 +126,8 @@ def search_lattice(
     place of rolling `counts` up (a cache shared by several searches, `baseline.RollUpCache`);
     `quality`: the objective and its settings (SPEC §4d; default DM*), unless `objective`
     gives the model itself.
+    `analysis`, if given, adds the risk analysis of the kept classes (SPEC §4c; the top node's
+    one class is left out).
     """
     n = counts.n_records
     if n != plan.stats.n_rows:
@@ -173,6 +177,10 @@ def search_lattice(
     judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]
+    figures_risk = risk(kept, policy.min_class_size)
+    if analysis is not None:
+        seen = kept if best != tops else kept[:0]
+        figures_risk["analysis"] = analysis.analyse(seen, n)
     return Decision(
         node=best,
         levels=plan.levels(best),
@@ -190,7 +198,7 @@ def search_lattice(
             "pruned": outcome.pruned,
             "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (SPEC §4b)
         },
-        risk=risk(kept, policy.min_class_size),
+        risk=figures_risk,
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
