@@ -200,7 +200,8 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
     from dataclasses import replace
 
     from airflow_skald.core.privacy import ClassTable
-    from airflow_skald.core.quality import OBJECTIVE, Scored
+    from airflow_skald.core.quality.metric import Scored
+    from airflow_skald.core.quality.reported import OBJECTIVE
     from airflow_skald.core.search.rollups import roll_up
 
     root_hist = getattr(hist, "classes", hist)  # phase 2's counts, or a plain Histogram

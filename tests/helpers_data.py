@@ -206,3 +206,8 @@ def chart_labels(html: str, title: str) -> list[str]:
     svg = re.search(rf"<svg[^>]*><title>{re.escape(title)}</title>(.*?)</svg>", html, re.S)
     assert svg, title
     return [t.rsplit(": ", 1)[0] for t in re.findall(r"<rect[^>]*><title>(.*?)</title>", svg[1])]
+
+
+def worker_surroundings(group) -> tuple[str | None, str, int]:
+    """What a worker process of `core.run.parallel` sees: a test variable, its folder, its pid."""
+    return os.environ.get("SKALD_TEST_MARK"), os.getcwd(), os.getpid()

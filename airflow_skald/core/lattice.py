@@ -175,11 +175,22 @@ def _lattice_cost(lattice: Lattice, tops: Sequence[int]) -> np.ndarray:
     return np.unique(exact, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
-def static_rank(lattice: Lattice, tops: Sequence[int], priority: Sequence[int]) -> np.ndarray:
+def static_rank(
+    lattice: Lattice, tops: Sequence[int], priority: Sequence[int], by_height: bool = False
+) -> np.ndarray:
     """Every node's position in the tie order: higher precision first, then levels in priority
-    order, lexicographic, finer first (SPEC §4). A permutation of 0..n-1 (int64)."""
+    order, lexicographic, finer first (SPEC §4); `by_height`: smaller sum of levels before
+    precision (SPEC §4d). A permutation of 0..n-1 (int64)."""
     n = len(lattice)
     cost = _lattice_cost(lattice, tops)
+    if by_height:  # sum of levels, then the precision cost, as one dense rank
+        height = lattice.heights.astype(np.int64)
+        span = int(cost.max(initial=0)) + 1
+        if int(height.max(initial=0)) < _INT_LIMIT // span:
+            cost = height * span + cost
+        else:
+            cost = np.unique(np.stack([height, cost]), axis=1, return_inverse=True)[1]
+            cost = cost.reshape(-1).astype(np.int64)
     # the priority levels as one mixed-radix number (priority[0] most significant) ...
     terms = [np.zeros(s, dtype=np.int64) for s in lattice.shape]
     weight = 1
@@ -223,14 +234,21 @@ class SearchOutcome:
 
 class _Bounds:
     """Per-node lower bounds of the loss: exact int64 while every value fits, else float64
-    compared with a margin that never prunes a node that could tie (ties are then evaluated)."""
+    (bounds given as floats are never above the exact bound) compared with a margin that
+    never prunes a node that could tie (ties are then evaluated). `initial`: per-node bounds
+    known before any evaluation (node-only quality models, SPEC §4d)."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, initial: np.ndarray | None = None):
         self.exact = True
         self.flat = np.full(n, -_INT_LIMIT, dtype=np.int64)
+        if initial is not None:
+            self.exact = initial.dtype.kind in "iu"
+            self.flat = np.maximum(initial, self.flat) if self.exact else initial.astype(np.float64)
 
-    def raise_to(self, view_slices: tuple[slice, ...], shape: tuple[int, ...], value: int) -> None:
-        if self.exact and not -_INT_LIMIT < value < _INT_LIMIT:
+    def raise_to(
+        self, view_slices: tuple[slice, ...], shape: tuple[int, ...], value: int | float
+    ) -> None:
+        if self.exact and (isinstance(value, float) or not -_INT_LIMIT < value < _INT_LIMIT):
             self.exact = False
             self.flat = self.flat.astype(np.float64)
         region = self.flat.reshape(shape)[view_slices]
@@ -242,10 +260,11 @@ class _Bounds:
         """Whether a node of this bound and static rank might still beat the best so far."""
         if best_loss is None:
             return np.ones(np.shape(bound), dtype=bool) if np.ndim(bound) else True
-        if self.exact and -_INT_LIMIT < best_loss < _INT_LIMIT:
+        exact_loss = isinstance(best_loss, int | np.integer)
+        if self.exact and exact_loss and -_INT_LIMIT < best_loss < _INT_LIMIT:
             return (bound < best_loss) | ((bound == best_loss) & (rank < best_rank))
         b = float(best_loss)
-        return bound <= b + abs(b) * 1e-12
+        return bound <= b + abs(b) * 1e-9
 
 
 def search_optimal(
@@ -255,6 +274,8 @@ def search_optimal(
     priority: Sequence[int],
     *,
     all_monotone: bool = True,
+    by_height: bool = False,
+    node_bounds: np.ndarray | None = None,
 ) -> SearchOutcome:
     """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
 
@@ -264,7 +285,9 @@ def search_optimal(
     `monotone_pass` (so tagged nodes are known to pass), otherwise every node that
     monotone-passes is evaluated unless its bound rules it out. `bound` is a lower bound of the
     loss of node i and of every node above it (ARX's DM* for the paper's DM*: merging classes
-    never lowers sum |E|^2); None if the metric has none.
+    never lowers sum |E|^2); None if the metric has none. `node_bounds`: per node, a lower
+    bound of its own loss known in advance (ints, or floats never above the exact bound).
+    `by_height`: ties by the smaller sum of levels before precision (SPEC §4d).
 
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
@@ -285,9 +308,9 @@ def search_optimal(
     done = np.zeros(n, dtype=bool)
     alive = np.ones(n, dtype=bool)
     alive_view = alive.reshape(shape)
-    bounds = _Bounds(n)
+    bounds = _Bounds(n, node_bounds)
     bound_view = bounds.flat.reshape(shape)
-    rank = static_rank(lattice, tops, priority).astype(np.int32)  # n <= MAX_NODES < 2^31
+    rank = static_rank(lattice, tops, priority, by_height).astype(np.int32)  # n <= MAX_NODES < 2^31
     rank_view = rank.reshape(shape)
     order = np.lexsort((rank, lattice.heights)).astype(np.int32)  # lowest, then tie order
     climb = _climb_keys(lattice)

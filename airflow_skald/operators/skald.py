@@ -81,6 +81,14 @@ class _SkaldOperator(BaseOperator):
         empty = the file's. (templated)
     :param root: How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper
         (possible bins). (templated)
+    :param objective: What the search minimises (SPEC §4d): dm_star (the paper's, default),
+        dm_star_arx, dm, aecs, loss, nu_entropy, precision, height (ARX's quality models).
+        (templated)
+    :param gs_factor: ARX's gs factor weighting generalisation against suppression (0..1; default
+        0.5). (templated)
+    :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
+        default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
+        (templated)
     :param overwrite: Replace an existing release made by another run with other settings.
         (templated)
     """
@@ -116,6 +124,9 @@ class _SkaldOperator(BaseOperator):
         risk_sampling_fraction: float | str | None = None,
         risk_population: int | str | None = None,
         root: str | None = None,
+        objective: str | None = None,
+        gs_factor: float | str | None = None,
+        aggregate: str | None = None,
         overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -146,6 +157,9 @@ class _SkaldOperator(BaseOperator):
         self.risk_sampling_fraction = risk_sampling_fraction
         self.risk_population = risk_population
         self.root = root
+        self.objective = objective
+        self.gs_factor = gs_factor
+        self.aggregate = aggregate
         self.overwrite = overwrite
         # a run that failed for good frees its output at once (defect: a 6 h lock)
         callbacks = self.on_failure_callback

@@ -31,6 +31,7 @@ from airflow_skald.core.config.parse import (
 from airflow_skald.core.config.settings import (
     BY_NAME,
     OVERRIDE_KEYS,
+    QUALITY_WEIGHT,
     file_keys,
     parse_overrides,
     read_file_setting,
@@ -52,6 +53,8 @@ from airflow_skald.core.privacy.registry import (
     settings_of,
     with_threshold,
 )
+from airflow_skald.core.quality.settings import QualitySettings
+from airflow_skald.core.quality.settings import check as check_quality
 from airflow_skald.core.text import decimal_text
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
@@ -104,6 +107,10 @@ class SkaldConfig:
     histogram_bins: int | None
     suppressed_records: str
     root: str
+    objective: str = "dm_star"
+    gs_factor: Fraction = Fraction(1, 2)
+    aggregate: str | None = None
+    quality_weights: tuple[tuple[str, Fraction], ...] = ()
     # the risk analysis (SPEC §4c: risk.threshold, risk.sampling_fraction, risk.population)
     risk_threshold: Fraction = Fraction(1, 5)
     risk_sampling_fraction: Fraction | None = None
@@ -128,6 +135,13 @@ class SkaldConfig:
         """The smallest class the models let through (k of k-anonymity)."""
         return max((m.min_class_size for m in self.privacy), default=1)
 
+    @property
+    def quality(self) -> QualitySettings:
+        """The objective and its settings (SPEC §4d)."""
+        return QualitySettings(
+            self.objective, self.gs_factor, dict(self.quality_weights), self.aggregate
+        )
+
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
         names = self.qid_names
@@ -151,7 +165,11 @@ class SkaldConfig:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
                 fields[key] = value
-        return replace(self, **fields) if fields else self
+        if not fields:
+            return self
+        out = replace(self, **fields)
+        check_quality(out.quality, out.qid_names)
+        return out
 
     def effective(self) -> dict:
         """The effective settings in full (hierarchies as tables), for the run's archive."""
@@ -184,6 +202,7 @@ class SkaldConfig:
             "qid_priority": list(self.qid_priority),
             "suppressed_records": self.suppressed_records,
             "root": self.root,
+            **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
             **self._risk_settings(),
         }
 
@@ -223,6 +242,7 @@ _SECTIONS = {
     "privacy",
     "memory",
     "qid_priority",
+    "quality",
 }
 
 
@@ -238,6 +258,8 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     _no_unknown(privacy, file_keys("privacy") | set(CONFIG_KEYS), "privacy")
     memory = _mapping(raw.get("memory") or {}, "memory")
     _no_unknown(memory, file_keys("memory"), "memory")
+    quality = _mapping(raw.get("quality") or {}, "quality")
+    _no_unknown(quality, file_keys("quality") | {"weights"}, "quality")
     risk = _mapping(raw.get("risk") or {}, "risk")
     _no_unknown(risk, file_keys("risk"), "risk")
     if "sampling_fraction" in risk and "population" in risk:
@@ -257,7 +279,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
         raise ConfigError("qid_priority lists a QID twice")
-    return SkaldConfig(
+    config = SkaldConfig(
         input=_location(raw["input"], "input", base_dir),
         output=_location(raw["output"], "output", base_dir),
         quasi_identifiers=tuple(qids),
@@ -270,11 +292,30 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         qid_priority=tuple(priority),
         suppressed_records=_file(raw, "suppressed_records"),
         root=_file(raw, "root"),
+        objective=_file(raw, "objective"),
+        gs_factor=_file(raw, "gs_factor"),
+        aggregate=_file(raw, "aggregate"),
+        quality_weights=_weights(quality.get("weights"), names),
         risk_threshold=_file(raw, "risk_threshold"),
         risk_sampling_fraction=_file(raw, "risk_sampling_fraction"),
         risk_population=_file(raw, "risk_population"),
         source=source,
     )
+    check_quality(config.quality, names)
+    return config
+
+
+def _weights(raw: Any, names: list[str]) -> tuple[tuple[str, Fraction], ...]:
+    """quality.weights: QID -> a number >= 0 (exact decimals), in config QID order."""
+    if raw is None:
+        return ()
+    weights = _mapping(raw, "quality.weights")
+    out = {}
+    for name, value in weights.items():
+        if name not in names:
+            raise ConfigError(f"quality.weights names '{name}', which is not a quasi-identifier")
+        out[name] = QUALITY_WEIGHT.parse(value, f"quality.weights.{name}")
+    return tuple((n, out[n]) for n in names if n in out)
 
 
 def _file(raw: dict, name: str) -> Any:

@@ -5,7 +5,8 @@ its error message, its CLI flag and its DAG param. The config loader, the CLI's 
 DAG's params and the operators' templated fields are all generated from this table, so every
 route parses and validates a value the same way and fails with the same one-line message.
 
-Validation is JSON Schema (``jsonschema``, which Airflow's Params use too) after one coercion
+Validation is JSON Schema (``jsonschema``, which Airflow's Params use too; `json_schema.is_valid`
+imports it only for values not plainly valid) after one coercion
 step for text (CLI flags and templated values arrive as strings). An empty value (None, "",
 "None", "null") means "not set": the file's value is used, never a hidden default (SPEC §2).
 """
@@ -17,9 +18,9 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-import jsonschema
-
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.json_schema import is_valid
+from airflow_skald.core.quality.settings import AGGREGATES, OBJECTIVES
 
 EMPTY = (None, "", "None", "null")
 
@@ -103,12 +104,8 @@ class Setting:
     def parse(self, value: Any, where: str | None = None) -> Any:
         """The validated value; ConfigError with one line naming the setting otherwise."""
         value = self.coerce(value)
-        try:
-            jsonschema.validate(_as_schema_value(value), self.schema)
-        except jsonschema.ValidationError:
-            raise ConfigError(
-                f"{where or self.where} must be {self.expects} (got {_shown(value)})"
-            ) from None
+        if not is_valid(_as_schema_value(value), self.schema):
+            raise ConfigError(f"{where or self.where} must be {self.expects} (got {_shown(value)})")
         return value
 
     def param_schema(self) -> dict:
@@ -302,6 +299,32 @@ SETTINGS: tuple[Setting, ...] = (
         default="adaptive",
     ),
     Setting(
+        "objective",
+        ("quality", "objective"),
+        {"type": "string", "enum": list(OBJECTIVES)},
+        "one of " + ", ".join(OBJECTIVES),
+        "What the search minimises (SPEC §4d): dm_star (the paper's, default), dm_star_arx, dm, "
+        "aecs, loss, nu_entropy, precision, height (ARX's quality models).",
+        default="dm_star",
+    ),
+    Setting(
+        "gs_factor",
+        ("quality", "gs_factor"),
+        {"type": "number", "minimum": 0, "maximum": 1},
+        "a number between 0 and 1",
+        "ARX's gs factor weighting generalisation against suppression (0..1; default 0.5).",
+        coerce=_decimal,
+        default=Fraction(1, 2),
+    ),
+    Setting(
+        "aggregate",
+        ("quality", "aggregate"),
+        {"type": "string", "enum": list(AGGREGATES)},
+        "one of " + ", ".join(AGGREGATES),
+        "How a multi-dimensional objective combines the QIDs; empty = the model's default "
+        "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).",
+    ),
+    Setting(
         "overwrite",
         None,
         {"type": "boolean"},
@@ -315,6 +338,18 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+#: one entry of quality.weights (a mapping per QID: the file only, not a per-run setting)
+QUALITY_WEIGHT = Setting(
+    "weight",
+    None,
+    {"type": "number", "minimum": 0},
+    "a number >= 0",
+    "ARX's attribute weight of one QID (divided by the largest).",
+    coerce=_decimal,
+    cli=False,
+    param=False,
+)
 
 
 def file_keys(*section: str) -> set[str]:

@@ -8,9 +8,11 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.lattice import Lattice
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.policy import Judgement
 
@@ -35,6 +37,7 @@ class Scored:
     judgement: Judgement
     node: Sequence[int]
     tops: Sequence[int]
+    keys: np.ndarray | None = None  # class keys at the node (models that read labels)
 
     @property
     def kept_sizes(self) -> np.ndarray:
@@ -46,14 +49,34 @@ class Scored:
 
 
 class Metric(ABC):
-    """One information-loss metric (lower is better)."""
+    """One information-loss metric (lower is better).
+
+    `value` is exact (an int, a Fraction, or an exactly ordered `LogScore`); `display` turns
+    it into the figure ARX reports. Bounds are ints (exact) or floats never above the exact
+    bound. `node_only`: the value needs the node and the suppressed count, never the classes;
+    `needs_keys`: the value reads the suppressed classes' labels (`Scored.keys`)."""
 
     name: str = ""
+    node_only: bool = False
+    needs_keys: bool = False
+    by_height: bool = False  # ties: smaller sum of levels first (SPEC §4d), then precision
 
     @abstractmethod
-    def value(self, scored: Scored) -> int | float:
+    def value(self, scored: Scored) -> Any:
         """The loss of the node."""
 
-    def lower_bound(self, table: ClassTable) -> int | None:
+    def lower_bound(self, table: ClassTable) -> int | float | None:
         """A lower bound of `value` at this node and every node above it (None: no bound)."""
+        return None
+
+    def node_bounds(self, lattice: Lattice) -> np.ndarray | None:
+        """Per node of the lattice, a lower bound of its value from the node alone (None)."""
+        return None
+
+    def display(self, value: Any) -> int | float:
+        """The figure reported for an exact value."""
+        return value if isinstance(value, int) else float(value)
+
+    def per_qid(self, scored: Scored) -> list[float] | None:
+        """The per-QID figures before aggregation (multi-dimensional models), else None."""
         return None

@@ -1,4 +1,8 @@
-"""Sweeney's precision 1 - mean_i(level_i / top_i) (higher is better; a node-level figure)."""
+"""Precision. Sweeney's `1 - mean_i(level_i / top_i)` (higher is better), the figure SPEC §5
+reports as `precision`; and ARX's non-monotone precision (`MetricMDNMPrecision`), a loss:
+per QID `((N - s) * g * level/top + s * s_factor) / N`, the arithmetic mean by default. It
+needs the node and the suppressed count only; its bound (`g * level/top`, ARX's, when
+suppression costs at least that) the node alone."""
 
 from __future__ import annotations
 
@@ -6,6 +10,7 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 from airflow_skald.core.quality.metric import Metric, Scored
+from airflow_skald.core.quality.multidim import MultiDimensional
 
 
 def precision(levels: Sequence[int], tops: Sequence[int]) -> float:
@@ -19,3 +24,31 @@ class Precision(Metric):
 
     def value(self, scored: Scored) -> float:
         return precision(scored.node, scored.tops)
+
+
+class NMPrecision(MultiDimensional):
+    """ARX's non-monotone precision as a loss (the `precision` objective)."""
+
+    name = "precision"
+    default_aggregate = "arithmetic_mean"
+    node_only = True
+
+    def _share(self, i: int, level: int) -> Fraction:
+        top = self.ctx.tops[i]
+        return Fraction(level, top) if top else Fraction(0)
+
+    def qid_values(self, scored: Scored) -> list[Fraction]:
+        n, s = self.ctx.n_records, scored.judgement.n_suppressed
+        return [
+            ((n - s) * self._share(i, lv) * self.g + s * self.s) / n if n else Fraction(0)
+            for i, lv in enumerate(scored.node)
+        ]
+
+    def level_bound(self, i: int, level: int) -> float:
+        """ARX's `g * level/top` when suppression costs at least that much (gs >= 0.5); else
+        the value with the most records the policy may suppress (it falls as s grows)."""
+        n, most = self.ctx.n_records, self.ctx.max_suppressed
+        kept = self._share(i, level) * self.g
+        if not n:
+            return 0.0
+        return float(min(kept, ((n - most) * kept + most * self.s) / n))

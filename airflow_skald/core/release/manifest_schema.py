@@ -17,10 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import jsonschema
-
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.privacy.model import decimal_of
 
 
@@ -211,11 +210,9 @@ class Manifest:
                     raise DataError(f"{where}: {name} is missing")
                 continue
             value = raw[name]
-            try:
-                jsonschema.validate(value, meta["schema"])
-            except jsonschema.ValidationError:
+            if not is_valid(value, meta["schema"]):
                 what = meta["message"] or f"{name} must be {meta['expects']}"
-                raise DataError(f"{where}: {what}") from None
+                raise DataError(f"{where}: {what}")
             if meta["check"] is not None:
                 problem = meta["check"](value, raw)
                 if problem is not None:

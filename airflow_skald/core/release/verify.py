@@ -46,7 +46,9 @@ from airflow_skald.core.privacy import (
 )
 from airflow_skald.core.privacy.model import RebuildContext
 from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
-from airflow_skald.core.quality import DM, DMStar, Scored
+from airflow_skald.core.quality.dm import DM
+from airflow_skald.core.quality.dm_star import DMStar
+from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.manifest_schema import Manifest

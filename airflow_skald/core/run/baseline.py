@@ -37,7 +37,7 @@ from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.build import build_policy
-from airflow_skald.core.quality import sum_squares
+from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.classes import release_classes
 from airflow_skald.core.release.manifest import (
     privacy_section,
@@ -189,7 +189,9 @@ def anonymise_chunk(
     for k in ks or [config.k]:
         t = time.perf_counter()
         policy = build_policy(config, own).with_thresholds(k=int(k))
-        decision = search_lattice(cplan, counts, policy, config.priority_order(), source=cache)
+        decision = search_lattice(
+            cplan, counts, policy, config.priority_order(), source=cache, quality=config.quality
+        )
         classes = released_classes(cplan, decision.node, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
         out.append(ChunkOutcome(chunk, policy, decision, classes, seconds, sensitive=own))

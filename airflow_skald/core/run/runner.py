@@ -315,7 +315,7 @@ class Phase(Generic[A, R]):
 
 
 def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
-    """A worker process's share (spawned; the partial comes back in its byte form)."""
+    """A worker process's share (forked from the fork server; the partial comes back in its byte form)."""
     return phase.dump(phase.partial(run, chunks))
 
 

@@ -24,7 +24,11 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
-from airflow_skald.core.quality import OBJECTIVE, Metric, Scored
+from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.metric import Metric, Scored
+from airflow_skald.core.quality.registry import every_model
+from airflow_skald.core.quality.registry import objective as configured_objective
+from airflow_skald.core.quality.settings import QualitySettings
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.text import decimal_text
@@ -46,6 +50,7 @@ class Decision:
     risk: dict
     class_size_histogram: dict = field(default_factory=dict)
     at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
+    quality: dict = field(default_factory=dict)  # every quality model's score, per-QID table
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
 
     @property
@@ -75,6 +80,7 @@ class Decision:
             "risk": self.risk,
             "class_size_histogram": self.class_size_histogram,
             "at_risk_classes": self.at_risk,
+            "quality_models": self.quality,
         }
 
     def to_bytes(self) -> bytes:
@@ -97,6 +103,7 @@ class Decision:
             risk=d["risk"],
             class_size_histogram=d.get("class_size_histogram", {}),
             at_risk=d.get("at_risk_classes", []),
+            quality=d.get("quality_models", {}),
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
         )
 
@@ -106,14 +113,17 @@ def search_lattice(
     counts: RootCounts,
     policy: PrivacyPolicy,
     priority: Sequence[int],
-    objective: Metric = OBJECTIVE,
+    objective: Metric | None = None,
     source: ClassSource | None = None,
+    quality: QualitySettings | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
     `counts`: the root's class counts (and (class, value) tables of the policy's attributes);
     `priority`: QID indices in tie-break order; `source`, if given, supplies node classes in
-    place of rolling `counts` up (a cache shared by several searches, `baseline.RollUpCache`).
+    place of rolling `counts` up (a cache shared by several searches, `baseline.RollUpCache`);
+    `quality`: the objective and its settings (SPEC §4d; default DM*), unless `objective`
+    gives the model itself.
     """
     n = counts.n_records
     if n != plan.stats.n_rows:
@@ -124,21 +134,32 @@ def search_lattice(
     lattice = Lattice(plan.root, tuple(plan.tops))
     source = source or ClassSource(plan, counts, policy.attributes)
     most = _most_classes(policy, n)
+    limit = max_suppressed(policy.suppression_limit, n)
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, limit)
+    objective = objective or configured_objective(ctx)
+    # the labels of suppressed classes (Loss): keyed classes whenever a node may suppress
+    keyed = objective.needs_keys and policy.suppression_limit > 0
     tops = tuple(plan.tops)
 
-    def evaluate(i: int) -> tuple[bool, bool, int | None, int | None]:
+    def evaluate(i: int) -> tuple[bool, bool, object, int | float | None]:
         node = lattice.node(i)
         if most is not None:
             fewest = source.fewest_classes(node, most)
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
-        table = source.table(node)
+        keys, table = source.keyed(node) if keyed else (None, source.table(node))
         j = policy.judge(table, top=node == tops)
-        loss = objective.value(Scored(table, j, node, plan.tops))
+        loss = objective.value(Scored(table, j, node, plan.tops, keys)) if j.passes else None
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
     outcome = search_optimal(
-        lattice, evaluate, plan.tops, priority, all_monotone=policy.all_monotone
+        lattice,
+        evaluate,
+        plan.tops,
+        priority,
+        all_monotone=policy.all_monotone,
+        by_height=objective.by_height,
+        node_bounds=objective.node_bounds(lattice),
     )
     if outcome.best is None:
         top_table = source.table(tops)
@@ -173,7 +194,36 @@ def search_lattice(
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
+        quality=quality_figures(ctx, objective, Scored(table, judgement, best, plan.tops, keys)),
     )
+
+
+def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored) -> dict:
+    """Every quality model's score for the chosen node and the per-QID table (SPEC §4d):
+    figures from counts only, never a value of the data."""
+    models = every_model(ctx)
+    models[objective.name] = objective
+    scores = {name: m.display(m.value(scored)) for name, m in models.items()}
+    loss = models["loss"].per_qid(scored) or []
+    entropy = models["nu_entropy"].per_qid(scored) or []
+    qids = [
+        {
+            "name": d.name,
+            "level": int(level),
+            "top": int(d.top),
+            "labels": ctx.labels(i, int(level)),
+            "loss": loss[i],
+            "nu_entropy": entropy[i],
+        }
+        for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True))
+    ]
+    return {
+        **ctx.settings.describe(),
+        "aggregate": getattr(objective, "how", None),
+        "scores": scores,
+        "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
+        "qids": qids,
+    }
 
 
 def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:

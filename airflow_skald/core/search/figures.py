@@ -13,7 +13,8 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy
-from airflow_skald.core.quality import REPORTED, Metric, Scored
+from airflow_skald.core.quality.metric import Metric, Scored
+from airflow_skald.core.quality.reported import REPORTED
 
 
 @dataclass(frozen=True)

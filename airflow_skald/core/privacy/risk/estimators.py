@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special, stats
+
+# scipy is imported where an estimator runs: importing scipy.stats costs ~1-2 s of start-up to
+# every run, most of which never estimate population uniqueness (issue 23).
 
 ACCURACY = 1e-6  # ARXSolverConfiguration.getDefaultAccuracy
 ITERATIONS_PER_TRY = 1000  # ... getDefaultIterationsPerTry
@@ -44,6 +46,8 @@ MODELS = ("zayatz", "pitman", "snb", "dankar")
 
 def trigamma(x: np.ndarray) -> np.ndarray:
     """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is."""
+    from scipy import special
+
     x = np.asarray(x, dtype=np.float64)
     with np.errstate(all="ignore"):
         pos = special.polygamma(1, np.where(x > 0, x, 1.0))
@@ -135,6 +139,8 @@ class Histograms:
 def zayatz(h: Histograms) -> np.ndarray:
     """Zayatz (1991), ModelZayatz: population uniques estimated from the sample uniques and the
     hypergeometric chance of drawing one record of each class size (closed form)."""
+    from scipy import stats
+
     pop = min(int(h.population), 2**31 - 1)  # ARX casts to int (and caps)
     n = np.minimum(h.records.astype(np.int64), 2**31 - 1)
     c = h.classes
@@ -149,6 +155,8 @@ def zayatz(h: Histograms) -> np.ndarray:
 def pitman(h: Histograms) -> np.ndarray:
     """Pitman's model (Hoshino 2001), ModelPitman: theta and alpha by Newton-Raphson from ARX's
     start value (closed forms with polygamma functions, theta >= 0), then the uniques."""
+    from scipy import special
+
     c1, c2, u, n = h.of_size(1), h.of_size(2), h.classes, h.records
     c2 = np.where(c2 != 0, c2, 1.0)
     with np.errstate(all="ignore"):

@@ -1,0 +1,20 @@
+"""ARX's height (`MetricMDHeight`): per QID its level, summed (weighted); the node alone."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from airflow_skald.core.quality.metric import Scored
+from airflow_skald.core.quality.multidim import MultiDimensional
+
+
+class Height(MultiDimensional):
+    name = "height"
+    default_aggregate = "sum"
+    node_only = True
+
+    def qid_values(self, scored: Scored) -> list[Fraction]:
+        return [Fraction(int(lv)) for lv in scored.node]
+
+    def level_bound(self, i: int, level: int) -> float:
+        return float(level)

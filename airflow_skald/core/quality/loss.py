@@ -1,0 +1,52 @@
+"""ARX's Loss (`MetricMDNMLoss`, its GUI's default): per QID, each record's label's domain share
+(generalised records count `g * share`, suppressed ones `share + s * (1 - share)`), summed and
+normalised by ARX's minimum `g N / U` and maximum `N` (clamped at 0); aggregated by the
+geometric mean by default. Exact: per QID a fraction over the integer share numerators.
+
+Its lower bound is Loss with every class kept: it needs only the records per label, so it is
+known for every node of the lattice before any roll-up (shares only grow up the lattice)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from airflow_skald.core.quality.metric import Scored
+from airflow_skald.core.quality.multidim import MultiDimensional, exact_int_dot
+
+
+class Loss(MultiDimensional):
+    name = "loss"
+    default_aggregate = "geometric_mean"
+    needs_keys = True
+
+    def _total(self, i: int, level: int) -> int:
+        """sum over labels of records * share numerator, at `level`."""
+        return exact_int_dot(self.ctx.marginal(i, level), self.ctx.shares(i)[1][level])
+
+    def _normalised(self, i: int, raw_u: Fraction) -> Fraction:
+        n, u = self.ctx.n_records, self.ctx.shares(i)[0]
+        den = n * (u - self.g)
+        if den == 0:
+            return Fraction(0)
+        return max(Fraction(0), (raw_u - self.g * n) / den)
+
+    def qid_values(self, scored: Scored) -> list[Fraction]:
+        j = scored.judgement
+        s = j.n_suppressed
+        out = []
+        if s:
+            sup = ~j.kept
+            sizes = scored.table.sizes[sup].astype(np.int64)
+            codes = self.ctx.codes(scored.keys[sup], scored.node)
+        for i, level in enumerate(scored.node):
+            u, nums = self.ctx.shares(i)
+            total = self._total(i, level)
+            sup_n = exact_int_dot(sizes, nums[level][codes[i]]) if s else 0
+            raw_u = self.g * (total - sup_n) + sup_n + self.s * (s * u - sup_n)
+            out.append(self._normalised(i, raw_u))
+        return out
+
+    def level_bound(self, i: int, level: int) -> float:
+        return float(self._normalised(i, self.g * self._total(i, level)))

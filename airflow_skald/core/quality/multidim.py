@@ -1,0 +1,94 @@
+"""What ARX's multi-dimensional models share (AbstractMetricMultiDimensional): one value per
+QID, weighted (weights divided by the largest) and aggregated (`exact.aggregate_key`), and a
+lattice-wide lower bound built from per-QID, per-level bounds by one broadcast."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.exact import aggregate_key, aggregate_value
+from airflow_skald.core.quality.metric import Metric, Scored
+
+
+class MultiDimensional(Metric):
+    """A per-QID value aggregated; subclasses give `qid_values` (exact, per QID) and
+    `level_bound(i, level)` (a float never above QID i's value at any node at that level or
+    above it, with suppression or not)."""
+
+    default_aggregate = "sum"
+    by_height = True
+
+    def __init__(self, ctx: QualityContext, aggregate: str | None = None):
+        self.ctx = ctx
+        self.how = aggregate or self.default_aggregate
+        self.g = ctx.settings.g_factor
+        self.s = ctx.settings.s_factor
+
+    def qid_values(self, scored: Scored) -> list[Fraction]:
+        raise NotImplementedError
+
+    def level_bound(self, i: int, level: int) -> float:
+        raise NotImplementedError
+
+    def value(self, scored: Scored) -> Any:
+        return aggregate_key(self.qid_values(scored), self.ctx.weights, self.how)
+
+    def display(self, value: Any) -> float:
+        return aggregate_value(value, len(self.ctx.dims), self.how)
+
+    def per_qid(self, scored: Scored) -> list[float]:
+        return [float(v) for v in self.qid_values(scored)]
+
+    def node_bounds(self, lattice: Lattice) -> np.ndarray:
+        tables = [
+            np.asarray([self.level_bound(i, lv) for lv in range(lo, up + 1)], dtype=np.float64)
+            for i, (lo, up) in enumerate(zip(lattice.lower, lattice.upper, strict=True))
+        ]
+        return grid_aggregate(lattice, tables, [float(w) for w in self.ctx.weights], self.how)
+
+
+def grid_aggregate(
+    lattice: Lattice, tables: Sequence[np.ndarray], weights: Sequence[float], how: str
+) -> np.ndarray:
+    """Flat array over the lattice of the aggregate key of per-QID values `tables[i][level -
+    lower_i]` (floats), rounded down so that it never exceeds the exact key of values at or
+    above the tables' (`exact.aggregate_key` order: geometric -> product of (v+1)w)."""
+    d = len(lattice.shape)
+    if how == "geometric_mean":
+        out = np.ones(lattice.shape, dtype=np.float64)
+        for i, (t, w) in enumerate(zip(tables, weights, strict=True)):
+            out = out * ((np.maximum(t, 0.0) + 1.0) * w).reshape(_axis(d, i))
+    elif how == "maximum":
+        out = np.full(lattice.shape, -np.inf)
+        for i, (t, w) in enumerate(zip(tables, weights, strict=True)):
+            out = np.maximum(out, (t * w).reshape(_axis(d, i)))
+    else:
+        out = np.zeros(lattice.shape, dtype=np.float64)
+        for i, (t, w) in enumerate(zip(tables, weights, strict=True)):
+            out = out + (t * w).reshape(_axis(d, i))
+        if how == "arithmetic_mean":
+            out = out / max(d, 1)
+    flat = out.reshape(-1)
+    return flat - np.abs(flat) * 1e-9
+
+
+def _axis(d: int, i: int) -> list[int]:
+    shape = [1] * d
+    shape[i] = -1
+    return shape
+
+
+def exact_int_dot(a: np.ndarray, b: np.ndarray) -> int:
+    """sum a*b of non-negative int arrays, exactly (int64 when it cannot overflow)."""
+    if a.size == 0:
+        return 0
+    if float(a.max(initial=0)) * float(b.max(initial=0)) * a.size < 2.0**62:
+        return int(np.dot(a.astype(np.int64), b.astype(np.int64)))
+    nz = np.flatnonzero(a)
+    return sum(int(x) * int(y) for x, y in zip(a[nz].tolist(), b[nz].tolist(), strict=True))
