@@ -50,6 +50,10 @@ bench-criteria: $(STAMP)
 bench-rules: $(STAMP)
 	@$(BIN)/python benchmarks/bench_rules.py
 
+# CUP-, FARS-shaped tables and Adult end to end against ARX's CPU (issue 23)
+bench-arx: bytecode
+	@cd benchmarks && ../$(BIN)/python bench_arx_tables.py
+
 profile: $(STAMP)
 	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py
 	@$(BIN)/python benchmarks/profile_passes.py

@@ -23,7 +23,24 @@ class _Parser(argparse.ArgumentParser):
 
 
 # `skald audit` flags: where to read, and the thresholds to audit against
-_AUDIT_SETTINGS = ("input_path", "chunk_rows", "k", "suppression_limit", "l", "t", "c")
+_AUDIT_SETTINGS = (
+    "input_path",
+    "chunk_rows",
+    "k",
+    "suppression_limit",
+    "l",
+    "t",
+    "c",
+    "k_map",
+    "average_risk",
+    "sample_uniqueness",
+    "population_uniqueness",
+    "b_likeness",
+    "d_disclosure",
+    "risk_threshold",
+    "risk_sampling_fraction",
+    "risk_population",
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -326,13 +326,30 @@ class Criteria:
         return out
 
 
-def _class_distributions(class_ids: Sequence[int], n_classes: int, values: Sequence) -> list:
-    """{value: count} of each class, by walking the records one by one."""
+class Coded:
+    """A sensitive column's values as the criteria see them (`sensitive_value`), each record
+    coded by its value's first appearance: computed once, counted per class at every node."""
+
+    def __init__(self, values: Sequence):
+        index: dict = {}
+        seen = (index.setdefault(sensitive_value(v), len(index)) for v in values)
+        self.codes = np.fromiter(seen, dtype=np.int64, count=len(values))
+        self.values = list(index)
+
+
+def _class_distributions(class_ids: Sequence[int], n_classes: int, values) -> list:
+    """{value: count} of each class (values: a sequence or its `Coded` form), the keys of a
+    class in the order its records first show them."""
+    coded = values if isinstance(values, Coded) else Coded(values)
     dists: list[dict] = [{} for _ in range(n_classes)]
-    for cls, v in zip(class_ids, values, strict=True):
-        d = dists[cls]
-        v = sensitive_value(v)
-        d[v] = d.get(v, 0) + 1
+    if not len(coded.codes):
+        return dists
+    width = len(coded.values)
+    pairs = np.asarray(class_ids, dtype=np.int64) * width + coded.codes
+    unique, first, counts = np.unique(pairs, return_index=True, return_counts=True)
+    order = np.argsort(first, kind="stable")
+    for pair, count in zip(unique[order].tolist(), counts[order].tolist(), strict=True):
+        dists[pair // width][coded.values[pair % width]] = count
     return dists
 
 
@@ -365,6 +382,7 @@ def exhaustive_search(
     """
     prepared = _prepare(df, qids)
     criteria = Criteria(l_diversity, t_closeness, df)
+    coded = {a: Coded(df[a].tolist()) for a in criteria.attributes}
     tops = {name: p["top"] for name, p in prepared.items()}
     order = _priority_order(qids, qid_priority)
     n = len(df)
@@ -375,9 +393,7 @@ def exhaustive_search(
         evaluated += 1
         ids = _class_ids(prepared, node)
         sizes = np.bincount(ids).tolist() if ids else []
-        dists = {
-            a: _class_distributions(ids, len(sizes), df[a].tolist()) for a in criteria.attributes
-        }
+        dists = {a: _class_distributions(ids, len(sizes), coded[a]) for a in criteria.attributes}
         kept_ids, s = _judge(sizes, dists, k, criteria)
         if s > allowed:
             continue

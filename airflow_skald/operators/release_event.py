@@ -25,7 +25,9 @@ Event extra (JSON; figures and identities only, never a data value)::
      "dag_id": str, "run_id": str, "manifest_url": str, "report_url": str,
      "config": str (the config file's path), "input_events": [..] (the asset events that
      triggered the run: {"uri", "timestamp", "source_dag_id", "source_run_id"}; empty unless
-     the DAG is scheduled on an Asset)}
+     the DAG is scheduled on an Asset),
+     "risk": {"records_at_risk", "highest_risk", "average_risk", "sample_uniques",
+              "population_uniques", "dankar_model"} | null (SPEC §4c headline figures)}
 
 ``manifest_url``/``report_url`` are the plugin's URLs of the files in the release folder itself
 (``operators/urls.py``), not of the run-artifact store, which may move or be cleaned.
@@ -84,6 +86,7 @@ EXTRA_KEYS = (
     "report_url",
     "config",
     "input_events",
+    "risk",
 )
 
 
@@ -176,8 +179,24 @@ def release_extra(
     extra["report_url"] = links.get("report_url") or release_file_url(dag_id, run_id, REPORT)
     extra["config"] = str(links.get("config") or "")
     extra["input_events"] = list(links.get("input_events") or [])
+    extra["risk"] = risk_headline(manifest.get("risk_analysis"))
     assert tuple(extra) == EXTRA_KEYS
     return extra
+
+
+def risk_headline(analysis: Any) -> dict | None:
+    """The risk analysis's headline figures (SPEC §4c), None if the manifest has none."""
+    if not isinstance(analysis, Mapping):
+        return None
+    prosecutor = analysis.get("prosecutor") or {}
+    return {
+        "records_at_risk": prosecutor.get("records_at_risk"),
+        "highest_risk": prosecutor.get("highest_risk"),
+        "average_risk": prosecutor.get("average_risk"),
+        "sample_uniques": analysis.get("sample_uniques"),
+        "population_uniques": (analysis.get("population_uniques") or {}).get("dankar"),
+        "dankar_model": analysis.get("dankar_model"),
+    }
 
 
 def input_events(context: Mapping[str, Any]) -> list[dict]:

@@ -53,6 +53,7 @@ from airflow_skald.core.privacy.registry import (
     settings_of,
     with_threshold,
 )
+from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
 from airflow_skald.core.quality.settings import QualitySettings
 from airflow_skald.core.quality.settings import check as check_quality
 from airflow_skald.core.text import decimal_text
@@ -134,6 +135,12 @@ class SkaldConfig:
     def k(self) -> int:
         """The smallest class the models let through (k of k-anonymity)."""
         return max((m.min_class_size for m in self.privacy), default=1)
+
+    @property
+    def risk_settings(self) -> RiskSettings:
+        """The risk analysis's threshold and population (SPEC §4c `risk:`)."""
+        population = PopulationModel(self.risk_population, self.risk_sampling_fraction)
+        return RiskSettings(self.risk_threshold, population)
 
     @property
     def quality(self) -> QualitySettings:

@@ -64,6 +64,7 @@ class RebuildContext:
 
     sensitive: Mapping[str, Any] = field(default_factory=dict)
     dropped: bool = False
+    n_records: int | None = None  # the run's input records (a population from its fraction)
 
 
 class PrivacyModel(ABC):

@@ -114,7 +114,12 @@ class PopulationUniqueness(SampleBasedModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
-        return cls(Fraction(str(entry["max"])), entry["estimator"], population_rebuilt(entry))
+        return cls(
+            Fraction(str(entry["max"])),
+            entry["estimator"],
+            population_rebuilt(entry),
+            getattr(ctx, "n_records", None),
+        )
 
     def label(self) -> str:
         return f"population uniqueness ({self.model}) <= {decimal_text(self.max)}"

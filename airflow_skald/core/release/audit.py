@@ -42,6 +42,7 @@ from airflow_skald.core.encode.domain import (
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.classes import count_tuples
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.verify import release_parts
@@ -65,9 +66,11 @@ def audit(config: SkaldConfig) -> dict:
     _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
     counted = count_tuples(config, chunks, release=manifest is not None)
     stats = counted.sensitive
-    policy = build_policy(
-        config, stats
-    )  # l above a distinct count, a hierarchy missing a value: exit 2
+    n_input = int(counted.counts.sum())
+    if manifest and isinstance(manifest.get("n_records"), int):
+        n_input = max(n_input, manifest["n_records"])
+    # l above a distinct count, a hierarchy missing a value: exit 2
+    policy = build_policy(config, stats, n_input)
     star, table = counted.tables(len(qids), attributes)
     claimed = manifest.get("n_suppressed") if manifest else None
     if (
@@ -85,6 +88,8 @@ def audit(config: SkaldConfig) -> dict:
         "chunks": len(chunks),
         "n_rows": n_rows,
         **judge(policy, table, star.n_records + dropped, release=manifest is not None),
+        # SPEC §4c: the risk of the classes as they are (all-"*" records left out)
+        "risk_analysis": config.risk_settings.analyse(table.sizes, n_rows + dropped),
         "seconds": round(time.perf_counter() - start, 3),
     }
 
@@ -114,8 +119,14 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
                 "records_in_violating_classes": int(sizes[bad].sum(dtype=np.int64)),
             }
         )
-    to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
     allowed = max_suppressed(policy.suppression_limit, n_records)
+    sampled = [m for m in policy.models if m.sample_based]
+    if sampled:  # SPEC §4c: then each suppresses the shortest prefix that makes it hold
+        for entry, model in zip(criteria, policy.models, strict=True):
+            if model.sample_based:
+                entry["holds_as_is"] = model.holds_on(sizes[kept])
+        kept = enforce(sampled, table, kept, allowed - n_star)
+    to_suppress = n_star + int(sizes[~kept].sum(dtype=np.int64))
     small = sizes < policy.min_class_size
     return {
         "n_records": n_records,

@@ -107,7 +107,13 @@ def node_section(plan: Plan, decision: Decision) -> dict:
 
 
 def risk_section(risk: dict, class_size_histogram: dict) -> dict:
-    return {"risk": risk, "class_size_histogram": class_size_histogram}
+    """The kept classes' risk figures; the risk analysis (SPEC §4c) a block of its own."""
+    risk = dict(risk)
+    analysis = risk.pop("analysis", None)
+    out = {"risk": risk}
+    if analysis is not None:
+        out["risk_analysis"] = analysis
+    return {**out, "class_size_histogram": class_size_histogram}
 
 
 def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
@@ -185,6 +191,7 @@ def build_manifest(
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
+        **({"quality_models": decision.quality} if decision.quality else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
     ).to_dict()

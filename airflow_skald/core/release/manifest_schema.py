@@ -42,6 +42,35 @@ NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
 LEVELS = {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
 NOTATION = {"type": "string"}
 DECIMAL = {"type": ["number", "string"]}
+_SHARE_OR_NULL = {"type": ["number", "null"]}
+RISK_ANALYSIS = {
+    "type": "object",
+    "required": ["records", "classes", "threshold", "prosecutor", "marketer_risk",
+                 "sample_uniques", "population_uniques", "dankar_model"],
+    "properties": {
+        "records": INT0,
+        "classes": INT0,
+        "threshold": DECIMAL,
+        "population": {"type": "integer", "minimum": 1},
+        "sampling_fraction": DECIMAL,
+        "population_size": _SHARE_OR_NULL,
+        "prosecutor": {
+            "type": "object",
+            "required": ["records_at_risk", "highest_risk", "average_risk"],
+            "additionalProperties": NUMBER,
+        },
+        "journalist": OBJECT,
+        "marketer_risk": NUMBER,
+        "sample_uniques": NUMBER,
+        "population_uniques": {
+            "type": "object",
+            "required": ["zayatz", "pitman", "snb", "dankar"],
+            "additionalProperties": _SHARE_OR_NULL,
+        },
+        "dankar_model": {"enum": ["zayatz", "pitman", "snb", "dankar", "none"]},
+        "by_class_size": LIST,
+    },
+}  # fmt: skip
 
 
 def _limit(value: object) -> bool:
@@ -67,6 +96,18 @@ def _parts(value: list, manifest: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _k(value: int, manifest: Mapping[str, Any]) -> str | None:
+    """k = 1: a release made without k-anonymity, under other models only (SPEC §4c)."""
+    if value >= 2:
+        return None
+    privacy = manifest.get("privacy")
+    models = privacy.get("models") if isinstance(privacy, Mapping) else None
+    names = [m.get("model") for m in models or [] if isinstance(m, Mapping)]
+    if names and "k-anonymity" not in names:
+        return None
+    return "k must be an integer >= 2"
+
+
 def key(
     schema: dict,
     expects: str,
@@ -89,7 +130,12 @@ class Manifest:
 
     mode: str = key({"enum": ["per_chunk"]}, "per_chunk", "per_chunk for the baseline release")
     # --- the policy
-    k: int = key({"type": "integer", "minimum": 2}, "an integer >= 2", "smallest class allowed")
+    k: int = key(
+        {"type": "integer", "minimum": 1},
+        "an integer >= 2",
+        "smallest class allowed (1 only without k-anonymity, under other models: SPEC §4c)",
+        check=_k,
+    )
     suppression_limit: float = key(
         DECIMAL,
         "a number between 0 and 1",
@@ -118,6 +164,12 @@ class Manifest:
     dm_star_arx: int = key(INT0, "an integer >= 0", "ARX's DM*: |E|^2 over all classes")
     dm: int = key(INT0, "an integer >= 0", "DM: kept |E|^2 plus N * s")
     precision: float = key(NUMBER, "a number", "Sweeney's precision of the node")
+    quality_models: dict = key(
+        OBJECT,
+        "an object",
+        "the objective and its settings, every quality model's score for the node, and per QID "
+        "its level, loss, NU-entropy, labels and distribution before/after (SPEC §4d)",
+    )
     # --- the node and the searches
     node: dict = key(
         {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1}},
@@ -146,6 +198,14 @@ class Manifest:
     root_lattice: dict = key(OBJECT, "an object", "the root choice over the full lattice")
     # --- risk
     risk: dict = key(OBJECT, "an object", "re-identification risk of the kept classes")
+    risk_analysis: dict = key(
+        RISK_ANALYSIS,
+        "an object of risk figures",
+        "the risk analysis of the released classes (SPEC §4c, ARX's RiskEstimateBuilder): "
+        "records at risk above the threshold, highest and average prosecutor risk, marketer "
+        "risk, sample uniques, population uniques by Zayatz, Pitman, SNB and Dankar's rule "
+        "(null: the estimator did not converge), over the records not all '*'",
+    )
     class_size_histogram: dict = key(OBJECT, "an object", "kept classes by size")
     at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
     # --- the release's shape

@@ -46,6 +46,7 @@ from airflow_skald.core.privacy import (
 )
 from airflow_skald.core.privacy.model import RebuildContext
 from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
+from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.dm import DM
 from airflow_skald.core.quality.dm_star import DMStar
 from airflow_skald.core.quality.metric import Scored
@@ -146,13 +147,15 @@ def class_figures(
     policy: PrivacyPolicy,
     where: str = "",
     claimed_suppressed: int | None = None,
+    at_top: bool = False,
 ) -> dict:
     """The privacy check and metrics of a release from its all-"*" count and other classes.
 
     Rows missing from the release were dropped, hence suppressed. The all-"*" records are
     suppressed too, unless they are the only class, satisfy the policy, and the run did not
     claim them suppressed: then the release is the top node (one class). Every other class is
-    released, so every model must keep it.
+    released, so every model must keep it. `at_top`: the release is the top node's, whose one
+    class the sample-based models do not see (SPEC §4c), whatever its labels.
     """
     where = where or "release"
     if n_rows > n_records:
@@ -171,7 +174,8 @@ def class_figures(
     else:
         n_suppressed = n_star + dropped
     sizes = table.sizes
-    broken = policy.check_release(table, where, top=table is star)
+    top = table is star or (at_top and table.n_classes <= 1)
+    broken = policy.check_release(table, where, top=top)
     if broken:
         raise VerificationError(broken[0])
     allowed = max_suppressed(policy.suppression_limit, n_records)
@@ -191,6 +195,7 @@ def class_figures(
         "dm": DM().value(scored),
         "privacy_models": policy.figures(table),
         "sizes": sizes,
+        "top": top,  # the release is the top node: its one class is left out of the risk
     }
 
 
@@ -215,6 +220,7 @@ def verify_release(
     classes: ReleaseClasses | None = None,
     policy: PrivacyPolicy | None = None,
     sensitive: Mapping[str, SensitiveStats] | None = None,
+    at_top: bool | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
@@ -223,7 +229,8 @@ def verify_release(
     release's own rows (see `standalone_policy`). A release whose every row is all-"*" reads
     both as the top node (one class) and as every record suppressed; `claimed_suppressed`
     (default: the manifest's) picks the reading. `classes`, if given, are the parts' classes
-    already counted from the written files (`release_classes`, merged).
+    already counted from the written files (`release_classes`, merged). `at_top`: the release
+    is the top node's (default: the manifest says so).
 
     A damaged or incomplete release raises DataError (bad input: it cannot be read as its
     manifest describes it) or VerificationError (it reads, but disagrees with its manifest),
@@ -250,8 +257,16 @@ def verify_release(
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
+    if at_top is None:
+        at_top = manifest is not None and manifest.get("node") == manifest.get("top_node")
     figures = class_figures(
-        star, kept, classes.n_rows, n_records, policy, claimed_suppressed=claimed_suppressed
+        star,
+        kept,
+        classes.n_rows,
+        n_records,
+        policy,
+        claimed_suppressed=claimed_suppressed,
+        at_top=bool(at_top),
     )
     report = {
         "verified": True,
@@ -262,10 +277,35 @@ def verify_release(
     }
     if skipped:
         report["not_rechecked"] = skipped
+    if manifest is not None and isinstance(manifest.get("risk_analysis"), dict):
+        seen = figures["sizes"][:0] if figures["top"] else figures["sizes"]
+        report["risk_analysis"] = _risk_again(manifest["risk_analysis"], seen, n_records)
     if manifest is not None:
         _agrees_with_manifest(manifest, report)
         _no_direct_identifiers(manifest, location, parts[0])
     return report
+
+
+def _risk_again(claimed: dict, sizes: np.ndarray, n_records: int) -> dict:
+    """The risk analysis recomputed from the written classes with the manifest's settings;
+    VerificationError naming the first figure that differs from the manifest's."""
+    try:
+        settings = RiskSettings.of_entry(claimed)
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        raise DataError(f"{MANIFEST}: risk_analysis names no threshold and population") from None
+    again = settings.analyse(sizes, n_records)
+    for key, value in again.items():
+        if claimed.get(key) != value:
+            raise VerificationError(
+                f"written release has risk_analysis.{key}={_short(value)}, "
+                f"the manifest says {_short(claimed.get(key))}"
+            )
+    return again
+
+
+def _short(value: object) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def release_sensitive(
@@ -321,10 +361,17 @@ def standalone_policy(
                 "(--suppression-limit)"
             )
         limit = manifest["suppression_limit"] if manifest else 0
-    ctx = RebuildContext(sensitive, (manifest or {}).get("suppressed_records") == "drop")
+    n_records = (manifest or {}).get("n_records")
+    ctx = RebuildContext(
+        sensitive,
+        (manifest or {}).get("suppressed_records") == "drop",
+        n_records if isinstance(n_records, int) else None,
+    )
     entries = _described(manifest)
-    if not any(d.get("model") == "k-anonymity" for d in entries):  # a manifest of k alone
+    has_k = any(d.get("model") == "k-anonymity" for d in entries)
+    if not has_k and (k >= 2 or not entries):  # a manifest of k alone, or --k given
         entries = [{"model": "k-anonymity", "k": k}, *entries]
+        has_k = True
     models, skipped = [], []
     for d in entries:
         model = rebuild(d, ctx)
@@ -332,7 +379,8 @@ def standalone_policy(
             skipped.append({**d, "reason": model})
         else:
             models.append(model)
-    models = list(with_threshold(tuple(models), "k", k))
+    if has_k:
+        models = list(with_threshold(tuple(models), "k", k))
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped
 
 

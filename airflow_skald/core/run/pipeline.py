@@ -154,7 +154,13 @@ def search_lattice(
         plan = plan.with_root(counts.node)
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
     return _search_lattice(
-        plan, counts, policy, config.priority_order(), source=source, quality=config.quality
+        plan,
+        counts,
+        policy,
+        config.priority_order(),
+        source=source,
+        quality=config.quality,
+        analysis=config.risk_settings,
     )
 
 

@@ -496,6 +496,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 classes=merged.classes,
                 policy=build_policy(config, plan.stats.sensitive, plan.stats.n_rows),
                 sensitive=plan.stats.sensitive,
+                at_top=tuple(decision.node) == tuple(plan.tops),
             )
             predicted = decision.to_dict()
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):

@@ -40,6 +40,32 @@ class PopulationModel:
         return {"sampling_fraction": decimal_text(fraction)}
 
 
+@dataclass(frozen=True)
+class RiskSettings:
+    """What a risk analysis is made with: the prosecutor threshold and the population."""
+
+    threshold: Fraction
+    population: PopulationModel
+
+    def analyse(self, sizes: np.ndarray, n_input: int) -> dict:
+        """The analysis of classes of `sizes` (the all-`*` records already left out), with
+        the records by class size for the report's plot."""
+        out = analyse(sizes, self.threshold, self.population, n_input)
+        out["by_class_size"] = class_size_bins(sizes)
+        return out
+
+    @classmethod
+    def of_entry(cls, entry: dict) -> RiskSettings:
+        """The settings a manifest's `risk_analysis` was made with."""
+        population = PopulationModel(
+            population=entry.get("population"),
+            sampling_fraction=(
+                Fraction(str(entry["sampling_fraction"])) if "sampling_fraction" in entry else None
+            ),
+        )
+        return cls(Fraction(str(entry["threshold"])), population)
+
+
 def _num(x: float) -> float | None:
     return None if x is None or not np.isfinite(x) else float(x)
 
@@ -103,9 +129,9 @@ def class_size_bins(sizes: np.ndarray) -> list[dict]:
     sizes = sizes[sizes > 0]
     if not sizes.size:
         return []
-    edges = [1, 2, 3, 5, 10, 20, 50, 100]
-    while edges[-1] <= sizes.max():
-        edges.append(edges[-1] * 10 if str(edges[-1]).startswith("1") else edges[-1] * 2)
+    edges = [1, 2, 3, 5, 10]
+    while edges[-1] <= sizes.max():  # 20, 50, 100, 200, 500, ...
+        edges.append(edges[-1] * 5 // 2 if str(edges[-1]).startswith("2") else edges[-1] * 2)
     out = []
     for lo, hi in zip(edges, edges[1:], strict=False):
         hit = sizes[(sizes >= lo) & (sizes < hi)]
