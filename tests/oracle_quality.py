@@ -12,7 +12,7 @@ lattice and generalisation), every model scored per record in plain Python:
 - nu_entropy: per QID gF * sum over records log2(|label| / |value|) (no suppression);
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
   prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w.
-Entropies are summed in 80-digit Decimal and compared with a 1e-60 tolerance (a tie within
+Entropies are summed in 80-digit Decimal and compared with a 1e-40 tolerance (a tie within
 it counts as a tie); everything else in Fractions. Ties: dm_star as SPEC §4 (higher precision,
 then qid_priority), every other objective smaller sum of levels first.
 """
@@ -90,9 +90,14 @@ def exhaustive_quality(
     weights=None,
     aggregate=None,
     root=None,
+    l_diversity=(),
+    t_closeness=(),
 ) -> dict:
-    """The best node for `objective` and every model's score there (exact; entropies Decimal)."""
+    """The best node for `objective` and every model's score there (exact; entropies Decimal).
+    With criteria (config-style dicts, tests/oracle.py's `Criteria`), a class is suppressed
+    if it has fewer than k records or violates one."""
     prepared = O._prepare(df, qids)
+    criteria = O.Criteria(l_diversity, t_closeness, df)
     names = [q["name"] for q in qids]
     tops = {n: prepared[n]["top"] for n in names}
     order = O._priority_order(qids, qid_priority)
@@ -108,8 +113,12 @@ def exhaustive_quality(
     for node in O._lattice(tops, root):
         ids = O._class_ids(prepared, node)
         sizes = Counter(ids)
-        kept_ids = {c for c, size in sizes.items() if size >= k}
-        s = sum(size for c, size in sizes.items() if c not in kept_ids)
+        by_id = [sizes[i] for i in range(max(ids) + 1)]
+        dists = {
+            a: O._class_distributions(ids, len(by_id), df[a].tolist()) for a in criteria.attributes
+        }
+        kept_list, s = O._judge(by_id, dists, k, criteria)
+        kept_ids = set(kept_list)
         if s > allowed:
             continue
         scores = _scores(node, prepared, ids, sizes, kept_ids, s, n, g, s_f, ws, shares, tops)
@@ -132,7 +141,7 @@ def exhaustive_quality(
 
 def _less(a: tuple, b: tuple) -> bool:
     va, vb = a[0], b[0]
-    if isinstance(va, Decimal) and abs(va - vb) <= Decimal("1e-60"):
+    if isinstance(va, Decimal) and abs(va - vb) <= Decimal("1e-40"):
         return a[1:] < b[1:]
     if va != vb:
         return va < vb
@@ -141,8 +150,10 @@ def _less(a: tuple, b: tuple) -> bool:
 
 def _objective(objective: str, scores: dict, ws: list[Fraction], how: str | None):
     if objective == "nu_entropy":
-        dec = [Decimal(w.numerator) / Decimal(w.denominator) for w in ws]
-        return _aggregate(scores["per_qid"][objective], dec, how)
+        with localcontext() as ctx:  # sums and means of 80-digit values, at 80 digits
+            ctx.prec = 80
+            dec = [Decimal(w.numerator) / Decimal(w.denominator) for w in ws]
+            return _aggregate(scores["per_qid"][objective], dec, how)
     if objective in DEFAULT_AGGREGATE:
         return _aggregate(scores["per_qid"][objective], ws, how)
     return scores[objective]
