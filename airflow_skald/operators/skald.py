@@ -26,7 +26,6 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
-from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.core.text import decimal_text
 from airflow_skald.operators.links import SkaldManifestLink
 
@@ -299,6 +298,8 @@ def dag_run_gone(info) -> str | None:
 
 def settings_line(config) -> str:
     """The run's settings on one line (paths, thresholds; never a data value)."""
+    from airflow_skald.core.privacy.build import describe_privacy  # heavy: not at DAG parsing
+
     criteria = "; ".join(
         ", ".join(f"{k}={v}" for k, v in m.items()) for m in describe_privacy(config)[1:]
     )
