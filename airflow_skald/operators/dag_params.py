@@ -11,9 +11,10 @@ from airflow_skald.operators.release_event import RELEASE_ALIAS
 def _params() -> dict[str, Param]:
     """One Param per row of the settings table (core.settings), plus the config file.
 
-    Types only, no bounds: the trigger form would clamp a number to them (k=1 sent as 2);
-    each value is checked by the run's first task, with the message every route gives, and
-    an empty param means the config file's value.
+    The type, and the bounds as values to refuse (`Setting.param_schema`): no top-level
+    minimum/maximum, which the trigger form would clamp a number to (k=1 sent as 2); the
+    trigger refuses an out-of-range value naming the rule, the run's first task checks every
+    value again, and an empty param means the config file's value.
     """
     params = {
         "config": Param(

@@ -204,14 +204,26 @@ def test_package_import_is_light():
 
 
 # --------------------------------------------------------------------------- params
-def test_params_keep_what_was_typed(dagbag):
-    """No bounds in the Param schemas: nothing is clamped (k=1 stays 1, 5 stays 5); the run's
-    first task refuses out-of-range values, naming the field."""
+def test_params_keep_what_was_typed_and_refuse_out_of_range(dagbag):
+    """No minimum/maximum in the Param schemas (the form would clamp to them): values in range
+    are kept as typed; out-of-range values are refused by the params' validation, which the
+    trigger runs, naming the rule (issue 18 item 13)."""
+    from airflow.sdk.exceptions import ParamValidationError
+
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
         params = copy.deepcopy(dagbag.dags[dag_id].params)
-        params.update({"k": 1, "suppression_limit": 5, "histogram_bins": 1, "config": "/x.yaml"})
+        params.update({"k": 2, "suppression_limit": 1, "histogram_bins": 2, "config": "/x.yaml"})
         params.validate()
-        assert params["k"] == 1 and params["suppression_limit"] == 5
+        assert params["k"] == 2 and params["suppression_limit"] == 1
+        for bad, rule in (
+            ({"k": 1}, "k must be an integer >= 2"),
+            ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1"),
+            ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2"),
+        ):
+            refused = copy.deepcopy(dagbag.dags[dag_id].params)
+            with pytest.raises(ParamValidationError, match=rule):
+                refused.update(bad)
+                refused.validate()
 
 
 def test_selects_label_the_empty_choice_and_settings_read_as_people_write(tmp_path):
@@ -232,21 +244,28 @@ def test_selects_label_the_empty_choice_and_settings_read_as_people_write(tmp_pa
     assert " suppression_limit=0.1 " in line and "1/10" not in line
 
 
-def test_non_numbers_are_refused_by_the_schema(dagbag):
+@pytest.mark.parametrize(
+    ("bad", "rule"),
+    [
+        ({"k": "abc"}, "k"),
+        ({"k": 1}, "k must be an integer >= 2"),
+        ({"k": 2.5}, "k must be an integer >= 2"),
+        ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1"),
+        ({"suppression_limit": -0.1}, "suppression_limit must be a number between 0 and 1"),
+        ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2"),
+    ],
+)
+def test_wrong_types_and_out_of_range_values_are_refused_at_trigger(dagbag, bad, rule):
+    """No run is made: the params' schemas refuse them (issue 18 item 13)."""
     from airflow.sdk.exceptions import ParamValidationError
 
-    with pytest.raises(ParamValidationError, match="k"):
-        dagbag.dags["skald_anonymise"].test(run_conf={"k": "abc", "config": "/nonexistent.yaml"})
+    with pytest.raises(ParamValidationError, match=rule):
+        dagbag.dags["skald_anonymise"].test(run_conf={**bad, "config": "/nonexistent.yaml"})
 
 
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({"k": 1}, "k must be an integer >= 2 (got 1)"),
-        ({"k": 2.5}, "k must be an integer >= 2 (got 2.5)"),
-        ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1 (got 5)"),
-        ({"suppression_limit": -0.1}, "suppression_limit must be a number between 0 and 1"),
-        ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2 (got 1)"),
         ({"K": 25}, "unknown key 'K' in the run's conf"),
     ],
 )

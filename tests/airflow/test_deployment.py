@@ -86,10 +86,9 @@ def test_local_executor_sqlite(dataset, reference, tmp_path):
     ) as dep:
         run_id, _ = run_mapped(dep, dataset, out, reference)
 
-        # A wrong type is refused by the trigger (Param schema, HTTP 400); out-of-range numbers
-        # are accepted as typed and fail the run's first task naming the field
-        # (test_run_safety.py), since the Params carry no bounds the UI form would clamp to
-        for bad in ({"k": "abc"}, {"suppression_limit": "lots"}):
+        # A wrong type or an out-of-range number is refused by the trigger (Param schema, HTTP
+        # 400), the bounds written so the UI form cannot clamp to them (test_run_safety.py)
+        for bad in ({"k": "abc"}, {"suppression_limit": "lots"}, {"k": 1}):
             with pytest.raises(DeploymentError, match="400"):
                 dep.api("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": bad})
 

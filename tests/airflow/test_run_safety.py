@@ -6,18 +6,19 @@ REST API v2 and, for the trigger form, through the Airflow UI in headless Chromi
 
 1. a conf without ``k`` uses the config file's k (privacy.k = 7): manifest, asset event extra
    and the encode task's first log line say 7;
-2. + 6. bad conf (an unknown key ``K``, no ``config``, ``k`` = 2.5, ``k`` = 1 with
-   ``suppression_limit`` = 5) posted through the REST API: each run fails in ``encode`` naming
-   the field, before any work (no artifacts, no event, the release at the output untouched);
-   a wrong type (``k`` = "abc") is refused by the trigger itself (HTTP 400);
+2. + 6. bad conf posted through the REST API: out-of-range values (``k`` = 2.5, ``k`` = 1,
+   ``suppression_limit`` = 5) and a wrong type (``k`` = "abc") are refused by the trigger itself
+   (HTTP 400 naming the rule; no run); an unknown key ``K`` or no ``config`` fail the run in
+   ``encode`` naming the field, before any work (no artifacts, no event, the release at the
+   output untouched);
 3. a second run with other settings (k=10, then k=50) to the same output is refused naming the
    existing release's k, which stays byte-identical; with ``overwrite`` it is replaced;
 4. one asset event per release, holding k and the run id; a cleared ``generalise`` adds none
    and writes identical manifest bytes and parts;
 5. the real trigger form: k=1 with suppression_limit=5, and k=2.5, typed into the form fields;
-   the DAG run's conf holds exactly what was typed (not clamped) and the run fails naming the
-   fields. Screenshots (``SKALD_IT_SHOTS``, default ``/tmp/skald-run-safety``) of the filled
-   form and of the failed task's log.
+   the fields keep what was typed (not clamped to a bound) and the trigger is refused with the
+   rule on the page, no run made. Screenshots (``SKALD_IT_SHOTS``, default
+   ``/tmp/skald-run-safety``) of the filled form and of the refusal.
 
 The tests share the deployment and the two first releases (``releases``), each checks its own
 outputs and runs, so any one of them can be run alone.
@@ -184,39 +185,37 @@ def test_conf_without_k_releases_at_the_files_k(dep, releases):
 
 # --------------------------------------------------------------------------- 2. + 6. bad conf
 def test_bad_conf_is_refused_before_any_work(dep, releases):
-    """Unknown key, missing config, out-of-range values (REST): the run fails in encode naming
-    the field; no artifacts, no asset event, the release at the output untouched."""
+    """Out-of-range values and wrong types are refused by the trigger itself (HTTP 400 naming
+    the rule: issue 18 item 13), an unknown key or a missing config fail the run in encode
+    naming the field; no artifacts, no asset event, the release at the output untouched."""
     out, config = releases["out"]["a"], str(releases["config"])
     before, beside = files(out), siblings(out)
     folders = run_folders(releases["artifacts"])
+    n_runs = len(runs_of(dep, DAG_ID))
+    base = {"config": config, "output_path": str(out)}
+    for bad, rule in (
+        ({"k": "abc"}, r"\bk\b"),
+        ({"k": 2.5}, "k must be an integer >= 2"),
+        ({"k": 1, "suppression_limit": 0.1}, "k must be an integer >= 2"),
+        ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1"),
+    ):
+        with pytest.raises(DeploymentError, match=r"400.*" + rule):
+            trigger(dep, {**base, **bad})
+    assert len(runs_of(dep, DAG_ID)) == n_runs  # refused: no run was made
     cases = {
-        "K": ({"config": config, "output_path": str(out), "K": 25}, ["unknown key 'K'"]),
+        "K": ({**base, "K": 25}, ["unknown key 'K'"]),
         "config": (
             {"output_path": str(out), "k": 10},
             ["no SKALD config: set the DAG param 'config'"],
         ),
-        "k": ({"config": config, "output_path": str(out), "k": 2.5}, ["k must be an integer"]),
-        "k+suppression_limit": (
-            {"config": config, "output_path": str(out), "k": 1, "suppression_limit": 5},
-            [
-                "k must be an integer >= 2 (got 1)",
-                "suppression_limit must be a number between 0 and 1 (got 5)",
-            ],
-        ),
     }
     runs = {name: trigger(dep, conf) for name, (conf, _) in cases.items()}
-    # a value of the wrong type never makes a run: the Param's schema refuses it, naming it
-    with pytest.raises(DeploymentError, match=r"400.*\bk\b"):
-        trigger(dep, {"config": config, "output_path": str(out), "k": "abc"})
     for name, run_id in runs.items():
         assert_refused_in_encode(dep, run_id, *cases[name][1])
-    assert "k must be an integer >= 2 (got 2.5)" in task_log(dep, runs["k"])
     assert run_folders(releases["artifacts"]) == folders  # not even the run's artifact folder
     assert files(out) == before and siblings(out) == beside
-    assert not {e["source_run_id"] for e in release_events(dep)} & set(runs.values())
 
 
-# --------------------------------------------------------------------------- 3. no replacement
 def test_other_settings_refused_then_overwrite_replaces(dep, releases):
     out, first = releases["out"]["b"], releases["run"]["b"]
     config = str(releases["config"])
@@ -614,9 +613,9 @@ def type_into(browser: Browser, name: str, text: str) -> None:
         )
 
 
-def submit_form(dep: Deployment, browser: Browser, typed: dict[str, str], shot: Path) -> str:
-    """Open the DAG's trigger form, type the values, check what the form shows, submit it;
-    the new run's id (the UI goes to its page)."""
+def fill_and_submit(dep: Deployment, browser: Browser, typed: dict[str, str], shot: Path) -> None:
+    """Open the DAG's trigger form, type the values, check the form shows them as typed (not
+    rounded or clamped), and submit it."""
     browser.goto(f"{dep.base_url}/dags/{DAG_ID}")
     browser.wait_for(OPEN_TRIGGER)
     browser.wait_for(f"!!{field('k')}")
@@ -628,54 +627,33 @@ def submit_form(dep: Deployment, browser: Browser, typed: dict[str, str], shot: 
     browser.evaluate(f"{field('k')}.scrollIntoView({{block: 'center'}})")
     browser.screenshot(shot)
     assert browser.evaluate(SUBMIT)
-    path = browser.wait_for(
-        f"location.pathname.startsWith('/dags/{DAG_ID}/runs/') && location.pathname"
-    )
-    return urllib.parse.unquote(path.rsplit("/", 1)[-1])
 
 
-def test_trigger_form_sends_what_was_typed_in_a_browser(dep, releases):
+def test_trigger_form_refuses_out_of_range_values_in_a_browser(dep, releases):
+    """k=1 with suppression_limit=5, and k=2.5, typed into the real trigger form: the fields
+    keep what was typed (no clamping to a bound), the trigger is refused with the rule shown on
+    the page, and no run is made (issue 18 item 13)."""
     if CHROMIUM is None:
         pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
     SHOTS.mkdir(parents=True, exist_ok=True)
     out, config = releases["out"]["a"], str(releases["config"])
-    before = files(out)
+    before, n_runs = files(out), len(runs_of(dep, DAG_ID))
     forms = {
-        "k1-sl5": (
-            {"k": "1", "suppression_limit": "5"},
-            {"k": 1, "suppression_limit": 5},
-            [
-                "k must be an integer >= 2 (got 1)",
-                "suppression_limit must be a number between 0 and 1 (got 5)",
-            ],
-        ),
-        "k2.5": ({"k": "2.5"}, {"k": 2.5}, ["k must be an integer >= 2 (got 2.5)"]),
+        "k1-sl5": ({"k": "1", "suppression_limit": "5"}, "k must be an integer >= 2"),
+        "k2.5": ({"k": "2.5"}, "k must be an integer >= 2"),
     }
     browser = Browser(CHROMIUM)
     try:
         browser.send("Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/")
-        for name, (typed, sent, messages) in forms.items():
+        for name, (typed, rule) in forms.items():
             typed = {"config": config, "output_path": str(out), **typed}
-            run_id = submit_form(dep, browser, typed, SHOTS / f"form-{name}-filled.png")
-            conf = dep.run(DAG_ID, run_id)["conf"]
-            given = {key: value for key, value in conf.items() if value is not None}
-            assert given == {"config": config, "output_path": str(out), **sent}, conf
-            for key, value in sent.items():  # 1 stays 1 (not 2, not 1.0), 5 stays 5 (not 1.0)
-                assert json.dumps(conf[key]) == json.dumps(value), (key, conf[key])
-            assert_refused_in_encode(dep, run_id, *messages)
-
-            # what the user sees: the failed encode task and its log naming the field
-            quoted = urllib.parse.quote(run_id, safe="")
-            browser.goto(f"{dep.base_url}/dags/{DAG_ID}/runs/{quoted}/tasks/encode")
+            fill_and_submit(dep, browser, typed, SHOTS / f"form-{name}-filled.png")
             text = browser.wait_for(
-                f"(() => {{ const t = {PAGE_TEXT}; return t.includes({json.dumps(messages[-1])})"
-                " ? t : ''; })()"
+                f"(() => {{ const t = {PAGE_TEXT}; return t.includes({json.dumps(rule)}) ? t : ''; }})()"
             )
-            time.sleep(0.5)
-            browser.screenshot(SHOTS / f"form-{name}-failed-run.png")
-            assert "Failed" in text and run_id in text
-            for message in messages:
-                assert message in text, (message, text)
+            browser.screenshot(SHOTS / f"form-{name}-refused.png")
+            assert rule in text
+            assert f"/dags/{DAG_ID}/runs/" not in browser.evaluate("location.pathname")
     finally:
         browser.close()
-    assert files(out) == before
+    assert len(runs_of(dep, DAG_ID)) == n_runs and files(out) == before

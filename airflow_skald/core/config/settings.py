@@ -109,23 +109,42 @@ class Setting:
         return value
 
     def param_schema(self) -> dict:
-        """The DAG Param's schema: the type (or null), without bounds.
+        """The DAG Param's schema: the type (or null), and the bounds in a form the trigger
+        form cannot clamp to.
 
-        Bounds stay out of the Param on purpose: Airflow's trigger form clamps a number to the
-        schema's minimum/maximum before sending it (k=1 would silently become 2), while the
-        run checks bounds itself, before any work, with the message every route gives.
+        Airflow's trigger form clamps a number field to the schema's top-level `minimum` and
+        `maximum` before sending it (k=1 would silently become 2). So no such keyword stands at
+        the top: the values outside the setting's bounds (and a non-integer for an integer
+        setting) are listed under `not`, which the form does not read and the trigger (form or
+        REST) refuses with HTTP 400, the message naming the rule ("k must be an integer >=
+        2"). The run checks every value again, as every route does.
         """
         kind = self.schema["type"]
-        if kind == "integer":
-            kind = "number"  # k=2.5 reaches the run and is refused there, naming the field
-        schema = {"type": ["null", kind]}
+        schema: dict[str, Any] = {"type": ["null", "number" if kind == "integer" else kind]}
         if "enum" in self.schema:
             schema["enum"] = [None, *self.schema["enum"]]
             # the form's label of the empty choice (it would read "null")
             schema["values_display"] = {"null": "(the config file's value)"}
+        outside = [
+            {opposite: self.schema[bound]}
+            for bound, opposite in _OUTSIDE.items()
+            if bound in self.schema
+        ]
+        if kind == "integer":
+            outside.append({"not": {"multipleOf": 1}})
+        if outside:
+            rule = f"{self.name} must be {self.expects}"
+            schema["not"] = {"type": "number", "description": rule, "anyOf": outside}
         return schema
 
 
+#: a bound of a setting's schema -> the keyword that matches the numbers beyond it
+_OUTSIDE = {
+    "minimum": "exclusiveMaximum",
+    "maximum": "exclusiveMinimum",
+    "exclusiveMinimum": "maximum",
+    "exclusiveMaximum": "minimum",
+}
 _POSITIVE = {"type": "integer", "minimum": 1}
 _SHARE = {"type": "number", "exclusiveMinimum": 0, "maximum": 1}
 
