@@ -388,7 +388,15 @@ def exhaustive_risk_search(df: pd.DataFrame, qids, privacy: dict, limit, qid_pri
         )
         if best_key is None or key < best_key:
             best_key = key
-            best = {"node": node, "dm_star": key[0], "n_suppressed": s, "kept_sizes": ks}
+            kept_set = set(kept)
+            best = {
+                "node": node,
+                "dm_star": key[0],
+                "n_suppressed": s,
+                "kept_sizes": ks,
+                "top": node == tops,
+                "suppressed_rows": [r for r, c in enumerate(ids) if c not in kept_set],
+            }
     return best or {"node": None}
 
 
