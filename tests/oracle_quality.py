@@ -12,7 +12,7 @@ lattice and generalisation), every model scored per record in plain Python:
 - nu_entropy: per QID gF * sum over records log2(|label| / |value|) (no suppression);
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
   prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w.
-Entropies are summed in 80-digit Decimal and compared with a 1e-60 tolerance (a tie within
+Entropies are summed in 80-digit Decimal and compared with a 1e-40 tolerance (a tie within
 it counts as a tie); everything else in Fractions. Ties: dm_star as SPEC §4 (higher precision,
 then qid_priority), every other objective smaller sum of levels first.
 """
@@ -132,7 +132,7 @@ def exhaustive_quality(
 
 def _less(a: tuple, b: tuple) -> bool:
     va, vb = a[0], b[0]
-    if isinstance(va, Decimal) and abs(va - vb) <= Decimal("1e-60"):
+    if isinstance(va, Decimal) and abs(va - vb) <= Decimal("1e-40"):
         return a[1:] < b[1:]
     if va != vb:
         return va < vb
@@ -141,8 +141,10 @@ def _less(a: tuple, b: tuple) -> bool:
 
 def _objective(objective: str, scores: dict, ws: list[Fraction], how: str | None):
     if objective == "nu_entropy":
-        dec = [Decimal(w.numerator) / Decimal(w.denominator) for w in ws]
-        return _aggregate(scores["per_qid"][objective], dec, how)
+        with localcontext() as ctx:  # sums and means of 80-digit values, at 80 digits
+            ctx.prec = 80
+            dec = [Decimal(w.numerator) / Decimal(w.denominator) for w in ws]
+            return _aggregate(scores["per_qid"][objective], dec, how)
     if objective in DEFAULT_AGGREGATE:
         return _aggregate(scores["per_qid"][objective], ws, how)
     return scores[objective]

@@ -32,6 +32,9 @@ class AECS(Metric):
         den = kept * self.s + (self.g if j.n_suppressed else 0)
         return Fraction(self.n) / den if den else math.inf
 
+    def display(self, value: Any) -> float | None:
+        return None if value == math.inf else float(value)  # JSON has no infinity
+
     def lower_bound(self, table: ClassTable) -> float:
         # ARX's N / (classes * s_factor), widened when g > s (gs < 0.5: one suppressed class
         # counts more than a kept one), so it never exceeds the value here or above

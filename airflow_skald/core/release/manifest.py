@@ -191,6 +191,7 @@ def build_manifest(
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
+        **({"quality_models": decision.quality} if decision.quality else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
     ).to_dict()

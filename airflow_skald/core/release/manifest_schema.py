@@ -164,6 +164,12 @@ class Manifest:
     dm_star_arx: int = key(INT0, "an integer >= 0", "ARX's DM*: |E|^2 over all classes")
     dm: int = key(INT0, "an integer >= 0", "DM: kept |E|^2 plus N * s")
     precision: float = key(NUMBER, "a number", "Sweeney's precision of the node")
+    quality_models: dict = key(
+        OBJECT,
+        "an object",
+        "the objective and its settings, every quality model's score for the node, and per QID "
+        "its level, loss, NU-entropy, labels and distribution before/after (SPEC §4d)",
+    )
     # --- the node and the searches
     node: dict = key(
         {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1}},

@@ -473,6 +473,82 @@ def _quality_section(m: Mapping, plots: Mapping[str, str]) -> str:
     return "<h2>Information loss</h2>" + _table(rows, ["metric", "value"]) + _class_sizes(m, plots)
 
 
+#: the quality models (SPEC §4d) in the report's order, with what each measures
+QUALITY_MODELS = (
+    ("dm_star", "DM* (paper)"),
+    ("dm_star_arx", "DM* (ARX)"),
+    ("dm", "discernibility (DM)"),
+    ("aecs", "average equivalence class size"),
+    ("loss", "Loss (ARX, 0 = no loss)"),
+    ("nu_entropy", "non-uniform entropy, bits"),
+    ("precision", "precision loss (ARX, 0 = no loss)"),
+    ("height", "height (sum of levels)"),
+)
+
+
+def _quality_models(m: Mapping) -> str:
+    """The objective, every quality model's score for the node, the per-QID table and each
+    QID's distribution before and after generalisation (counts and labels the manifest holds,
+    labels of fewer than k records never named)."""
+    q = m.get("quality_models")
+    if not isinstance(q, Mapping):
+        return ""
+    scores = q.get("scores") or {}
+    objective = q.get("objective")
+    rows = [
+        [_e(label) + (" <b>(objective)</b>" if name == objective else ""), _num(scores.get(name))]
+        for name, label in QUALITY_MODELS
+        if name in scores
+    ]
+    settings = (
+        f"gs factor {_e(q.get('gs_factor'))}, aggregate {_e(q.get('aggregate') or 'n/a')}"
+        + (f", weights {_e(q.get('weights'))}" if q.get("weights") else "")
+    )
+    per_qid = [
+        [
+            _e(r.get("name")),
+            f"{_int(r.get('level'))} of {_int(r.get('top'))}",
+            _num(r.get("loss")),
+            _num(r.get("nu_entropy")),
+            _int(r.get("labels")),
+        ]
+        for r in q.get("qids") or []
+    ]
+    charts = "".join(_distribution_charts(r) for r in q.get("qids") or [])
+    return (
+        "<h2>Quality models</h2>"
+        f'<p class="muted">The search minimised <b>{_e(objective)}</b> ({settings}); ties by '
+        "smaller sum of levels, then precision, then qid_priority (DM*: precision first).</p>"
+        + _table(rows, ["model", "score at the chosen node"])
+        + _table(per_qid, ["QID", "level", "loss", "NU-entropy (bits)", "labels"])
+        + charts
+    )
+
+
+def _distribution_charts(row: Mapping) -> str:
+    dist = row.get("distribution")
+    if not isinstance(dist, Mapping):
+        return ""
+    out = []
+    for part, title, color in (
+        ("before", f"{row.get('name')} before (level {dist.get('before_level')})", "#8a94a6"),
+        ("after", f"{row.get('name')} after (level {row.get('level')})", "#3b6fb6"),
+    ):
+        d = dist.get(part) or {}
+        labels = [str(lab) for lab, _ in d.get("labels") or []]
+        values = [c for _, c in d.get("labels") or []]
+        if d.get("other"):
+            labels.append(f"other ({d.get('other_labels')} labels)")
+            values.append(d["other"])
+        if part == "after" and dist.get("suppressed"):
+            labels.append("* (suppressed)")
+            values.append(dist["suppressed"])
+        if values:
+            chart = bar_chart(labels, values, title=title, value_label="records", color=color)
+            out.append(_chart(chart))
+    return "".join(out)
+
+
 #: the records the risk figures are computed over (the manifest's `risk` section)
 KEPT = "kept (not suppressed) records"
 
@@ -823,6 +899,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             _nodes(m),
             _privacy(m),
             _quality_section(m, plots),
+            _quality_models(m),
             _risk(m),
             _risk_analysis(m, plots),
             _at_risk(m),

@@ -204,18 +204,24 @@ def search_lattice(
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=keys[~judgement.kept].astype(np.int64),
-        quality=quality_figures(ctx, objective, Scored(table, judgement, best, plan.tops, keys)),
+        quality=quality_figures(
+            ctx,
+            objective,
+            Scored(table, judgement, best, plan.tops, keys),
+            policy.min_class_size,
+        ),
     )
 
 
-def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored) -> dict:
-    """Every quality model's score for the chosen node and the per-QID table (SPEC §4d):
-    figures from counts only, never a value of the data."""
+def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored, k: int) -> dict:
+    """Every quality model's score for the chosen node and the per-QID table (SPEC §4d),
+    with each QID's distribution before and after generalisation (`distributions`)."""
     models = every_model(ctx)
     models[objective.name] = objective
     scores = {name: m.display(m.value(scored)) for name, m in models.items()}
     loss = models["loss"].per_qid(scored) or []
     entropy = models["nu_entropy"].per_qid(scored) or []
+    after = distributions(ctx, scored, k)
     qids = [
         {
             "name": d.name,
@@ -224,6 +230,7 @@ def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored) -> d
             "labels": ctx.labels(i, int(level)),
             "loss": loss[i],
             "nu_entropy": entropy[i],
+            "distribution": after[i],
         }
         for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True))
     ]
@@ -248,3 +255,45 @@ def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
 
 def _label(policy: PrivacyPolicy) -> str:
     return " and ".join(m.label() for m in policy.models)
+
+
+TOP_LABELS = 10  # labels a distribution lists (the rest summed)
+
+
+def distributions(ctx: QualityContext, scored: Scored, k: int) -> list[dict]:
+    """Per QID, records per label before generalisation (at the root's level: level 0 when
+    the root is) and after (kept records per label at the node, suppressed as '*'): the
+    `TOP_LABELS` largest, from counts alone. A label holding fewer than k records is never
+    named (counted in `other`): the figures show no rare value, so no record."""
+    j = scored.judgement
+    sup = ~j.kept
+    codes = ctx.codes(scored.keys[sup], scored.node) if j.n_suppressed else None
+    sizes = scored.table.sizes[sup] if j.n_suppressed else None
+    out = []
+    for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True)):
+        root = ctx.root[i]
+        kept = ctx.marginal(i, int(level)).copy()
+        if codes is not None:
+            kept -= np.bincount(codes[i], weights=sizes, minlength=kept.size).astype(np.int64)
+        out.append(
+            {
+                "before_level": int(root),
+                "before": _top(d, root, ctx.marginal(i, root), k),
+                "after": _top(d, int(level), kept, k),
+                "suppressed": int(j.n_suppressed),
+            }
+        )
+    return out
+
+
+def _top(dim, level: int, counts: np.ndarray, k: int) -> dict:
+    shown = np.flatnonzero(counts >= max(k, 1))
+    shown = shown[np.argsort(-counts[shown], kind="stable")][:TOP_LABELS]
+    labels = dim.labels(level, shown) if shown.size else []
+    total = int(counts.sum())
+    listed = [[str(lab), int(c)] for lab, c in zip(labels, counts[shown].tolist(), strict=True)]
+    return {
+        "labels": listed,
+        "other": total - sum(c for _, c in listed),
+        "other_labels": int(np.count_nonzero(counts)) - len(listed),
+    }
