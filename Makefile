@@ -65,6 +65,8 @@ paper: $(STAMP)
 # repository's DAGs, in the foreground (Ctrl-C stops all three). README: "Run it on a real Airflow".
 SKALD_AIRFLOW_HOME ?= $(HOME)/.skald-airflow
 AIRFLOW_PORT ?= 8080
+AIRFLOW_HOST ?= 127.0.0.1
+AIRFLOW_LOG_PORT ?= 8793
 AIRFLOW_PG_ADMIN ?= postgresql://postgres@127.0.0.1:5432/postgres
 AIRFLOW_PG_DB ?= skald_airflow
 AIRFLOW_ENV = AIRFLOW_HOME=$(SKALD_AIRFLOW_HOME) \
@@ -75,6 +77,8 @@ AIRFLOW_ENV = AIRFLOW_HOME=$(SKALD_AIRFLOW_HOME) \
 	AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://localhost:$(AIRFLOW_PORT)/execution/ \
 	AIRFLOW__API__BASE_URL=http://localhost:$(AIRFLOW_PORT) \
 	AIRFLOW__API__PORT=$(AIRFLOW_PORT) \
+	AIRFLOW__API__HOST=$(AIRFLOW_HOST) \
+	AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=$(AIRFLOW_LOG_PORT) \
 	AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=$$($(BIN)/python -c "import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(('postgresql+psycopg2', p.netloc, '/' + sys.argv[2], p.query, '')))" "$(AIRFLOW_PG_ADMIN)" "$(AIRFLOW_PG_DB)")
 
 airflow: $(STAMP)
@@ -83,8 +87,8 @@ airflow: $(STAMP)
 	@export $(AIRFLOW_ENV); \
 	$(BIN)/airflow db migrate > $(SKALD_AIRFLOW_HOME)/db-migrate.log || { tail -30 $(SKALD_AIRFLOW_HOME)/db-migrate.log; exit 1; }; \
 	echo "Airflow UI: http://localhost:$(AIRFLOW_PORT)  user admin, password in $(SKALD_AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated"; \
-	echo "DAGs: $(CURDIR)/dags  home: $(SKALD_AIRFLOW_HOME)  database: $(AIRFLOW_PG_DB)  (Ctrl-C stops)"; \
-	$(BIN)/airflow api-server --port $(AIRFLOW_PORT) & api=$$!; \
+	echo "DAGs: $(CURDIR)/dags  home: $(SKALD_AIRFLOW_HOME)  database: $(AIRFLOW_PG_DB)  listening on $(AIRFLOW_HOST), log server port $(AIRFLOW_LOG_PORT)  (Ctrl-C stops)"; \
+	$(BIN)/airflow api-server --host $(AIRFLOW_HOST) --port $(AIRFLOW_PORT) & api=$$!; \
 	$(BIN)/airflow scheduler & scheduler=$$!; \
 	$(BIN)/airflow dag-processor & processor=$$!; \
 	trap 'kill $$api $$scheduler $$processor 2>/dev/null; wait' INT TERM; \

@@ -90,9 +90,14 @@ def exhaustive_quality(
     weights=None,
     aggregate=None,
     root=None,
+    l_diversity=(),
+    t_closeness=(),
 ) -> dict:
-    """The best node for `objective` and every model's score there (exact; entropies Decimal)."""
+    """The best node for `objective` and every model's score there (exact; entropies Decimal).
+    With criteria (config-style dicts, tests/oracle.py's `Criteria`), a class is suppressed
+    if it has fewer than k records or violates one."""
     prepared = O._prepare(df, qids)
+    criteria = O.Criteria(l_diversity, t_closeness, df)
     names = [q["name"] for q in qids]
     tops = {n: prepared[n]["top"] for n in names}
     order = O._priority_order(qids, qid_priority)
@@ -108,8 +113,12 @@ def exhaustive_quality(
     for node in O._lattice(tops, root):
         ids = O._class_ids(prepared, node)
         sizes = Counter(ids)
-        kept_ids = {c for c, size in sizes.items() if size >= k}
-        s = sum(size for c, size in sizes.items() if c not in kept_ids)
+        by_id = [sizes[i] for i in range(max(ids) + 1)]
+        dists = {
+            a: O._class_distributions(ids, len(by_id), df[a].tolist()) for a in criteria.attributes
+        }
+        kept_list, s = O._judge(by_id, dists, k, criteria)
+        kept_ids = set(kept_list)
         if s > allowed:
             continue
         scores = _scores(node, prepared, ids, sizes, kept_ids, s, n, g, s_f, ws, shares, tops)

@@ -1,4 +1,4 @@
-"""Exact numbers as people wrote them."""
+"""Exact numbers as people wrote them; data values as ranks where no value may be named."""
 
 from __future__ import annotations
 
@@ -21,3 +21,10 @@ def decimal_text(value: Fraction) -> str:
     text = str(abs(scaled.numerator)).rjust(digits + 1, "0")
     sign = "-" if value < 0 else ""
     return sign + (text[:-digits] + "." + text[-digits:] if digits else text)
+
+
+def rank_names(n: int) -> list[str]:
+    """``["value #01", "value #02", ...]``: ranks zero-padded to one width, so their text
+    order (a JSON writer's sort_keys, a report's table) is the rank order."""
+    width = max(2, len(str(n)))
+    return [f"value #{r + 1:0{width}d}" for r in range(n)]

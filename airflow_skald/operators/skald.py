@@ -20,12 +20,12 @@ Settings (all templated; empty = the config file's value): one explicit keyword 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC
 from typing import Any
 
 from airflow.sdk import BaseOperator
 
 from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
-from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.core.text import decimal_text
 from airflow_skald.operators.links import SkaldManifestLink
 
@@ -207,8 +207,12 @@ class _SkaldOperator(BaseOperator):
             None if is_empty(self.artifacts) else self.artifacts, context
         )
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
+        self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
+        started = getattr(dag_run, "start_date", None)  # the DAG run's, not this task's
+        if started is not None:
+            run.record.started_at = started.astimezone(UTC).isoformat(timespec="seconds")
         return run
 
     def render_path(self, name: str, value: Any, context) -> Any:
@@ -221,6 +225,15 @@ class _SkaldOperator(BaseOperator):
         dag = context.get("dag")
         env = dag.get_template_env(force_sandboxed=True) if dag is not None else None
         return str(self.render_template(value, context, jinja_env=env))
+
+    def get_openlineage_facets_on_complete(self, task_instance):
+        """OpenLineage (``apache-airflow-providers-openlineage``): the input dataset; for the
+        task that published the release, the release as output dataset and the
+        ``skald_release`` run facet (figures only; ``operators/lineage.py``)."""
+        from airflow_skald.operators.lineage import operator_lineage
+
+        seen = getattr(self, "_lineage", None) or {}
+        return operator_lineage(seen.get("input"), seen.get("output"), seen.get("manifest"))
 
     def group(self) -> tuple[int, list[int]]:
         group = self.chunk_group
@@ -285,6 +298,8 @@ def dag_run_gone(info) -> str | None:
 
 def settings_line(config) -> str:
     """The run's settings on one line (paths, thresholds; never a data value)."""
+    from airflow_skald.core.privacy.build import describe_privacy  # heavy: not at DAG parsing
+
     criteria = "; ".join(
         ", ".join(f"{k}={v}" for k, v in m.items()) for m in describe_privacy(config)[1:]
     )
@@ -426,6 +441,7 @@ class GeneraliseOperator(_SkaldOperator):
             "input_events": input_events(context),
         }
         emit_release_event(context, self.outlets, manifest, links)
+        self._lineage = {"input": run.config.input.path, "output": out, "manifest": manifest}
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
         more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {

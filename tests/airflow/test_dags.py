@@ -520,8 +520,13 @@ def test_templated_relative_output_path(dagbag, artifacts_root, tmp_path):
         "output_path": "../rel/daily-{{ ds }}",
         "input_path": "{{ 'chunk' }}-*.parquet",  # relative, templated: the config's folder
     }
-    run_dag(dagbag, "skald_anonymise", conf, logical_date=day)
+    dr = run_dag(dagbag, "skald_anonymise", conf, logical_date=day)
     out = tmp_path / "rel" / "daily-2026-03-01"
+    # item 6: the run record times the DAG run (from its start), each phase by its own task,
+    # in the phases' order
+    record = json.loads((out / "run.json").read_text())
+    assert record["started_at"] == dr.start_date.astimezone(dt.UTC).isoformat(timespec="seconds")
+    assert list(record["timings_s"]) == ["encode", "histogram", "search", "generalise", "verify"]
     assert manifest(out)["verified"] is True and manifest(out)["n_records"] == 600
     assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == ["daily-2026-03-01"]
     assert not list(Path.cwd().glob("rel/daily-*"))

@@ -227,7 +227,7 @@ def test_crash_mid_commit_then_lease_then_retry(
     real, copies = release._copy_object, []
 
     def crashing(fs, src, dst):
-        if len(copies) == 3:  # 3 of 3 parts, report.html, run.json; the manifest last
+        if len(copies) == 4:  # effective.json, 3 of 3 parts, ..., skald.yaml; the manifest last
             raise CommitCrash("injected: connection lost during the commit")
         copies.append(dst.rsplit("/", 1)[-1])
         real(fs, src, dst)
@@ -242,7 +242,12 @@ def test_crash_mid_commit_then_lease_then_retry(
     # on_failure_callback), its verified staging folder stays for a retry
     left = names(out)
     assert "manifest.json" not in left and COMMIT_MARKER in left, left
-    assert copies == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
+    assert copies == [
+        "effective.json",
+        "part-00000.parquet",
+        "part-00001.parquet",
+        "part-00002.parquet",
+    ]
     token = f"{dag_id}-{first.run_id}"
     assert read_lease(out) is None
     assert _events_for(out) == []

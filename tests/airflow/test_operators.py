@@ -160,3 +160,39 @@ def test_artifacts_on_an_object_store_url():
     assert uri == "memory://skald-test/artifacts/dag/manual__2026_1/decision.json"
     assert store.read_json("decision.json") == {"node": [1, 2]}
     assert not store.exists(".decision.json.tmp")
+
+
+def test_openlineage_of_a_release():
+    """Item 12: datasets named by OpenLineage's conventions; the facet holds figures only."""
+    from airflow_skald.operators.lineage import FACET, dataset, operator_lineage
+
+    assert (dataset("/data/in/").namespace, dataset("/data/in/").name) == ("file", "/data/in")
+    s3 = dataset("s3://conn@Bucket/rel/x/")
+    assert (s3.namespace, s3.name) == ("s3://bucket", "rel/x")
+    manifest = {
+        "k": 5,
+        "suppression_limit": 0.01,
+        "node": {"age": 2},
+        "node_paper": "((3))",
+        "dm_star": 99,
+        "n_records": 100,
+        "n_suppressed": 1,
+        "verified": True,
+        "config_sha256": "c" * 64,
+        "input_fingerprint": "f" * 64,
+        "privacy_models": [
+            {"model": "k-anonymity", "k": 5},
+            {"model": "distinct-l-diversity", "l": 3, "attribute": "disease", "min_distinct": 3},
+            {"model": "t-closeness", "t": "0.6", "attribute": "disease", "max_distance": 0.5},
+        ],
+    }
+    lineage = operator_lineage("/data/in", "/data/out", manifest)
+    assert [d.name for d in lineage.inputs] == ["/data/in"]
+    assert [d.name for d in lineage.outputs] == ["/data/out"]
+    facet = lineage.run_facets[FACET]
+    assert facet.k == 5 and facet.verified is True and facet.dm_star == 99
+    assert facet.l == [{"model": "distinct-l-diversity", "l": 3, "attribute": "disease"}]
+    assert facet.t == [{"model": "t-closeness", "t": "0.6", "attribute": "disease"}]
+    assert facet.suppression_limit == "0.01" and facet.node == {"age": 2}
+    before = operator_lineage("/data/in", "/data/out", None)  # encode, histogram_lattice
+    assert before.outputs == [] and before.run_facets == {}

@@ -73,6 +73,11 @@ def dep(workdir):
     scheduled = {  # dags/skald_scheduled.py: read at parse time (files written by the test)
         "SKALD_SCHEDULED_CONFIG": str(workdir / "daily" / "skald.yaml"),
         "SKALD_INPUT_ASSET": f"file://{workdir / 'daily' / 'incoming'}",
+        # OpenLineage through the provider's file transport: one JSON event per line
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(workdir / "openlineage.jsonl"), "append": True}
+        ),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "skald-test",
     }
     with local_postgres_deployment(REPO / "dags", workdir / "artifacts", scheduled) as dep:
         dep.wait_for_dag(DAG_ID)
@@ -354,6 +359,17 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     assert mine[fixed]["input_fingerprint"] == manifest["input_fingerprint"]
     page = dep._request_text("/skald/releases")
     assert f"replaced by run {fixed}" in page and f"replaced by run {run_b}" in page
+    browser = Browser(CHROMIUM)  # as an auditor sees it
+    try:
+        browser.send("Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/")
+        browser.goto(dep.base_url + "/skald/releases")
+        text = browser.wait_for(PAGE_TEXT)
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        browser.screenshot(SHOTS / "releases-replaced.png")
+    finally:
+        browser.close()
+    assert f"replaced by run {run_b}" in text and f"replaced by run {fixed}" in text, text
+    assert str(config) in text and manifest["config_sha256"][:12] in text
 
     # defect 3: links are served from the release folder, not the run-artifact store
     import shutil
@@ -390,27 +406,79 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     assert sha256s(out) == before
 
 
+# ------------------------------------------------------------------ issue 18: OpenLineage
+def test_openlineage_events_name_input_release_and_figures(dep, releases, workdir):
+    """Item 12: the provider emits, for the run's generalise task, a COMPLETE event with the
+    input dataset, the release as output dataset and the skald_release facet (figures only)."""
+    out = releases["out"]["a"]
+    manifest = json.loads((out / "manifest.json").read_text())
+    log = workdir / "openlineage.jsonl"
+    deadline = time.monotonic() + 60
+    while True:  # the listener writes after the task finished
+        events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+        done = [
+            e
+            for e in events
+            if e.get("eventType") == "COMPLETE"
+            and any(o["name"] == str(out) for o in e.get("outputs") or [])
+        ]
+        if done:
+            break
+        assert time.monotonic() < deadline, [e.get("job", {}).get("name") for e in events]
+        time.sleep(1)
+    event = done[0]  # (a later test clears this run's generalise: a second, same event)
+    assert event["job"]["name"] == f"{DAG_ID}.generalise"
+    assert [(d["namespace"], d["name"]) for d in event["outputs"]] == [("file", str(out))]
+    data = releases["config"].parent
+    assert [d["namespace"] for d in event["inputs"]] == ["file"]
+    assert event["inputs"][0]["name"].startswith(str(data))
+    facet = event["run"]["facets"]["skald_release"]
+    assert facet["k"] == K_IN_FILE == manifest["k"] and facet["verified"] is True
+    for key in ("node", "dm_star", "n_suppressed", "n_records", "config_sha256"):
+        assert facet[key] == manifest[key], key
+    assert facet["l"] == [] and facet["t"] == [] and facet["suppression_limit"] == "0.01"
+    # the earlier tasks report the input they read, no release
+    encode = [
+        e
+        for e in events
+        if e["job"]["name"] == f"{DAG_ID}.encode"
+        and e.get("eventType") == "COMPLETE"
+        and any(d["name"] == event["inputs"][0]["name"] for d in e.get("inputs") or [])
+    ]
+    assert encode and all(not e.get("outputs") for e in encode)
+
+
 # ------------------------------------------------------ issue 18: scheduled and asset-driven
 def runs_of(dep: Deployment, dag_id: str) -> list[dict]:
     return dep.api("GET", f"/dags/{dag_id}/dagRuns?limit=100&order_by=logical_date")["dag_runs"]
 
 
-def wait_runs(dep: Deployment, dag_id: str, count: int, timeout: float = 240) -> list[dict]:
-    """Wait until `dag_id` has `count` runs, all finished; return them."""
+def wait_runs(
+    dep: Deployment, dag_id: str, count: int, days: tuple[str, ...] = (), timeout: float = 240
+) -> list[dict]:
+    """Wait until `dag_id` has `count` runs (of the logical `days`, if given), all finished."""
     deadline = time.monotonic() + timeout
     while True:
-        runs = runs_of(dep, dag_id)
+        runs = [
+            r for r in runs_of(dep, dag_id) if not days or (r["logical_date"] or "")[:10] in days
+        ]
         if len(runs) >= count and all(r["state"] in ("success", "failed") for r in runs):
             return runs
         assert time.monotonic() < deadline, runs
         time.sleep(2)
 
 
+def reproducible(folder: Path) -> dict[str, str]:
+    """sha256 of a release's files but the run record and the report that prints its timings
+    (they differ between attempts; the manifest and parts are deterministic)."""
+    return {k: v for k, v in sha256s(folder).items() if k not in ("run.json", "report.html")}
+
+
 def test_daily_partitions_backfill_and_asset_trigger(dep, releases, workdir):
     """Item 10: skald_daily over two logical dates by a backfill (input ``date={{ ds }}``,
-    output ``releases/daily-{{ ds }}``, relative to the config's folder); the same backfill
-    again and a clear of one date reproduce the bytes; skald_on_asset runs on an update of
-    its input Asset and its release event names that input event."""
+    output ``releases/daily-{{ ds }}``, relative to the config's folder); one date run again
+    whole and a clear of the other's generalise reproduce the bytes (sha256); skald_on_asset
+    runs on an update of its input Asset and its release event names that input event."""
     import shutil
 
     import yaml
@@ -438,41 +506,42 @@ def test_daily_partitions_backfill_and_asset_trigger(dep, releases, workdir):
         "max_active_runs": 2,
     }
     dep.api("POST", "/backfills", backfill)
-    runs = [r for r in wait_runs(dep, "skald_daily", 2) if r["run_type"] == "backfill"]
+    # (unpaused, the scheduler also starts today's run: its partition does not exist, it fails)
+    runs = wait_runs(dep, "skald_daily", 2, days)
     assert [r["state"] for r in runs] == ["success", "success"], runs
     outs = {day: daily / "releases" / f"daily-{day}" for day in days}
-    first = {day: sha256s(out) for day, out in outs.items()}
+    first = {day: reproducible(out) for day, out in outs.items()}
     for seed, day in enumerate(days):
         manifest = json.loads((outs[day] / "manifest.json").read_text())
         assert manifest["n_records"] == 1200 + 300 * seed and manifest["verified"] is True
     assert sorted(p.name for p in (daily / "releases").iterdir()) == [f"daily-{d}" for d in days]
 
-    # the same dates again (a backfill reprocessing completed runs), then a clear of one date
-    dep.api("POST", "/backfills", {**backfill, "reprocess_behavior": "completed"})
-    deadline = time.monotonic() + 240
-    while True:
-        done = dep.api("GET", "/backfills?dag_id=skald_daily")["backfills"]
-        if all(b.get("completed_at") for b in done) and len(done) == 2:
-            break
-        assert time.monotonic() < deadline, done
-        time.sleep(2)
-    wait_runs(dep, "skald_daily", 2)
-    assert {day: sha256s(out) for day, out in outs.items()} == first
-    run_id = next(
-        r["dag_run_id"] for r in runs_of(dep, "skald_daily") if days[0] in r["logical_date"]
-    )
-    dep.api(
-        "POST",
-        "/dags/skald_daily/clearTaskInstances",
-        {
+    # a date run again (a whole run cleared: what a backfill reprocessing it does, one run per
+    # logical date) and a clear of the other date's generalise: the same bytes
+    by_day = {
+        day: next(r["dag_run_id"] for r in runs if r["logical_date"].startswith(day))
+        for day in days
+    }
+    for day, tasks in (
+        (days[0], ["generalise"]),
+        (days[1], ["encode", "histogram_lattice", "generalise"]),
+    ):
+        clear_run = {
             "dry_run": False,
-            "dag_run_id": run_id,
-            "task_ids": ["generalise"],
-            "reset_dag_runs": True,
-        },
-    )
-    assert dep.wait_for_run("skald_daily", run_id, timeout=180) == "success"
-    assert {day: sha256s(out) for day, out in outs.items()} == first
+            "dag_run_id": by_day[day],
+            "task_ids": tasks,
+            "only_failed": False,
+        }
+        dep.api(
+            "POST", "/dags/skald_daily/clearTaskInstances", {**clear_run, "reset_dag_runs": True}
+        )
+    for day in days:
+        assert dep.wait_for_run("skald_daily", by_day[day], timeout=180) == "success"
+        tis = {
+            t["task_id"]: t["try_number"] for t in dep.task_instances("skald_daily", by_day[day])
+        }
+        assert tis["generalise"] == 2 and tis["encode"] == (1 if day == days[0] else 2), tis
+    assert {day: reproducible(out) for day, out in outs.items()} == first
 
     # data-aware: an update of the input Asset (here through the REST API) runs skald_on_asset
     dep.wait_for_dag("skald_on_asset")

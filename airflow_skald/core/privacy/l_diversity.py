@@ -24,7 +24,7 @@ from airflow_skald.core.privacy.model import (
     is_column,
     is_int,
 )
-from airflow_skald.core.text import decimal_text
+from airflow_skald.core.text import decimal_text, rank_names
 
 VARIANTS = ("distinct", "entropy", "recursive")
 
@@ -178,5 +178,4 @@ def at_risk_classes(
 def ranked_counts(counts: list[int]) -> dict[str, int]:
     """``{"value #01": 12, "value #02": 7, ...}``: ranks zero-padded to one width, so the
     keys' text order (a JSON writer's sort_keys, a report's table) is the frequency order."""
-    width = max(2, len(str(len(counts))))
-    return {f"value #{r + 1:0{width}d}": int(c) for r, c in enumerate(counts)}
+    return dict(zip(rank_names(len(counts)), map(int, counts), strict=True))

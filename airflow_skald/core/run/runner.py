@@ -671,9 +671,15 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
             raise
 
 
+PHASE_ORDER = ("encode", "histogram", "search", "generalise", "verify")
+
+
 def record_timings(run: Run) -> None:
-    """The run record's timings from the per-phase timing artifacts (tasks of a DAG run)."""
+    """The run record's timings from the per-phase timing artifacts (tasks of a DAG run, each
+    phase measured by its own task), in the phases' order."""
     t = run.record.timings_s
-    for phase in ("encode", "histogram", "search", "generalise"):
+    for phase in PHASE_ORDER:
         if phase not in t and run.store.exists(f"{TIMINGS}{phase}.json"):
             t[phase] = run.seconds(phase)
+    ordered = {p: t[p] for p in PHASE_ORDER if p in t}
+    run.record.timings_s = {**ordered, **{p: v for p, v in t.items() if p not in ordered}}

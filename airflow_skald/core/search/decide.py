@@ -32,7 +32,7 @@ from airflow_skald.core.quality.registry import objective as configured_objectiv
 from airflow_skald.core.quality.settings import QualitySettings
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
-from airflow_skald.core.text import decimal_text
+from airflow_skald.core.text import decimal_text, rank_names
 
 
 @dataclass
@@ -264,7 +264,9 @@ def distributions(ctx: QualityContext, scored: Scored, k: int) -> list[dict]:
     """Per QID, records per label before generalisation (at the root's level: level 0 when
     the root is) and after (kept records per label at the node, suppressed as '*'): the
     `TOP_LABELS` largest, from counts alone. A label holding fewer than k records is never
-    named (counted in `other`): the figures show no rare value, so no record."""
+    listed (counted in `other`): the figures show no rare value, so no record. Level 0 holds
+    the input's own values: they are listed as ranks ("value #01"), never named (manifests
+    hold no data value); a generalised level's labels are named."""
     j = scored.judgement
     sup = ~j.kept
     codes = ctx.codes(scored.keys[sup], scored.node) if j.n_suppressed else None
@@ -289,7 +291,10 @@ def distributions(ctx: QualityContext, scored: Scored, k: int) -> list[dict]:
 def _top(dim, level: int, counts: np.ndarray, k: int) -> dict:
     shown = np.flatnonzero(counts >= max(k, 1))
     shown = shown[np.argsort(-counts[shown], kind="stable")][:TOP_LABELS]
-    labels = dim.labels(level, shown) if shown.size else []
+    if level == 0:  # the input's values: ranked, not named
+        labels = rank_names(shown.size)
+    else:
+        labels = dim.labels(level, shown) if shown.size else []
     total = int(counts.sum())
     listed = [[str(lab), int(c)] for lab, c in zip(labels, counts[shown].tolist(), strict=True)]
     return {

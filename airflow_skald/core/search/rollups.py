@@ -18,6 +18,10 @@ CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's b
 # below them held as every cell (int32), built once from a sparse source and rolled up further
 # one QID at a time as a dense root is (`RollUps`).
 HUB_MIN_BINS = 1 << 18  # a sparse source of fewer bins is cheap enough to roll up directly
+# fewest_classes: a sparse source of fewer bins is rolled up instead (from 2^15 bins a failing
+# node's bound, which stops counting early, costs less than its roll-up's sort: CUP-shaped
+# data's search at 5 % suppression ~35 % less CPU, issue 23)
+BOUND_MIN_BINS = 1 << 15
 HUB_SHARE = 32  # a hub takes at most 1/HUB_SHARE of the cache budget (a (class, value) table's
 # hub, holding every value of its classes, twice that: `RollUps(values=True)`) ...
 HUB_LIMIT = DENSE_LIMIT  # ... and at most this many cells
@@ -440,10 +444,11 @@ class RollUps:
 
     def fewest_classes(self, node: tuple[int, ...], enough: int, ignore=()) -> int | None:
         """A lower bound of the node's non-empty bins when rolling the node up would be slow (a
-        node of many possible bins above a large sparse root, `_Source.distinct_at_least`),
+        node of many possible bins above a sparse root of at least BOUND_MIN_BINS bins,
+        `_Source.distinct_at_least`),
         counted until it exceeds `enough`; None when the roll-up is cheap or the count could
         not exceed `enough` (the source's bins, or the node's possible bins, are no more)."""
-        if self.dense or self.root_bins < max(HUB_MIN_BINS, enough + 1) or node in self.cache:
+        if self.dense or self.root_bins < max(BOUND_MIN_BINS, enough + 1) or node in self.cache:
             return None  # no source is large enough to be slow, or to hold more bins
         radices = self.plan.radices(node)
         if math.prod(radices) <= self.hub_cells:  # a hub serves it
@@ -451,7 +456,7 @@ class RollUps:
         if math.prod(r for i, r in enumerate(radices) if i not in ignore) <= enough:
             return None
         source = self._closest(node)
-        if not isinstance(source, _Source) or source.n_bins < max(HUB_MIN_BINS, enough + 1):
+        if not isinstance(source, _Source) or source.n_bins < max(BOUND_MIN_BINS, enough + 1):
             return None
         n = self._seen_n
         below = (self._seen_nodes[:n] <= np.asarray(node)).all(axis=1)

@@ -35,6 +35,7 @@ def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:
     """Sparse roots, hubs and the class-count bound on any table; counts what they did."""
     monkeypatch.setattr(rollups, "DENSE_LIMIT", 0)
     monkeypatch.setattr(rollups, "HUB_MIN_BINS", 1)
+    monkeypatch.setattr(rollups, "BOUND_MIN_BINS", 1)
     monkeypatch.setattr(rollups, "HUB_SHARE", share)
     monkeypatch.setattr(rollups, "CACHE_FACTOR", factor)
     seen = {"hubs": 0, "drops": 0, "bounds": 0}
