@@ -339,9 +339,26 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     tis = assert_run(dep, refused, "failed")
     assert tis["histogram_lattice"]["state"] == "failed", tis
     assert siblings(out) == ["x"]
+    # a lease left by a run killed without its callbacks (written here as that failed run would
+    # have left it, 6 h to go): its DAG run is no longer running, so the next run takes it over
+    now = time.time()
+    lease = {
+        "token": f"{DAG_ID}-{refused}",
+        "nonce": "killed",
+        "host": "elsewhere",
+        "pid": None,
+        "pid_started": None,
+        "acquired": now,
+        "renewed": now,
+        "expires": now + 6 * 3600,
+        "ttl_s": 6 * 3600,
+        "holder": {"dag_id": DAG_ID, "run_id": refused},
+    }
+    (out.parent / ".x.skald-lease").write_text(json.dumps(lease))
     fixed = trigger(dep, {**conf, "k": 12, "overwrite": True})
     assert_run(dep, fixed, "success")
     assert json.loads((out / "manifest.json").read_text())["k"] == 12
+    assert siblings(out) == ["x"]  # the stale lease taken over, then released by the commit
     assert {"effective.json", "skald.yaml"} <= set(files(out))  # "from which config?"
     assert files(out)["skald.yaml"] == config.read_bytes()
 

@@ -37,7 +37,7 @@ font-variant-numeric:tabular-nums}.ok{color:#1b7f3b;font-weight:600}.bad{color:#
 font-weight:600}.muted{color:#5b6475;font-size:.9em}code{background:#f1f3f7;padding:0 .3em}
 .cards{display:flex;flex-wrap:wrap;gap:.8em;margin:1em 0}.card{border:1px solid #d8dde6;
 border-radius:6px;padding:.6em 1em;min-width:150px}.card b{display:block;font-size:1.3em}
-figure.chart{margin:.8em 0}figure.chart svg{max-width:100%;height:auto}
+figure.chart{margin:.8em 0}.pair{display:flex;flex-wrap:wrap;gap:0 1.5em}figure.chart svg{max-width:100%;height:auto}
 """
 
 #: the run's identity and time, in the order the report lists them
@@ -458,10 +458,16 @@ def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
 
 
 def _quality_section(m: Mapping, plots: Mapping[str, str]) -> str:
-    """Information loss: every reported metric, class counts, then the class sizes."""
+    """Information loss: every reported metric (those the quality models' table scores are
+    left to it), class counts, then the class sizes."""
     quality = _quality(m)
     labels = dict(METRICS)
-    known = [[_e(label), _num(quality[name])] for name, label in METRICS if name in quality]
+    scored = ((m.get("quality_models") or {}).get("scores") or {}).keys() - {"precision"}
+    known = [
+        [_e(label), _num(quality[name])]
+        for name, label in METRICS
+        if name in quality and name not in scored
+    ]
     other = [[_e(name), _num(v)] for name, v in quality.items() if name not in labels]
     rows = known + other
     if _per_chunk(m):
@@ -544,9 +550,11 @@ def _distribution_charts(row: Mapping) -> str:
             labels.append("* (suppressed)")
             values.append(dist["suppressed"])
         if values:
-            chart = bar_chart(labels, values, title=title, value_label="records", color=color)
+            chart = bar_chart(
+                labels, values, title=title, value_label="records", color=color, width=470
+            )
             out.append(_chart(chart))
-    return "".join(out)
+    return f'<div class="pair">{"".join(out)}</div>' if out else ""
 
 
 #: the records the risk figures are computed over (the manifest's `risk` section)
