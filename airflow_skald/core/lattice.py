@@ -276,6 +276,7 @@ def search_optimal(
     all_monotone: bool = True,
     by_height: bool = False,
     node_bounds: np.ndarray | None = None,
+    top_down: bool | None = None,
 ) -> SearchOutcome:
     """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
 
@@ -287,7 +288,9 @@ def search_optimal(
     loss of node i and of every node above it (ARX's DM* for the paper's DM*: merging classes
     never lowers sum |E|^2); None if the metric has none. `node_bounds`: per node, a lower
     bound of its own loss known in advance (ints, or floats never above the exact bound).
-    `by_height`: ties by the smaller sum of levels before precision (SPEC §4d).
+    `by_height`: ties by the smaller sum of levels before precision (SPEC §4d). `top_down`
+    (default: when `node_bounds` are given): once a passing node is known, evaluate the
+    highest alive node next instead of the lowest.
 
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
@@ -309,6 +312,7 @@ def search_optimal(
     alive = np.ones(n, dtype=bool)
     alive_view = alive.reshape(shape)
     bounds = _Bounds(n, node_bounds)
+    top_down = node_bounds is not None if top_down is None else top_down
     bound_view = bounds.flat.reshape(shape)
     rank = static_rank(lattice, tops, priority, by_height).astype(np.int32)  # n <= MAX_NODES < 2^31
     rank_view = rank.reshape(shape)
@@ -349,7 +353,18 @@ def search_optimal(
             alive[:] &= bounds.can_win(bounds.flat, rank, best[1], best[2])
 
     cursor = 0
+    # with bounds known for every node (node-only models), once a best is found the alive nodes
+    # are those whose bound can still win: the highest of them is evaluated first, as its fail
+    # clears every node below it (a lowest-first order tags little there)
+    descending = np.lexsort((rank, -lattice.heights)).astype(np.int32) if top_down else None
+    high = 0
     while True:
+        if descending is not None and best[0] is not None:
+            high = _next_alive(alive, descending, high)
+            if high >= n:
+                break
+            run(int(descending[high]))
+            continue
         cursor = _next_alive(alive, order, cursor)
         if cursor >= n:
             break

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.lattice import Lattice
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.exact import round_down
@@ -22,6 +23,7 @@ class AECS(Metric):
     by_height = True
 
     def __init__(self, ctx: QualityContext, aggregate: str | None = None):
+        self.ctx = ctx
         self.n = ctx.n_records
         self.g = ctx.settings.g_factor
         self.s = ctx.settings.s_factor
@@ -34,6 +36,22 @@ class AECS(Metric):
 
     def display(self, value: Any) -> float | None:
         return None if value == math.inf else float(value)  # JSON has no infinity
+
+    def node_bounds(self, lattice: Lattice) -> np.ndarray:
+        """From the node alone: a node has at most prod_i (labels of QID i holding records at
+        its level) classes, and at most N."""
+        d = len(lattice.shape)
+        most = np.ones(lattice.shape, dtype=np.float64)
+        for i, (lo, up) in enumerate(zip(lattice.lower, lattice.upper, strict=True)):
+            labels = [self.ctx.labels(i, lv) for lv in range(lo, up + 1)]
+            shape = [1] * d
+            shape[i] = -1
+            most = most * np.asarray(labels, dtype=np.float64).reshape(shape)
+        most = np.minimum(most.reshape(-1), float(self.n))
+        den = most * float(self.s) + float(max(Fraction(0), self.g - self.s))
+        with np.errstate(divide="ignore"):
+            out = np.where(den > 0, float(self.n) / np.where(den > 0, den, 1.0), np.inf)
+        return np.where(np.isinf(out), out, out - np.abs(out) * 1e-9)
 
     def lower_bound(self, table: ClassTable) -> float:
         # ARX's N / (classes * s_factor), widened when g > s (gs < 0.5: one suppressed class

@@ -16,5 +16,11 @@ class Height(MultiDimensional):
     def qid_values(self, scored: Scored) -> list[Fraction]:
         return [Fraction(int(lv)) for lv in scored.node]
 
+    def denominators(self) -> list[int]:
+        return [1]
+
+    def level_bound_exact(self, i: int, level: int) -> Fraction:
+        return Fraction(level)
+
     def level_bound(self, i: int, level: int) -> float:
         return float(level)

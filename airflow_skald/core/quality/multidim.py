@@ -4,6 +4,7 @@ lattice-wide lower bound built from per-QID, per-level bounds by one broadcast."
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
@@ -37,15 +38,70 @@ class MultiDimensional(Metric):
         raise NotImplementedError
 
     def value(self, scored: Scored) -> Any:
-        return aggregate_key(self.qid_values(scored), self.ctx.weights, self.how)
+        key = aggregate_key(self.qid_values(scored), self.ctx.weights, self.how)
+        scale = self.scale()
+        if scale is None:
+            return key
+        scaled = key * scale
+        assert scaled.denominator == 1, (key, scale)  # noqa: S101 (the scale's contract)
+        return int(scaled)
 
     def display(self, value: Any) -> float:
+        scale = self.scale()
+        if scale is not None:
+            value = Fraction(value, scale)
         return aggregate_value(value, len(self.ctx.dims), self.how)
+
+    def denominators(self) -> list[int] | None:
+        """Integers whose product times any per-QID value is an integer (None: unknown)."""
+        return None
+
+    def scale(self) -> int | None:
+        """D such that D * every aggregate key is an integer: keys are then compared as ints,
+        and exact integer bounds let the search break ties by rank (else float bounds keep
+        every tie alive). Linear aggregates only."""
+        if "_int_scale" not in self.__dict__:
+            dens = self.denominators()
+            scale = None
+            if dens is not None and self.how in ("sum", "arithmetic_mean", "maximum"):
+                scale = math.prod(dens) * math.lcm(*(w.denominator for w in self.ctx.weights))
+                scale *= len(self.ctx.dims) if self.how == "arithmetic_mean" else 1
+                scale = scale if scale < 2**40 else None
+            self.__dict__["_int_scale"] = scale
+        return self.__dict__["_int_scale"]
+
+    def level_bound_exact(self, i: int, level: int) -> Fraction | None:
+        """An exact per-QID bound (models with a `scale`)."""
+        return None
 
     def per_qid(self, scored: Scored) -> list[float]:
         return [float(v) for v in self.qid_values(scored)]
 
     def node_bounds(self, lattice: Lattice) -> np.ndarray:
+        scale = self.scale()
+        if scale is not None:  # exact integer keys: floor(D * weighted bound) per QID
+            d = len(lattice.shape)
+            per = Fraction(1, d) if self.how == "arithmetic_mean" else Fraction(1)
+            tables = [
+                np.asarray(
+                    [
+                        math.floor(self.level_bound_exact(i, lv) * w * per * scale)
+                        for lv in range(lo, up + 1)
+                    ],
+                    dtype=np.int64,
+                )
+                for i, (lo, up, w) in enumerate(
+                    zip(lattice.lower, lattice.upper, self.ctx.weights, strict=True)
+                )
+            ]
+            if self.how == "maximum":
+                out = np.full(lattice.shape, np.iinfo(np.int64).min, dtype=np.int64)
+                for i, t in enumerate(tables):
+                    shape = [1] * d
+                    shape[i] = -1
+                    out = np.maximum(out, t.reshape(shape))
+                return out.reshape(-1)
+            return lattice.grid_sum(tables)
         tables = [
             np.asarray([self.level_bound(i, lv) for lv in range(lo, up + 1)], dtype=np.float64)
             for i, (lo, up) in enumerate(zip(lattice.lower, lattice.upper, strict=True))

@@ -6,6 +6,7 @@ suppression costs at least that) the node alone."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -44,11 +45,18 @@ class NMPrecision(MultiDimensional):
             for i, lv in enumerate(scored.node)
         ]
 
-    def level_bound(self, i: int, level: int) -> float:
+    def denominators(self) -> list[int]:
+        tops = [t for t in self.ctx.tops if t] or [1]
+        return [max(self.ctx.n_records, 1), math.lcm(*tops), self.g.denominator, self.s.denominator]
+
+    def level_bound_exact(self, i: int, level: int) -> Fraction:
         """ARX's `g * level/top` when suppression costs at least that much (gs >= 0.5); else
         the value with the most records the policy may suppress (it falls as s grows)."""
         n, most = self.ctx.n_records, self.ctx.max_suppressed
         kept = self._share(i, level) * self.g
         if not n:
-            return 0.0
-        return float(min(kept, ((n - most) * kept + most * self.s) / n))
+            return Fraction(0)
+        return min(kept, ((n - most) * kept + most * self.s) / n)
+
+    def level_bound(self, i: int, level: int) -> float:
+        return float(self.level_bound_exact(i, level))
