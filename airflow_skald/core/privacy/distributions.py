@@ -35,6 +35,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from airflow_skald.core.count.histogram import changes, run_starts
+
 _EPS = float(np.finfo(np.float64).eps)
 _INT64_SAFE = 1 << 62  # an int64 product below this cannot overflow (sums of two stay in range)
 _BIGINT_BITS = 1 << 17  # entropy ties: compare the integer powers directly up to this many bits
@@ -104,7 +106,8 @@ class ClassValues:
         c, v, w = c[order], v[order], w[order]
         if c.size == 0:
             return cls_(n_classes, c, v, w)
-        new = np.r_[True, (c[1:] != c[:-1]) | (v[1:] != v[:-1])]
+        new = changes(c)
+        new[1:] |= v[1:] != v[:-1]
         starts = np.flatnonzero(new)
         return cls_(n_classes, c[starts], v[starts], np.add.reduceat(w, starts))
 
@@ -636,7 +639,7 @@ def _sorted_sum(keys: np.ndarray, x: np.ndarray, size: int) -> np.ndarray:
     """Sum x per key into an array of `size`, keys sorted ascending (exact in x's dtype)."""
     out = np.zeros(size, dtype=x.dtype)
     if keys.size:
-        starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+        starts = run_starts(keys)
         out[keys[starts]] = np.add.reduceat(x, starts)
     return out
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from airflow_skald.core.count.histogram import changes
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
@@ -70,8 +71,9 @@ class ClassSource:
         for a, (m, rollups) in self.values.items():
             hist = rollups.get((*node, 0))
             class_key, code = np.divmod(hist.keys, m)
-            starts = np.flatnonzero(np.r_[True, class_key[1:] != class_key[:-1]])
-            index = np.cumsum(np.r_[False, class_key[1:] != class_key[:-1]])
+            new = changes(class_key)
+            starts = np.flatnonzero(new)
+            index = np.cumsum(new) - 1
             if keys is None:
                 keys = class_key[starts]
             values[a] = ClassValues(int(keys.size), index, code, hist.counts)

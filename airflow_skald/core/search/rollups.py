@@ -9,7 +9,13 @@ import math
 
 import numpy as np
 
-from airflow_skald.core.count.histogram import DENSE_LIMIT, Histogram, grouped, strides_of
+from airflow_skald.core.count.histogram import (
+    DENSE_LIMIT,
+    Histogram,
+    grouped,
+    run_starts,
+    strides_of,
+)
 from airflow_skald.core.encode.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
@@ -31,6 +37,7 @@ _HASH_BITS = 24  # fewest_classes: a bit table of at most 2^24 entries (16 MiB)
 _HASH_CHECKS = 8  # ... its set entries counted this many times over a pass
 _HASH_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits are mixed
 _SLICE = 1 << 16  # a pass over a source's bins goes this many bins at a time
+_LUT_BYTES = 16 << 20  # a source's cached block tables (`_Source._block_lut`) hold at most this
 
 
 def _code_dtype(size: int) -> type:
@@ -60,6 +67,8 @@ class _Source:
         self.counts = np.asarray(hist.counts, dtype=np.int64)
         self._codes: list[np.ndarray] | None = None
         self._multi: np.ndarray | None = None  # bins of more than one record (dense_at)
+        self._block_luts: dict[tuple[int, ...], np.ndarray] = {}  # see _block_lut
+        self._lut_bytes = 0
 
     @property
     def n_bins(self) -> int:
@@ -93,20 +102,36 @@ class _Source:
     def _luts(self, node: tuple[int, ...], ignore: tuple[int, ...] = ()) -> list[np.ndarray | None]:
         """Per block, each block code's contribution to the key at `node` (None: nothing, the
         block's QIDs all at their top or in `ignore`)."""
-        plan = self.plan
-        radices = plan.radices(node)
+        radices = self.plan.radices(node)
         strides = np.cumprod((radices[1:] + (1,))[::-1], dtype=np.int64)[::-1]
         luts: list[np.ndarray | None] = []
-        for block in self.blocks:
+        for b, block in enumerate(self.blocks):
             if all(radices[i] == 1 or i in ignore for i in block):  # every code maps to 0
                 luts.append(None)
                 continue
+            luts.append(self._block_lut(b, node, ignore) * strides[block[-1]])
+        return luts
+
+    def _block_lut(self, b: int, node: tuple[int, ...], ignore: tuple[int, ...]) -> np.ndarray:
+        """Block b's codes mapped to the block's own mixed-radix key at `node` (its QIDs' codes
+        there, the first most significant); the key's part is this times the stride of the
+        block's last QID. Cached per levels of the block's QIDs (a search revisits few
+        combinations), up to _LUT_BYTES per source."""
+        block = self.blocks[b]
+        at = (b, *(-1 if i in ignore else node[i] for i in block))
+        lut = self._block_luts.get(at)
+        if lut is None:
             lut = np.zeros(1, dtype=np.int64)
             for i in block:
-                contrib = plan.dims[i].level_map(self.node[i], node[i]) * strides[i]
-                lut = np.add.outer(lut, 0 * contrib if i in ignore else contrib).ravel()
-            luts.append(lut)
-        return luts
+                card = self.plan.dims[i].cards[node[i]]
+                contrib = self.plan.dims[i].level_map(self.node[i], node[i])
+                lut = np.add.outer(lut * card, 0 * contrib if i in ignore else contrib).ravel()
+            if self._lut_bytes + lut.nbytes > _LUT_BYTES:
+                self._block_luts.clear()
+                self._lut_bytes = 0
+            self._block_luts[at] = lut
+            self._lut_bytes += lut.nbytes
+        return lut
 
     def _gather(
         self,
@@ -215,7 +240,7 @@ def sum_groups(array: np.ndarray, targets: np.ndarray, axis: int) -> np.ndarray:
         if np.any(targets[1:] < targets[:-1]):  # a categorical map: equal targets together
             perm = np.argsort(targets, kind="stable")
             array, targets = np.take(array, perm, axis=axis), targets[perm]
-        starts = np.flatnonzero(np.r_[True, targets[1:] != targets[:-1]])
+        starts = run_starts(targets)
         return np.add.reduceat(array, starts, axis=axis, dtype=array.dtype)
     shape = list(array.shape)
     shape[axis] = n_targets
