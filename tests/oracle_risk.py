@@ -75,6 +75,13 @@ def _newton(fun, start, constraint=None):
     return None
 
 
+def _div(a: float, b: float) -> float:
+    """a / b as a double divides (Java): +-inf or NaN for b = 0."""
+    if b != 0:
+        return a / b
+    return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
+
+
 def _hist(sizes: list[int]) -> dict[int, int]:
     out: dict[int, int] = {}
     for s in sizes:
@@ -95,7 +102,7 @@ def pitman(sizes: list[int], pop: float) -> float | None:
     h, n, u = _hist(sizes), float(sum(sizes)), float(len(sizes))
     c1, c2 = h.get(1, 0), h.get(2, 0) or 1
     c = c1 * (c1 - 1) / c2
-    t0 = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
+    t0 = _div(n * u * c - c1 * (n - 1) * (2 * u + c), 2 * c1 * u + c1 * c - n * c)
     a0 = (t0 * (c1 - n) + (n - 1) * c1) / (n * u)
     dg = special.digamma
 
@@ -388,7 +395,15 @@ def exhaustive_risk_search(df: pd.DataFrame, qids, privacy: dict, limit, qid_pri
         )
         if best_key is None or key < best_key:
             best_key = key
-            best = {"node": node, "dm_star": key[0], "n_suppressed": s, "kept_sizes": ks}
+            kept_set = set(kept)
+            best = {
+                "node": node,
+                "dm_star": key[0],
+                "n_suppressed": s,
+                "kept_sizes": ks,
+                "top": node == tops,
+                "suppressed_rows": [r for r, c in enumerate(ids) if c not in kept_set],
+            }
     return best or {"node": None}
 
 

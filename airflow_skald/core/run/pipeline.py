@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.first_rows import FirstRows, chunk_codes
 from airflow_skald.core.count.histogram import Histogram, strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data import io as skald_io
@@ -114,17 +115,26 @@ def count_histogram(
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
     acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
 
-    def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
+    # SPEC §4c: each class's first row orders the classes the sample-based models suppress
+    first = FirstRows(acc.node) if any(m.sample_based for m in config.privacy) else None
+
+    def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int, tuple | None]:
         node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
         table = read_chunk(config.input, chunk, columns, types)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-        return node, acc.chunk_tables(node, keys, values), table.num_rows
+        rows = chunk_codes(chunk.chunk_id, keys) if first is not None else None
+        return node, acc.chunk_tables(node, keys, values), table.num_rows, rows
 
-    for i, (_, (node, tables, rows)) in enumerate(map_ahead(counted_at, chunks)):
+    for i, (_, (node, tables, n_rows, rows)) in enumerate(map_ahead(counted_at, chunks)):
         acc.add_chunk(node, tables)
-        tick(i + 1, rows)
-    return acc.result()
+        if first is not None:
+            first.add(plan.dims, node, *rows)
+            first.rise(plan.dims, acc.node)
+        tick(i + 1, n_rows)
+    result = acc.result()
+    result.first = first
+    return result
 
 
 def root_keys(

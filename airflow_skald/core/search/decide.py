@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -174,6 +174,8 @@ def search_lattice(
         )
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
+    if counts.first is not None and policy.sample_based:  # the order within a class size
+        table = replace(table, first_rows=counts.first.at(plan.dims, best, keys))
     judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]

@@ -36,7 +36,7 @@ def risk_entry(draw, model: str):
     if model == "sample_uniqueness":
         return {"max": draw(share)}
     if model == "population_uniqueness":
-        estimator = draw(st.sampled_from(["zayatz", "zayatz", "zayatz", "pitman", "snb", "dankar"]))
+        estimator = "zayatz"  # closed form; the solved ones: test_solved_estimators_in_the_search
         return {"max": draw(share), "model": estimator, **population}
     if model == "k_map":
         estimator = draw(st.sampled_from(["poisson", "zero_truncated_poisson"]))
@@ -94,6 +94,9 @@ def test_risk_models_match_exhaustive_search(tmp_path_factory, data, cut):
     assert manifest["n_suppressed"] == expected["n_suppressed"]
     release = read_release(tmp / "out")
     assert len(release) == len(df)
+    if not expected["top"]:  # the very rows suppressed: size ascending, then first input row
+        starred = (release[[q["name"] for q in qids]].astype(str) == "*").all(axis=1)
+        assert starred[starred].index.tolist() == expected["suppressed_rows"]
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -118,3 +121,80 @@ def test_estimators_match_the_scalar_reference(seed):
                 assert np.isnan(got), (model, fraction, got)
             else:
                 assert got == pytest.approx(want, rel=1e-4), (model, fraction)
+
+
+@pytest.mark.parametrize("cuts,workers", [([15], 1), ([4, 4, 4, 3], 1), ([1] * 15, 2)])
+def test_first_rows_order_the_suppressed_classes(tmp_path, cuts, workers):
+    """Five sample-unique classes, listed in the input in reverse label order: sample uniqueness
+    0.1 needs four of them suppressed, the four whose first record comes first (not the four
+    first by label), however the input is cut."""
+    import pandas as pd
+    from skald_testdata import write_chunks
+
+    values = ["a"] * 5 + ["z", "y", "x", "w", "v"] + ["b"] * 5
+    df = pd.DataFrame({"pid": [f"p{i}" for i in range(15)], "q": values, "sens": [1] * 15})
+    hierarchy = {v: ["common" if v in "ab" else "rare"] for v in sorted(set(values))}
+    write_chunks(df, tmp_path / "in", cuts)
+    cfg = write_config(
+        tmp_path / "c.yaml",
+        {
+            "input": {"path": str(tmp_path / "in")},
+            "output": {"path": str(tmp_path / "out")},
+            "direct_identifiers": ["pid"],
+            "quasi_identifiers": [{"name": "q", "type": "categorical", "hierarchy": hierarchy}],
+            "privacy": {"sample_uniqueness": {"max": 0.1}, "suppression_limit": 0.5},
+        },
+    )
+    manifest = run(load_config(cfg), workers=workers)
+    assert manifest["node"] == {"q": 0} and manifest["n_suppressed"] == 4
+    release = read_release(tmp_path / "out")
+    assert release["q"].tolist() == ["a"] * 5 + ["*"] * 4 + ["v"] + ["b"] * 5
+
+
+@pytest.mark.parametrize("estimator", ["pitman", "snb", "dankar"])
+@pytest.mark.parametrize("seed", [3, 11])
+def test_solved_estimators_in_the_search(tmp_path, estimator, seed):
+    """Population uniqueness by a solved estimator (Newton-Raphson from ARX's start values)
+    chooses the reference's node on a small table (the scalar reference is slow: one solve per
+    prefix per node)."""
+    import numpy as np
+    import pandas as pd
+    from skald_testdata import write_chunks
+
+    rng = np.random.default_rng(seed)
+    n = 40
+    df = pd.DataFrame(
+        {
+            "pid": [f"p{i}" for i in range(n)],
+            "a": rng.integers(0, 12, n),
+            "c": rng.choice(["u", "v", "w", "x"], n, p=[0.4, 0.3, 0.2, 0.1]),
+            "sens": rng.integers(0, 3, n),
+        }
+    )
+    qids = [
+        {"name": "a", "type": "numerical", "min_width": 1},
+        {
+            "name": "c",
+            "type": "categorical",
+            "hierarchy": {"u": ["g"], "v": ["g"], "w": ["h"], "x": ["h"]},
+        },
+    ]
+    privacy = {
+        "population_uniqueness": {"max": "0.02", "model": estimator, "sampling_fraction": "0.05"}
+    }
+    write_chunks(df, tmp_path / "in", [13, 13, 14])
+    cfg = write_config(
+        tmp_path / "c.yaml",
+        {
+            "input": {"path": str(tmp_path / "in")},
+            "output": {"path": str(tmp_path / "out")},
+            "direct_identifiers": ["pid"],
+            "sensitive_attributes": ["sens"],
+            "quasi_identifiers": qids,
+            "privacy": {**privacy, "suppression_limit": 0.2},
+        },
+    )
+    expected = exhaustive_risk_search(df, qids, privacy, 0.2, [])
+    manifest = run(load_config(cfg))
+    assert manifest["node"] == expected["node"]
+    assert manifest["n_suppressed"] == expected["n_suppressed"]

@@ -81,7 +81,7 @@ def quality_settings(draw, objective, names):
 
 
 @pytest.mark.parametrize("objective", OBJECTIVES)
-@settings(max_examples=8, deadline=None)
+@settings(max_examples=6, deadline=None)
 @given(data=datasets(), cuts=st.lists(st.integers(1, 40), max_size=4), draw=st.data())
 def test_every_objective_equals_the_exhaustive_search(objective, data, cuts, draw) -> None:
     df, qids, oracle_qids, k, limit, bins, priority = data

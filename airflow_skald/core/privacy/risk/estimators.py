@@ -39,64 +39,92 @@ def _start_values() -> list[tuple[float, float]]:
 
 
 START_VALUES = _start_values()
-ITERATIONS_TOTAL = (len(START_VALUES) + 1) * ITERATIONS_PER_TRY  # NewtonRaphson2D.configure
 
 MODELS = ("zayatz", "pitman", "snb", "dankar")
 
 
+def _trigamma_positive(x: np.ndarray) -> np.ndarray:
+    """psi'(x) for x > 0: the recurrence psi'(x) = psi'(x + 1) + 1/x^2 up to x >= 6, then the
+    asymptotic series (error < 1e-13 there); polygamma(1, x) (Hurwitz zeta) is ~10x slower."""
+    x = np.array(x, dtype=np.float64)
+    out = np.zeros_like(x)
+    for _ in range(6):
+        small = x < 6
+        if not small.any():
+            break
+        out[small] += 1.0 / (x[small] * x[small])
+        x[small] += 1.0
+    inv = 1.0 / x
+    inv2 = inv * inv
+    series = inv * (
+        1 + inv * (0.5 + inv * (1 / 6 + inv2 * (-1 / 30 + inv2 * (1 / 42 + inv2 * (-1 / 30)))))
+    )
+    return out + series
+
+
 def trigamma(x: np.ndarray) -> np.ndarray:
     """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is."""
-    from scipy import special
-
     x = np.asarray(x, dtype=np.float64)
+    out = np.full(x.shape, np.nan)
     with np.errstate(all="ignore"):
-        pos = special.polygamma(1, np.where(x > 0, x, 1.0))
-        neg = (np.pi / np.sin(np.pi * x)) ** 2 - special.polygamma(1, np.where(x > 0, 1.0, 1 - x))
-    return np.where(x > 0, pos, neg)
+        pos = x > 0
+        out[pos] = _trigamma_positive(x[pos])
+        neg = (x <= 0) & np.isfinite(x)
+        if neg.any():
+            xn = x[neg]
+            out[neg] = (np.pi / np.sin(np.pi * xn)) ** 2 - _trigamma_positive(1 - xn)
+    return out
 
 
 def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
     """ARX's NewtonRaphson2D over a batch of problems: `system(x, rows)` returns the object
     functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
-    Tries the given start values (2, B), then START_VALUES in order; NaN where none converges."""
+    Each problem's tries (the given start value (2, B), then START_VALUES in order) run side by
+    side, as ARX would run them one after the other: the answer is the first try in that order
+    that converges; tries after it stop. ARX's cap of (tries x 1000) iterations in all never
+    cuts a try short (16 failed tries take at most 16 x 1001), so it needs no counting here.
+    NaN where no try converges."""
     n_problems = start.shape[1]
-    x = start.astype(np.float64).copy()
-    result = np.full((2, n_problems), np.nan)
-    tried = np.zeros(n_problems, dtype=np.int64)  # start values used so far (0: the given one)
-    steps = np.zeros(n_problems, dtype=np.int64)  # steps of the current try
-    total = np.zeros(n_problems, dtype=np.int64)  # evaluations over all tries
-    active = np.ones(n_problems, dtype=bool)
-    starts = np.asarray(START_VALUES, dtype=np.float64).T
+    n_tries = len(START_VALUES) + 1
+    starts = np.asarray(START_VALUES, dtype=np.float64).T  # (2, tries - 1)
+    x = np.empty((2, n_problems, n_tries))
+    x[:, :, 0] = start
+    x[:, :, 1:] = starts[:, None, :]
+    x = x.reshape(2, -1)  # try t of problem r at r * n_tries + t
+    problem = np.repeat(np.arange(n_problems), n_tries)
+    attempt = np.tile(np.arange(n_tries), n_problems)
+    found = np.full((2, n_problems * n_tries), np.nan)
+    won = np.full(n_problems, n_tries)  # the earliest try that converged, per problem
+    steps = np.zeros(x.shape[1], dtype=np.int64)
+    active = np.ones(x.shape[1], dtype=bool)
     while active.any():
-        rows = np.flatnonzero(active)
-        xs = x[:, rows]
+        at = np.flatnonzero(active)
+        xs = x[:, at]
         with np.errstate(all="ignore"):
-            f, j = system(xs, rows)
-        total[rows] += 1
+            f, j = system(xs, problem[at])
         done = (np.abs(f[0]) <= ACCURACY) & (np.abs(f[1]) <= ACCURACY)
-        result[:, rows[done]] = xs[:, done]
-        active[rows[done]] = False
+        if done.any():
+            hit = at[done]
+            found[:, hit] = xs[:, done]
+            np.minimum.at(won, problem[hit], attempt[hit])
+            active[hit] = False
         go = ~done
-        rows, xs, f, j = rows[go], xs[:, go], f[:, go], j[:, :, go]
+        at, xs, f, j = at[go], xs[:, go], f[:, go], j[:, :, go]
         with np.errstate(all="ignore"):
             det = j[0, 0] * j[1, 1] - j[0, 1] * j[1, 0]
             dx = (j[1, 1] * f[0] - j[0, 1] * f[1]) / det
             dy = (-j[1, 0] * f[0] + j[0, 0] * f[1]) / det
-        xs = np.stack([xs[0] - dx, xs[1] - dy])
-        x[:, rows] = xs
-        failed = np.isnan(xs).any(axis=0) | (steps[rows] >= ITERATIONS_PER_TRY)
-        steps[rows] += 1
-        if constraint is not None:
-            with np.errstate(all="ignore"):
+            xs = np.stack([xs[0] - dx, xs[1] - dy])
+            failed = np.isnan(xs).any(axis=0) | (steps[at] >= ITERATIONS_PER_TRY)
+            if constraint is not None:
                 failed |= ~constraint(xs)
-        bad = rows[failed]
-        if bad.size:  # the next start value, while any is left and the total allows
-            more = (tried[bad] < len(START_VALUES)) & (total[bad] <= ITERATIONS_TOTAL)
-            again, out = bad[more], bad[~more]
-            active[out] = False
-            x[:, again] = starts[:, tried[again]]
-            tried[again] += 1
-            steps[again] = 0
+        x[:, at] = xs
+        steps[at] += 1
+        active[at[failed]] = False
+        active &= attempt < won[problem]  # a later try cannot change the answer
+    result = np.full((2, n_problems), np.nan)
+    ok = won < n_tries
+    result[:, ok] = found[:, np.flatnonzero(ok) * n_tries + won[ok]]
     return result
 
 
