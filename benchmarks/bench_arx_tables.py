@@ -10,7 +10,9 @@ available here) and ARX's Adult; k = 5. Each case runs `--repeats` times, cases 
 each run a fresh process (`python -m airflow_skald.cli run`, start-up included; CPU = user +
 system of that child from `wait4`, peak RSS likewise). ARX itself does not run here: its
 figures are the issue's (min-max of 3 interleaved runs, JVM start included), so `product/ARX`
-divides the product's fastest run by ARX's range.
+divides the product's fastest run by ARX's range. Tables are built in a child process and the
+exhaustive searches run after all timed runs, so this process stays small (a child's peak RSS
+can never read below its parent's at fork).
 
 `run/exhaustive`: the product's whole-run CPU over the CPU of a plain exhaustive search of the
 same lattice (every node rolled up from its parent and judged, `bench_search.exhaustive`),
@@ -29,7 +31,7 @@ import time
 from pathlib import Path
 
 import yaml
-from arx_tables import write_table
+from arx_tables import write_table  # Adult's body only: no table to build
 
 # case: (table, suppression limit, criterion, ARX 3.9.2 CPU range in s from issue 23)
 CASES: dict[str, tuple[str, float, str | None, tuple[float, float]]] = {
@@ -61,9 +63,15 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, Path]:
             body = write_table(table, folder, criterion=criterion)
         elif (folder / "body.yaml").exists():
             body = yaml.safe_load((folder / "body.yaml").read_text())
-        else:
-            body = write_table(table, folder)
-            (folder / "body.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
+        else:  # in a child: Linux children inherit the parent's peak RSS (ru_maxrss)
+            code = (
+                "import sys, yaml; from pathlib import Path; from arx_tables import write_table;"
+                "p = Path(sys.argv[2]); body = write_table(sys.argv[1], p);"
+                "(p / 'body.yaml').write_text(yaml.safe_dump(body, sort_keys=False))"
+            )
+            here = Path(__file__).resolve().parent
+            subprocess.run([sys.executable, "-c", code, table, str(folder)], check=True, cwd=here)
+            body = yaml.safe_load((folder / "body.yaml").read_text())
         body["privacy"]["suppression_limit"] = limit
         body["output"]["path"] = str(work / "out" / case)
         paths[case] = work / f"{case}.yaml"

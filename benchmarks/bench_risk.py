@@ -49,6 +49,7 @@ def main() -> None:
     generate(args.chunks * args.chunk_rows, args.chunk_rows, data)
     base = yaml.safe_load((data / "skald.yaml").read_text())
     base["privacy"] = {"k": 50, "suppression_limit": 0.01}
+    base["input"] = {**base["input"], "path": str(data)}  # configs are written outside it
     configs = {
         "a": base["privacy"],
         "b": {**base["privacy"], "average_risk": {"max": 0.02}},
