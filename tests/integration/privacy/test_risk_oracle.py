@@ -198,3 +198,40 @@ def test_solved_estimators_in_the_search(tmp_path, estimator, seed):
     manifest = run(load_config(cfg))
     assert manifest["node"] == expected["node"]
     assert manifest["n_suppressed"] == expected["n_suppressed"]
+
+
+def test_records_at_risk_is_not_tagged_as_monotone(tmp_path):
+    """Four groups of 6, 9, 23 and 36 records (each record its own value at the bottom, which
+    fails): average risk 0.05 with at most 20 % of records in classes under 20 holds at the
+    groups once the 6 are suppressed (limit 7 of 74), and at one class of 74. Merging the 6 and
+    the 9 (the two levels between) puts 15 of 74 at risk, which no suppression within the limit
+    repairs; those failures must not tag the groups' node as failing (found by the search
+    above; the search checks the level between first)."""
+    import pandas as pd
+    from skald_testdata import write_chunks
+
+    sizes = {"a": 6, "b": 9, "c": 23, "d": 36}
+    groups = [g for g, n in sizes.items() for _ in range(n)]
+    values = [f"{g}{i}" for i, g in enumerate(groups)]
+    df = pd.DataFrame({"pid": [f"p{i}" for i in range(len(values))], "q": values})
+    mid = {"a": "ab", "b": "ab", "c": "c", "d": "d"}
+    above = {"a": "ab", "b": "ab", "c": "cd", "d": "cd"}
+    hierarchy = {v: [g, mid[g], above[g], "all"] for v, g in zip(values, groups, strict=True)}
+    qids = [{"name": "q", "type": "categorical", "hierarchy": hierarchy}]
+    privacy = {"average_risk": {"max": "0.05", "highest": "0.05", "records_at_risk": "0.2"}}
+    write_chunks(df, tmp_path / "in", [30, 44])
+    cfg = write_config(
+        tmp_path / "c.yaml",
+        {
+            "input": {"path": str(tmp_path / "in")},
+            "output": {"path": str(tmp_path / "out")},
+            "direct_identifiers": ["pid"],
+            "quasi_identifiers": qids,
+            "privacy": {**privacy, "suppression_limit": 0.1},
+        },
+    )
+    expected = exhaustive_risk_search(df, qids, privacy, 0.1, [])
+    assert expected["node"] == {"q": 1} and expected["n_suppressed"] == 6
+    manifest = run(load_config(cfg))
+    assert manifest["node"] == expected["node"]
+    assert manifest["dm_star"] == expected["dm_star"] == 9**2 + 23**2 + 36**2 + 6**2
