@@ -277,6 +277,7 @@ def search_optimal(
     by_height: bool = False,
     node_bounds: np.ndarray | None = None,
     top_down: bool | None = None,
+    beat: bool = False,
 ) -> SearchOutcome:
     """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
 
@@ -290,7 +291,9 @@ def search_optimal(
     bound of its own loss known in advance (ints, or floats never above the exact bound).
     `by_height`: ties by the smaller sum of levels before precision (SPEC §4d). `top_down`
     (default: when `node_bounds` are given): once a passing node is known, evaluate the
-    highest alive node next instead of the lowest.
+    highest alive node next instead of the lowest. `beat`: `evaluate(i, best_loss)` is given
+    the best loss so far (None before any passing node); it may report a node failing that
+    would pass only with a loss above it (such a node cannot win).
 
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
@@ -323,7 +326,7 @@ def search_optimal(
 
     def run(i: int) -> None:
         nonlocal bound_view
-        mono_pass, passes, loss, bound = evaluate(i)
+        mono_pass, passes, loss, bound = evaluate(i, best[1]) if beat else evaluate(i)
         mono_pass, passes = bool(mono_pass), bool(passes)
         scores[i] = (mono_pass, passes, loss, bound)
         done[i] = True
