@@ -63,6 +63,7 @@ from airflow_skald.core.release.manifest import (
     RUN_JSON,
     RunRecord,
     build_manifest,
+    effective_json_bytes,
     input_fingerprint,
     now_iso,
     to_json_bytes,
@@ -587,7 +588,7 @@ CONFIG_ARCHIVE = "config/"  # the effective config and hierarchies, and the file
 def config_files(config: SkaldConfig) -> dict[str, bytes]:
     """The effective config (with this run's settings) and the YAML file as written: kept in
     the release folder and the run's artifacts, for the audit record."""
-    files = {EFFECTIVE_JSON: to_json_bytes(config.effective())}
+    files = {EFFECTIVE_JSON: effective_json_bytes(config.effective())}
     if config.source and os.path.isfile(config.source):
         with open(config.source, "rb") as fh:
             files[CONFIG_YAML] = fh.read()
