@@ -396,8 +396,12 @@ def _adult_config(tmp_path: Path) -> Path:
     return path
 
 
-def test_adult_both_dags(dagbag, artifacts_root, tmp_path):
+def test_adult_both_dags(dagbag, artifacts_root, tmp_path, capsys):
+    """Both DAGs with a non-default objective (param `objective`: Loss, 2 % suppression) give
+    the release, node and scores of `skald run --objective loss` (issue 22)."""
     from oracle import check_release
+
+    from airflow_skald.cli import main
 
     if not ADULT.exists():
         pytest.fail(f"Adult dataset not found at {ADULT}")
@@ -405,12 +409,20 @@ def test_adult_both_dags(dagbag, artifacts_root, tmp_path):
     outs = {}
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
         out = tmp_path / f"adult-{dag_id}"
-        run_dag(dagbag, dag_id, {"config": str(cfg), "output_path": str(out), "k": 10})
+        conf = {"config": str(cfg), "output_path": str(out), "k": 10, "objective": "loss"}
+        run_dag(dagbag, dag_id, conf)
         outs[dag_id] = out
     a, b = outs["skald_anonymise"], outs["skald_anonymise_mapped"]
     assert release_files(a) == release_files(b)
     assert stable(manifest(a)) == stable(manifest(b))
+    cli = tmp_path / "adult-cli"
+    args = ["run", str(cfg), "--k", "10", "--objective", "loss", "--output", str(cli), "--quiet"]
+    assert main(args) == 0
+    capsys.readouterr()
+    assert release_files(cli) == release_files(a)
+    assert stable(manifest(cli)) == stable(manifest(a))
     m = manifest(a)
+    assert m["quality_models"]["objective"] == "loss" and m["n_suppressed"] > 0
     assert m["k"] == 10 and m["chunks"] == 4 and m["verified"]
     names = [q["name"] for q in yaml.safe_load(cfg.read_text())["quasi_identifiers"]]
     check = check_release(read_release(a), names, 10, 0.02, m["n_records"])

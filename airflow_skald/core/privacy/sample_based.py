@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel, decimal_of
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
+from airflow_skald.core.settings.table import BY_NAME
 
 FIRST_BATCH = 64  # estimators: candidates tried after the empty prefix, then 4x as many
 CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_skald import __version__
+from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
@@ -46,6 +46,25 @@ def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
 
 def to_json_bytes(body: dict) -> bytes:
     return json.dumps(body, indent=2).encode() + b"\n"
+
+
+def effective_json_bytes(body: dict) -> bytes:
+    """The effective config as `to_json_bytes` writes it, except that each QID's hierarchy
+    table is one compact line: an indented 100,000-row table costs ~0.5 s of the pure-Python
+    encoder, the compact one ~0.05 s of the C encoder (the same JSON value)."""
+    tables: list[str] = []
+    qids = [dict(q) for q in body.get("qids", [])]
+    for qid in qids:
+        if "hierarchy" in qid:
+            tables.append(json.dumps(qid["hierarchy"]))
+            qid["hierarchy"] = f"\x00hierarchy {len(tables) - 1}\x00"
+    text = json.dumps({**body, "qids": qids} if "qids" in body else body, indent=2)
+    marks = [json.dumps(f"\x00hierarchy {i}\x00") for i in range(len(tables))]
+    if any(text.count(mark) != 1 for mark in marks):  # a value spelt like a mark: no shortcut
+        return to_json_bytes(body)
+    for mark, table in zip(marks, tables, strict=True):
+        text = text.replace(mark, table, 1)
+    return text.encode() + b"\n"
 
 
 def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> dict:

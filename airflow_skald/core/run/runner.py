@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef, filesystem
@@ -32,7 +33,6 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     ReleaseIdentity,
@@ -63,6 +63,7 @@ from airflow_skald.core.release.manifest import (
     RUN_JSON,
     RunRecord,
     build_manifest,
+    effective_json_bytes,
     input_fingerprint,
     now_iso,
     to_json_bytes,
@@ -587,7 +588,7 @@ CONFIG_ARCHIVE = "config/"  # the effective config and hierarchies, and the file
 def config_files(config: SkaldConfig) -> dict[str, bytes]:
     """The effective config (with this run's settings) and the YAML file as written: kept in
     the release folder and the run's artifacts, for the audit record."""
-    files = {EFFECTIVE_JSON: to_json_bytes(config.effective())}
+    files = {EFFECTIVE_JSON: effective_json_bytes(config.effective())}
     if config.source and os.path.isfile(config.source):
         with open(config.source, "rb") as fh:
             files[CONFIG_YAML] = fh.read()

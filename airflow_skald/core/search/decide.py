@@ -29,9 +29,9 @@ from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import every_model
 from airflow_skald.core.quality.registry import objective as configured_objective
-from airflow_skald.core.quality.settings import QualitySettings
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text, rank_names
 
 
