@@ -99,7 +99,7 @@ def _add_settings(
     parser: argparse.ArgumentParser, only: tuple[str, ...] | None = None, suffix: str = ""
 ) -> None:
     """One flag per row of the settings table (core.settings); values are validated there."""
-    from airflow_skald.core.config.settings import SETTINGS
+    from airflow_skald.core.settings.table import SETTINGS
 
     for setting in SETTINGS:
         if only is not None and setting.name not in only:
@@ -210,8 +210,8 @@ def _cmd_hierarchy(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from airflow_skald.core.config.settings import parse_overrides
     from airflow_skald.core.release.verify import verify_release
+    from airflow_skald.core.settings.table import parse_overrides
 
     given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None

@@ -23,7 +23,7 @@ from bench_quality import _config
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from airflow_skald.core.quality.settings import OBJECTIVES  # noqa: E402
+from airflow_skald.core.settings.quality import OBJECTIVES  # noqa: E402
 
 RECORDED = ROOT / "results" / "issue23" / "answers-after.json"
 

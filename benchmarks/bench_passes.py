@@ -41,7 +41,7 @@ def _config(data: Path, k: int, criteria: bool):
     JSON, which the YAML loader reads), and the paper's root if this version knows it (the
     search is not what is measured here)."""
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.config.yaml_load import load_yaml_file
+    from airflow_skald.core.settings.yaml_load import load_yaml_file
 
     path = data / "skald.yaml"
     if criteria:

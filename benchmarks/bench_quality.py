@@ -23,7 +23,7 @@ from bench_arx_tables import run_once
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from airflow_skald.core.quality.settings import OBJECTIVES  # noqa: E402
+from airflow_skald.core.settings.quality import OBJECTIVES  # noqa: E402
 
 
 def _config(work: Path, table: str, limit: float, objective: str) -> Path:

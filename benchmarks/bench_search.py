@@ -39,7 +39,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from airflow_skald.core.privacy.build import build_policy
+from airflow_skald.core.config.policy import build_policy
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Adult files and hierarchies, as the tests use them

@@ -23,33 +23,24 @@ def adult_df() -> pd.DataFrame:
 # ------------------------------------------------------------------------------- layers
 # The folder says the layer: tests/unit (in-memory tests of one core module, the tree mirrored:
 # tests/unit/<package>/test_<module>.py), tests/integration (files, the CLI, processes, kill -9,
-# object storage), tests/airflow (dag.test and operators in process; `deployment`: real Airflow
-# processes, PostgreSQL/Redis). `browser` is marked on the tests that drive Chromium.
+# object storage; tests/integration/<package>/test_<module>.py where one module is under test),
+# tests/airflow (dag.test and operators in process). Two marks are declared by the tests
+# themselves: `deployment` (real Airflow processes, PostgreSQL/Redis) and `browser` (Chromium).
 # `make test-fast` runs the unit layer; `make test` runs them all.
-LAYERS = {"unit": pytest.mark.unit, "integration": pytest.mark.integration}
-DEPLOYMENT_FILES = {"test_deployment.py", "test_releases_page.py", "test_run_safety.py"}
+LAYERS = {
+    "unit": pytest.mark.unit,
+    "integration": pytest.mark.integration,
+    "airflow": pytest.mark.airflow,
+}
 
 
 def pytest_collection_modifyitems(config, items) -> None:
-    import inspect
-
     root = Path(__file__).resolve().parent
     for item in items:
         path = Path(str(item.fspath)).resolve()
         layer = path.relative_to(root).parts[0]
-        if layer == "airflow":
-            item.add_marker(pytest.mark.airflow)
-            if path.name in DEPLOYMENT_FILES:
-                item.add_marker(pytest.mark.deployment)
-            try:  # the Airflow tests that drive Chromium share one browser helper
-                source = inspect.getsource(item.function)
-            except (OSError, TypeError, AttributeError):
-                source = ""
-            if "Browser(" in source or "browser" in item.name:
-                item.add_marker(pytest.mark.browser)
-        elif layer in LAYERS:
-            item.add_marker(LAYERS[layer])
-        else:
+        if layer not in LAYERS:
             raise pytest.UsageError(
                 f"{path.name}: tests live in tests/unit, tests/integration or tests/airflow"
             )
+        item.add_marker(LAYERS[layer])

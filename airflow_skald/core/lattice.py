@@ -278,6 +278,7 @@ def search_optimal(
     node_bounds: np.ndarray | None = None,
     top_down: bool | None = None,
     climb_fails: bool = False,
+    beat: bool = False,
 ) -> SearchOutcome:
     """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
 
@@ -295,7 +296,10 @@ def search_optimal(
     node, the unknown nodes of a balanced upward path from it are checked in binary-search order,
     since a fail high up tags more of the alive nodes than the node's own fail (height and
     precision: once a best is known the alive nodes are the lower ones, and most fail). They
-    may be nodes that cannot win: evaluating them tags, never changes the best.
+    may be nodes that cannot win: evaluating them tags, never changes the best. `beat`:
+    `evaluate(i, best_loss)` is given the best loss so far (None before any passing node); it
+    may report a node failing that would pass only with a loss above it (such a node cannot
+    win).
 
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
@@ -328,7 +332,7 @@ def search_optimal(
 
     def run(i: int) -> None:
         nonlocal bound_view
-        mono_pass, passes, loss, bound = evaluate(i)
+        mono_pass, passes, loss, bound = evaluate(i, best[1]) if beat else evaluate(i)
         mono_pass, passes = bool(mono_pass), bool(passes)
         scores[i] = (mono_pass, passes, loss, bound)
         done[i] = True

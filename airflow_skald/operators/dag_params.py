@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from airflow.sdk import Param
 
-from airflow_skald.core.config.settings import SETTINGS as SETTINGS_TABLE
+from airflow_skald.core.settings.table import SETTINGS as SETTINGS_TABLE
 from airflow_skald.operators.release_event import RELEASE_ALIAS
 
 

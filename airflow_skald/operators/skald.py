@@ -14,7 +14,7 @@ return values are small JSON summaries (paths, levels, counts, DM*), never a dat
 Nothing is done in ``__init__``; the core is imported inside ``execute``.
 
 Settings (all templated; empty = the config file's value): one explicit keyword per row of
-``airflow_skald.core.config.settings.SETTINGS``, documented in ``_SkaldOperator``.
+``airflow_skald.core.settings.table.SETTINGS``, documented in ``_SkaldOperator``.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_skald.core.config.settings import OVERRIDE_KEYS, is_empty
+from airflow_skald.core.settings.table import OVERRIDE_KEYS, is_empty
 from airflow_skald.core.text import decimal_text
 from airflow_skald.operators.links import SkaldManifestLink
 
@@ -43,7 +43,7 @@ class _SkaldOperator(BaseOperator):
     :param mode: ``all``, ``partial`` (with ``chunk_group``) or ``merge``
     :param chunk_group: ``{"group": i, "chunk_ids": [...]}`` of a mapped task (templated)
 
-    The per-run settings, one keyword per row of ``core.config.settings.SETTINGS`` (empty or
+    The per-run settings, one keyword per row of ``core.settings.table.SETTINGS`` (empty or
     None: the config file's value; tests/unit/operators checks these against the table):
 
     :param input_path: Overrides input.path: a file, folder, glob or fsspec URL (s3://...).
@@ -187,9 +187,9 @@ class _SkaldOperator(BaseOperator):
         """The run's conf checked, its config loaded with this run's settings (each parsed
         once, by the settings table), and the settings stated in the task's first log line."""
         from airflow_skald.core.config.run_config import load_config
-        from airflow_skald.core.config.settings import check_run_conf
         from airflow_skald.core.errors import ConfigError
         from airflow_skald.core.run.runner import Run
+        from airflow_skald.core.settings.table import check_run_conf
         from airflow_skald.operators.artifacts import RunArtifacts
 
         dag = context.get("dag")
@@ -298,7 +298,7 @@ def dag_run_gone(info) -> str | None:
 
 def settings_line(config) -> str:
     """The run's settings on one line (paths, thresholds; never a data value)."""
-    from airflow_skald.core.privacy.build import describe_privacy  # heavy: not at DAG parsing
+    from airflow_skald.core.config.policy import describe_privacy  # heavy: not at DAG parsing
 
     criteria = "; ".join(
         ", ".join(f"{k}={v}" for k, v in m.items()) for m in describe_privacy(config)[1:]

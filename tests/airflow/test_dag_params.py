@@ -10,8 +10,8 @@ import pytest
 from airflow.sdk import Param
 from airflow.sdk.definitions.param import ParamValidationError
 
-from airflow_skald.core.config.settings import SETTINGS
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.table import SETTINGS
 from airflow_skald.operators.dag_params import PARAMS
 
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")

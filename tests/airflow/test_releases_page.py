@@ -342,6 +342,7 @@ MENU_ENTRY = (  # the innermost element showing the nav entry's name (the menu i
 
 # --------------------------------------------------------------------------- deployment
 @pytest.mark.deployment
+@pytest.mark.browser
 def test_releases_page_in_a_real_deployment(dataset, tmp_path):
     from deploy import local_postgres_deployment
 

@@ -303,6 +303,7 @@ def sha256s(folder: Path) -> dict[str, str]:
     return {name: hashlib.sha256(data).hexdigest() for name, data in files(folder).items()}
 
 
+@pytest.mark.browser
 def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, workdir):
     """Defect 1: run A (k=7) released, run B replaced it (k=25, overwrite); clearing A's
     generalise fails at once naming B, the bytes stay B's (sha256), no event is added.
@@ -629,6 +630,7 @@ def fill_and_submit(dep: Deployment, browser: Browser, typed: dict[str, str], sh
     assert browser.evaluate(SUBMIT)
 
 
+@pytest.mark.browser
 def test_trigger_form_refuses_out_of_range_values_in_a_browser(dep, releases):
     """k=1 with suppression_limit=5, and k=2.5, typed into the real trigger form: the fields
     keep what was typed (no clamping to a bound), the trigger is refused with the rule shown on

@@ -8,9 +8,9 @@ import jsonschema
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_skald.core.config.settings import SETTINGS
 from airflow_skald.core.json_schema import _plainly_valid, is_valid
 from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.settings.table import SETTINGS
 
 SCHEMAS = [s.schema for s in SETTINGS] + [
     f.metadata["schema"] for f in dataclasses.fields(Manifest) if "schema" in f.metadata

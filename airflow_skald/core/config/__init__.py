@@ -1,1 +1,2 @@
-"""The run configuration: the settings table, safe YAML loading, the validated config."""
+"""The run configuration as a whole (`run_config`: the validated config a run reads, from YAML,
+a dict or per-run overrides) and the privacy policy it asks for (`policy`)."""

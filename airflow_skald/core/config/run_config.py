@@ -13,30 +13,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.config.parse import (
-    choice as _choice,
-)
-from airflow_skald.core.config.parse import (
-    hierarchy as _hierarchy,
-)
-from airflow_skald.core.config.parse import (
-    mapping as _mapping,
-)
-from airflow_skald.core.config.parse import (
-    names as _names,
-)
-from airflow_skald.core.config.parse import (
-    no_unknown as _no_unknown,
-)
-from airflow_skald.core.config.settings import (
-    BY_NAME,
-    OVERRIDE_KEYS,
-    QUALITY_WEIGHT,
-    file_keys,
-    parse_overrides,
-    read_file_setting,
-)
-from airflow_skald.core.config.yaml_load import load_yaml_file
 from airflow_skald.core.data.builders import Rule
 from airflow_skald.core.data.builders.dates import parse_date_rule
 from airflow_skald.core.data.builders.intervals import parse_interval_rule
@@ -54,8 +30,32 @@ from airflow_skald.core.privacy.registry import (
     with_threshold,
 )
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
-from airflow_skald.core.quality.settings import QualitySettings
-from airflow_skald.core.quality.settings import check as check_quality
+from airflow_skald.core.settings.parse import (
+    choice as _choice,
+)
+from airflow_skald.core.settings.parse import (
+    hierarchy as _hierarchy,
+)
+from airflow_skald.core.settings.parse import (
+    mapping as _mapping,
+)
+from airflow_skald.core.settings.parse import (
+    names as _names,
+)
+from airflow_skald.core.settings.parse import (
+    no_unknown as _no_unknown,
+)
+from airflow_skald.core.settings.quality import QualitySettings
+from airflow_skald.core.settings.quality import check as check_quality
+from airflow_skald.core.settings.table import (
+    BY_NAME,
+    OVERRIDE_KEYS,
+    QUALITY_WEIGHT,
+    file_keys,
+    parse_overrides,
+    read_file_setting,
+)
+from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.text import decimal_text
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
@@ -102,7 +102,7 @@ class SkaldConfig:
     output: DataLocation
     quasi_identifiers: tuple[QidSpec, ...]
     privacy: tuple[PrivacyModel, ...]
-    # the settings table's rows (their defaults live there: config/settings.py)
+    # the settings table's rows (their defaults live there: settings/table.py)
     suppression_limit: Fraction
     chunk_rows: int
     histogram_bins: int | None

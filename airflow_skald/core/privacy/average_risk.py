@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import mapping, no_unknown
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel
 from airflow_skald.core.privacy.sample_based import (
@@ -25,6 +24,7 @@ from airflow_skald.core.privacy.sample_based import (
     ratio_at_most,
     suffix_counts,
 )
+from airflow_skald.core.settings.parse import mapping, no_unknown
 from airflow_skald.core.text import decimal_text
 
 RELATIVE_THRESHOLD_PRECISION = Fraction(1, 100)  # ARX's ParameterTranslation

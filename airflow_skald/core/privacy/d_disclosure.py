@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import criteria_list, no_repeats, no_unknown
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.attribute_disclosure import classes_passing, row_terms
 from airflow_skald.core.privacy.model import (
@@ -23,6 +21,8 @@ from airflow_skald.core.privacy.model import (
     decimal_of,
     is_column,
 )
+from airflow_skald.core.settings.parse import criteria_list, no_repeats, no_unknown
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
 
 

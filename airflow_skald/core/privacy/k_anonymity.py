@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
+from airflow_skald.core.settings.table import BY_NAME
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import choice, mapping, no_unknown
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
@@ -24,6 +22,8 @@ from airflow_skald.core.privacy.sample_based import (
     population_of,
     population_rebuilt,
 )
+from airflow_skald.core.settings.parse import choice, mapping, no_unknown
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
 
 ALPHA = Fraction(1, 100)  # ARX's default significance in its examples

@@ -11,8 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import choice, criteria_list, no_repeats, no_unknown
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.model import (
@@ -24,6 +22,8 @@ from airflow_skald.core.privacy.model import (
     is_column,
     is_int,
 )
+from airflow_skald.core.settings.parse import choice, criteria_list, no_repeats, no_unknown
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text, rank_names
 
 VARIANTS = ("distinct", "entropy", "recursive")

@@ -23,7 +23,7 @@ import numpy as np
 
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
-from airflow_skald.core.privacy.sample_based import enforce
+from airflow_skald.core.privacy.sample_based import Within, enforce, enforce_within
 
 
 def max_suppressed(limit: Fraction, n_records: int) -> int:
@@ -77,9 +77,13 @@ class PrivacyPolicy:
     def sample_based(self) -> tuple[PrivacyModel, ...]:
         return tuple(m for m in self.models if m.sample_based)
 
-    def judge(self, table: ClassTable, top: bool = False) -> Judgement:
+    def judge(
+        self, table: ClassTable, top: bool = False, within: Within | None = None
+    ) -> Judgement:
         """The node's classes judged; `top`: the node is the top node (its one class is left
-        out of what the sample-based models see)."""
+        out of what the sample-based models see). `within` (the search, when the node's loss
+        could not win beyond some prefix): the sample-based models try no longer prefixes, and
+        a node that would need one is judged failing (`passes` False; it could not win)."""
         n = table.n_records
         allowed = max_suppressed(self.suppression_limit, n)
         monotone = np.ones(table.n_classes, dtype=bool)
@@ -92,14 +96,15 @@ class PrivacyPolicy:
             if not m.monotone:
                 kept &= m.keeps(table)
         sampled = self.sample_based
+        cut = False
         if sampled:
-            kept = enforce(sampled, table, kept, allowed, top)
+            kept, cut = enforce_within(sampled, table, kept, allowed, top, within)
             if all(m.monotone for m in class_based):
                 mono = tuple(m for m in sampled if m.monotone)
                 monotone = enforce(mono, table, monotone, allowed, top)
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
-        return Judgement(kept, n, s, allowed, s <= allowed, s_mono <= allowed)
+        return Judgement(kept, n, s, allowed, s <= allowed and not cut, s_mono <= allowed)
 
     def describe(self) -> list[dict]:
         return [m.describe() for m in self.models]

@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import choice, mapping, no_unknown
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
 from airflow_skald.core.privacy.risk.estimators import MODELS, Histograms, estimate
@@ -26,6 +25,7 @@ from airflow_skald.core.privacy.sample_based import (
     population_of,
     population_rebuilt,
 )
+from airflow_skald.core.settings.parse import choice, mapping, no_unknown
 from airflow_skald.core.text import decimal_text
 
 

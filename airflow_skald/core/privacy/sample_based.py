@@ -10,18 +10,21 @@ prefix, which population uniqueness is not; every candidate is tried in order in
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel, decimal_of
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
+from airflow_skald.core.settings.table import BY_NAME
 
 FIRST_BATCH = 64  # estimators: candidates tried after the empty prefix, then 4x as many
+CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold
+# (classes left by the class-based models, their sizes in suppression order) -> longest prefix
+Within = Callable[[np.ndarray, np.ndarray], int]
 
 
 class SampleBasedModel(PrivacyModel):
@@ -64,17 +67,23 @@ def ratio_at_most(num: np.ndarray, den: np.ndarray, limit: Fraction) -> np.ndarr
     return np.asarray((a <= b) | (np.asarray(den) == 0), dtype=bool)
 
 
-def shortest_prefix(model: SampleBasedModel, sizes: np.ndarray, start: int, budget: int) -> int:
+def shortest_prefix(
+    model: SampleBasedModel, sizes: np.ndarray, start: int, budget: int, most: int | None = None
+) -> int:
     """The shortest prefix p >= start of `sizes` (ascending) whose suppression makes `model`
-    hold, among those whose records fit `budget` (records of sizes[start:p]); -1 if none."""
+    hold, among those whose records fit `budget` (records of sizes[start:p]) and, if given,
+    p <= `most`; -1 if none (CUT if none up to `most` but a longer prefix fits the budget)."""
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     last = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1  # cum[last] fits
+    cut = most is not None and most < last
+    if cut:
+        last = most
     if last < start:
-        return -1
+        return CUT if cut else -1
     if model.cheap:
         candidates = np.arange(start, last + 1)
         ok = np.flatnonzero(model.holds(sizes, candidates))
-        return int(candidates[ok[0]]) if ok.size else -1
+        return int(candidates[ok[0]]) if ok.size else (CUT if cut else -1)
     lo, batch = start, 1
     while lo <= last:
         candidates = np.arange(lo, min(last, lo + batch - 1) + 1)
@@ -83,7 +92,7 @@ def shortest_prefix(model: SampleBasedModel, sizes: np.ndarray, start: int, budg
             return int(candidates[ok[0]])
         lo = int(candidates[-1]) + 1
         batch = FIRST_BATCH if batch == 1 else 4 * batch
-    return -1
+    return CUT if cut else -1
 
 
 def enforce(
@@ -98,8 +107,24 @@ def enforce(
     later model never restores what an earlier one suppressed. Where no prefix within the
     suppression limit `allowed` makes a model hold, every class it sees is suppressed (the
     node fails). `top`: the node is the top node, whose class is left out of what they see."""
+    return enforce_within(models, table, kept, allowed, top)[0]
+
+
+def enforce_within(
+    models: Sequence[SampleBasedModel],
+    table: ClassTable,
+    kept: np.ndarray,
+    allowed: int,
+    top: bool = False,
+    within: Within | None = None,
+) -> tuple[np.ndarray, bool]:
+    """`enforce`, with prefixes no longer than `within(kept, sizes)` (the classes left by the
+    class-based models and the sizes they are suppressed in order: the search's longest prefix
+    whose loss could still win, the loss never falling as the prefix grows). Also returns
+    whether that cut decided a failure: a longer prefix might hold within `allowed`, but the
+    node could not win with it."""
     if not models:
-        return kept
+        return kept, False
     kept = kept.copy()
     visible = np.flatnonzero(kept) if not top else np.zeros(0, dtype=np.int64)
     sizes = table.sizes[visible]
@@ -107,16 +132,17 @@ def enforce(
     order = np.lexsort((first, sizes))
     visible, sizes = visible[order], np.asarray(sizes[order], dtype=np.int64)
     budget = allowed - (table.n_records - int(table.sizes[kept].sum(dtype=np.int64)))
+    most = within(kept, sizes) if within is not None and sizes.size else None
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
-    p = 0
+    p, cut = 0, False
     for m in models:
-        q = shortest_prefix(m, sizes, p, budget - int(cum[p])) if budget >= cum[p] else -1
+        q = shortest_prefix(m, sizes, p, budget - int(cum[p]), most) if budget >= cum[p] else -1
         if q < 0:
-            p = sizes.size
+            p, cut = sizes.size, q == CUT
             break
         p = q
     kept[visible[:p]] = False
-    return kept
+    return kept, cut
 
 
 def fraction_setting(raw: Any, key: str, setting: str, where: str) -> Fraction:

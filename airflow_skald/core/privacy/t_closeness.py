@@ -11,14 +11,6 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.config.parse import (
-    choice,
-    criteria_list,
-    hierarchy,
-    no_repeats,
-    no_unknown,
-)
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
@@ -31,6 +23,14 @@ from airflow_skald.core.privacy.model import (
     decimal_of,
     is_column,
 )
+from airflow_skald.core.settings.parse import (
+    choice,
+    criteria_list,
+    hierarchy,
+    no_repeats,
+    no_unknown,
+)
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
 
 DISTANCES = ("equal", "ordered", "hierarchical")

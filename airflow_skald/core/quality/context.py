@@ -17,7 +17,7 @@ import numpy as np
 from airflow_skald.core.count.histogram import Histogram, strides_of
 from airflow_skald.core.encode.dimensions import CategoricalDimension, Dimension, NumericalDimension
 from airflow_skald.core.quality.exact import Component
-from airflow_skald.core.quality.settings import QualitySettings
+from airflow_skald.core.settings.quality import QualitySettings
 
 
 class QualityContext:

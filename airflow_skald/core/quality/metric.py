@@ -73,6 +73,15 @@ class Metric(ABC):
         """A lower bound of `value` at this node and every node above it (None: no bound)."""
         return None
 
+    def longest_prefix(
+        self, table: ClassTable, kept: np.ndarray, ordered: np.ndarray, best: Any
+    ) -> int | None:
+        """The longest prefix of `ordered` (the sizes of the `kept` classes in the order the
+        sample-based models suppress them) whose suppression, on top of the classes not kept,
+        leaves the loss <= `best`; the loss must never fall as the prefix grows. None: no such
+        bound (every prefix is tried)."""
+        return None
+
     def node_bounds(self, lattice: Lattice) -> np.ndarray | None:
         """Per node of the lattice, a lower bound of its value from the node alone (None)."""
         return None

@@ -26,6 +26,7 @@ from fractions import Fraction
 
 import numpy as np
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import (
     GLOB_CHARS,
@@ -41,7 +42,6 @@ from airflow_skald.core.encode.domain import (
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.classes import count_tuples
 from airflow_skald.core.release.commit import MANIFEST

@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_skald import __version__
+from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.privacy.build import describe_privacy
 from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures

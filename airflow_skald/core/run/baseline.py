@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
@@ -36,7 +37,6 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.classes import release_classes
 from airflow_skald.core.release.manifest import (

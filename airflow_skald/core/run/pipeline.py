@@ -23,6 +23,7 @@ from collections.abc import Sequence
 import numpy as np
 import pyarrow as pa
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.first_rows import FirstRows, chunk_codes
 from airflow_skald.core.count.histogram import Histogram, strides_of
@@ -36,7 +37,6 @@ from airflow_skald.core.encode.domain import scan_domain as _scan_domain
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import (

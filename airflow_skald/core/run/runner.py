@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef, filesystem
@@ -32,7 +33,6 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     ReleaseIdentity,

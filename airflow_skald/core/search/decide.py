@@ -29,9 +29,9 @@ from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import every_model
 from airflow_skald.core.quality.registry import objective as configured_objective
-from airflow_skald.core.quality.settings import QualitySettings
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text, rank_names
 
 
@@ -145,14 +145,21 @@ def search_lattice(
     keyed = objective.needs_keys and policy.suppression_limit > 0
     tops = tuple(plan.tops)
 
-    def evaluate(i: int) -> tuple[bool, bool, object, int | float | None]:
+    def evaluate(i: int, best: object = None) -> tuple[bool, bool, object, int | float | None]:
         node = lattice.node(i)
         if most is not None:
             fewest = source.fewest_classes(node, most)
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
         keys, table = source.keyed(node) if keyed else (None, source.table(node))
-        j = policy.judge(table, top=node == tops)
+        within = None
+        if best is not None:  # prefixes whose loss could not win are not tried
+
+            def within(kept: np.ndarray, ordered: np.ndarray) -> int:
+                longest = objective.longest_prefix(table, kept, ordered, best)
+                return ordered.size if longest is None else longest
+
+        j = policy.judge(table, top=node == tops, within=within)
         loss = objective.value(Scored(table, j, node, plan.tops, keys)) if j.passes else None
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 
@@ -166,6 +173,7 @@ def search_lattice(
         node_bounds=objective.node_bounds(lattice),
         top_down=objective.top_down,
         climb_fails=objective.climb_fails,
+        beat=bool(policy.sample_based),
     )
     if outcome.best is None:
         top_table = source.table(tops)

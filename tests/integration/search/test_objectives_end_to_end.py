@@ -18,7 +18,7 @@ from skald_testdata import ADULT, adult_qid_config, write_chunks, write_config
 from strategies import criteria_config, criteria_datasets, write_input
 
 from airflow_skald.cli import main
-from airflow_skald.core.quality.settings import OBJECTIVES
+from airflow_skald.core.settings.quality import OBJECTIVES
 
 pytestmark = pytest.mark.integration
 
@@ -102,9 +102,9 @@ def test_adult_objectives_equal_the_search_without_bounds(adult_input, objective
     """On Adult (ARX's 8 hierarchies, k = 5) the node and score equal those of the same search
     with every quality bound switched off (pruning by pass/fail tagging only): the bounds
     prune evaluations, never the answer (the exhaustive oracle checks the rest)."""
+    from airflow_skald.core.config.policy import build_policy
     from airflow_skald.core.config.run_config import load_config
     from airflow_skald.core.encode.root import plan_root
-    from airflow_skald.core.privacy.build import build_policy
     from airflow_skald.core.quality.context import QualityContext
     from airflow_skald.core.quality.registry import objective as configured
     from airflow_skald.core.run import pipeline as P

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from airflow_skald.core.config.yaml_load import load_yaml_text
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.yaml_load import load_yaml_text
 
 
 def _inline(yaml_text: str) -> Hierarchy:

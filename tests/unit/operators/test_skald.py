@@ -1,6 +1,6 @@
 """The operators' keywords are the settings table's rows, written out (issue 19 item 6).
 
-Each setting of `core.config.settings.SETTINGS` is an explicit, typed, keyword-only argument
+Each setting of `core.settings.table.SETTINGS` is an explicit, typed, keyword-only argument
 of `_SkaldOperator.__init__` (default None: the file's value), in the table's order, with a
 `:param name: <the table's description> (templated)` line in the class docstring, and is a
 template field. Read from the source (no Airflow import: this is the unit layer), so a setting
@@ -14,7 +14,7 @@ import re
 import textwrap
 from pathlib import Path
 
-from airflow_skald.core.config.settings import SETTINGS
+from airflow_skald.core.settings.table import SETTINGS
 
 SOURCE = Path(__file__).resolve().parents[3] / "airflow_skald" / "operators" / "skald.py"
 #: a templated value may be a Jinja string whatever the setting's type

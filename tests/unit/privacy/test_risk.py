@@ -17,6 +17,7 @@ from airflow_skald.core.privacy.risk.analysis import PopulationModel, analyse
 from airflow_skald.core.privacy.risk.estimators import Histograms, estimate, pitman
 from airflow_skald.core.privacy.risk.kmap import derived_k
 from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
+from airflow_skald.core.quality.dm_star import DMStar
 
 
 @pytest.mark.parametrize(
@@ -102,3 +103,37 @@ def test_sample_based_suppress_the_shortest_prefix(seed):
     else:
         assert j.passes
         assert sorted(np.flatnonzero(~j.kept).tolist()) == sorted(expected.tolist())
+    # the search's cut: prefixes whose DM* could not beat `best` are not tried; the judgement
+    # is the same where its DM* is <= best, a fail where it is above (or the node fails)
+    table = ClassTable(sizes, first_rows=first)
+    dm = int((sizes[j.kept] ** 2).sum()) + j.n_suppressed**2
+    for best in (dm - 1, dm, dm + 1, int(rng.integers(0, 2 * dm + 2))):
+        cut = policy.judge(table, within=lambda kept, ordered, b=best: DMStar().longest_prefix(
+            table, kept, ordered, b))  # fmt: skip
+        if j.passes and dm <= best:
+            assert cut.passes and np.array_equal(cut.kept, j.kept)
+        else:
+            assert not cut.passes
+
+
+@pytest.mark.parametrize("huge", [False, True])
+def test_dm_star_longest_prefix(huge):
+    """The longest prefix (sizes ascending) whose suppression keeps DM* <= best, against
+    every prefix's DM* computed directly; `huge`: a table beyond int64 squares."""
+    rng = np.random.default_rng(int(huge))
+    for _ in range(300):
+        sizes = rng.integers(1, 9, int(rng.integers(1, 25))).astype(np.int64)
+        if huge:
+            sizes[0] = 3_000_000_000
+        kept = rng.random(sizes.size) < 0.8
+        ordered = np.sort(sizes[kept])
+        n = int(sizes.sum())
+        s0 = n - int(sizes[kept].sum())
+        losses = [
+            sum(int(e) ** 2 for e in ordered[p:]) + (s0 + sum(int(e) for e in ordered[:p])) ** 2
+            for p in range(ordered.size + 1)
+        ]
+        for best in {losses[0] - 1, *losses, losses[-1] + 1, int(rng.integers(0, losses[-1]))}:
+            expected = max((p for p, v in enumerate(losses) if v <= best), default=-1)
+            got = DMStar().longest_prefix(ClassTable(sizes), kept, ordered, best)
+            assert got == expected

@@ -25,9 +25,9 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.quality.settings import AGGREGATES, OBJECTIVES
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.pipeline import root_keys, search_lattice
+from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 
 pytestmark = pytest.mark.unit
 
@@ -151,9 +151,9 @@ def test_aecs_bounds_never_exceed_a_passing_value(data, gs, l_div) -> None:
     of any node y at or below x (`lower_bound`) are at most x's value whenever x passes (with
     suppression, gs factors on both sides of 0.5, and an l-diversity criterion that suppresses
     classes of k records or more)."""
+    from airflow_skald.core.config.policy import build_policy
     from airflow_skald.core.lattice import Lattice
     from airflow_skald.core.privacy import max_suppressed
-    from airflow_skald.core.privacy.build import build_policy
     from airflow_skald.core.quality.aecs import AECS
     from airflow_skald.core.quality.context import QualityContext
     from airflow_skald.core.quality.metric import Scored

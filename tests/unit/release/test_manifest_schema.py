@@ -1,7 +1,7 @@
 """The manifest's one schema: docs/manifest.schema.json is what `Manifest` says, manifests the
 product writes validate against that file with a plain JSON Schema validator, and a damaged
 field is one line naming it (the damaged-release cases run the CLI in
-tests/integration/release/test_verify_damaged.py)."""
+tests/integration/release/test_verify.py)."""
 
 from __future__ import annotations
 

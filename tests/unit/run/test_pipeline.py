@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from oracle import check_release, exhaustive_search, ram_root
 from strategies import datasets
 
+from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator
 from airflow_skald.core.count.root_counts import RootCounts
@@ -21,7 +22,6 @@ from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.generalise.part import generalise_table
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.privacy.build import build_policy
 from airflow_skald.core.run.pipeline import root_keys, search_lattice
 
 pytestmark = pytest.mark.unit

@@ -23,6 +23,9 @@ import numpy as np
 
 ACCURACY = 1e-6  # ARXSolverConfiguration.getDefaultAccuracy
 ITERATIONS_PER_TRY = 1000  # ... getDefaultIterationsPerTry
+# A try whose next point equals one of its last CYCLE points (bit for bit) is in a cycle of
+# points that did not converge: it would run to ITERATIONS_PER_TRY and fail, so it fails now.
+CYCLE = 8
 
 
 def _start_values() -> list[tuple[float, float]]:
@@ -48,12 +51,16 @@ def _trigamma_positive(x: np.ndarray) -> np.ndarray:
     asymptotic series (error < 1e-13 there); polygamma(1, x) (Hurwitz zeta) is ~10x slower."""
     x = np.array(x, dtype=np.float64)
     out = np.zeros_like(x)
-    for _ in range(6):
-        small = x < 6
-        if not small.any():
-            break
-        out[small] += 1.0 / (x[small] * x[small])
-        x[small] += 1.0
+    low = np.flatnonzero(x < 6)  # the recurrence on these only (the same steps, in order)
+    if low.size:
+        xl, ol = x[low], out[low]
+        for _ in range(6):
+            small = xl < 6
+            if not small.any():
+                break
+            ol[small] += 1.0 / (xl[small] * xl[small])
+            xl[small] += 1.0
+        x[low], out[low] = xl, ol
     inv = 1.0 / x
     inv2 = inv * inv
     series = inv * (
@@ -76,29 +83,21 @@ def trigamma(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
-    """ARX's NewtonRaphson2D over a batch of problems: `system(x, rows)` returns the object
-    functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
-    Each problem's tries (the given start value (2, B), then START_VALUES in order) run side by
-    side, as ARX would run them one after the other: the answer is the first try in that order
-    that converges; tries after it stop. ARX's cap of (tries x 1000) iterations in all never
-    cuts a try short (16 failed tries take at most 16 x 1001), so it needs no counting here.
-    NaN where no try converges."""
-    n_problems = start.shape[1]
-    n_tries = len(START_VALUES) + 1
-    starts = np.asarray(START_VALUES, dtype=np.float64).T  # (2, tries - 1)
-    x = np.empty((2, n_problems, n_tries))
-    x[:, :, 0] = start
-    x[:, :, 1:] = starts[:, None, :]
-    x = x.reshape(2, -1)  # try t of problem r at r * n_tries + t
-    problem = np.repeat(np.arange(n_problems), n_tries)
-    attempt = np.tile(np.arange(n_tries), n_problems)
-    found = np.full((2, n_problems * n_tries), np.nan)
-    won = np.full(n_problems, n_tries)  # the earliest try that converged, per problem
-    steps = np.zeros(x.shape[1], dtype=np.int64)
-    active = np.ones(x.shape[1], dtype=bool)
-    while active.any():
-        at = np.flatnonzero(active)
+def _newton(
+    system, x: np.ndarray, problem: np.ndarray, attempt: np.ndarray, constraint=None
+) -> np.ndarray:
+    """NewtonRaphson2D's tries side by side: `x` (2, m) start points of the problems `problem`
+    (m,), `attempt` (m,) each try's rank among its problem's. A try runs up to
+    ITERATIONS_PER_TRY steps, converged when both object functions are within ACCURACY of zero,
+    ended on a NaN or a broken constraint, and stopped once a try of lower rank of its problem
+    converged (it cannot be the answer). Returns the converged points (NaN elsewhere)."""
+    x = np.array(x, dtype=np.float64)
+    found = np.full(x.shape, np.nan)
+    won = np.full(int(problem.max(initial=-1)) + 1, np.iinfo(np.int64).max)
+    at = np.arange(x.shape[1])
+    seen = np.full((CYCLE, *x.shape), np.nan)  # the last CYCLE points of each try
+    steps = 0
+    while at.size:
         xs = x[:, at]
         with np.errstate(all="ignore"):
             f, j = system(xs, problem[at])
@@ -107,7 +106,6 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
             hit = at[done]
             found[:, hit] = xs[:, done]
             np.minimum.at(won, problem[hit], attempt[hit])
-            active[hit] = False
         go = ~done
         at, xs, f, j = at[go], xs[:, go], f[:, go], j[:, :, go]
         with np.errstate(all="ignore"):
@@ -115,16 +113,42 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
             dx = (j[1, 1] * f[0] - j[0, 1] * f[1]) / det
             dy = (-j[1, 0] * f[0] + j[0, 0] * f[1]) / det
             xs = np.stack([xs[0] - dx, xs[1] - dy])
-            failed = np.isnan(xs).any(axis=0) | (steps[at] >= ITERATIONS_PER_TRY)
+            failed = np.isnan(xs).any(axis=0) | (steps >= ITERATIONS_PER_TRY)
             if constraint is not None:
                 failed |= ~constraint(xs)
+            # a point met before (bit for bit) repeats the cycle since: never converges
+            seen[steps % CYCLE][:, at] = x[:, at]
+            failed |= ((seen[:, :, at] == xs[None]).all(axis=1)).any(axis=0)
         x[:, at] = xs
-        steps[at] += 1
-        active[at[failed]] = False
-        active &= attempt < won[problem]  # a later try cannot change the answer
-    result = np.full((2, n_problems), np.nan)
-    ok = won < n_tries
-    result[:, ok] = found[:, np.flatnonzero(ok) * n_tries + won[ok]]
+        at = at[~failed & (attempt[at] < won[problem[at]])]
+        steps += 1
+    return found
+
+
+def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
+    """ARX's NewtonRaphson2D over a batch of problems: `system(x, rows)` returns the object
+    functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
+    The answer of a problem is its first try, in ARX's order (the given start value (2, B),
+    then START_VALUES), that converges. The model's own start value is tried first for every
+    problem (it usually converges); only the problems it fails get the prepared tries, side by
+    side, the earliest converging one winning. ARX's cap of (tries x 1000) iterations in all
+    never cuts a try short (16 failed tries take at most 16 x 1001), so it needs no counting
+    here. NaN where no try converges."""
+    n_problems = start.shape[1]
+    result = _newton(system, start, np.arange(n_problems), np.zeros(n_problems), constraint)
+    left = np.flatnonzero(np.isnan(result).any(axis=0))
+    if not left.size:
+        return result
+    starts = np.asarray(START_VALUES, dtype=np.float64).T  # (2, tries)
+    n_tries = starts.shape[1]
+    x = np.repeat(starts[:, None, :], left.size, axis=1).reshape(2, -1)
+    problem = np.repeat(left, n_tries)  # try t of left[i] at i * n_tries + t
+    attempt = np.tile(np.arange(n_tries), left.size)
+    found = _newton(system, x, problem, attempt, constraint).reshape(2, left.size, n_tries)
+    ok = ~np.isnan(found).any(axis=0)  # (left, tries)
+    first = np.argmax(ok, axis=1)
+    hit = ok.any(axis=1)
+    result[:, left[hit]] = found[:, np.flatnonzero(hit), first[hit]]
     return result
 
 
@@ -193,15 +217,27 @@ def pitman(h: Histograms) -> np.ndarray:
         a = (t * (c1 - n) + (n - 1) * c1) / (n * u)
     big = h.sizes != 1
     sizes, counts = h.sizes[big].astype(np.float64), h.counts[:, big].astype(np.float64)
+    # the prefixes the search asks about remove classes of size 1 only: one shared row
+    shared = counts[0] if len(counts) and (counts == counts[0]).all() else None
 
     def system(x: np.ndarray, rows: np.ndarray):
         t, a = x
-        uu, nn, cc = u[rows], n[rows], counts[rows]
+        uu, nn = u[rows], n[rows]
+        cc = counts[rows] if shared is None else shared
+        m = t.size
         val0 = uu - 1
-        val1 = special.digamma(val0 + t / a + 1)
-        val2 = trigamma((a + t + a * val0) / a)
-        val3 = trigamma(t / a + 1)
-        val4 = special.digamma(t / a + 1)
+        # every digamma and trigamma of the step in one call each (the same values)
+        shifted = sizes[None, :] - a[:, None]
+        tri = trigamma(
+            np.concatenate(
+                [(a + t + a * val0) / a, t / a + 1, t + 1, nn + t, 1 - a, shifted.ravel()]
+            )
+        )
+        val2, val3, tri_t1, tri_nt, tri_1a = tri[: 5 * m].reshape(5, m)
+        di = special.digamma(
+            np.concatenate([val0 + t / a + 1, t / a + 1, nn + t, t + 1, 1 - a, shifted.ravel()])
+        )
+        val1, val4, di_nt, di_t1, di_1a = di[: 5 * m].reshape(5, m)
         val5 = a * a
         d1 = (val3 - val2) / val5
         d5 = (a * val1 + t * val2 - a * val4 - t * val3) / (val5 * a)
@@ -210,11 +246,10 @@ def pitman(h: Histograms) -> np.ndarray:
         )
         o1 = (val1 - val4) / a
         o3 = (-t * val1 + a * val0 + t * val4) / (a * a)
-        o2 = special.digamma(nn + t) - special.digamma(t + 1)
-        d2 = trigamma(t + 1) - trigamma(nn + t)
-        shifted = sizes[None, :] - a[:, None]
-        d4 = (cc * (trigamma(1 - a)[:, None] - trigamma(shifted))).sum(axis=1)
-        o4 = (cc * (special.digamma(shifted) - special.digamma(1 - a)[:, None])).sum(axis=1)
+        o2 = di_nt - di_t1
+        d2 = tri_t1 - tri_nt
+        d4 = (cc * (tri_1a[:, None] - tri[5 * m :].reshape(shifted.shape))).sum(axis=1)
+        o4 = (cc * (di[5 * m :].reshape(shifted.shape) - di_1a[:, None])).sum(axis=1)
         f = np.stack([o1 - o2, o3 - o4])
         jac = np.array([[d2 - d1, -d5], [-d5, -d3 - d4]])
         return f, jac
@@ -338,7 +373,7 @@ def estimate(h: Histograms, models: tuple[str, ...] = MODELS, fallback: bool = T
         need |= {"pitman", "zayatz", "snb"}
     nan = np.full(b, np.nan)
     out = {}
-    for name, fn in (("zayatz", zayatz), ("pitman", pitman), ("snb", snb)):
+    for name, fn in (("pitman", pitman), ("snb", snb), ("zayatz", zayatz)):
         if name not in need:
             out[name] = nan
             continue
@@ -347,6 +382,8 @@ def estimate(h: Histograms, models: tuple[str, ...] = MODELS, fallback: bool = T
             rows &= small
         if name == "snb" and "dankar" in models and name not in models:
             rows &= ~small
+        if name == "zayatz" and name not in models:  # Dankar's: above 0.1, or its fallback
+            rows &= ~small | (fallback & ~_valid(out["pitman"]))
         value = np.zeros(b)
         if rows.any():
             sub = Histograms(h.sizes, h.counts[rows], h.population)

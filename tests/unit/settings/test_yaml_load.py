@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from airflow_skald.core.config import yaml_load
-from airflow_skald.core.config.yaml_load import load_yaml_file, load_yaml_text
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings import yaml_load
+from airflow_skald.core.settings.yaml_load import load_yaml_file, load_yaml_text
 
 REPO = Path(__file__).resolve().parents[3]
 

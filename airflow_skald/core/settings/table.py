@@ -20,7 +20,7 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.json_schema import is_valid
-from airflow_skald.core.quality.settings import AGGREGATES, OBJECTIVES
+from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 
 EMPTY = (None, "", "None", "null")
 

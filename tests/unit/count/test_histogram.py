@@ -1,4 +1,4 @@
-"""Class sizes of a sparse roll-up (`rollups.grouped`) in each of its three regimes."""
+"""Class sizes of a sparse roll-up (`histogram.grouped`) in each of its three regimes."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from airflow_skald.core.search.rollups import grouped
+from airflow_skald.core.count.histogram import grouped
 
 
 def _sums(keys: np.ndarray, counts: np.ndarray) -> dict[int, int]:

@@ -18,8 +18,8 @@ from helpers_data import (
 )
 
 from airflow_skald.core.config.run_config import load_config
-from airflow_skald.core.config.settings import BY_NAME, SETTINGS, check_run_conf, parse_overrides
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.table import BY_NAME, SETTINGS, check_run_conf, parse_overrides
 
 
 def _file_error(tmp_path: Path, name: str, value) -> str:
@@ -150,7 +150,7 @@ def test_the_table_places_its_keys_and_defaults_in_the_file(tmp_path) -> None:
     """Keys the table places are accepted by the loader, and a file that leaves them out gets
     the table's defaults (written once, in the table)."""
     from airflow_skald.core.config.run_config import config_from_dict
-    from airflow_skald.core.config.settings import SETTINGS, file_keys
+    from airflow_skald.core.settings.table import SETTINGS, file_keys
 
     assert {"chunk_rows", "suppressed_records"} <= file_keys()
     assert file_keys("memory") == {"histogram_bins", "root"}

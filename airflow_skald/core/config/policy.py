@@ -6,13 +6,11 @@ text attribute, a hierarchy that misses a value) fail here, one line each."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.privacy.policy import PrivacyPolicy
 from airflow_skald.core.privacy.registry import bind_models
-
-if TYPE_CHECKING:
-    from airflow_skald.core.config.run_config import SkaldConfig
 
 
 def describe_privacy(config: SkaldConfig) -> list[dict]:

@@ -9,10 +9,10 @@ import pytest
 from helpers_data import config_dict, run_inprocess, write_config
 
 from airflow_skald.core.config.run_config import config_from_dict
-from airflow_skald.core.config.settings import BY_NAME
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.quality.registry import MODELS
-from airflow_skald.core.quality.settings import OBJECTIVES
+from airflow_skald.core.settings.quality import OBJECTIVES
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.operators.dag_params import PARAMS
 
 pytestmark = pytest.mark.unit
