@@ -277,6 +277,7 @@ def search_optimal(
     by_height: bool = False,
     node_bounds: np.ndarray | None = None,
     top_down: bool | None = None,
+    climb_fails: bool = False,
     beat: bool = False,
 ) -> SearchOutcome:
     """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
@@ -291,14 +292,19 @@ def search_optimal(
     bound of its own loss known in advance (ints, or floats never above the exact bound).
     `by_height`: ties by the smaller sum of levels before precision (SPEC §4d). `top_down`
     (default: when `node_bounds` are given): once a passing node is known, evaluate the
-    highest alive node next instead of the lowest. `beat`: `evaluate(i, best_loss)` is given
-    the best loss so far (None before any passing node); it may report a node failing that
-    would pass only with a loss above it (such a node cannot win).
+    highest alive node next instead of the lowest. `climb_fails` (top-down only): before that
+    node, the unknown nodes of a balanced upward path from it are checked in binary-search order,
+    since a fail high up tags more of the alive nodes than the node's own fail (height and
+    precision: once a best is known the alive nodes are the lower ones, and most fail). They
+    may be nodes that cannot win: evaluating them tags, never changes the best. `beat`:
+    `evaluate(i, best_loss)` is given the best loss so far (None before any passing node); it
+    may report a node failing that would pass only with a loss above it (such a node cannot
+    win).
 
     A node is "alive" until it is evaluated, known to fail, or its bound (the largest bound of
     the evaluated nodes below it) shows it cannot beat the best node so far: bound > best loss,
-    or bound == best loss with a worse static rank. Only alive nodes are evaluated, so the
-    answer is exactly an exhaustive search's.
+    or bound == best loss with a worse static rank. Only alive nodes can become the best, so
+    the answer is exactly an exhaustive search's.
 
     Order (Flash-like): the lowest alive node (ties: the static tie order) is evaluated, as a
     large bound there clears everything above it; then an upward path of alive nodes from it,
@@ -355,6 +361,17 @@ def search_optimal(
         if improved:
             alive[:] &= bounds.can_win(bounds.flat, rank, best[1], best[2])
 
+    def check_above(i: int) -> None:
+        path = [i]
+        while True:
+            nxt = [j for j in lattice.successors(path[-1]) if mono[j] == 0 and not done[j]]
+            if not nxt:
+                break
+            path.append(min(nxt, key=lambda j: (climb[0][j], climb[1][j], j)))
+        for k in _binary_order(len(path) - 1):  # a fail clears the path below it, a pass above
+            if mono[path[k + 1]] == 0 and not done[path[k + 1]]:
+                run(path[k + 1])
+
     cursor = 0
     # with bounds known for every node (node-only models), once a best is found the alive nodes
     # are those whose bound can still win: the highest of them is evaluated first, as its fail
@@ -366,7 +383,10 @@ def search_optimal(
             high = _next_alive(alive, descending, high)
             if high >= n:
                 break
-            run(int(descending[high]))
+            if climb_fails:
+                check_above(int(descending[high]))
+            if alive[descending[high]]:
+                run(int(descending[high]))
             continue
         cursor = _next_alive(alive, order, cursor)
         if cursor >= n:

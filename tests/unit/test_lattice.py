@@ -89,6 +89,48 @@ def test_search_equals_brute_force(problem):
     assert out.evaluated + out.pruned <= len(lattice)
 
 
+@settings(max_examples=200, deadline=None)
+@given(problems(), st.integers(0, 2**32 - 1), st.sampled_from([None, False, True]), st.booleans())
+def test_search_orders_with_node_bounds_equal_brute_force(problem, seed, top_down, climb_fails):
+    """Per-node bounds known in advance (node-only quality models) with every search order:
+    lowest first, highest alive first, and climbing to failing nodes first (`climb_fails`);
+    the answer is the brute force's and no node is evaluated twice."""
+    lattice, tops, priority, mono, full, loss, bound, all_monotone, no_bound = problem
+    rng = np.random.default_rng(seed)
+    scale = max(1, max(int(x) for x in loss) // 8)
+    below = rng.integers(0, 3, len(loss))
+    node_bounds = np.asarray(
+        [max(0, int(x) - int(r) * scale) for x, r in zip(loss, below, strict=True)], dtype=object
+    )
+    node_bounds = node_bounds.astype(np.int64 if scale < 2**40 else np.float64)
+    if node_bounds.dtype == np.float64:  # floats never above the exact bound
+        node_bounds = node_bounds - np.abs(node_bounds) * 1e-9
+    calls = []
+
+    def evaluate(i: int):
+        calls.append(i)
+        b = None if no_bound else int(bound[i])
+        return bool(mono[i]), bool(full[i]), int(loss[i]), b
+
+    out = search_optimal(
+        lattice,
+        evaluate,
+        tops,
+        priority,
+        all_monotone=all_monotone,
+        node_bounds=node_bounds,
+        top_down=top_down,
+        climb_fails=climb_fails,
+    )
+    passing = [i for i in range(len(lattice)) if full[i]]
+    if not passing:
+        assert out.best is None
+    else:
+        key = lambda i: (int(loss[i]), _tie_key(lattice.node(i), tops, priority))  # noqa: E731
+        assert out.best == min(passing, key=key)
+    assert len(calls) == len(set(calls)) == out.evaluated
+
+
 def test_search_prunes_by_bound_and_tags():
     """Most of a large lattice is never evaluated when bounds and tags decide it."""
     lattice = Lattice((0,) * 6, (4, 3, 4, 2, 5, 3))

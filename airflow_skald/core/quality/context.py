@@ -30,6 +30,7 @@ class QualityContext:
         classes: Histogram,
         settings: QualitySettings | None = None,
         max_suppressed: int | None = None,
+        min_class_size: int = 1,
     ):
         self.dims = list(dims)
         self.root = tuple(int(x) for x in root)
@@ -38,6 +39,8 @@ class QualityContext:
         self.n_records = int(classes.counts.sum(dtype=np.int64)) if classes.counts.size else 0
         # the most records a passing node may suppress (bounds of non-monotone models)
         self.max_suppressed = self.n_records if max_suppressed is None else int(max_suppressed)
+        # the fewest records of a class a passing node keeps (the monotone models' k; 1: none)
+        self.min_class_size = max(1, int(min_class_size))
         self.weights = self.settings.normalised_weights([d.name for d in self.dims])
         radices = [d.cards[lv] for d, lv in zip(self.dims, self.root, strict=True)]
         self._root_marginals = _marginals(classes.keys, classes.counts, radices)

@@ -12,6 +12,7 @@ class Height(MultiDimensional):
     name = "height"
     default_aggregate = "sum"
     node_only = True
+    climb_fails = True  # the lower alive nodes mostly fail: tag them from above
 
     def qid_values(self, scored: Scored) -> list[Fraction]:
         return [Fraction(int(lv)) for lv in scored.node]

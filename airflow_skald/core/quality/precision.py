@@ -33,6 +33,7 @@ class NMPrecision(MultiDimensional):
     name = "precision"
     default_aggregate = "arithmetic_mean"
     node_only = True
+    climb_fails = True  # the lower alive nodes mostly fail: tag them from above
 
     def _share(self, i: int, level: int) -> Fraction:
         top = self.ctx.tops[i]

@@ -139,7 +139,7 @@ def search_lattice(
     source = source or ClassSource(plan, counts, policy.attributes)
     most = _most_classes(policy, n)
     limit = max_suppressed(policy.suppression_limit, n)
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, limit)
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, limit, _kept_size(policy))
     objective = objective or configured_objective(ctx)
     # the labels of suppressed classes (Loss): keyed classes whenever a node may suppress
     keyed = objective.needs_keys and policy.suppression_limit > 0
@@ -171,6 +171,8 @@ def search_lattice(
         all_monotone=policy.all_monotone,
         by_height=objective.by_height,
         node_bounds=objective.node_bounds(lattice),
+        top_down=objective.top_down,
+        climb_fails=objective.climb_fails,
         beat=bool(policy.sample_based),
     )
     if outcome.best is None:
@@ -251,11 +253,17 @@ def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored, k: i
     }
 
 
+def _kept_size(policy: PrivacyPolicy) -> int:
+    """The fewest records of a class a node keeps: the monotone models' smallest class size
+    (ARX's getMinimalClassSize: k; 1 when no model has one)."""
+    return max((m.min_class_size for m in policy.models if m.monotone), default=1)
+
+
 def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
     """The most classes a node that passes the monotone models can have: its kept classes have
     at least k records each (at most n // k of them) and every other class suppresses at least
     one record, so more than n // k + floor(limit * n) classes fail (None: no k)."""
-    smallest = max((m.min_class_size for m in policy.models if m.monotone), default=1)
+    smallest = _kept_size(policy)
     if smallest < 2:
         return None
     return n // smallest + max_suppressed(policy.suppression_limit, n)

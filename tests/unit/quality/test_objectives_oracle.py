@@ -6,9 +6,12 @@ chunked any way; every model's score at the chosen node equals the oracle's."""
 from __future__ import annotations
 
 import math
+import tempfile
 from fractions import Fraction
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,21 +25,22 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
 from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.pipeline import root_keys, search_lattice
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 
 pytestmark = pytest.mark.unit
 
 
-def _config(qids, k, limit, bins, priority, quality):
+def _config(qids, k, limit, bins, priority, quality, criteria=None, inp="/in-memory/in"):
     return config_from_dict(
         {
-            "input": {"path": "/in-memory/in"},
+            "input": {"path": inp},
             "output": {"path": "/in-memory/out"},
             "direct_identifiers": ["pid"],
             "sensitive_attributes": ["sens"],
             "quasi_identifiers": qids,
-            "privacy": {"k": k, "suppression_limit": limit},
+            "privacy": {"k": k, "suppression_limit": limit, **(criteria or {})},
             "memory": {"histogram_bins": bins or 10**9, "root": "paper"},
             "qid_priority": priority,
             "quality": quality,
@@ -138,3 +142,57 @@ def _weights(quality, qids) -> list[Fraction]:
     raw = [Fraction(str(quality.get("weights", {}).get(q["name"], 1))) for q in qids]
     top = max(raw)
     return [w / top for w in raw] if top else [Fraction(1)] * len(raw)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=datasets(), gs=st.sampled_from([0, 0.25, 0.5, 0.7, 1]), l_div=st.booleans())
+def test_aecs_bounds_never_exceed_a_passing_value(data, gs, l_div) -> None:
+    """AECS's bounds, checked over every node: `node_bounds[x]` and the bound from the classes
+    of any node y at or below x (`lower_bound`) are at most x's value whenever x passes (with
+    suppression, gs factors on both sides of 0.5, and an l-diversity criterion that suppresses
+    classes of k records or more)."""
+    from airflow_skald.core.config.policy import build_policy
+    from airflow_skald.core.lattice import Lattice
+    from airflow_skald.core.privacy import max_suppressed
+    from airflow_skald.core.quality.aecs import AECS
+    from airflow_skald.core.quality.context import QualityContext
+    from airflow_skald.core.quality.metric import Scored
+    from airflow_skald.core.search.class_source import ClassSource
+    from airflow_skald.core.search.decide import _kept_size
+
+    df, qids, _, k, limit, _, priority = data
+    criteria = {"l_diversity": [{"attribute": "sens", "l": 2}]} if l_div else None
+    quality = {"objective": "aecs", "gs_factor": gs}
+    with tempfile.TemporaryDirectory() as tmp:
+        pq.write_table(pa.Table.from_pandas(df, preserve_index=False), f"{tmp}/in.parquet")
+        config = _config(qids, k, limit, None, priority, quality, criteria, f"{tmp}/in.parquet")
+        chunks = P.list_chunks(config)
+        plan = plan_root(config, P.scan_domain(config, chunks))
+        counts = P.count_histogram(config, plan, chunks)
+    policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+    n = counts.n_records
+    ctx = QualityContext(
+        plan.dims,
+        plan.root,
+        counts.classes,
+        config.quality,
+        max_suppressed(policy.suppression_limit, n),
+        _kept_size(policy),
+    )
+    aecs = AECS(ctx)
+    lattice = Lattice(plan.root, tuple(plan.tops))
+    source = ClassSource(plan, counts, policy.attributes)
+    node_bounds = aecs.node_bounds(lattice)
+    bounds, values = [], []
+    for i in range(len(lattice)):
+        node = lattice.node(i)
+        table = source.table(node)
+        j = policy.judge(table, top=node == tuple(plan.tops))
+        bounds.append(aecs.lower_bound(table))
+        values.append(aecs.value(Scored(table, j, node, plan.tops)) if j.passes else None)
+    for x, value in enumerate(values):
+        if value is None:
+            continue
+        assert node_bounds[x] <= value, (lattice.node(x), node_bounds[x], value)
+        for y in np.flatnonzero(lattice.below(x)):
+            assert bounds[y] <= value, (lattice.node(y), lattice.node(x), bounds[y], value)
