@@ -29,12 +29,13 @@ def chunk_codes(chunk_id: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray
 
 def _min_grouped(keys: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Distinct keys (sorted) with the smallest code of each."""
-    if keys.size == 0:
-        return keys.astype(np.int64), codes.astype(np.int64)
-    order = np.lexsort((codes, keys))
+    keys, codes = np.asarray(keys, dtype=np.int64), np.asarray(codes, dtype=np.int64)
+    if keys.size == 0 or bool(np.all(keys[1:] > keys[:-1])):  # distinct and sorted already
+        return keys, codes
+    order = np.argsort(keys, kind="stable")
     keys, codes = keys[order], codes[order]
     starts = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    return keys[starts], codes[starts]
+    return keys[starts], np.minimum.reduceat(codes, starts)
 
 
 def _radices(dims: Sequence, node: Sequence[int]) -> list[int]:

@@ -41,6 +41,9 @@ class Judgement:
     max_suppressed: int
     passes: bool
     monotone_passes: bool
+    # the sample-based models' prefix ends inside a run of one class size: which of those
+    # classes are suppressed follows `ClassTable.first_rows` (the rest never does)
+    tie: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,15 +99,16 @@ class PrivacyPolicy:
             if not m.monotone:
                 kept &= m.keeps(table)
         sampled = self.sample_based
-        cut = False
+        cut = tie = False
         if sampled:
-            kept, cut = enforce_within(sampled, table, kept, allowed, top, within)
+            kept, cut, tie = enforce_within(sampled, table, kept, allowed, top, within)
             if all(m.monotone for m in class_based):
                 mono = tuple(m for m in sampled if m.monotone)
                 monotone = enforce(mono, table, monotone, allowed, top)
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
-        return Judgement(kept, n, s, allowed, s <= allowed and not cut, s_mono <= allowed)
+        passes = s <= allowed and not cut
+        return Judgement(kept, n, s, allowed, passes, s_mono <= allowed, tie)
 
     def describe(self) -> list[dict]:
         return [m.describe() for m in self.models]

@@ -120,20 +120,20 @@ def enforce_within(
     allowed: int,
     top: bool = False,
     within: Within | None = None,
-) -> tuple[np.ndarray, bool]:
+) -> tuple[np.ndarray, bool, bool]:
     """`enforce`, with prefixes no longer than `within(kept, sizes)` (the classes left by the
     class-based models and the sizes they are suppressed in order: the search's longest prefix
     whose loss could still win, the loss never falling as the prefix grows). Also returns
-    whether that cut decided a failure: a longer prefix might hold within `allowed`, but the
-    node could not win with it."""
+    whether that cut decided a failure (a longer prefix might hold within `allowed`, but the
+    node could not win with it), and whether the prefix ends inside a run of classes of one
+    size (then the first input rows decide which of them are suppressed; the prefix's length
+    never depends on them)."""
     if not models:
-        return kept, False
+        return kept, False, False
     kept = kept.copy()
     visible = np.flatnonzero(kept) if not top else np.zeros(0, dtype=np.int64)
-    sizes = table.sizes[visible]
-    first = table.first_rows[visible] if table.first_rows is not None else visible
-    order = np.lexsort((first, sizes))
-    visible, sizes = visible[order], np.asarray(sizes[order], dtype=np.int64)
+    unordered = table.sizes[visible]
+    sizes = np.sort(unordered).astype(np.int64, copy=False)  # the models read sizes only
     budget = allowed - (table.n_records - int(table.sizes[kept].sum(dtype=np.int64)))
     most = within(kept, sizes) if within is not None and sizes.size else None
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
@@ -144,8 +144,11 @@ def enforce_within(
             p, cut = sizes.size, q == CUT
             break
         p = q
-    kept[visible[:p]] = False
-    return kept, cut
+    if p:  # which classes: size ascending, then first input row (else the classes' order)
+        first = table.first_rows[visible] if table.first_rows is not None else visible
+        kept[visible[np.lexsort((first, unordered))[:p]]] = False
+    tie = 0 < p < sizes.size and sizes[p - 1] == sizes[p]
+    return kept, cut, bool(tie)
 
 
 def fraction_setting(raw: Any, key: str, setting: str, where: str) -> Fraction:

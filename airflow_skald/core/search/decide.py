@@ -184,9 +184,10 @@ def search_lattice(
         )
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
-    if counts.first is not None and policy.sample_based:  # the order within a class size
-        table = replace(table, first_rows=counts.first.at(plan.dims, best, keys))
     judgement = policy.judge(table, top=best == tops)
+    if counts.first is not None and judgement.tie:  # the order within a class size matters
+        table = replace(table, first_rows=counts.first.at(plan.dims, best, keys))
+        judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]
     figures_risk = risk(kept, policy.min_class_size)
