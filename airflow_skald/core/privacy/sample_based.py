@@ -21,7 +21,10 @@ from airflow_skald.core.privacy.model import ClassTable, PrivacyModel, decimal_o
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
 from airflow_skald.core.settings.table import BY_NAME
 
-FIRST_BATCH = 64  # estimators: candidates tried after the empty prefix, then 4x as many
+# estimators: candidates tried after the empty prefix, then twice as many, at most MAX_BATCH
+# (a batch costs as many Newton steps as its slowest try, up to 2 x 1000: a larger one
+# overshoots the answer by more candidates, a smaller one takes more steps)
+FIRST_BATCH, GROWTH, MAX_BATCH = 64, 2, 256
 CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold
 # (classes left by the class-based models, their sizes in suppression order) -> longest prefix
 Within = Callable[[np.ndarray, np.ndarray], int]
@@ -91,7 +94,7 @@ def shortest_prefix(
         if ok.size:
             return int(candidates[ok[0]])
         lo = int(candidates[-1]) + 1
-        batch = FIRST_BATCH if batch == 1 else 4 * batch
+        batch = FIRST_BATCH if batch == 1 else min(GROWTH * batch, MAX_BATCH)
     return CUT if cut else -1
 
 
