@@ -73,3 +73,18 @@ def read_release(folder: Path) -> pd.DataFrame:
             [pd.read_csv(p, dtype=str, keep_default_na=False) for p in parts], ignore_index=True
         )
     return pd.concat([pq.read_table(p).to_pandas() for p in parts], ignore_index=True)
+
+
+def search_inputs(config):
+    """Phases 1 and 2 in this process, as `skald run` makes them: the plan (at the node the
+    counts ended at), the root counts and the privacy policy the search judges under."""
+    from airflow_skald.core.config.policy import build_policy
+    from airflow_skald.core.encode.root import plan_root
+    from airflow_skald.core.run import pipeline
+
+    chunks = pipeline.list_chunks(config)
+    plan = plan_root(config, pipeline.scan_domain(config, chunks))
+    counts = pipeline.count_histogram(config, plan, chunks)
+    if counts.node is not None:
+        plan = plan.with_root(counts.node)
+    return plan, counts, build_policy(config, plan.stats.sensitive, plan.stats.n_rows)

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import Criteria, ram_root
 from oracle_quality import exhaustive_quality
-from skald_testdata import ADULT, adult_qid_config, write_chunks, write_config
+from skald_testdata import ADULT, adult_qid_config, search_inputs, write_chunks, write_config
 from strategies import criteria_config, criteria_datasets, write_input
 
 from airflow_skald.cli import main
@@ -102,12 +102,9 @@ def test_adult_objectives_equal_the_search_without_bounds(adult_input, objective
     """On Adult (ARX's 8 hierarchies, k = 5) the node and score equal those of the same search
     with every quality bound switched off (pruning by pass/fail tagging only): the bounds
     prune evaluations, never the answer (the exhaustive oracle checks the rest)."""
-    from airflow_skald.core.config.policy import build_policy
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.encode.root import plan_root
     from airflow_skald.core.quality.context import QualityContext
     from airflow_skald.core.quality.registry import objective as configured
-    from airflow_skald.core.run import pipeline as P
     from airflow_skald.core.search.decide import search_lattice
 
     out = adult_input / f"out-{objective}-{limit}"
@@ -126,12 +123,7 @@ def test_adult_objectives_equal_the_search_without_bounds(adult_input, objective
     capsys.readouterr()
     manifest = json.loads((out / "manifest.json").read_text())
     config = load_config(cfg)
-    chunks = P.list_chunks(config)
-    plan = plan_root(config, P.scan_domain(config, chunks))
-    counts = P.count_histogram(config, plan, chunks)
-    if counts.node is not None:
-        plan = plan.with_root(counts.node)
-    policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+    plan, counts, policy = search_inputs(config)
     ctx = QualityContext(plan.dims, plan.root, counts.classes, config.quality)
     plain = search_lattice(
         plan, counts, policy, config.priority_order(), objective=_Unbounded(configured(ctx))

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from oracle import ram_root
 from oracle_quality import exhaustive_quality
+from skald_testdata import search_inputs
 from strategies import datasets
 
 from airflow_skald.core.config.run_config import config_from_dict
@@ -25,7 +26,6 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.pipeline import root_keys, search_lattice
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 
@@ -151,7 +151,6 @@ def test_aecs_bounds_never_exceed_a_passing_value(data, gs, l_div) -> None:
     of any node y at or below x (`lower_bound`) are at most x's value whenever x passes (with
     suppression, gs factors on both sides of 0.5, and an l-diversity criterion that suppresses
     classes of k records or more)."""
-    from airflow_skald.core.config.policy import build_policy
     from airflow_skald.core.lattice import Lattice
     from airflow_skald.core.privacy import max_suppressed
     from airflow_skald.core.quality.aecs import AECS
@@ -166,10 +165,7 @@ def test_aecs_bounds_never_exceed_a_passing_value(data, gs, l_div) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         pq.write_table(pa.Table.from_pandas(df, preserve_index=False), f"{tmp}/in.parquet")
         config = _config(qids, k, limit, None, priority, quality, criteria, f"{tmp}/in.parquet")
-        chunks = P.list_chunks(config)
-        plan = plan_root(config, P.scan_domain(config, chunks))
-        counts = P.count_histogram(config, plan, chunks)
-    policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+        plan, counts, policy = search_inputs(config)
     n = counts.n_records
     ctx = QualityContext(
         plan.dims,
