@@ -75,15 +75,18 @@ class FirstRows:
         if node != self.node:
             keys = rolled_keys(dims, keys, node, self.node)
         keys, codes = _min_grouped(keys, codes)
-        if self.keys.size:  # bins held already: the smaller code (one gather, no sort)
-            at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-            held = self.keys[at] == keys
-            self.codes[at[held]] = np.minimum(self.codes[at[held]], codes[held])
-            keys, codes = keys[~held], codes[~held]
-        if keys.size:  # new bins: two sorted runs merged
-            merged = np.concatenate([self.keys, keys])
-            order = np.argsort(merged, kind="stable")
-            self.keys, self.codes = merged[order], np.concatenate([self.codes, codes])[order]
+        if not self.keys.size:
+            self.keys, self.codes = keys.copy(), codes.copy()  # the caller's arrays stay its own
+            return
+        # bins held already: the smaller code (one gather); new bins inserted in key order
+        at = np.searchsorted(self.keys, keys)
+        held = self.keys[np.minimum(at, self.keys.size - 1)] == keys
+        where = at[held]
+        self.codes[where] = np.minimum(self.codes[where], codes[held])
+        new = ~held
+        if new.any():
+            self.keys = np.insert(self.keys, at[new], keys[new])
+            self.codes = np.insert(self.codes, at[new], codes[new])
 
     def rise(self, dims: Sequence, node: Sequence[int]) -> None:
         node = tuple(node)
