@@ -19,6 +19,7 @@ import numpy as np
 
 ROW_BITS = 32
 MAGIC = b"SKALDFR1"
+MIN_FLUSH = 1 << 22  # pending bins merged in once they are this many (or as many as held)
 
 
 def chunk_codes(chunk_id: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -59,11 +60,14 @@ def rolled_keys(dims: Sequence, keys: np.ndarray, src: Sequence[int], dst: Seque
 
 @dataclass
 class FirstRows:
-    """The first row (code) of each non-empty bin of `node`."""
+    """The first row (code) of each non-empty bin of `node`. Bins added wait in `pending` until
+    they are as many as those held (at least MIN_FLUSH), then go in with one sort: merging
+    costs O(bins log bins) over all chunks, not O(chunks x bins)."""
 
     node: tuple[int, ...]
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    pending: list = field(default_factory=list, repr=False, compare=False)
 
     def add(self, dims: Sequence, node: Sequence[int], keys, codes) -> None:
         """Bins counted at `node`: at or below this node (rolled up to it), or above it (this
@@ -74,23 +78,23 @@ class FirstRows:
         keys, codes = np.asarray(keys, np.int64), np.asarray(codes, np.int64)
         if node != self.node:
             keys = rolled_keys(dims, keys, node, self.node)
-        keys, codes = _min_grouped(keys, codes)
-        if not self.keys.size:
-            self.keys, self.codes = keys.copy(), codes.copy()  # the caller's arrays stay its own
-            return
-        # bins held already: the smaller code (one gather); new bins inserted in key order
-        at = np.searchsorted(self.keys, keys)
-        held = self.keys[np.minimum(at, self.keys.size - 1)] == keys
-        where = at[held]
-        self.codes[where] = np.minimum(self.codes[where], codes[held])
-        new = ~held
-        if new.any():
-            self.keys = np.insert(self.keys, at[new], keys[new])
-            self.codes = np.insert(self.codes, at[new], codes[new])
+        self.pending.append((keys, codes))
+        waiting = sum(k.size for k, _ in self.pending)
+        if waiting >= max(self.keys.size, MIN_FLUSH):
+            self.flush()
+
+    def flush(self) -> None:
+        """The pending bins merged in (the smallest code per bin)."""
+        if self.pending:
+            keys = np.concatenate([self.keys, *(k for k, _ in self.pending)])
+            codes = np.concatenate([self.codes, *(c for _, c in self.pending)])
+            self.pending = []
+            self.keys, self.codes = _min_grouped(keys, codes)
 
     def rise(self, dims: Sequence, node: Sequence[int]) -> None:
         node = tuple(node)
         if node != self.node:
+            self.flush()
             self.keys, self.codes = _min_grouped(
                 rolled_keys(dims, self.keys, self.node, node), self.codes
             )
@@ -98,6 +102,7 @@ class FirstRows:
 
     def at(self, dims: Sequence, node: Sequence[int], keys: np.ndarray) -> np.ndarray:
         """The first-row codes of the classes `keys` (sorted) of `node`."""
+        self.flush()
         rolled, codes = _min_grouped(rolled_keys(dims, self.keys, self.node, node), self.codes)
         index = np.minimum(np.searchsorted(rolled, keys), max(rolled.size - 1, 0))
         if keys.size and (rolled.size == 0 or np.any(rolled[index] != keys)):
@@ -110,10 +115,13 @@ class FirstRows:
         top = max(parts, key=lambda p: sum(p.node))
         out = FirstRows(top.node)
         for p in parts:
+            p.flush()
             out.add(dims, p.node, p.keys, p.codes)
+        out.flush()
         return out
 
     def to_bytes(self) -> bytes:
+        self.flush()
         buf = io.BytesIO()
         np.savez(buf, keys=self.keys, codes=self.codes)
         body = buf.getvalue()
