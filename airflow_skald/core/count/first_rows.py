@@ -24,7 +24,17 @@ MIN_FLUSH = 1 << 22  # pending bins merged in once they are this many (or as man
 
 def chunk_codes(chunk_id: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's distinct keys and the code of the first row holding each."""
-    distinct, first = np.unique(keys, return_index=True)
+    keys = np.asarray(keys, dtype=np.int64)
+    row_bits = max(int(keys.size - 1).bit_length(), 1)
+    top = int(keys.max(initial=0))
+    if keys.size and int(keys.min()) >= 0 and top < 1 << (62 - row_bits):
+        # key and row packed in one int64: one plain sort (no stable argsort) gives both
+        packed = np.sort((keys << row_bits) | np.arange(keys.size, dtype=np.int64))
+        key = packed >> row_bits
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        distinct, first = key[starts], packed[starts] & ((1 << row_bits) - 1)
+    else:
+        distinct, first = np.unique(keys, return_index=True)
     return distinct.astype(np.int64), (np.int64(chunk_id) << ROW_BITS) + first.astype(np.int64)
 
 
@@ -85,11 +95,25 @@ class FirstRows:
 
     def flush(self) -> None:
         """The pending bins merged in (the smallest code per bin)."""
-        if self.pending:
-            keys = np.concatenate([self.keys, *(k for k, _ in self.pending)])
-            codes = np.concatenate([self.codes, *(c for _, c in self.pending)])
-            self.pending = []
-            self.keys, self.codes = _min_grouped(keys, codes)
+        if not self.pending:
+            return
+        keys, codes = _min_grouped(
+            np.concatenate([k for k, _ in self.pending]),
+            np.concatenate([c for _, c in self.pending]),
+        )
+        self.pending = []
+        if not self.keys.size:
+            self.keys, self.codes = keys, codes
+            return
+        # bins held already: the smaller code (one gather); new bins inserted in key order
+        at = np.searchsorted(self.keys, keys)
+        held = self.keys[np.minimum(at, self.keys.size - 1)] == keys
+        where = at[held]
+        self.codes[where] = np.minimum(self.codes[where], codes[held])
+        new = ~held
+        if new.any():
+            self.keys = np.insert(self.keys, at[new], keys[new])
+            self.codes = np.insert(self.codes, at[new], codes[new])
 
     def rise(self, dims: Sequence, node: Sequence[int]) -> None:
         node = tuple(node)
