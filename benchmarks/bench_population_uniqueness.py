@@ -1,7 +1,8 @@
 """Population uniqueness on Adult against the k-only run (issue 21, "Speed").
 
 `skald run` in a fresh process per run (CPU = user + system, `bench_arx_tables.run_once`) on
-Adult (ARX's 8 hierarchies, `arx_tables.write_table`), at each suppression limit: k = 5 alone,
+Adult as issue 21 names it (8 QIDs with ARX's hierarchies, salary-class sensitive:
+`adult_data.adult_body`), at each suppression limit: k = 5 alone,
 then `population_uniqueness: {max: 0.01, model: M, sampling_fraction: 0.1}` for each model,
 without k and with k = 5. Prints per case the node, DM*, suppressed records, evaluated nodes,
 the CPU range over the repeats and the ratio of medians to the k-only run; `--json` writes the
@@ -19,14 +20,14 @@ import statistics
 from pathlib import Path
 
 import yaml
-from arx_tables import write_table
+from adult_data import ADULT, adult_body
 from bench_arx_tables import run_once
 
 
 def _config(work: Path, name: str, limit: float, privacy: dict) -> Path:
-    body = write_table("adult", work / "adult")
+    source = {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"}
+    body = adult_body(source, work / "out" / f"{name}-{limit}")
     body["privacy"] = {**privacy, "suppression_limit": limit}
-    body["output"]["path"] = str(work / "out" / f"{name}-{limit}")
     path = work / f"{name}-{limit}.yaml"
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path

@@ -19,11 +19,22 @@ import numpy as np
 
 ROW_BITS = 32
 MAGIC = b"SKALDFR1"
+MIN_FLUSH = 1 << 22  # pending bins merged in once they are this many (or as many as held)
 
 
 def chunk_codes(chunk_id: int, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """One chunk's distinct keys and the code of the first row holding each."""
-    distinct, first = np.unique(keys, return_index=True)
+    keys = np.asarray(keys, dtype=np.int64)
+    row_bits = max(int(keys.size - 1).bit_length(), 1)
+    top = int(keys.max(initial=0))
+    if keys.size and int(keys.min()) >= 0 and top < 1 << (62 - row_bits):
+        # key and row packed in one int64: one plain sort (no stable argsort) gives both
+        packed = np.sort((keys << row_bits) | np.arange(keys.size, dtype=np.int64))
+        key = packed >> row_bits
+        starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+        distinct, first = key[starts], packed[starts] & ((1 << row_bits) - 1)
+    else:
+        distinct, first = np.unique(keys, return_index=True)
     return distinct.astype(np.int64), (np.int64(chunk_id) << ROW_BITS) + first.astype(np.int64)
 
 
@@ -59,11 +70,14 @@ def rolled_keys(dims: Sequence, keys: np.ndarray, src: Sequence[int], dst: Seque
 
 @dataclass
 class FirstRows:
-    """The first row (code) of each non-empty bin of `node`."""
+    """The first row (code) of each non-empty bin of `node`. Bins added wait in `pending` until
+    they are as many as those held (at least MIN_FLUSH), then go in with one sort: merging
+    costs O(bins log bins) over all chunks, not O(chunks x bins)."""
 
     node: tuple[int, ...]
     keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     codes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    pending: list = field(default_factory=list, repr=False, compare=False)
 
     def add(self, dims: Sequence, node: Sequence[int], keys, codes) -> None:
         """Bins counted at `node`: at or below this node (rolled up to it), or above it (this
@@ -74,20 +88,37 @@ class FirstRows:
         keys, codes = np.asarray(keys, np.int64), np.asarray(codes, np.int64)
         if node != self.node:
             keys = rolled_keys(dims, keys, node, self.node)
-        keys, codes = _min_grouped(keys, codes)
-        if self.keys.size:  # bins held already: the smaller code (one gather, no sort)
-            at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
-            held = self.keys[at] == keys
-            self.codes[at[held]] = np.minimum(self.codes[at[held]], codes[held])
-            keys, codes = keys[~held], codes[~held]
-        if keys.size:  # new bins: two sorted runs merged
-            merged = np.concatenate([self.keys, keys])
-            order = np.argsort(merged, kind="stable")
-            self.keys, self.codes = merged[order], np.concatenate([self.codes, codes])[order]
+        self.pending.append((keys, codes))
+        waiting = sum(k.size for k, _ in self.pending)
+        if waiting >= max(self.keys.size, MIN_FLUSH):
+            self.flush()
+
+    def flush(self) -> None:
+        """The pending bins merged in (the smallest code per bin)."""
+        if not self.pending:
+            return
+        keys, codes = _min_grouped(
+            np.concatenate([k for k, _ in self.pending]),
+            np.concatenate([c for _, c in self.pending]),
+        )
+        self.pending = []
+        if not self.keys.size:
+            self.keys, self.codes = keys, codes
+            return
+        # bins held already: the smaller code (one gather); new bins inserted in key order
+        at = np.searchsorted(self.keys, keys)
+        held = self.keys[np.minimum(at, self.keys.size - 1)] == keys
+        where = at[held]
+        self.codes[where] = np.minimum(self.codes[where], codes[held])
+        new = ~held
+        if new.any():
+            self.keys = np.insert(self.keys, at[new], keys[new])
+            self.codes = np.insert(self.codes, at[new], codes[new])
 
     def rise(self, dims: Sequence, node: Sequence[int]) -> None:
         node = tuple(node)
         if node != self.node:
+            self.flush()
             self.keys, self.codes = _min_grouped(
                 rolled_keys(dims, self.keys, self.node, node), self.codes
             )
@@ -95,6 +126,7 @@ class FirstRows:
 
     def at(self, dims: Sequence, node: Sequence[int], keys: np.ndarray) -> np.ndarray:
         """The first-row codes of the classes `keys` (sorted) of `node`."""
+        self.flush()
         rolled, codes = _min_grouped(rolled_keys(dims, self.keys, self.node, node), self.codes)
         index = np.minimum(np.searchsorted(rolled, keys), max(rolled.size - 1, 0))
         if keys.size and (rolled.size == 0 or np.any(rolled[index] != keys)):
@@ -107,10 +139,13 @@ class FirstRows:
         top = max(parts, key=lambda p: sum(p.node))
         out = FirstRows(top.node)
         for p in parts:
+            p.flush()
             out.add(dims, p.node, p.keys, p.codes)
+        out.flush()
         return out
 
     def to_bytes(self) -> bytes:
+        self.flush()
         buf = io.BytesIO()
         np.savez(buf, keys=self.keys, codes=self.codes)
         body = buf.getvalue()

@@ -104,7 +104,10 @@ class PrivacyPolicy:
             kept, cut, tie = enforce_within(sampled, table, kept, allowed, top, within)
             if all(m.monotone for m in class_based):
                 mono = tuple(m for m in sampled if m.monotone)
-                monotone = enforce(mono, table, monotone, allowed, top)
+                if mono == sampled and not cut:  # the same models on the same classes
+                    monotone = kept
+                else:
+                    monotone = enforce(mono, table, monotone, allowed, top)
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
         passes = s <= allowed and not cut

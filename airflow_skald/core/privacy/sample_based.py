@@ -25,6 +25,7 @@ from airflow_skald.core.settings.table import BY_NAME
 # (a batch costs as many Newton steps as its slowest try, up to 2 x 1000: a larger one
 # overshoots the answer by more candidates, a smaller one takes more steps)
 FIRST_BATCH, GROWTH, MAX_BATCH = 64, 2, 256
+_EMPTY = np.zeros(1, dtype=np.int64)  # the empty prefix, as `holds` takes it
 CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold
 # (classes left by the class-based models, their sizes in suppression order) -> longest prefix
 Within = Callable[[np.ndarray, np.ndarray], int]
@@ -33,8 +34,8 @@ Within = Callable[[np.ndarray, np.ndarray], int]
 class SampleBasedModel(PrivacyModel):
     """A model over the distribution of the classes left (no class-based part: `keeps` keeps
     every class). `holds(sizes, prefixes)`: for the class sizes ascending, whether the model
-    holds on `sizes[p:]` for each p of `prefixes`; `cheap`: every candidate is evaluated at
-    once."""
+    holds on `sizes[p:]` for each p of `prefixes` (for the empty prefix alone, `sizes` in any
+    order: it reads their multiset only); `cheap`: every candidate is evaluated at once."""
 
     sample_based = True
     cheap = True
@@ -133,8 +134,10 @@ def enforce_within(
     kept = kept.copy()
     visible = np.flatnonzero(kept) if not top else np.zeros(0, dtype=np.int64)
     unordered = table.sizes[visible]
-    sizes = np.sort(unordered).astype(np.int64, copy=False)  # the models read sizes only
     budget = allowed - (table.n_records - int(table.sizes[kept].sum(dtype=np.int64)))
+    if budget >= 0 and all(m.cheap and m.holds(unordered, _EMPTY)[0] for m in models):
+        return kept, False, False  # each holds as the classes are (no sort needed to see it)
+    sizes = np.sort(unordered).astype(np.int64, copy=False)  # the models read sizes only
     most = within(kept, sizes) if within is not None and sizes.size else None
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     p, cut = 0, False

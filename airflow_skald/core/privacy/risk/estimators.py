@@ -188,19 +188,40 @@ class Histograms:
         return cls(sizes, counts[None, :], float(population))
 
 
+def hypergeom_one(total: int, good: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """scipy.stats.hypergeom.pmf(1, total, good, drawn), the same values: scipy.stats computes
+    it with scipy.special's `_hypergeom_pmf` (Boost), called here directly so that a run need
+    not import scipy.stats (~1 s); where that gives NaN (outside its domain, or where scipy.stats
+    answers 0) scipy.stats answers."""
+    good, drawn = np.broadcast_arrays(np.asarray(good), np.asarray(drawn))
+    try:
+        from scipy.special._ufuncs import _hypergeom_pmf
+    except ImportError:  # pragma: no cover - another scipy layout
+        _hypergeom_pmf = None
+    out = np.full(good.shape, np.nan)
+    if _hypergeom_pmf is not None:
+        with np.errstate(all="ignore"):
+            out = np.asarray(_hypergeom_pmf(1, good, drawn, total), dtype=np.float64)
+    bad = np.isnan(out)
+    if bad.any():
+        from scipy import stats
+
+        out = out.copy()
+        out[bad] = stats.hypergeom.pmf(1, total, good[bad], drawn[bad])
+    return out
+
+
 def zayatz(h: Histograms) -> np.ndarray:
     """Zayatz (1991), ModelZayatz: population uniques estimated from the sample uniques and the
     hypergeometric chance of drawing one record of each class size (closed form)."""
-    from scipy import stats
-
     pop = min(int(h.population), 2**31 - 1)  # ARX casts to int (and caps)
     n = np.minimum(h.records.astype(np.int64), 2**31 - 1)
     c = h.classes
-    one = stats.hypergeom.pmf(1, pop, h.sizes[None, :], n[:, None])  # (B, S)
+    one = hypergeom_one(pop, h.sizes[None, :], n[:, None])  # (B, S)
     temp = (h.counts / c[:, None] * one).sum(axis=1)
     c1 = h.of_size(1)
     with np.errstate(all="ignore"):
-        uniqueness = (c1 / c) * stats.hypergeom.pmf(1, pop, 1, n) / temp
+        uniqueness = (c1 / c) * hypergeom_one(pop, np.ones_like(n), n) / temp
         return c1 * uniqueness / h.fraction
 
 

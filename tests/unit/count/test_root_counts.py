@@ -1,0 +1,76 @@
+"""Phase 2's partial and merged counts (core/count/root_counts.py): partials over any chunks
+sum exactly to the counts of all rows, with (class, value) tables and first rows, and survive
+their byte form."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+
+from airflow_skald.core.count.first_rows import FirstRows, chunk_codes
+from airflow_skald.core.count.histogram import Histogram
+from airflow_skald.core.count.root_counts import RootCounts
+
+RADICES = (4, 3)  # two QIDs at the root: class key = a * 3 + b
+M = 5  # the sensitive attribute's value codes
+
+
+def _hist(radices, keys) -> Histogram:
+    distinct, counts = np.unique(keys, return_counts=True)
+    return Histogram(radices, distinct.astype(np.int64), counts.astype(np.int64))
+
+
+def _partial(chunk: int, keys: np.ndarray, values: np.ndarray, node=None) -> RootCounts:
+    first = FirstRows(node or (0, 0))
+    first.add((), node or (0, 0), *chunk_codes(chunk, keys))
+    return RootCounts(
+        _hist(RADICES, keys),
+        {"sens": _hist((*RADICES, M), keys * M + values)},
+        node=node,
+        first=first,
+    )
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("node", [None, (0, 0)])
+def test_partials_merge_to_the_counts_of_all_rows(seed, node):
+    rng = np.random.default_rng(seed)
+    keys, values = rng.integers(0, 12, 300), rng.integers(0, M, 300)
+    cuts = np.sort(rng.choice(np.arange(1, 300), size=4, replace=False))
+    parts = [
+        _partial(c, k, v, node)
+        for c, (k, v) in enumerate(zip(np.split(keys, cuts), np.split(values, cuts), strict=True))
+    ]
+    merged = RootCounts.merge([RootCounts.from_bytes(p.compact().to_bytes()) for p in parts])
+    assert merged.n_records == 300 and merged.node == node
+    assert dict(zip(merged.classes.keys.tolist(), merged.classes.counts.tolist(), strict=True)) == (
+        Counter(keys.tolist())
+    )
+    pairs = merged.values["sens"]
+    assert Counter(dict(zip(pairs.keys.tolist(), pairs.counts.tolist(), strict=True))) == Counter(
+        (keys * M + values).tolist()
+    )
+    assert merged.n_bins == len(set(keys.tolist())) + len(set((keys * M + values).tolist()))
+    assert merged.bounded_bins == pairs.n_bins  # with criteria, N_RAM bounds the pairs
+    firsts = {}
+    for c, chunk in enumerate(np.split(keys, cuts)):
+        for r, k in enumerate(chunk.tolist()):
+            firsts.setdefault(k, (c << 32) + r)
+    assert dict(zip(merged.first.keys.tolist(), merged.first.codes.tolist(), strict=True)) == (
+        firsts
+    )
+
+
+def test_k_only_counts_keep_the_histograms_own_bytes():
+    counts = RootCounts(_hist(RADICES, np.array([1, 1, 5])))
+    assert counts.to_bytes() == counts.classes.to_bytes()
+    assert counts.bounded_bins == 2
+
+
+def test_counts_at_different_nodes_are_not_summed():
+    a = RootCounts(_hist(RADICES, np.array([1])), node=(0, 0))
+    b = RootCounts(_hist(RADICES, np.array([1])), node=(1, 0))
+    with pytest.raises(ValueError, match="different nodes"):
+        RootCounts.merge([a, b])
