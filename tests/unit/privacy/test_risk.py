@@ -137,3 +137,19 @@ def test_dm_star_longest_prefix(huge):
             expected = max((p for p, v in enumerate(losses) if v <= best), default=-1)
             got = DMStar().longest_prefix(ClassTable(sizes), kept, ordered, best)
             assert got == expected
+
+
+def test_zayatz_hypergeometric_is_scipy_stats():
+    """Zayatz's pmf through scipy.special's ufunc gives scipy.stats' values bit for bit (its
+    zeros and NaN outside the domain included)."""
+    from scipy import stats
+
+    from airflow_skald.core.privacy.risk.estimators import hypergeom_one
+
+    rng = np.random.default_rng(5)
+    for total in (10, 57, 1000, 301_620, 2**31 - 1):
+        good = rng.integers(0, total + 3, 500)
+        drawn = rng.integers(0, total + 3, 500)
+        good[:20], drawn[20:40] = 1, total
+        expected = stats.hypergeom.pmf(1, total, good, drawn)
+        assert np.array_equal(hypergeom_one(total, good, drawn), expected, equal_nan=True)
