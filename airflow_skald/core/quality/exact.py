@@ -16,35 +16,11 @@ import math
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
 from fractions import Fraction
-from functools import lru_cache, total_ordering
+from functools import total_ordering
+
+from airflow_skald.core.privacy.distributions import factor
 
 _REL_ERR = 1e-12  # relative error bound of a component's float (fsum of terms ~1e-16 each)
-
-
-@lru_cache(maxsize=1 << 16)
-def factor(x: int) -> tuple[tuple[int, int], ...]:
-    """Prime factorisation of a positive integer (trial division: counts up to ~1e12)."""
-    out = []
-    for p in (2, 3):
-        if x % p == 0:
-            k = 0
-            while x % p == 0:
-                x //= p
-                k += 1
-            out.append((p, k))
-    p = 5
-    while p * p <= x:
-        for q in (p, p + 2):
-            if x % q == 0:
-                k = 0
-                while x % q == 0:
-                    x //= q
-                    k += 1
-                out.append((q, k))
-        p += 6
-    if x > 1:
-        out.append((x, 1))
-    return tuple(out)
 
 
 class Component:
