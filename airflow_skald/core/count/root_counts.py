@@ -17,7 +17,6 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from airflow_skald.core.count.first_rows import FirstRows
 from airflow_skald.core.count.histogram import Histogram
 
 
@@ -26,8 +25,6 @@ class RootCounts:
     classes: Histogram
     values: Mapping[str, Histogram] = field(default_factory=dict)
     node: tuple[int, ...] | None = None
-    # each class's first input row (SPEC §4c), when a sample-based model needs the order
-    first: FirstRows | None = None
 
     @property
     def n_records(self) -> int:
@@ -53,12 +50,10 @@ class RootCounts:
         nodes = {p.node for p in parts}
         if len(nodes) > 1:
             raise ValueError(f"counts at different nodes {sorted(nodes)} cannot be summed")
-        firsts = [p.first for p in parts if p.first is not None]
         return RootCounts(
             Histogram.merge([p.classes for p in parts]),
             {a: Histogram.merge([p.values[a] for p in parts]) for a in names},
             node=parts[0].node,
-            first=FirstRows.merge((), firsts) if firsts else None,  # one node: no roll-up
         )
 
     def compact(self) -> RootCounts:
@@ -66,14 +61,9 @@ class RootCounts:
             self.classes.compact(),
             {a: h.compact() for a, h in self.values.items()},
             self.node,
-            self.first,
         )
 
     def to_bytes(self) -> bytes:
-        head = self.first.to_bytes() if self.first is not None else b""
-        return head + self._node_bytes()
-
-    def _node_bytes(self) -> bytes:
         body = self._body()
         if self.node is None:
             return body
@@ -88,11 +78,6 @@ class RootCounts:
 
     @classmethod
     def from_bytes(cls, data: bytes) -> RootCounts:
-        first, data = FirstRows.split(data)
-        if first is not None:
-            counts = cls.from_bytes(data)
-            counts.first = first
-            return counts
         if data.startswith(b"SKALDRN1"):
             head, _, body = data[8:].partition(b"\n")
             counts = cls.from_bytes(body)

@@ -23,7 +23,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from airflow_skald.core.count.first_rows import FirstRows
 from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator, grouped
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import Dimension
@@ -362,9 +361,4 @@ def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:
     acc = ChainCounts(plan, plan.chain, {a: int(h.radices[-1]) for a, h in parts[0].values.items()})
     for part in sorted(parts, key=lambda p: -acc.where[p.node]):  # the highest first
         acc.add(part)
-    result = acc.result()
-    firsts = [p.first for p in parts if p.first is not None]
-    if firsts:  # each class's first row (SPEC §4c), at the merged counts' node
-        result.first = FirstRows.merge(plan.dims, firsts)
-        result.first.rise(plan.dims, result.node)
-    return result
+    return acc.result()

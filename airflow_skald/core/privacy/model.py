@@ -28,8 +28,9 @@ class ClassTable:
 
     sizes: np.ndarray  # int, one per class (any order shared by `values`)
     values: Mapping[str, Any] = field(default_factory=dict)
-    # each class's first input row (a mergeable minimum), when known: the sample-based
-    # models' order among classes of one size (else the classes' own order, by key)
+    # each class's first input row, when known (at least for the classes of the size where
+    # the sample-based models' prefix ends): their order among classes of one size (else the
+    # classes' own order, by key)
     first_rows: np.ndarray | None = None
 
     @property

@@ -41,9 +41,9 @@ class Judgement:
     max_suppressed: int
     passes: bool
     monotone_passes: bool
-    # the sample-based models' prefix ends inside a run of one class size: which of those
-    # classes are suppressed follows `ClassTable.first_rows` (the rest never does)
-    tie: bool = False
+    # the size of the classes whose run the sample-based models' prefix ends inside (0: none):
+    # which of them are suppressed follows `ClassTable.first_rows` (the rest never does)
+    tie_size: int = 0
 
 
 @dataclass(frozen=True)
@@ -99,9 +99,9 @@ class PrivacyPolicy:
             if not m.monotone:
                 kept &= m.keeps(table)
         sampled = self.sample_based
-        cut = tie = False
+        cut, tie_size = False, 0
         if sampled:
-            kept, cut, tie = enforce_within(sampled, table, kept, allowed, top, within)
+            kept, cut, tie_size = enforce_within(sampled, table, kept, allowed, top, within)
             if all(m.monotone for m in class_based):
                 mono = tuple(m for m in sampled if m.monotone)
                 if mono == sampled and not cut:  # the same models on the same classes
@@ -111,7 +111,7 @@ class PrivacyPolicy:
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
         passes = s <= allowed and not cut
-        return Judgement(kept, n, s, allowed, passes, s_mono <= allowed, tie)
+        return Judgement(kept, n, s, allowed, passes, s_mono <= allowed, tie_size)
 
     def describe(self) -> list[dict]:
         return [m.describe() for m in self.models]

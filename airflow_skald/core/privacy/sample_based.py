@@ -121,22 +121,22 @@ def enforce_within(
     allowed: int,
     top: bool = False,
     within: Within | None = None,
-) -> tuple[np.ndarray, bool, bool]:
+) -> tuple[np.ndarray, bool, int]:
     """`enforce`, with prefixes no longer than `within(kept, sizes)` (the classes left by the
     class-based models and the sizes they are suppressed in order: the search's longest prefix
     whose loss could still win, the loss never falling as the prefix grows). Also returns
     whether that cut decided a failure (a longer prefix might hold within `allowed`, but the
-    node could not win with it), and whether the prefix ends inside a run of classes of one
-    size (then the first input rows decide which of them are suppressed; the prefix's length
-    never depends on them)."""
+    node could not win with it), and the size of the classes whose run the prefix ends inside
+    (0: none; else the first input rows decide which of them are suppressed; the prefix's
+    length never depends on them)."""
     if not models:
-        return kept, False, False
+        return kept, False, 0
     kept = kept.copy()
     visible = np.flatnonzero(kept) if not top else np.zeros(0, dtype=np.int64)
     unordered = table.sizes[visible]
     budget = allowed - (table.n_records - int(table.sizes[kept].sum(dtype=np.int64)))
     if budget >= 0 and all(m.cheap and m.holds(unordered, _EMPTY)[0] for m in models):
-        return kept, False, False  # each holds as the classes are (no sort needed to see it)
+        return kept, False, 0  # each holds as the classes are (no sort needed to see it)
     sizes = np.sort(unordered).astype(np.int64, copy=False)  # the models read sizes only
     most = within(kept, sizes) if within is not None and sizes.size else None
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
@@ -151,7 +151,7 @@ def enforce_within(
         first = table.first_rows[visible] if table.first_rows is not None else visible
         kept[visible[np.lexsort((first, unordered))[:p]]] = False
     tie = 0 < p < sizes.size and sizes[p - 1] == sizes[p]
-    return kept, cut, bool(tie)
+    return kept, cut, int(sizes[p - 1]) if tie else 0
 
 
 def fraction_setting(raw: Any, key: str, setting: str, where: str) -> Fraction:

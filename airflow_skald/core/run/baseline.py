@@ -47,7 +47,13 @@ from airflow_skald.core.release.manifest import (
 )
 from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.release.verify import class_figures
-from airflow_skald.core.run.pipeline import ChunkProgress, Progress, count_histogram, write_parts
+from airflow_skald.core.run.pipeline import (
+    ChunkProgress,
+    Progress,
+    count_histogram,
+    first_rows,
+    write_parts,
+)
 from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
 from airflow_skald.core.search.decide import Decision, search_lattice
@@ -190,7 +196,13 @@ def anonymise_chunk(
         t = time.perf_counter()
         policy = build_policy(config, own).with_thresholds(k=int(k))
         decision = search_lattice(
-            cplan, counts, policy, config.priority_order(), source=cache, quality=config.quality
+            cplan,
+            counts,
+            policy,
+            config.priority_order(),
+            source=cache,
+            quality=config.quality,
+            first_rows=lambda node, keys: first_rows(config, cplan, [chunk], node, keys),
         )
         classes = released_classes(cplan, decision.node, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
-from airflow_skald.core.count.first_rows import FirstRows, chunk_codes
+from airflow_skald.core.count.first_rows import FirstRowScan, chunk_first_rows
 from airflow_skald.core.count.histogram import Histogram, strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data import io as skald_io
@@ -115,26 +115,51 @@ def count_histogram(
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
     acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
 
-    # SPEC §4c: each class's first row orders the classes the sample-based models suppress
-    first = FirstRows(acc.node) if any(m.sample_based for m in config.privacy) else None
-
-    def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int, tuple | None]:
+    def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
         node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
         table = read_chunk(config.input, chunk, columns, types)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-        rows = chunk_codes(chunk.chunk_id, keys) if first is not None else None
-        return node, acc.chunk_tables(node, keys, values), table.num_rows, rows
+        return node, acc.chunk_tables(node, keys, values), table.num_rows
 
-    for i, (_, (node, tables, n_rows, rows)) in enumerate(map_ahead(counted_at, chunks)):
+    for i, (_, (node, tables, n_rows)) in enumerate(map_ahead(counted_at, chunks)):
         acc.add_chunk(node, tables)
-        if first is not None:
-            first.add(plan.dims, node, *rows)
-            first.rise(plan.dims, acc.node)
         tick(i + 1, n_rows)
-    result = acc.result()
-    result.first = first
-    return result
+    return acc.result()
+
+
+def first_rows(
+    config: SkaldConfig,
+    plan: Plan,
+    chunks: Sequence[ChunkRef],
+    node: tuple[int, ...],
+    keys: np.ndarray,
+) -> np.ndarray:
+    """The first input row (code) of each class `keys` (sorted) of `node`: an extra pass over
+    the chunks in input order, made only when the search needs the order among classes of
+    one size (SPEC §4c), and ended once every class has been seen."""
+    scan = FirstRowScan(keys)
+    types = counting_types(config)
+
+    def seen_in(chunk: ChunkRef) -> tuple[np.ndarray, np.ndarray]:
+        table = read_chunk(config.input, chunk, config.qid_names, types)
+        return chunk_first_rows(chunk.chunk_id, root_keys(plan, table, chunk, node), scan.wanted)
+
+    ordered = sorted(chunks, key=lambda c: c.chunk_id)
+    read = 0
+    for _, found in map_ahead(seen_in, ordered):
+        scan.add(*found)
+        read += 1
+        if scan.done:
+            break
+    log.info(
+        "first rows of %d classes of one size (their order decides which are suppressed): "
+        "an extra pass over %d of %d chunks",
+        keys.size,
+        read,
+        len(ordered),
+    )
+    return scan.result()
 
 
 def root_keys(
@@ -171,6 +196,7 @@ def search_lattice(
         source=source,
         quality=config.quality,
         analysis=config.risk_settings,
+        first_rows=lambda node, keys: first_rows(config, plan, list_chunks(config), node, keys),
     )
 
 

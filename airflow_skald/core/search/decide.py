@@ -13,7 +13,7 @@ The chosen node's suppressed classes are kept as sorted keys for phase 3.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -33,6 +33,9 @@ from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text, rank_names
+
+# (node, sorted class keys of it) -> each class's first input row (SPEC §4c)
+FirstRowsOf = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
 
 
 @dataclass
@@ -118,6 +121,7 @@ def search_lattice(
     source: ClassSource | None = None,
     quality: QualitySettings | None = None,
     analysis: RiskSettings | None = None,
+    first_rows: FirstRowsOf | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
@@ -128,6 +132,9 @@ def search_lattice(
     gives the model itself.
     `analysis`, if given, adds the risk analysis of the kept classes (SPEC §4c; the top node's
     one class is left out).
+    `first_rows(node, keys)`: the first input row of each class `keys` of `node` (an extra
+    pass), asked only when the sample-based models' prefix ends inside a run of classes of one
+    size at the chosen node (SPEC §4c); without it those classes follow their keys' order.
     """
     n = counts.n_records
     if n != plan.stats.n_rows:
@@ -185,8 +192,11 @@ def search_lattice(
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
     judgement = policy.judge(table, top=best == tops)
-    if counts.first is not None and judgement.tie:  # the order within a class size matters
-        table = replace(table, first_rows=counts.first.at(plan.dims, best, keys))
+    if first_rows is not None and judgement.tie_size:  # the order within a class size matters
+        tied = table.sizes == judgement.tie_size
+        order = np.zeros(table.n_classes, dtype=np.int64)  # the other sizes never tie
+        order[tied] = first_rows(best, keys[tied])
+        table = replace(table, first_rows=order)
         judgement = policy.judge(table, top=best == tops)
     figures = NodeFigures.of(table, policy, best, plan.tops, judgement=judgement)
     kept = table.sizes[judgement.kept]

@@ -1,25 +1,14 @@
-"""Each class's first input row, a mergeable minimum (core/count/first_rows.py): however the
-rows are cut into chunks and at whichever chain node the partials were counted, the merged
-first rows equal the first occurrence of each class in the whole input."""
+"""Each class's first input row (core/count/first_rows.py): however the rows are cut into
+chunks, and in whatever order the chunks' findings are merged, the result is the first
+occurrence of each class asked for in the whole input; the scan is done once every class
+asked for has been seen."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from airflow_skald.core.count.first_rows import ROW_BITS, FirstRows, chunk_codes
-
-
-class _Dim:
-    """A QID of two levels: 6 values, then value // 2 (3 labels)."""
-
-    cards = [6, 3]
-
-    def level_map(self, src: int, dst: int) -> np.ndarray:
-        return np.arange(6) // 2 if (src, dst) == (0, 1) else np.arange(self.cards[src])
-
-
-DIMS = [_Dim(), _Dim()]
+from airflow_skald.core.count.first_rows import ROW_BITS, FirstRowScan, chunk_first_rows
 
 
 def _global_first(keys: np.ndarray, cut: list[int]) -> dict[int, int]:
@@ -31,38 +20,36 @@ def _global_first(keys: np.ndarray, cut: list[int]) -> dict[int, int]:
     return out
 
 
-@pytest.mark.parametrize("seed", range(4))
-def test_merged_partials_give_the_first_row_of_every_class(seed):
+@pytest.mark.parametrize("seed", range(6))
+def test_chunks_merged_in_any_order_give_each_wanted_class_its_first_row(seed):
     rng = np.random.default_rng(seed)
-    a, b = rng.integers(0, 6, 200), rng.integers(0, 6, 200)
-    keys0 = a * 6 + b  # node (0, 0)
-    cut = [50, 70, 80]
-    parts, lo = [], 0
-    for c, n in enumerate(cut):
-        node = (0, 0) if c != 1 else (1, 0)  # one partial counted higher on the chain
-        k = keys0[lo : lo + n] if node == (0, 0) else (a[lo : lo + n] // 2) * 6 + b[lo : lo + n]
-        part = FirstRows(node)
-        part.add(DIMS, node, *chunk_codes(c, k))
-        parts.append(part)
-        lo += n
-    merged = FirstRows.merge(DIMS, parts)
-    assert merged.node == (1, 0)
-    expected = _global_first((a // 2) * 6 + b, cut)
-    assert dict(zip(merged.keys.tolist(), merged.codes.tolist(), strict=True)) == expected
-    top = np.array(sorted({int(x) for x in (a // 2) * 3 + b // 2}))
-    at_top = merged.at(DIMS, (1, 1), top)
-    assert at_top.tolist() == [
-        min(v for k, v in expected.items() if (k // 6) * 3 + (k % 6) // 2 == t) for t in top
-    ]
+    keys = rng.integers(0, 40, 500) * 7  # sparse keys
+    cut = [int(x) for x in np.diff(np.r_[0, np.sort(rng.choice(499, 4, replace=False)) + 1, 500])]
+    present = np.unique(keys)
+    wanted = np.sort(rng.choice(present, size=present.size // 2, replace=False))
+    scan = FirstRowScan(wanted)
+    pieces = np.split(keys, np.cumsum(cut)[:-1])
+    for c in rng.permutation(len(pieces)):
+        scan.add(*chunk_first_rows(int(c), pieces[c], scan.wanted))
+    expected = _global_first(keys, cut)
+    assert scan.result().tolist() == [expected[int(k)] for k in wanted]
 
 
-def test_round_trip_and_missing_classes():
-    part = FirstRows((0, 0))
-    part.add(DIMS, (0, 0), *chunk_codes(2, np.array([7, 3, 7, 1])))
-    back, rest = FirstRows.split(part.to_bytes() + b"tail")
-    assert rest == b"tail" and back.node == (0, 0)
-    assert back.keys.tolist() == [1, 3, 7]
-    assert back.codes.tolist() == [(2 << ROW_BITS) + r for r in (3, 1, 0)]
-    assert FirstRows.split(b"other") == (None, b"other")
+def test_done_once_every_class_is_seen_in_input_order():
+    scan = FirstRowScan(np.array([3, 9]))
+    scan.add(*chunk_first_rows(0, np.array([1, 3, 3, 5]), scan.wanted))
+    assert not scan.done
     with pytest.raises(ValueError, match="without a first row"):
-        back.at(DIMS, (0, 0), np.array([2]))
+        scan.result()
+    scan.add(*chunk_first_rows(1, np.array([9, 9, 3]), scan.wanted))
+    assert scan.done
+    assert scan.result().tolist() == [1, (1 << ROW_BITS) + 0]
+    # a later chunk never moves a first row
+    scan.add(*chunk_first_rows(2, np.array([3, 9]), scan.wanted))
+    assert scan.result().tolist() == [1, 1 << ROW_BITS]
+
+
+def test_no_rows_or_no_classes():
+    where, codes = chunk_first_rows(0, np.zeros(0, np.int64), np.array([1]))
+    assert where.size == codes.size == 0
+    assert FirstRowScan(np.zeros(0, np.int64)).done

@@ -1,6 +1,6 @@
 """Phase 2's partial and merged counts (core/count/root_counts.py): partials over any chunks
-sum exactly to the counts of all rows, with (class, value) tables and first rows, and survive
-their byte form."""
+sum exactly to the counts of all rows, with (class, value) tables, and survive their byte
+form."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from airflow_skald.core.count.first_rows import FirstRows, chunk_codes
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
 
@@ -22,14 +21,9 @@ def _hist(radices, keys) -> Histogram:
     return Histogram(radices, distinct.astype(np.int64), counts.astype(np.int64))
 
 
-def _partial(chunk: int, keys: np.ndarray, values: np.ndarray, node=None) -> RootCounts:
-    first = FirstRows(node or (0, 0))
-    first.add((), node or (0, 0), *chunk_codes(chunk, keys))
+def _partial(keys: np.ndarray, values: np.ndarray, node=None) -> RootCounts:
     return RootCounts(
-        _hist(RADICES, keys),
-        {"sens": _hist((*RADICES, M), keys * M + values)},
-        node=node,
-        first=first,
+        _hist(RADICES, keys), {"sens": _hist((*RADICES, M), keys * M + values)}, node=node
     )
 
 
@@ -40,8 +34,8 @@ def test_partials_merge_to_the_counts_of_all_rows(seed, node):
     keys, values = rng.integers(0, 12, 300), rng.integers(0, M, 300)
     cuts = np.sort(rng.choice(np.arange(1, 300), size=4, replace=False))
     parts = [
-        _partial(c, k, v, node)
-        for c, (k, v) in enumerate(zip(np.split(keys, cuts), np.split(values, cuts), strict=True))
+        _partial(k, v, node)
+        for k, v in zip(np.split(keys, cuts), np.split(values, cuts), strict=True)
     ]
     merged = RootCounts.merge([RootCounts.from_bytes(p.compact().to_bytes()) for p in parts])
     assert merged.n_records == 300 and merged.node == node
@@ -54,13 +48,6 @@ def test_partials_merge_to_the_counts_of_all_rows(seed, node):
     )
     assert merged.n_bins == len(set(keys.tolist())) + len(set((keys * M + values).tolist()))
     assert merged.bounded_bins == pairs.n_bins  # with criteria, N_RAM bounds the pairs
-    firsts = {}
-    for c, chunk in enumerate(np.split(keys, cuts)):
-        for r, k in enumerate(chunk.tolist()):
-            firsts.setdefault(k, (c << 32) + r)
-    assert dict(zip(merged.first.keys.tolist(), merged.first.codes.tolist(), strict=True)) == (
-        firsts
-    )
 
 
 def test_k_only_counts_keep_the_histograms_own_bytes():
