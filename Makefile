@@ -24,7 +24,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@$(BIN)/ruff check airflow_skald dags tests benchmarks
-	@$(BIN)/python -m pytest -q -n 2 --dist loadfile tests
+	@$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
 
 # the unit layer (in-memory tests of the core), for daily work
 test-fast: $(STAMP)

@@ -34,6 +34,30 @@ LAYERS = {
 }
 
 
+# ------------------------------------------------------------------------------- workers
+# `make test` runs two xdist workers with `--dist loadgroup`: a test goes to whichever worker is
+# free, except tests that share something costly to make, which one worker runs together:
+# the tests on the session's one real deployment (fixture `dep`, tests/airflow/conftest.py)
+# and the tests of a module that makes a module- or session-scoped fixture of its own, unless
+# the module says `SPREAD_OVER_WORKERS = True` (its tests are long and its fixtures cheap).
+SHARED_DEPLOYMENT = "airflow-deployment"
+
+
+def _worker_group(item) -> str | None:
+    if "dep" in item.fixturenames:
+        return SHARED_DEPLOYMENT
+    if getattr(item.module, "SPREAD_OVER_WORKERS", False):
+        return None
+    module = item.nodeid.split("::")[0]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in info.name2fixturedefs.values() if info else ():
+        for fixturedef in defs:
+            if fixturedef.scope in ("module", "session") and fixturedef.baseid == module:
+                return module
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items) -> None:
     root = Path(__file__).resolve().parent
     for item in items:
@@ -44,3 +68,6 @@ def pytest_collection_modifyitems(config, items) -> None:
                 f"{path.name}: tests live in tests/unit, tests/integration or tests/airflow"
             )
         item.add_marker(LAYERS[layer])
+        group = _worker_group(item)
+        if group is not None:
+            item.add_marker(pytest.mark.xdist_group(group))

@@ -3,13 +3,16 @@
 Airflow reads its configuration when ``airflow`` is first imported, so the environment is set
 here at import time of this conftest (pytest imports it before the test modules of this folder).
 ``dag.test()`` runs in this process against that DB; the first call costs ~15 s, later ones ~3 s,
-so every test shares it. The deployment tests (``test_deployment.py``) do not use it: they start
-separate Airflow processes with their own homes (see ``deploy.py``).
+so every test shares it. The deployment tests do not use it: they drive real Airflow processes
+with their own homes (see ``deploy.py``): the session's one shared deployment (fixture ``dep``,
+LocalExecutor on PostgreSQL; tests/conftest.py sends every test using it to one worker), and
+the executor tests of ``test_deployment.py``, which start the deployment under test.
 """
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -59,3 +62,35 @@ def airflow_home() -> Path:
 
     db.initdb()
     return Path(os.environ["AIRFLOW_HOME"])
+
+
+@pytest.fixture(scope="session")
+def deployment_workdir(tmp_path_factory) -> Path:
+    """Files the shared deployment reads (the scheduled DAG's config and input asset, the
+    OpenLineage file) and its SKALD artifacts."""
+    return tmp_path_factory.mktemp("deployment")
+
+
+@pytest.fixture(scope="session")
+def dep(deployment_workdir):
+    """One real deployment (api-server, scheduler, dag-processor; LocalExecutor; PostgreSQL in
+    a database of its own, dropped after) for the tests that need one; ``skald_anonymise`` is
+    unpaused. Each test checks its own runs and outputs."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from deploy import local_postgres_deployment
+
+    workdir = deployment_workdir
+    scheduled = {  # dags/skald_scheduled.py: read at parse time (files written by the tests)
+        "SKALD_SCHEDULED_CONFIG": str(workdir / "daily" / "skald.yaml"),
+        "SKALD_INPUT_ASSET": f"file://{workdir / 'daily' / 'incoming'}",
+        # OpenLineage through the provider's file transport: one JSON event per line
+        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
+            {"type": "file", "log_file_path": str(workdir / "openlineage.jsonl"), "append": True}
+        ),
+        "AIRFLOW__OPENLINEAGE__NAMESPACE": "skald-test",
+    }
+    with local_postgres_deployment(DAGS_FOLDER, workdir / "artifacts", scheduled) as deployment:
+        deployment.wait_for_dag("skald_anonymise")
+        deployment.api("PATCH", "/dags/skald_anonymise", {"is_paused": False})
+        yield deployment
+    assert deployment.alive_groups() == []

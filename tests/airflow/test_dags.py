@@ -20,6 +20,8 @@ import pytest
 import yaml
 
 TESTS = Path(__file__).resolve().parents[1]
+# many dag.test() runs: spread over the workers (the session fixtures are made per worker)
+SPREAD_OVER_WORKERS = True
 sys.path.insert(0, str(TESTS))
 ADULT = TESTS.parents[1] / "shared" / "data" / "adult"
 

@@ -22,6 +22,7 @@ pytestmark = pytest.mark.deployment
 
 REPO = Path(__file__).resolve().parents[2]
 DAG_ID = "skald_anonymise_mapped"
+SPREAD_OVER_WORKERS = True  # two long tests, each on its own deployment (tests/conftest.py)
 
 
 @pytest.fixture(scope="module")

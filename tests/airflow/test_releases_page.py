@@ -343,9 +343,7 @@ MENU_ENTRY = (  # the innermost element showing the nav entry's name (the menu i
 # --------------------------------------------------------------------------- deployment
 @pytest.mark.deployment
 @pytest.mark.browser
-def test_releases_page_in_a_real_deployment(dataset, tmp_path):
-    from deploy import local_postgres_deployment
-
+def test_releases_page_in_a_real_deployment(dep, dataset, tmp_path):
     if importlib.util.find_spec("asyncpg") is None:
         pytest.fail("asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)")
     if CHROMIUM is None:
@@ -354,142 +352,142 @@ def test_releases_page_in_a_real_deployment(dataset, tmp_path):
     shots.mkdir(parents=True, exist_ok=True)
     outs = {5: tmp_path / "releases" / "a", 12: tmp_path / "releases" / "b"}
     t0 = time.monotonic()
-    with local_postgres_deployment(REPO / "dags", tmp_path / "artifacts") as dep:
-        dep.wait_for_dag(DAG_ID)
-        runs = {
-            k: dep.trigger(DAG_ID, conf={"config": str(dataset), "output_path": str(out), "k": k})
-            for k, out in outs.items()
-        }
-        for k, run_id in runs.items():
-            state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
-            assert state == "success", (k, dep.task_instances(DAG_ID, run_id), dep.logs())
-        manifests = {k: json.loads((out / "manifest.json").read_text()) for k, out in outs.items()}
+    runs = {
+        k: dep.trigger(DAG_ID, conf={"config": str(dataset), "output_path": str(out), "k": k})
+        for k, out in outs.items()
+    }
+    for k, run_id in runs.items():
+        state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
+        assert state == "success", (k, dep.task_instances(DAG_ID, run_id), dep.logs())
+    manifests = {k: json.loads((out / "manifest.json").read_text()) for k, out in outs.items()}
 
-        # --- REST API: one Asset per output location, one event each, extras hold k and run_id
-        from airflow_skald.operators.release_event import EXTRA_KEYS, release_uri
+    # --- REST API: one Asset per output location, one event each, extras hold k and run_id
+    from airflow_skald.operators.release_event import EXTRA_KEYS, release_uri
 
-        events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")
-        events = events["asset_events"]
-        assert len(events) == 2, events
-        by_uri = {e["uri"]: e for e in events}
-        assert set(by_uri) == {release_uri(str(out)) for out in outs.values()}
+    def own_events() -> list[dict]:  # the shared deployment holds other tests' runs too
+        got = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")
+        return [e for e in got["asset_events"] if e["source_run_id"] in runs.values()]
+
+    events = own_events()
+    assert len(events) == 2, events
+    by_uri = {e["uri"]: e for e in events}
+    assert set(by_uri) == {release_uri(str(out)) for out in outs.values()}
+    for k, out in outs.items():
+        ev = by_uri[release_uri(str(out))]
+        extra = ev["extra"]
+        assert set(extra) >= set(EXTRA_KEYS), extra
+        assert extra["k"] == k and extra["run_id"] == runs[k] == ev["source_run_id"]
+        assert extra["release"] == release_uri(str(out))
+        assert extra["dm_star"] == manifests[k]["dm_star"]
+        assert extra["node"] == manifests[k]["node"] and extra["verified"] is True
+        assert extra["report_url"] == (
+            f"{dep.base_url}/skald/releases/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
+            "/report.html"
+        )
+    # a cleared (re-run) generalise task re-publishes its release without a second event
+    dep.api(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": runs[5],
+            "task_ids": ["generalise"],
+            "only_failed": False,
+            "reset_dag_runs": True,
+        },
+    )
+    assert dep.wait_for_run(DAG_ID, runs[5], timeout=180) == "success"
+    tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, runs[5])}
+    assert tis["generalise"]["try_number"] == 2
+    again = own_events()
+    assert len(again) == 2, again
+    aliases = dep.api("GET", "/assets/aliases?name_pattern=skald-release")["asset_aliases"]
+    assert [a["name"] for a in aliases] == ["skald-release"]
+
+    # --- both extra links on every task of the run; the report link serves the report
+    for task_id in ("encode", "histogram_lattice", "generalise"):
+        links = dep.api("GET", f"/dags/{DAG_ID}/dagRuns/{runs[5]}/taskInstances/{task_id}/links")[
+            "extra_links"
+        ]
+        assert links["SKALD report"] == by_uri[release_uri(str(outs[5]))]["extra"]["report_url"], (
+            task_id,
+            links,
+        )
+        assert links["SKALD manifest"].endswith("/manifest.json"), (task_id, links)
+    req = urllib.request.Request(
+        links["SKALD report"], headers={"Authorization": f"Bearer {dep.token()}"}
+    )
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        assert resp.headers["content-type"].startswith("text/html")
+        assert b"<html" in resp.read(2000).lower()
+
+    # --- the same rows as JSON
+    listed = dep._request("GET", "/skald/releases?format=json")
+    rows = [r for r in listed if r["run_id"] in runs.values()]
+    assert sorted((r["run_id"], r["privacy"]) for r in rows) == sorted(
+        (runs[k], f"k={k}") for k in outs
+    )
+
+    # --- the page needs Airflow auth
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(dep.base_url + "/skald/releases", timeout=30)
+    assert denied.value.code in (401, 403)
+
+    # --- the nav entry is registered
+    plugins = dep.api("GET", "/plugins")["plugins"]
+    skald = next(p for p in plugins if p["name"] == "skald")
+    view = next(v for v in skald["external_views"] if v["name"] == "SKALD releases")
+    assert view["href"] == "skald/releases" and view["category"] == "browse"
+
+    # --- headless Chromium, logged in through the UI's cookie
+    browser = Browser(CHROMIUM)
+    try:
+        browser.send("Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/")
+        browser.goto(dep.base_url + "/skald/releases")
+        text = browser.wait_for(PAGE_TEXT)
+        browser.screenshot(shots / "skald-releases.png")
+        assert "SKALD releases" in text and f"{len(listed)} release(s)" in text, text
         for k, out in outs.items():
-            ev = by_uri[release_uri(str(out))]
-            extra = ev["extra"]
-            assert set(extra) >= set(EXTRA_KEYS), extra
-            assert extra["k"] == k and extra["run_id"] == runs[k] == ev["source_run_id"]
-            assert extra["release"] == release_uri(str(out))
-            assert extra["dm_star"] == manifests[k]["dm_star"]
-            assert extra["node"] == manifests[k]["node"] and extra["verified"] is True
-            assert extra["report_url"] == (
-                f"{dep.base_url}/skald/releases/{DAG_ID}/{urllib.parse.quote(runs[k], safe='')}"
-                "/report.html"
-            )
-        # a cleared (re-run) generalise task re-publishes its release without a second event
-        dep.api(
-            "POST",
-            f"/dags/{DAG_ID}/clearTaskInstances",
-            {
-                "dry_run": False,
-                "dag_run_id": runs[5],
-                "task_ids": ["generalise"],
-                "only_failed": False,
-                "reset_dag_runs": True,
-            },
+            assert runs[k] in text, text
+            assert release_uri(str(out)) in text
+            node = ", ".join(f"{n}={lv}" for n, lv in manifests[k]["node"].items())
+            assert node in text, (node, text)
+            assert str(manifests[k]["dm_star"]) in text
+        assert "k=5" in text and "k=12" in text
+        hrefs = browser.evaluate(
+            "[...document.querySelectorAll('a')].map(a => a.textContent + ' ' + a.href)"
         )
-        assert dep.wait_for_run(DAG_ID, runs[5], timeout=180) == "success"
-        tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, runs[5])}
-        assert tis["generalise"]["try_number"] == 2
-        again = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")
-        assert again["total_entries"] == 2, again
-        aliases = dep.api("GET", "/assets/aliases?name_pattern=skald-release")["asset_aliases"]
-        assert [a["name"] for a in aliases] == ["skald-release"]
+        for k in outs:
+            quoted = urllib.parse.quote(runs[k], safe="")
+            files = f"{dep.base_url}/skald/releases/{DAG_ID}/{quoted}"
+            assert f"report {files}/report.html" in hrefs
+            assert f"manifest {files}/manifest.json" in hrefs
+            assert f"effective config {files}/effective.json" in hrefs
+            assert f"YAML {files}/skald.yaml" in hrefs
+            assert f"{runs[k]} {dep.base_url}/dags/{DAG_ID}/runs/{quoted}" in hrefs
+            # "from which config?": path, config_sha256, input_fingerprint on the page
+            assert manifests[k]["config_sha256"][:12] in text
+            assert manifests[k]["input_fingerprint"][:12] in text
+        # following a link in the browser (cookie auth) opens that run's report
+        browser.goto(by_uri[release_uri(str(outs[12]))]["extra"]["report_url"])
+        assert browser.wait_for("document.title")
 
-        # --- both extra links on every task of the run; the report link serves the report
-        for task_id in ("encode", "histogram_lattice", "generalise"):
-            links = dep.api(
-                "GET", f"/dags/{DAG_ID}/dagRuns/{runs[5]}/taskInstances/{task_id}/links"
-            )["extra_links"]
-            assert (
-                links["SKALD report"] == by_uri[release_uri(str(outs[5]))]["extra"]["report_url"]
-            ), (task_id, links)
-            assert links["SKALD manifest"].endswith("/manifest.json"), (task_id, links)
-        req = urllib.request.Request(
-            links["SKALD report"], headers={"Authorization": f"Bearer {dep.token()}"}
+        # as a user finds it: the Airflow UI's Browse menu -> "SKALD releases", embedded
+        browser.goto(dep.base_url + "/")
+        browser.wait_for(CLICK_BROWSE)
+        browser.wait_for(f"!!{MENU_ENTRY}")
+        time.sleep(0.5)
+        browser.screenshot(shots / "skald-browse-menu.png")
+        assert browser.evaluate(f"{MENU_ENTRY}.click() || true")
+        framed = browser.wait_for(
+            f"(() => {{ const t = {FRAME_TEXT}; return t.includes('k=12') ? t : ''; }})()",
+            timeout=60,
         )
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            assert resp.headers["content-type"].startswith("text/html")
-            assert b"<html" in resp.read(2000).lower()
-
-        # --- the same rows as JSON
-        rows = dep._request("GET", "/skald/releases?format=json")
-        assert sorted((r["run_id"], r["privacy"]) for r in rows) == sorted(
-            (runs[k], f"k={k}") for k in outs
-        )
-
-        # --- the page needs Airflow auth
-        with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(dep.base_url + "/skald/releases", timeout=30)
-        assert denied.value.code in (401, 403)
-
-        # --- the nav entry is registered
-        plugins = dep.api("GET", "/plugins")["plugins"]
-        skald = next(p for p in plugins if p["name"] == "skald")
-        view = next(v for v in skald["external_views"] if v["name"] == "SKALD releases")
-        assert view["href"] == "skald/releases" and view["category"] == "browse"
-
-        # --- headless Chromium, logged in through the UI's cookie
-        browser = Browser(CHROMIUM)
-        try:
-            browser.send(
-                "Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/"
-            )
-            browser.goto(dep.base_url + "/skald/releases")
-            text = browser.wait_for(PAGE_TEXT)
-            browser.screenshot(shots / "skald-releases.png")
-            assert "SKALD releases" in text and "2 release(s)" in text, text
-            for k, out in outs.items():
-                assert runs[k] in text, text
-                assert release_uri(str(out)) in text
-                node = ", ".join(f"{n}={lv}" for n, lv in manifests[k]["node"].items())
-                assert node in text, (node, text)
-                assert str(manifests[k]["dm_star"]) in text
-            assert "k=5" in text and "k=12" in text
-            hrefs = browser.evaluate(
-                "[...document.querySelectorAll('a')].map(a => a.textContent + ' ' + a.href)"
-            )
-            for k in outs:
-                quoted = urllib.parse.quote(runs[k], safe="")
-                files = f"{dep.base_url}/skald/releases/{DAG_ID}/{quoted}"
-                assert f"report {files}/report.html" in hrefs
-                assert f"manifest {files}/manifest.json" in hrefs
-                assert f"effective config {files}/effective.json" in hrefs
-                assert f"YAML {files}/skald.yaml" in hrefs
-                assert f"{runs[k]} {dep.base_url}/dags/{DAG_ID}/runs/{quoted}" in hrefs
-                # "from which config?": path, config_sha256, input_fingerprint on the page
-                assert manifests[k]["config_sha256"][:12] in text
-                assert manifests[k]["input_fingerprint"][:12] in text
-            # following a link in the browser (cookie auth) opens that run's report
-            browser.goto(by_uri[release_uri(str(outs[12]))]["extra"]["report_url"])
-            assert browser.wait_for("document.title")
-
-            # as a user finds it: the Airflow UI's Browse menu -> "SKALD releases", embedded
-            browser.goto(dep.base_url + "/")
-            browser.wait_for(CLICK_BROWSE)
-            browser.wait_for(f"!!{MENU_ENTRY}")
-            time.sleep(0.5)
-            browser.screenshot(shots / "skald-browse-menu.png")
-            assert browser.evaluate(f"{MENU_ENTRY}.click() || true")
-            framed = browser.wait_for(
-                f"(() => {{ const t = {FRAME_TEXT}; return t.includes('k=12') ? t : ''; }})()",
-                timeout=60,
-            )
-            # the UI's route for the nav entry (it appends the embedded page's path)
-            assert browser.evaluate("location.pathname").startswith("/plugin/skald-releases")
-            time.sleep(1.0)  # let the UI chrome finish drawing before the screenshot
-            browser.screenshot(shots / "skald-releases-in-airflow-ui.png")
-            assert runs[5] in framed and runs[12] in framed
-        finally:
-            browser.close()
-    assert dep.alive_groups() == []
+        # the UI's route for the nav entry (it appends the embedded page's path)
+        assert browser.evaluate("location.pathname").startswith("/plugin/skald-releases")
+        time.sleep(1.0)  # let the UI chrome finish drawing before the screenshot
+        browser.screenshot(shots / "skald-releases-in-airflow-ui.png")
+        assert runs[5] in framed and runs[12] in framed
+    finally:
+        browser.close()
     assert time.monotonic() - t0 < 420

@@ -1,7 +1,7 @@
 """Run safety on a real deployment (issue 12, "How it is checked"; SPEC sections 5 and 7).
 
-One deployment for the whole module (api-server, scheduler, dag-processor; LocalExecutor;
-PostgreSQL in a database of its own, dropped after), driving ``skald_anonymise`` through the
+The session's one deployment (fixture `dep`, tests/airflow/conftest.py: api-server, scheduler,
+dag-processor; LocalExecutor; PostgreSQL in a database of its own, dropped after), driving ``skald_anonymise`` through the
 REST API v2 and, for the trigger form, through the Airflow UI in headless Chromium:
 
 1. a conf without ``k`` uses the config file's k (privacy.k = 7): manifest, asset event extra
@@ -37,7 +37,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from deploy import Deployment, DeploymentError, local_postgres_deployment  # noqa: E402
+from deploy import Deployment, DeploymentError  # noqa: E402
 from test_releases_page import CHROMIUM, PAGE_TEXT, Browser  # noqa: E402
 
 pytestmark = pytest.mark.deployment
@@ -50,8 +50,8 @@ SHOTS = Path(os.environ.get("SKALD_IT_SHOTS") or "/tmp/skald-run-safety")
 
 # --------------------------------------------------------------------------- fixtures
 @pytest.fixture(scope="module")
-def workdir(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("run-safety")
+def workdir(deployment_workdir) -> Path:
+    return deployment_workdir
 
 
 @pytest.fixture(scope="module")
@@ -67,24 +67,6 @@ def config_k7(workdir) -> Path:
     path = generated.with_name("skald-k7.yaml")
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path
-
-
-@pytest.fixture(scope="module")
-def dep(workdir):
-    scheduled = {  # dags/skald_scheduled.py: read at parse time (files written by the test)
-        "SKALD_SCHEDULED_CONFIG": str(workdir / "daily" / "skald.yaml"),
-        "SKALD_INPUT_ASSET": f"file://{workdir / 'daily' / 'incoming'}",
-        # OpenLineage through the provider's file transport: one JSON event per line
-        "AIRFLOW__OPENLINEAGE__TRANSPORT": json.dumps(
-            {"type": "file", "log_file_path": str(workdir / "openlineage.jsonl"), "append": True}
-        ),
-        "AIRFLOW__OPENLINEAGE__NAMESPACE": "skald-test",
-    }
-    with local_postgres_deployment(REPO / "dags", workdir / "artifacts", scheduled) as dep:
-        dep.wait_for_dag(DAG_ID)
-        dep.api("PATCH", f"/dags/{DAG_ID}", {"is_paused": False})
-        yield dep
-    assert dep.alive_groups() == []
 
 
 @pytest.fixture(scope="module")
