@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -11,6 +15,17 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from skald_testdata import ADULT  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def skald_logger_as_configured():
+    """The product's logger as a fresh process has it: a worker process also runs Airflow's
+    dag.test() and in-process CLI calls, whose logging set-up (levels, disabled loggers) would
+    otherwise depend on which tests ran before on the same worker."""
+    logger = logging.getLogger("airflow_skald")
+    logger.disabled, logger.propagate = False, True
+    logger.setLevel(logging.NOTSET)
+    yield
 
 
 @pytest.fixture(scope="session")
@@ -40,7 +55,13 @@ LAYERS = {
 # the tests on the session's one real deployment (fixture `dep`, tests/airflow/conftest.py)
 # and the tests of a module that makes a module- or session-scoped fixture of its own, unless
 # the module says `SPREAD_OVER_WORKERS = True` (its tests are long and its fixtures cheap).
+# (xdist 3.8's own loadgroup marks test ids in a way pytest 9 no longer reads, so the workers
+# hand the groups to the controller's scheduler in a file instead.)
 SHARED_DEPLOYMENT = "airflow-deployment"
+
+
+def _groups_file(controller_pid: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"skald-xdist-groups-{controller_pid}.json"
 
 
 def _worker_group(item) -> str | None:
@@ -68,6 +89,32 @@ def pytest_collection_modifyitems(config, items) -> None:
                 f"{path.name}: tests live in tests/unit, tests/integration or tests/airflow"
             )
         item.add_marker(LAYERS[layer])
-        group = _worker_group(item)
-        if group is not None:
-            item.add_marker(pytest.mark.xdist_group(group))
+    if os.environ.get("PYTEST_XDIST_WORKER"):  # the controller is this worker's parent
+        groups = {item.nodeid: g for item in items if (g := _worker_group(item)) is not None}
+        target = _groups_file(os.getppid())
+        spare = target.with_suffix(f".{os.getpid()}")
+        spare.write_text(json.dumps(groups))
+        spare.replace(target)
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`--dist loadgroup`: tests one by one, the groups the workers found kept together."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedFixtureScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # written by the workers before they report collection
+                path = _groups_file(os.getpid())
+                self.groups = json.loads(path.read_text()) if path.exists() else {}
+            return self.groups.get(nodeid, nodeid)
+
+    return SharedFixtureScheduling(config, log)
+
+
+def pytest_sessionfinish(session) -> None:
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        _groups_file(os.getpid()).unlink(missing_ok=True)

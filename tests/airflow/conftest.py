@@ -92,5 +92,22 @@ def dep(deployment_workdir):
     with local_postgres_deployment(DAGS_FOLDER, workdir / "artifacts", scheduled) as deployment:
         deployment.wait_for_dag("skald_anonymise")
         deployment.api("PATCH", "/dags/skald_anonymise", {"is_paused": False})
+        _SHARED.append(deployment)
         yield deployment
+        _SHARED.clear()
     assert deployment.alive_groups() == []
+
+
+_SHARED: list = []  # the shared deployment while it runs
+
+
+def pytest_runtest_teardown(item, nextitem) -> None:
+    """Stop the shared deployment after the last test that uses it (they run one after another
+    on one worker, tests/conftest.py), not at the end of the session: its idle processes
+    would spend CPU for the rest of the run. Its database is dropped at the end."""
+    if (
+        _SHARED
+        and "dep" in item.fixturenames
+        and (nextitem is None or "dep" not in nextitem.fixturenames)
+    ):
+        _SHARED[0].stop()
