@@ -81,6 +81,7 @@ class PrivacyModel(ABC):
       sizes only); ``bind``: the model with what phase 1 learnt about that attribute;
     - ``monotone``: a pass stays a pass when classes merge and suppression changes (only then
       may the search tag nodes predictively); ``min_class_size``: ARX's getMinimalClassSize;
+      ``smallest_kept``: a size below which no class can pass (the search's class-count bound);
     - ``keeps`` (vectorised over a node's classes), ``figure``, ``describe`` (manifest entry),
       ``label``, ``violation``, ``at_risk``;
     - ``manifest_models`` / ``rebuild``: the model again from its manifest entry, for
@@ -150,6 +151,14 @@ class PrivacyModel(ABC):
     def min_class_size(self) -> int:
         """The smallest class this model lets through (ARX's getMinimalClassSize; 1: none)."""
         return 1
+
+    @property
+    def smallest_kept(self) -> int:
+        """A size below which this model keeps no class, whatever the class holds (the search
+        bounds a passing node's class count by it). At least `min_class_size`; a model whose
+        test reads distributions may know a larger one (t-closeness: no class of fewer records
+        can be that close to the whole table's distribution). Never reported as k."""
+        return self.min_class_size
 
     @abstractmethod
     def keeps(self, table: ClassTable) -> np.ndarray:

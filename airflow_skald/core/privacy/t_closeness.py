@@ -124,6 +124,14 @@ class TCloseness(PrivacyModel):
     def keeps(self, table: ClassTable) -> np.ndarray:
         return self.verdict(table).ok
 
+    @property
+    def smallest_kept(self) -> int:
+        """Equal distance: the fewest records whose distribution can be within t of the whole
+        table's (`closest_size`); the other distances: 1 (not derived)."""
+        if self.distance != "equal" or self.global_counts is None:
+            return 1
+        return closest_size(self.global_counts, self.t)
+
     def describe(self) -> dict:
         return {
             "model": "t-closeness",
@@ -144,6 +152,27 @@ class TCloseness(PrivacyModel):
         if not kept.n_classes:
             return []
         return at_risk_classes(self, "t_closeness", kept, self.verdict(kept).figure, top)
+
+
+def closest_size(global_counts: np.ndarray, t: Fraction) -> int:
+    """The smallest class size n at which some class can be within t, in equal distance, of
+    the distribution `global_counts` (g_v over N records). A class of n records has counts c
+    with sum n; its distance sum_v |c_v N - g_v n| / (2 N n) is smallest when each c_v is
+    n g_v / N rounded down or up, the r = n - sum floor(n g_v / N) values with the largest
+    remainders rounded up (the terms are convex and separable). Exact integers and `t` as a
+    fraction; at most N (a class of all N records is at distance 0)."""
+    g = np.asarray(global_counts, dtype=np.int64)
+    g = g[g > 0]
+    big_n = int(g.sum())
+    t = Fraction(t)
+    for n in range(1, big_n + 1):
+        q, rem = np.divmod(g * n, big_n)
+        r = n - int(q.sum())
+        order = np.sort(rem)[::-1]
+        cost = int(order[r:].sum()) + r * big_n - int(order[:r].sum())
+        if cost * t.denominator <= t.numerator * 2 * big_n * n:
+            return n
+    return big_n
 
 
 def emd_hierarchy(where: str, hierarchy: Hierarchy, stats: Any) -> S.EmdHierarchy:

@@ -159,6 +159,8 @@ def search_lattice(
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
         keys, table = source.keyed(node) if keyed else (None, source.table(node))
+        if most is not None and table.n_classes > most:  # too many classes to pass, here and
+            return False, False, None, objective.lower_bound(table)  # at every node below
         within = None
         if best is not None:  # prefixes whose loss could not win are not tried
 
@@ -271,10 +273,12 @@ def _kept_size(policy: PrivacyPolicy) -> int:
 
 
 def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
-    """The most classes a node that passes the monotone models can have: its kept classes have
-    at least k records each (at most n // k of them) and every other class suppresses at least
-    one record, so more than n // k + floor(limit * n) classes fail (None: no k)."""
-    smallest = _kept_size(policy)
+    """The most classes a passing node can have: its kept classes have at least s records each
+    (s: the largest `smallest_kept` of the class-based models: k, or the fewest records that
+    can be t-close; at most n // s of them) and every other class suppresses at least one
+    record, so a node of more than n // s + floor(limit * n) classes fails, and so does every
+    node below it (more classes still) (None: s < 2)."""
+    smallest = max((m.smallest_kept for m in policy.models if not m.sample_based), default=1)
     if smallest < 2:
         return None
     return n // smallest + max_suppressed(policy.suppression_limit, n)
