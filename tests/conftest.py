@@ -78,7 +78,6 @@ def _worker_group(item) -> str | None:
     return None
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the test ids
 def pytest_collection_modifyitems(config, items) -> None:
     root = Path(__file__).resolve().parent
     for item in items:

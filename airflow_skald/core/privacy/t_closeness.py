@@ -154,25 +154,33 @@ class TCloseness(PrivacyModel):
         return at_risk_classes(self, "t_closeness", kept, self.verdict(kept).figure, top)
 
 
+# closest_size tries sizes 1, 2, ... up to this many, and this many values in all (a tiny t
+# would otherwise walk up to N sizes when the search starts)
+CLOSEST_SIZE_TRIES, CLOSEST_SIZE_CELLS = 4096, 1 << 22
+
+
 def closest_size(global_counts: np.ndarray, t: Fraction) -> int:
     """The smallest class size n at which some class can be within t, in equal distance, of
     the distribution `global_counts` (g_v over N records). A class of n records has counts c
     with sum n; its distance sum_v |c_v N - g_v n| / (2 N n) is smallest when each c_v is
     n g_v / N rounded down or up, the r = n - sum floor(n g_v / N) values with the largest
     remainders rounded up (the terms are convex and separable). Exact integers and `t` as a
-    fraction; at most N (a class of all N records is at distance 0)."""
+    fraction; at most N (a class of all N records is at distance 0). Sizes are tried up to a
+    work limit (CLOSEST_SIZE_*); when none up to it is close enough, the limit is returned:
+    still a size below which no class is kept, only a weaker one."""
     g = np.asarray(global_counts, dtype=np.int64)
     g = g[g > 0]
     big_n = int(g.sum())
     t = Fraction(t)
-    for n in range(1, big_n + 1):
+    last = min(big_n, CLOSEST_SIZE_TRIES, max(1, CLOSEST_SIZE_CELLS // max(g.size, 1)))
+    for n in range(1, last + 1):
         q, rem = np.divmod(g * n, big_n)
         r = n - int(q.sum())
         order = np.sort(rem)[::-1]
         cost = int(order[r:].sum()) + r * big_n - int(order[:r].sum())
         if cost * t.denominator <= t.numerator * 2 * big_n * n:
             return n
-    return big_n
+    return last
 
 
 def emd_hierarchy(where: str, hierarchy: Hierarchy, stats: Any) -> S.EmdHierarchy:

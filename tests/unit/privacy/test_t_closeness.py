@@ -46,3 +46,14 @@ def test_the_model_keeps_no_class_below_it():
     n0 = model.smallest_kept
     assert n0 == closest_size(g, Fraction(1, 5)) > 1
     assert TCloseness("s", Fraction(1, 5), "ordered", global_counts=g).smallest_kept == 1
+
+
+def test_a_tiny_t_stops_at_the_work_limit_with_a_sound_bound():
+    from airflow_skald.core.privacy import t_closeness
+
+    g = np.array([10**8 + 7, 3 * 10**7 + 1, 10**6 + 3])  # 131M records
+    got = closest_size(g, Fraction(1, 10**9))
+    assert got == t_closeness.CLOSEST_SIZE_TRIES  # no size up to the limit is that close
+    small = [5, 3, 1]
+    limited = closest_size(np.array(small), Fraction(1, 10**9))  # N = 9: every size tried
+    assert limited == _first_close_size(small, Fraction(1, 10**9)) == 9
