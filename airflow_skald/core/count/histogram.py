@@ -66,7 +66,8 @@ def grouped(
     argsort. `owned`: `keys` may be overwritten."""
     if keys.size == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    if n_possible <= max(1 << 16, 2 * keys.size):
+    if n_possible <= max(1 << 10, 2 * keys.size):  # beyond, a sort is faster (zeroing and
+        # scanning the table dominates: 3,000 keys in 2^16 bins ~4x slower than their sort)
         table = np.bincount(keys, weights=counts, minlength=n_possible)
         nz = np.flatnonzero(table)
         return nz, table[nz].astype(np.int64)

@@ -111,6 +111,26 @@ class ClassValues:
         starts = np.flatnonzero(new)
         return cls_(n_classes, c[starts], v[starts], np.add.reduceat(w, starts))
 
+    @classmethod
+    def of_runs(
+        cls_, cls: np.ndarray, value: np.ndarray, count: np.ndarray, starts: np.ndarray
+    ) -> ClassValues:
+        """Rows already in (class, value) order, each pair once, counts > 0 (int64 arrays, as
+        `histogram.grouped` returns keys `class * m + value`), every class 0..len(starts)-1
+        non-empty, `starts` its first row: taken as they are, not re-checked (the search's
+        hot path builds one per node)."""
+        cv = object.__new__(cls_)
+        object.__setattr__(cv, "n_classes", int(starts.size))
+        object.__setattr__(cv, "cls", cls)
+        object.__setattr__(cv, "value", value)
+        object.__setattr__(cv, "count", count)
+        n_values = np.empty(starts.size, dtype=np.int64)
+        np.subtract(starts[1:], starts[:-1], out=n_values[:-1])
+        if starts.size:
+            n_values[-1] = cls.size - starts[-1]
+        cv.__dict__.update(_starts=_frozen(starts), _n_values=_frozen(n_values), _every=True)
+        return cv
+
     # -- per-class layout ---------------------------------------------------------------------
 
     @cached_property
@@ -119,11 +139,18 @@ class ClassValues:
 
     @cached_property
     def _starts(self) -> np.ndarray:
-        return _frozen(np.r_[0, np.cumsum(self._n_values)[:-1]].astype(np.int64))
+        starts = np.zeros(self.n_classes, dtype=np.int64)
+        np.cumsum(self._n_values[:-1], out=starts[1:])
+        return _frozen(starts)
 
     @cached_property
     def _nonempty(self) -> np.ndarray:
         return self._n_values > 0
+
+    @cached_property
+    def _every(self) -> bool:
+        """Every class has rows (no empty class to skip in per-class reductions)."""
+        return bool(self._nonempty.all())
 
     def distinct(self) -> np.ndarray:
         """Number of distinct values per class (int64, length n_classes, read-only)."""
@@ -139,6 +166,8 @@ class ClassValues:
 
     def class_sum(self, x: np.ndarray) -> np.ndarray:
         """Per-class sum of a per-row array, in its dtype (exact for ints and Python ints)."""
+        if self._every and x.size:
+            return np.add.reduceat(x, self._starts)
         out = np.zeros(self.n_classes, dtype=x.dtype)
         if x.size:
             ne = self._nonempty
@@ -147,6 +176,8 @@ class ClassValues:
 
     def class_max(self, x: np.ndarray, empty) -> np.ndarray:
         """Per-class maximum of a per-row array; `empty` for classes without rows."""
+        if self._every and x.size:
+            return np.maximum.reduceat(x, self._starts)
         out = np.full(self.n_classes, empty, dtype=x.dtype)
         if x.size:
             ne = self._nonempty

@@ -81,12 +81,22 @@ class PrivacyPolicy:
         return tuple(m for m in self.models if m.sample_based)
 
     def judge(
-        self, table: ClassTable, top: bool = False, within: Within | None = None
+        self,
+        table: ClassTable,
+        top: bool = False,
+        within: Within | None = None,
+        verdict_only: bool = False,
     ) -> Judgement:
         """The node's classes judged; `top`: the node is the top node (its one class is left
         out of what the sample-based models see). `within` (the search, when the node's loss
         could not win beyond some prefix): the sample-based models try no longer prefixes, and
-        a node that would need one is judged failing (`passes` False; it could not win)."""
+        a node that would need one is judged failing (`passes` False; it could not win).
+
+        Without sample-based models, the monotone test also suppresses the classes below the
+        largest `smallest_kept` of the class-based models (none of them keeps such a class, and
+        k-anonymity at that size is monotone). `verdict_only` (the search): a node failing the
+        monotone test is not judged further; its `kept` and `n_suppressed` are then the
+        monotone test's."""
         n = table.n_records
         allowed = max_suppressed(self.suppression_limit, n)
         monotone = np.ones(table.n_classes, dtype=bool)
@@ -94,11 +104,19 @@ class PrivacyPolicy:
         for m in class_based:
             if m.monotone:
                 monotone &= m.keeps(table)
+        sampled = self.sample_based
+        if not sampled:
+            smallest = max((m.smallest_kept for m in class_based if not m.monotone), default=1)
+            if smallest > 1:
+                monotone &= table.sizes >= smallest
+            if verdict_only:
+                s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
+                if s_mono > allowed:
+                    return Judgement(monotone, n, s_mono, allowed, False, False)
         kept = monotone.copy()
         for m in class_based:
             if not m.monotone:
                 kept &= m.keeps(table)
-        sampled = self.sample_based
         cut, tie_size = False, 0
         if sampled:
             kept, cut, tie_size = enforce_within(sampled, table, kept, allowed, top, within)

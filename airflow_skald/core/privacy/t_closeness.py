@@ -4,6 +4,7 @@ records. Not monotone with suppression."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -124,10 +125,10 @@ class TCloseness(PrivacyModel):
     def keeps(self, table: ClassTable) -> np.ndarray:
         return self.verdict(table).ok
 
-    @property
+    @functools.cached_property
     def smallest_kept(self) -> int:
         """Equal distance: the fewest records whose distribution can be within t of the whole
-        table's (`closest_size`); the other distances: 1 (not derived)."""
+        table's (`closest_size`, once per model); the other distances: 1 (not derived)."""
         if self.distance != "equal" or self.global_counts is None:
             return 1
         return closest_size(self.global_counts, self.t)

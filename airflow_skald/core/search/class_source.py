@@ -73,10 +73,11 @@ class ClassSource:
             class_key, code = np.divmod(hist.keys, m)
             new = changes(class_key)
             starts = np.flatnonzero(new)
-            index = np.cumsum(new) - 1
+            index = np.cumsum(new)
+            index -= 1
             if keys is None:
                 keys = class_key[starts]
-            values[a] = ClassValues(int(keys.size), index, code, hist.counts)
+            values[a] = ClassValues.of_runs(index, code, hist.counts, starts)
         sizes = values[self.attributes[0]].sizes()
         return keys, ClassTable(sizes, values)
 

@@ -19,7 +19,10 @@ from airflow_skald.core.count.histogram import (
 from airflow_skald.core.encode.plan import Plan
 
 _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lookup table
+_BLOCK_MIN = 1 << 8  # ... of at most the source's bins (when more), and at least this
 CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's bytes (ADR 0004)
+CACHE_FLOOR = 64 << 20  # ... or this many bytes, if more (a small root's cache is not tight)
+KEEP_SHRINK = 2  # a sparse roll-up is cached when it has at most 1/this of its source's bins
 # Above a large sparse root, nodes of few possible bins are rolled up from dense "hubs": nodes
 # below them held as every cell (int32), built once from a sparse source and rolled up further
 # one QID at a time as a dense root is (`RollUps`).
@@ -46,19 +49,48 @@ def _code_dtype(size: int) -> type:
     return np.uint32 if size <= 1 << 32 else np.int64
 
 
+class _BlockTables:
+    """Block tables (`_Source._block_lut`) shared by the sources of one `RollUps`: a block of
+    the same QIDs at the same levels maps to the same table from whichever source. At most
+    _LUT_BYTES held (all dropped when full: a search revisits few combinations)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[tuple, np.ndarray] = {}
+        self.nbytes = 0
+
+    def get(self, at: tuple) -> np.ndarray | None:
+        return self.tables.get(at)
+
+    def put(self, at: tuple, lut: np.ndarray) -> None:
+        if self.nbytes + lut.nbytes > _LUT_BYTES:
+            self.tables.clear()
+            self.nbytes = 0
+        self.tables[at] = lut
+        self.nbytes += lut.nbytes
+
+
 class _Source:
     """A histogram prepared for fast roll-ups: QIDs grouped into blocks of few codes each, so a
     roll-up is one gather per block from a small (cache-resident) table instead of a gather,
     a multiply and an add per QID. The blocks' codes are built on the first roll-up, in the
     smallest integer type that holds them."""
 
-    def __init__(self, plan: Plan, node: tuple[int, ...], hist: Histogram):
+    def __init__(
+        self,
+        plan: Plan,
+        node: tuple[int, ...],
+        hist: Histogram,
+        tables: _BlockTables | None = None,
+    ):
         self.plan, self.node, self.hist = plan, node, hist
         cards = plan.radices(node)
+        # a block's table is built per node rolled up to: on a small source, no larger than
+        # the source's bins (a 2^16-entry table per roll-up would outweigh the gathers)
+        limit = min(_BLOCK_LIMIT, max(_BLOCK_MIN, hist.n_bins))
         self.blocks: list[list[int]] = [[]]
         size = 1
         for i, c in enumerate(cards):
-            if self.blocks[-1] and size * c > _BLOCK_LIMIT:
+            if self.blocks[-1] and size * c > limit:
                 self.blocks.append([])
                 size = 1
             self.blocks[-1].append(i)
@@ -67,8 +99,7 @@ class _Source:
         self.counts = np.asarray(hist.counts, dtype=np.int64)
         self._codes: list[np.ndarray] | None = None
         self._multi: np.ndarray | None = None  # bins of more than one record (dense_at)
-        self._block_luts: dict[tuple[int, ...], np.ndarray] = {}  # see _block_lut
-        self._lut_bytes = 0
+        self._tables = _BlockTables() if tables is None else tables  # see _block_lut
 
     @property
     def n_bins(self) -> int:
@@ -115,22 +146,21 @@ class _Source:
     def _block_lut(self, b: int, node: tuple[int, ...], ignore: tuple[int, ...]) -> np.ndarray:
         """Block b's codes mapped to the block's own mixed-radix key at `node` (its QIDs' codes
         there, the first most significant); the key's part is this times the stride of the
-        block's last QID. Cached per levels of the block's QIDs (a search revisits few
-        combinations), up to _LUT_BYTES per source."""
+        block's last QID. Cached per QIDs and levels, for every source (`_BlockTables`)."""
         block = self.blocks[b]
-        at = (b, *(-1 if i in ignore else node[i] for i in block))
-        lut = self._block_luts.get(at)
+        at = (
+            *block,
+            *(self.node[i] for i in block),
+            *(-1 if i in ignore else node[i] for i in block),
+        )
+        lut = self._tables.get(at)
         if lut is None:
             lut = np.zeros(1, dtype=np.int64)
             for i in block:
                 card = self.plan.dims[i].cards[node[i]]
                 contrib = self.plan.dims[i].level_map(self.node[i], node[i])
                 lut = np.add.outer(lut * card, 0 * contrib if i in ignore else contrib).ravel()
-            if self._lut_bytes + lut.nbytes > _LUT_BYTES:
-                self._block_luts.clear()
-                self._lut_bytes = 0
-            self._block_luts[at] = lut
-            self._lut_bytes += lut.nbytes
+            self._tables.put(at, lut)
         return lut
 
     def _gather(
@@ -334,10 +364,11 @@ class RollUps:
     def __init__(self, plan: Plan, root_hist: Histogram, values: bool = False):
         self.plan = plan
         self.dense = root_hist.n_possible <= DENSE_LIMIT
+        self._tables = _BlockTables()  # the sparse sources' block tables
         root = self._source(plan.root, root_hist)
         self.root_bins = root_hist.n_bins
         self.root_size = root.nbytes
-        self.budget = CACHE_FACTOR * self.root_size
+        self.budget = max(CACHE_FACTOR * self.root_size, CACHE_FLOOR)
         self.used = 0
         self.cache: dict[tuple[int, ...], _Source | _DenseSource] = {}
         self._nodes = np.zeros((0, len(plan.root)), dtype=np.int64)  # cached nodes, as rows
@@ -388,6 +419,7 @@ class RollUps:
 
     def _touch(self, node: tuple[int, ...]) -> None:
         self._tick += 1
+        self._last.pop(node, None)  # re-inserted: the dict's order is least recent first
         self._last[node] = self._tick
 
     def _make_room(self, nbytes: int, spare_hubs: bool = False) -> bool:
@@ -396,16 +428,19 @@ class RollUps:
         if nbytes > self.budget:
             return False
         while self.used + nbytes > self.budget:
-            victims = [n for n in self._last if n != self.plan.root and n not in self._hubs]
-            if not victims and not spare_hubs:
-                victims = [n for n in self._last if n != self.plan.root]
-            if not victims:
+            root = self.plan.root
+            victim = next((n for n in self._last if n != root and n not in self._hubs), None)
+            if victim is None and not spare_hubs:
+                victim = next((n for n in self._last if n != root), None)
+            if victim is None:
                 return False
-            self._drop(min(victims, key=self._last.__getitem__))
+            self._drop(victim)
         return True
 
     def _source(self, node: tuple[int, ...], hist: Histogram) -> _Source | _DenseSource:
-        return _DenseSource(self.plan, node, hist) if self.dense else _Source(self.plan, node, hist)
+        if self.dense:
+            return _DenseSource(self.plan, node, hist)
+        return _Source(self.plan, node, hist, self._tables)
 
     def _closest(self, node: tuple[int, ...], dense_only: bool = False):
         """The cheapest cached node below `node` to roll up from (the root always is one);
@@ -461,9 +496,9 @@ class RollUps:
         if isinstance(source, _DenseSource):
             return self._dense_from(source, node)
         out = source.roll_up(node, self._scratch())
-        if out.n_bins * 8 <= self.root_bins:
-            kept = _Source(self.plan, node, out)
-            if self.used + kept.nbytes <= self.budget:
+        if out.n_bins * KEEP_SHRINK <= source.n_bins:  # nodes above it roll up from it
+            kept = _Source(self.plan, node, out, self._tables)
+            if self._make_room(kept.nbytes, spare_hubs=True):
                 self._keep(node, kept)
         return out
 

@@ -38,6 +38,7 @@ def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:
     monkeypatch.setattr(rollups, "BOUND_MIN_BINS", 1)
     monkeypatch.setattr(rollups, "HUB_SHARE", share)
     monkeypatch.setattr(rollups, "CACHE_FACTOR", factor)
+    monkeypatch.setattr(rollups, "CACHE_FLOOR", 0)  # the budget as tight as the factor says
     seen = {"hubs": 0, "drops": 0, "bounds": 0}
     hub, drop, fewest = RollUps._hub, RollUps._drop, _Source.distinct_at_least
 

@@ -659,3 +659,26 @@ def test_adult_occupation_and_age_match_oracle_and_arx(qids):
             theirs = [arx(d, glob, 0.2) for d in dicts]
             assert verdict.ok.tolist() == [ok for ok, _ in theirs]
             np.testing.assert_allclose(verdict.figure, [val for _, val in theirs], rtol=1e-9)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_of_runs_is_the_checked_table(seed):
+    """The search's unchecked constructor gives the same table as the checked one."""
+    rng = np.random.default_rng(seed)
+    n_classes, m = int(rng.integers(1, 30)), int(rng.integers(1, 7))
+    cls = np.concatenate([np.arange(n_classes), rng.integers(0, n_classes, 200)])
+    checked = S.ClassValues.from_pairs(n_classes, cls, rng.integers(0, m, cls.size))
+    starts = np.flatnonzero(np.r_[True, checked.cls[1:] != checked.cls[:-1]])
+    fast = S.ClassValues.of_runs(checked.cls, checked.value, checked.count, starts)
+    assert fast.n_classes == checked.n_classes
+    for f in ("sizes", "distinct"):
+        assert np.array_equal(getattr(fast, f)(), getattr(checked, f)())
+    assert np.array_equal(fast.class_max(fast.count, 0), checked.class_max(checked.count, 0))
+    g = np.bincount(checked.value, weights=checked.count, minlength=m).astype(np.int64)
+    for t in (Fraction(1, 10), Fraction(1, 3)):
+        assert np.array_equal(S.t_equal(fast, g, t).ok, S.t_equal(checked, g, t).ok)
+    some = np.arange(0, n_classes, 2)
+    a, b = fast.subset(some), checked.subset(some)
+    assert a.n_classes == b.n_classes
+    assert all(np.array_equal(getattr(a, f), getattr(b, f)) for f in ("cls", "value", "count"))
+    assert fast.distribution(n_classes - 1) == checked.distribution(n_classes - 1)

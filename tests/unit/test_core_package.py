@@ -1,0 +1,31 @@
+"""The core package (airflow_skald/core/__init__.py): importing it keeps pyarrow from
+importing pandas on its own, and pandas still works wherever it is asked for."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+_CHECK = """
+import sys
+import airflow_skald.core
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from airflow_skald.core.data.hierarchies import Hierarchy
+h = Hierarchy.from_csv_text("q", "a;x\\nb;x\\n", delimiter=";")
+assert pc.equal(pa.array(["a", ""]), "").to_numpy(zero_copy_only=False).tolist() == [False, True]
+assert pa.array(np.arange(3)).to_numpy().tolist() == [0, 1, 2]
+assert "pandas" not in sys.modules, "pyarrow imported pandas"
+frame = pa.table({"x": [1, 2]}).to_pandas()  # asked for: imported then
+assert "pandas" in sys.modules and frame["x"].tolist() == [1, 2]
+assert pa.array(frame["x"]).type == pa.int64()
+assert pa.Table.from_pandas(frame).num_rows == 2
+print("ok")
+"""
+
+
+def test_pyarrow_imports_pandas_only_when_asked():
+    out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
