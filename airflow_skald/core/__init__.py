@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.abc
+import os
 import sys
 
 
@@ -36,4 +37,14 @@ def _arrow_without_pandas() -> None:
         sys.meta_path.remove(finder)
 
 
+def _single_threaded_blas() -> None:
+    """One OpenBLAS thread unless the environment says otherwise (and numpy is not loaded
+    yet): the core multiplies no float matrices (its dot products are integer ones, which BLAS
+    does not run), while starting OpenBLAS's thread pool costs ~0.1 s of CPU at numpy's import
+    on 2 cores (issue 23). Worker processes inherit it."""
+    if "numpy" not in sys.modules:
+        os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+
+_single_threaded_blas()
 _arrow_without_pandas()

@@ -3,6 +3,7 @@ importing pandas on its own, and pandas still works wherever it is asked for."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -29,3 +30,13 @@ def test_pyarrow_imports_pandas_only_when_asked():
     out = subprocess.run([sys.executable, "-c", _CHECK], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "ok"
+
+
+def test_one_blas_thread_unless_the_environment_says_otherwise():
+    code = "import os, airflow_skald.core; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "1", out.stderr
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert out.stdout.strip() == "3", out.stderr
