@@ -4,6 +4,7 @@ monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same)
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
@@ -27,6 +28,29 @@ from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text, rank_names
 
 VARIANTS = ("distinct", "entropy", "recursive")
+_FLOOR_MARGIN = 1e-9  # the float entropies' error is far below this (distributions.entropy_l)
+
+
+def entropy_floor(sizes: np.ndarray, figure: np.ndarray, ell: int) -> float:
+    """A lower bound of the records entropy l-diversity suppresses at a node and at every
+    node below it: the sum over classes of entropy H < ln l of n (1 - H / ln l) (`figure` is
+    exp(H); ADR 0011).
+
+    Entropy is concave and never negative: a class split into finer classes, the share w of
+    its records in parts of entropy >= ln l, has H >= w ln l, so at least n (1 - H / ln l) of
+    its records are in parts that fail; and merging classes never raises the sum ((1 - H /
+    ln l)+ is convex and decreasing, the merged entropy at least the parts' mean). Computed
+    with a margin, never above the exact bound."""
+    if ell < 2 or figure.size == 0:
+        return 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        short = 1 - (np.log(figure) + _FLOOR_MARGIN) / math.log(ell)
+    hit = short > 0  # nan (an empty class) is not
+    if not hit.any():
+        return 0.0
+    total = float(np.sum(sizes[hit] * short[hit]))
+    return max(0.0, total * (1 - _FLOOR_MARGIN))
+
 
 _FIGURE = {
     "distinct": ("min_distinct", "distinct"),
@@ -126,6 +150,12 @@ class LDiversity(PrivacyModel):
 
     def keeps(self, table: ClassTable) -> np.ndarray:
         return self.verdict(table).ok
+
+    def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
+        verdict = self.verdict(table)
+        if self.variant != "entropy":
+            return verdict.ok, 0.0
+        return verdict.ok, entropy_floor(table.sizes, verdict.figure, self.l)
 
     def describe(self) -> dict:
         out = {

@@ -164,6 +164,13 @@ class PrivacyModel(ABC):
     def keeps(self, table: ClassTable) -> np.ndarray:
         """Bool per class: the class satisfies this criterion (else it is suppressed)."""
 
+    def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
+        """`keeps`, and a lower bound of the records this model suppresses at this node and
+        at every node below it (finer), never above the true count: the monotone part of a
+        model that is not monotone (0: none known). A node where it exceeds the suppression
+        limit fails, and so does every node below it."""
+        return self.keeps(table), 0.0
+
     @abstractmethod
     def describe(self) -> dict:
         """The criterion and its settings, JSON-safe (manifest, asset events, logs)."""

@@ -94,9 +94,10 @@ class PrivacyPolicy:
 
         Without sample-based models, the monotone test also suppresses the classes below the
         largest `smallest_kept` of the class-based models (none of them keeps such a class, and
-        k-anonymity at that size is monotone). `verdict_only` (the search): a node failing the
-        monotone test is not judged further; its `kept` and `n_suppressed` are then the
-        monotone test's."""
+        k-anonymity at that size is monotone), and it fails when a model's suppression floor
+        (`PrivacyModel.judged`: t-closeness) exceeds the limit. `verdict_only` (the search): a
+        node failing the monotone test is not judged further; its `kept` and `n_suppressed`
+        are then the monotone test's."""
         n = table.n_records
         allowed = max_suppressed(self.suppression_limit, n)
         monotone = np.ones(table.n_classes, dtype=bool)
@@ -114,9 +115,12 @@ class PrivacyPolicy:
                 if s_mono > allowed:
                     return Judgement(monotone, n, s_mono, allowed, False, False)
         kept = monotone.copy()
+        floor = 0.0  # the most records a model's monotone part says every finer node suppresses
         for m in class_based:
             if not m.monotone:
-                kept &= m.keeps(table)
+                keeps, least = m.judged(table)
+                kept &= keeps
+                floor = max(floor, least)
         cut, tie_size = False, 0
         if sampled:
             kept, cut, tie_size = enforce_within(sampled, table, kept, allowed, top, within)
@@ -129,7 +133,8 @@ class PrivacyPolicy:
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
         passes = s <= allowed and not cut
-        return Judgement(kept, n, s, allowed, passes, s_mono <= allowed, tie_size)
+        monotone_passes = s_mono <= allowed and floor <= allowed
+        return Judgement(kept, n, s, allowed, passes, monotone_passes, tie_size)
 
     def describe(self) -> list[dict]:
         return [m.describe() for m in self.models]

@@ -125,6 +125,10 @@ class TCloseness(PrivacyModel):
     def keeps(self, table: ClassTable) -> np.ndarray:
         return self.verdict(table).ok
 
+    def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
+        verdict = self.verdict(table)
+        return verdict.ok, suppression_floor(table.sizes, verdict.figure, self.t)
+
     @functools.cached_property
     def smallest_kept(self) -> int:
         """Equal distance: the fewest records whose distribution can be within t of the whole
@@ -158,6 +162,31 @@ class TCloseness(PrivacyModel):
 # closest_size tries sizes 1, 2, ... up to this many, and this many values in all (a tiny t
 # would otherwise walk up to N sizes when the search starts)
 CLOSEST_SIZE_TRIES, CLOSEST_SIZE_CELLS = 4096, 1 << 22
+
+
+_FLOOR_MARGIN = 1e-9  # distances are float screens within ~1e-12 of exact (distributions._decide)
+
+
+def suppression_floor(sizes: np.ndarray, distance: np.ndarray, t: Fraction) -> float:
+    """A lower bound of the records t-closeness suppresses at a node and at every node below
+    it: sum over classes of n * (d - t) / (1 - t) where the distance d exceeds t.
+
+    Every distance here (equal, ordered, hierarchical) is convex in the class's distribution
+    and at most 1. A class of n records at distance d > t split into finer classes keeps at
+    most the share (1 - d) / (1 - t) of its records in parts within t (d <= w t + (1 - w) 1
+    over the parts' share w within t), so at least n (d - t) / (1 - t) of them are suppressed
+    at any finer node; and merging classes never raises the sum (Jensen: (d - t)+ is convex
+    and increasing). So the bound only grows downwards: where it exceeds the suppression
+    limit, this node and every node below fail (the search tags them). Computed with a margin
+    below the float distances' error, never above the exact bound."""
+    if t >= 1 or distance.size == 0:
+        return 0.0
+    excess = distance - (float(t) + _FLOOR_MARGIN)
+    hit = excess > 0  # nan (an empty class) is not
+    if not hit.any():
+        return 0.0
+    total = float(np.sum(sizes[hit] * excess[hit]))
+    return max(0.0, total * (1 - _FLOOR_MARGIN) / float(1 - t))
 
 
 def closest_size(global_counts: np.ndarray, t: Fraction) -> int:

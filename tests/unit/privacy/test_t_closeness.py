@@ -9,8 +9,10 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
+from class_tables import fine_and_coarse
 
-from airflow_skald.core.privacy.t_closeness import TCloseness, closest_size
+from airflow_skald.core.privacy import distributions as S
+from airflow_skald.core.privacy.t_closeness import TCloseness, closest_size, suppression_floor
 
 
 def _compositions(n: int, m: int):
@@ -57,3 +59,39 @@ def test_a_tiny_t_stops_at_the_work_limit_with_a_sound_bound():
     small = [5, 3, 1]
     limited = closest_size(np.array(small), Fraction(1, 10**9))  # N = 9: every size tried
     assert limited == _first_close_size(small, Fraction(1, 10**9)) == 9
+
+
+@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("distance", ["equal", "ordered"])
+def test_suppression_floor_bounds_every_finer_node_and_grows_downwards(seed, distance):
+    """The floor at a node never exceeds the records t-closeness suppresses at any finer node
+    (here: the node's classes split at random), and merging classes never raises it."""
+    rng = np.random.default_rng(seed)
+    fine, coarse, value, m = fine_and_coarse(rng, 0.3)
+    g = np.bincount(value, minlength=m)
+    t = Fraction(int(rng.integers(1, 10)), 20)
+    judge = S.t_equal if distance == "equal" else S.t_ordered
+    tables = {}
+    for name, cls in (("fine", fine), ("coarse", coarse)):
+        cv = S.ClassValues.from_pairs(int(cls.max()) + 1, cls, value)
+        v = judge(cv, g, t)
+        suppressed = int(cv.sizes()[~v.ok].sum())
+        tables[name] = (suppression_floor(cv.sizes(), v.figure, t), suppressed)
+    (floor_fine, sup_fine), (floor_coarse, sup_coarse) = tables["fine"], tables["coarse"]
+    assert floor_coarse <= floor_fine + 1e-9
+    assert floor_fine <= sup_fine and floor_coarse <= sup_coarse
+    assert floor_coarse <= sup_fine  # the coarse node's floor bounds its finer node
+
+
+def test_suppression_floor_of_one_class():
+    """q = (1/2, 1/2), t = 1/4: ten records of value 0 are at distance 1/2, and a finer node
+    keeps at most the share (1 - 1/2) / (1 - 1/4) of them within t, so at least 10/3 are
+    suppressed; a class within t adds nothing."""
+    g, t = np.array([50, 50]), Fraction(1, 4)
+    far = S.ClassValues.from_pairs(1, np.zeros(10, np.int64), np.zeros(10, np.int64))
+    v = S.t_equal(far, g, t)
+    assert v.figure.tolist() == [0.5]
+    assert suppression_floor(far.sizes(), v.figure, t) == pytest.approx(10 / 3, rel=1e-6)
+    near = S.ClassValues.from_pairs(1, np.zeros(4, np.int64), np.array([0, 0, 0, 1]))
+    w = S.t_equal(near, g, t)
+    assert w.figure.tolist() == [0.25] and suppression_floor(near.sizes(), w.figure, t) == 0
