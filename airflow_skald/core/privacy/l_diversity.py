@@ -140,6 +140,11 @@ class LDiversity(PrivacyModel):
     def monotone(self) -> bool:  # type: ignore[override]
         return self.variant == "distinct"
 
+    @property
+    def smallest_kept(self) -> int:
+        """l: every variant needs at least l distinct values, so at least l records."""
+        return max(1, int(self.l))
+
     def verdict(self, table: ClassTable) -> S.Verdict:
         cv = table.values[self.attribute]
         if self.variant == "distinct":

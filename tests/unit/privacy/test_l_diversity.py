@@ -36,3 +36,20 @@ def test_entropy_floor_of_one_class():
     assert v.ok.tolist() == [False, True]
     h = math.log(4) - 0.75 * math.log(3)
     assert entropy_floor(cv.sizes(), v.figure, 2) == pytest.approx(4 * (1 - h / math.log(2)))
+
+
+@pytest.mark.parametrize("variant", ["distinct", "entropy", "recursive"])
+def test_no_class_below_l_records_is_kept(variant):
+    from fractions import Fraction
+
+    from airflow_skald.core.privacy.l_diversity import LDiversity
+    from airflow_skald.core.privacy.model import ClassTable
+
+    model = LDiversity("s", 3, variant, Fraction(2) if variant == "recursive" else None)
+    assert model.smallest_kept == 3
+    # classes of 1..6 records, each of as many distinct values as it can hold
+    cls = np.repeat(np.arange(6), np.arange(1, 7))
+    value = np.concatenate([np.arange(s) for s in range(1, 7)])
+    cv = S.ClassValues.from_pairs(6, cls, value)
+    kept = model.keeps(ClassTable(cv.sizes(), {"s": cv}))
+    assert not kept[cv.sizes() < model.smallest_kept].any()
