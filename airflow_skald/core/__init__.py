@@ -1,10 +1,17 @@
-"""Pure-Python SKALD core: no Airflow import anywhere below this package."""
+"""Pure-Python SKALD core: no Airflow import anywhere below this package.
+
+Importing it imports nothing heavy (DAG parsing imports the operators, which import light core
+modules): it sets two start-up costs aside for when numpy and pyarrow are first imported.
+"""
 
 from __future__ import annotations
 
 import importlib.abc
+import importlib.machinery
+import importlib.util
 import os
 import sys
+import types
 
 
 class _PandasWithheld(importlib.abc.MetaPathFinder):
@@ -37,6 +44,29 @@ def _arrow_without_pandas() -> None:
         sys.meta_path.remove(finder)
 
 
+class _AfterPyarrow(importlib.abc.MetaPathFinder):
+    """Runs `_arrow_without_pandas` right after pyarrow's own import, whoever imports it first
+    (one shot: the finder leaves `sys.meta_path` at that import)."""
+
+    def find_spec(
+        self, name: str, path: object = None, target: object = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if name != "pyarrow":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        load = spec.loader.exec_module
+
+        def load_then_prime(module: types.ModuleType) -> None:
+            load(module)  # in sys.modules already: the priming's `import pyarrow` finds it
+            _arrow_without_pandas()
+
+        spec.loader.exec_module = load_then_prime  # type: ignore[method-assign]
+        return spec
+
+
 def _single_threaded_blas() -> None:
     """One OpenBLAS thread unless the environment says otherwise (and numpy is not loaded
     yet): the core multiplies no float matrices (its dot products are integer ones, which BLAS
@@ -47,4 +77,7 @@ def _single_threaded_blas() -> None:
 
 
 _single_threaded_blas()
-_arrow_without_pandas()
+if "pyarrow" in sys.modules:
+    _arrow_without_pandas()
+elif not any(isinstance(f, _AfterPyarrow) for f in sys.meta_path):
+    sys.meta_path.insert(0, _AfterPyarrow())

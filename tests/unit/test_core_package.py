@@ -1,5 +1,6 @@
-"""The core package (airflow_skald/core/__init__.py): importing it keeps pyarrow from
-importing pandas on its own, and pandas still works wherever it is asked for."""
+"""The core package (airflow_skald/core/__init__.py): importing it is light, keeps pyarrow
+from importing pandas on its own once pyarrow is imported, and pandas still works wherever it
+is asked for."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 _CHECK = """
 import sys
 import airflow_skald.core
+assert "pyarrow" not in sys.modules and "numpy" not in sys.modules, "the core's import is heavy"
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
