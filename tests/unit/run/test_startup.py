@@ -1,6 +1,7 @@
-"""The core package (airflow_skald/core/__init__.py): importing it is light, keeps pyarrow
-from importing pandas on its own once pyarrow is imported, and pandas still works wherever it
-is asked for."""
+"""A run's start-up (airflow_skald/core/run/startup.py): importing the core changes nothing;
+importing `core.run` (a task that runs) keeps pyarrow from importing pandas on its own once
+pyarrow is imported, pandas still works wherever it is asked for, and BLAS runs one thread
+unless the environment says otherwise."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ _CHECK = """
 import sys
 import airflow_skald.core
 assert "pyarrow" not in sys.modules and "numpy" not in sys.modules, "the core's import is heavy"
+assert "_AfterPyarrow" not in str(sys.meta_path), "importing the core tuned the process"
+import airflow_skald.core.run
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -35,7 +38,7 @@ def test_pyarrow_imports_pandas_only_when_asked():
 
 
 def test_one_blas_thread_unless_the_environment_says_otherwise():
-    code = "import os, airflow_skald.core; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    code = "import os, airflow_skald.core.run; print(os.environ['OPENBLAS_NUM_THREADS'])"
     env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
     assert out.stdout.strip() == "1", out.stderr
