@@ -22,7 +22,8 @@ _BLOCK_LIMIT = 1 << 16  # QIDs are grouped so one block's codes index a small lo
 _BLOCK_MIN = 1 << 8  # ... of at most the source's bins (when more), and at least this
 CACHE_FACTOR = 2  # the roll-up cache holds at most this many times the root's bytes (ADR 0004)
 CACHE_FLOOR = 64 << 20  # ... or this many bytes, if more (a small root's cache is not tight)
-KEEP_SHRINK = 2  # a sparse roll-up is cached when it has at most 1/this of its source's bins
+KEEP_SHRINK = 2  # a small sparse roll-up is cached when it has at most 1/this of its source's
+KEEP_SMALL_BINS = 1 << 16  # bins, and at most this many bins
 # Above a large sparse root, nodes of few possible bins are rolled up from dense "hubs": nodes
 # below them held as every cell (int32), built once from a sparse source and rolled up further
 # one QID at a time as a dense root is (`RollUps`).
@@ -496,9 +497,14 @@ class RollUps:
         if isinstance(source, _DenseSource):
             return self._dense_from(source, node)
         out = source.roll_up(node, self._scratch())
-        if out.n_bins * KEEP_SHRINK <= source.n_bins:  # nodes above it roll up from it
+        # kept: a result 8x smaller than the root, if it fits; or a small one at most half its
+        # source, making room (nodes above it roll up from it: a search climbing paths of
+        # small nodes, e.g. (class, value) tables of t-closeness, rolls up from its last steps)
+        small = out.n_bins <= KEEP_SMALL_BINS and out.n_bins * KEEP_SHRINK <= source.n_bins
+        if out.n_bins * 8 <= self.root_bins or small:
             kept = _Source(self.plan, node, out, self._tables)
-            if self._make_room(kept.nbytes, spare_hubs=True):
+            fits = self.used + kept.nbytes <= self.budget
+            if fits or (small and self._make_room(kept.nbytes, spare_hubs=True)):
                 self._keep(node, kept)
         return out
 
