@@ -232,9 +232,9 @@ def _cmd_audit(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_skald.core.run.startup import prepare
+    import airflow_skald.core.run  # noqa: F401  its import tunes this process (run/startup.py),
 
-    prepare()  # before any command imports numpy or pyarrow
+    # before any command imports numpy or pyarrow
     args = _parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if getattr(args, "quiet", False) else logging.INFO,

@@ -202,6 +202,21 @@ class ClassValues:
         return ClassValues(int(classes.size), new_cls, self.value[rows], self.count[rows])
 
 
+FLOOR_MARGIN = 1e-9  # suppression floors: far above the float figures' error (~1e-12)
+
+
+def suppression_floor(sizes: np.ndarray, shortfall: np.ndarray) -> float:
+    """Sum over classes of n * shortfall where the shortfall is positive (nan: an empty
+    class, none), lowered by FLOOR_MARGIN: the records a criterion's monotone part says a node
+    and every node below it suppress, never above the exact figure when each `shortfall` was
+    computed with the margin too (`t_closeness.suppression_floor`,
+    `l_diversity.entropy_floor`)."""
+    hit = shortfall > 0
+    if not hit.any():
+        return 0.0
+    return max(0.0, float(np.sum(sizes[hit] * shortfall[hit])) * (1 - FLOOR_MARGIN))
+
+
 def _frozen(a: np.ndarray) -> np.ndarray:
     a.flags.writeable = False
     return a

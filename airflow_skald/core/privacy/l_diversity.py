@@ -28,7 +28,6 @@ from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text, rank_names
 
 VARIANTS = ("distinct", "entropy", "recursive")
-_FLOOR_MARGIN = 1e-9  # the float entropies' error is far below this (distributions.entropy_l)
 
 
 def entropy_floor(sizes: np.ndarray, figure: np.ndarray, ell: int) -> float:
@@ -44,12 +43,8 @@ def entropy_floor(sizes: np.ndarray, figure: np.ndarray, ell: int) -> float:
     if ell < 2 or figure.size == 0:
         return 0.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        short = 1 - (np.log(figure) + _FLOOR_MARGIN) / math.log(ell)
-    hit = short > 0  # nan (an empty class) is not
-    if not hit.any():
-        return 0.0
-    total = float(np.sum(sizes[hit] * short[hit]))
-    return max(0.0, total * (1 - _FLOOR_MARGIN))
+        shortfall = 1 - (np.log(figure) + S.FLOOR_MARGIN) / math.log(ell)
+    return S.suppression_floor(sizes, shortfall)
 
 
 _FIGURE = {

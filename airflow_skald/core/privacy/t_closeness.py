@@ -164,9 +164,6 @@ class TCloseness(PrivacyModel):
 CLOSEST_SIZE_TRIES, CLOSEST_SIZE_CELLS = 4096, 1 << 22
 
 
-_FLOOR_MARGIN = 1e-9  # distances are float screens within ~1e-12 of exact (distributions._decide)
-
-
 def suppression_floor(sizes: np.ndarray, distance: np.ndarray, t: Fraction) -> float:
     """A lower bound of the records t-closeness suppresses at a node and at every node below
     it: sum over classes of n * (d - t) / (1 - t) where the distance d exceeds t.
@@ -181,12 +178,7 @@ def suppression_floor(sizes: np.ndarray, distance: np.ndarray, t: Fraction) -> f
     below the float distances' error, never above the exact bound."""
     if t >= 1 or distance.size == 0:
         return 0.0
-    excess = distance - (float(t) + _FLOOR_MARGIN)
-    hit = excess > 0  # nan (an empty class) is not
-    if not hit.any():
-        return 0.0
-    total = float(np.sum(sizes[hit] * excess[hit]))
-    return max(0.0, total * (1 - _FLOOR_MARGIN) / float(1 - t))
+    return S.suppression_floor(sizes, (distance - (float(t) + S.FLOOR_MARGIN)) / float(1 - t))
 
 
 def closest_size(global_counts: np.ndarray, t: Fraction) -> int:

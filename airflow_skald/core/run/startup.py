@@ -1,7 +1,7 @@
 """Start-up costs of a run's process (issue 23, ADR 0018): pyarrow's pandas shim primed
-without pandas, one OpenBLAS thread. Applied by the process's entry points (the CLI's `main`,
-and importing `airflow_skald.core.run`, which a task does when it runs), never by merely
-importing the core: a DAG processor or scheduler that parses the operators is left as it is.
+without pandas, one OpenBLAS thread. Applied on importing `airflow_skald.core.run`, which the
+CLI's `main` does first and a task does when it runs; never by merely importing the core: a
+DAG processor or scheduler that parses the operators is left as it is.
 """
 
 from __future__ import annotations
