@@ -1,66 +1,163 @@
-"""ARX's benchmark tables end to end (issue 23): CPU and wall of whole `skald run` processes
-against ARX 3.9.2's CPU measured side by side on this machine, and against a plain exhaustive
-search over the same lattice.
+"""ARX's benchmark tables end to end beside ARX 3.9.2 itself (issues 23, 35): CPU and wall of
+whole `skald run` processes and of whole ARX processes (`../shared/arx/arx`), run in the same
+session, interleaved, and the search alone on both sides; the same answer asserted.
 
     python benchmarks/bench_arx_tables.py [--repeats 3] [--work DIR] [--no-exhaustive]
-                                          [--only cup-0,fars-5,...]
+                                          [--no-arx] [--only cup-0,fars-5,...]
 
 Tables (`arx_tables.py`): CUP- and FARS-shaped generated tables (ARX's files are not
-available here) and ARX's Adult; k = 5. Each case runs `--repeats` times, cases interleaved,
-each run a fresh process (`python -m airflow_skald.cli run`, start-up included; CPU = user +
-system of that child from `wait4`, peak RSS likewise). ARX itself does not run here: its
-figures are the issue's (min-max of 3 interleaved runs, JVM start included), so `product/ARX`
-divides the product's fastest run by ARX's range. Tables are built in a child process and the
-exhaustive searches run after all timed runs, so this process stays small (a child's peak RSS
-can never read below its parent's at fork).
+available here) and ARX's Adult; k = 5 unless a case says otherwise. Each round runs every
+case once on each side, product and ARX alternating (a burst of load hits both alike); every
+run is a fresh process (start-up included: Python's import, the JVM's start and ARX's CSV
+load are part of what a user waits for). CPU = user + system of that child from `wait4`;
+peak RSS likewise. ARX is given the same table as CSV and the same hierarchies (a `*` level
+appended where the product appends one, SPEC §3), the same privacy model and its own quality
+model of the product's objective (`dm_star_arx` <-> `dmstar`, `loss` <-> `loss`).
 
-`run/exhaustive`: the product's whole-run CPU over the CPU of a plain exhaustive search of the
-same lattice (every node rolled up from its parent and judged, `bench_search.exhaustive`),
-timed once in this process on the same histogram; it must find the same node and DM*.
+Search alone: the CPU of the product's `search` phase (run.json's `cpu_s.search`: the search's
+thread) and ARX's `cpu_anonymize_main_thread_s` (CPU of `ARXAnonymizer.anonymize`'s thread:
+its encoding of the data and its search).
+
+Same answer: the node (every QID's level) and the number of suppressed records must agree on
+both sides, except where a case says the product's answer is the better one (population
+uniqueness: the shortest fulfilling prefix, which ARX's binary search can miss; SPEC §4c):
+there the product's DM* must be no worse than ARX's, with the figures printed.
+
+Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
+`run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
+lattice (`bench_search.exhaustive`), timed once in this process on the same histogram.
 The machine is shared: read ranges, not single figures.
 """
 
 from __future__ import annotations
 
 import argparse
+import csv
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 import yaml
-from arx_tables import write_table  # Adult's body only: no table to build
+from arx_tables import ADULT_SENSITIVE, write_table
 
-# case: (table, suppression limit, criterion, ARX 3.9.2 CPU range in s from issue 23)
-CASES: dict[str, tuple[str, float, str | None, tuple[float, float]]] = {
-    "cup-0": ("cup", 0.0, None, (3.7, 3.9)),
-    "cup-5": ("cup", 0.05, None, (5.5, 5.6)),
-    "fars-0": ("fars", 0.0, None, (3.3, 3.8)),
-    "fars-5": ("fars", 0.05, None, (7.4, 8.2)),
-    "adult-0": ("adult", 0.0, None, (3.1, 4.7)),
-    "adult-5": ("adult", 0.05, None, (3.1, 4.7)),
-    "adult-l3-0": ("adult", 0.0, "l3", (2.9, 4.4)),
-    "adult-l3-5": ("adult", 0.05, "l3", (2.9, 4.4)),
-    "adult-t0.2-0": ("adult", 0.0, "t0.2", (2.9, 4.4)),
-    "adult-t0.2-5": ("adult", 0.05, "t0.2", (2.9, 4.4)),
+ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
+
+
+@dataclass(frozen=True)
+class Case:
+    table: str
+    limit: float
+    privacy: dict = field(default_factory=dict)  # merged into the config's privacy:
+    arx: tuple[str, ...] = ()  # ARX's privacy-model arguments (with --k 5 unless no_k)
+    objective: str = "dm_star_arx"
+    criterion: str | None = None  # arx_tables' l3 / t0.2 (Adult's sensitive attribute)
+    no_k: bool = False
+    better: bool = False  # the product may find a better node than ARX (DM* no worse)
+
+
+PU = {"max": 0.01, "model": "pitman", "sampling_fraction": 0.1}
+CASES: dict[str, Case] = {
+    "cup-0": Case("cup", 0.0),
+    "cup-5": Case("cup", 0.05),
+    "fars-0": Case("fars", 0.0),
+    "fars-5": Case("fars", 0.05),
+    "adult-0": Case("adult", 0.0),
+    "adult-5": Case("adult", 0.05),
+    "adult-l3-5": Case("adult", 0.05, criterion="l3", arx=("--ldiv", "occupation:entropy:3")),
+    "adult-t0.2-0": Case("adult", 0.0, criterion="t0.2", arx=("--tclose", "occupation:equal:0.2")),
+    "adult-t0.2-5": Case("adult", 0.05, criterion="t0.2", arx=("--tclose", "occupation:equal:0.2")),
+    "adult-avgrisk-5": Case("adult", 0.05, {"average_risk": {"max": 0.05}}, ("--avg-risk", "0.05")),
+    "adult-popuniq-0": Case(
+        "adult",
+        0.0,
+        {"population_uniqueness": PU},
+        ("--pop-unique", "0.01:pitman:0.1"),
+        no_k=True,
+    ),
+    "adult-popuniq-5": Case(
+        "adult",
+        0.05,
+        {"population_uniqueness": PU},
+        ("--pop-unique", "0.01:pitman:0.1"),
+        no_k=True,
+        better=True,
+    ),
+    "adult-loss-5": Case("adult", 0.05, objective="loss"),
+    "adult-kmap-5": Case(
+        "adult",
+        0.05,
+        {"k_map": {"k": 5, "sampling_fraction": 0.1, "estimator": "zero_truncated_poisson"}},
+        ("--kmap", "5:ztp:0.1"),
+    ),
 }
+ARX_METRIC = {"dm_star_arx": "dmstar", "loss": "loss", "dm": "dm", "aecs": "aecs"}
 
 
 def _range(xs: list[float], digits: int = 2) -> str:
     lo, hi = min(xs), max(xs)
-    return f"{lo:.{digits}f}" if lo == hi else f"{lo:.{digits}f}-{hi:.{digits}f}"
+    return (
+        f"{lo:.{digits}f}"
+        if f"{lo:.{digits}f}" == f"{hi:.{digits}f}"
+        else (f"{lo:.{digits}f}-{hi:.{digits}f}")
+    )
 
 
-def write_configs(work: Path, cases: list[str]) -> dict[str, Path]:
-    """A config file per case (tables generated once per work folder)."""
-    paths = {}
-    for case in cases:
-        table, limit, criterion, _ = CASES[case]
-        folder = work / table
-        if table == "adult":
-            body = write_table(table, folder, criterion=criterion)
+def _arx_hierarchy(src: Path, dst: Path, sep: str) -> None:
+    """ARX's copy of a hierarchy file: a `*` column appended when the last is not constant
+    (the product appends that level itself, SPEC §3)."""
+    rows = [r for r in csv.reader(src.read_text().splitlines(), delimiter=sep) if r]
+    if len({r[-1] for r in rows}) > 1:
+        rows = [[*r, "*"] for r in rows]
+    dst.write_text("\n".join(sep.join(r) for r in rows) + "\n")
+
+
+def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
+    """ARX's command line for the case: the same CSV (written once), hierarchies, model."""
+    if case.table == "adult":
+        data, sep = Path(body["input"]["path"]), ";"
+    else:
+        data, sep = folder / "data.csv", ";"
+        if not data.exists():
+            table = pq.read_table(folder / "data.parquet")
+            pacsv.write_csv(table, data, pacsv.WriteOptions(delimiter=";", quoting_style="none"))
+    hier = folder / "arx-hierarchies"
+    hier.mkdir(exist_ok=True)
+    args = [str(ARX), "--input", str(data), "--sep", sep]
+    qids = [q["name"] for q in body["quasi_identifiers"]]
+    for q in body["quasi_identifiers"]:
+        dst = hier / f"{q['name']}.csv"
+        if not dst.exists():
+            _arx_hierarchy(Path(q["hierarchy_file"]), dst, ";")
+        args += ["--qid", f"{q['name']}={dst}"]
+    columns = (
+        pq.read_schema(folder / "data.parquet").names
+        if case.table != "adult"
+        else (Path(body["input"]["path"]).read_text().split("\n", 1)[0].split(";"))
+    )
+    others = [c for c in columns if c not in qids and not (case.criterion and c == ADULT_SENSITIVE)]
+    args += ["--insensitive", ",".join(others)]
+    if not case.no_k:
+        args += ["--k", "5"]
+    args += [*case.arx, "--suppression", str(case.limit)]
+    args += ["--metric", ARX_METRIC[case.objective], "--no-own-stats"]
+    return args
+
+
+def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[str]]]:
+    """A config file and ARX's command line per case (tables generated once per folder)."""
+    out = {}
+    for name in cases:
+        case = CASES[name]
+        folder = work / case.table
+        if case.table == "adult":
+            body = write_table("adult", folder, criterion=case.criterion)
         elif (folder / "body.yaml").exists():
             body = yaml.safe_load((folder / "body.yaml").read_text())
         else:  # in a child: Linux children inherit the parent's peak RSS (ru_maxrss)
@@ -70,37 +167,72 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, Path]:
                 "(p / 'body.yaml').write_text(yaml.safe_dump(body, sort_keys=False))"
             )
             here = Path(__file__).resolve().parent
-            subprocess.run([sys.executable, "-c", code, table, str(folder)], check=True, cwd=here)
+            subprocess.run(
+                [sys.executable, "-c", code, case.table, str(folder)], check=True, cwd=here
+            )
             body = yaml.safe_load((folder / "body.yaml").read_text())
-        body["privacy"]["suppression_limit"] = limit
-        body["output"]["path"] = str(work / "out" / case)
-        paths[case] = work / f"{case}.yaml"
-        paths[case].write_text(yaml.safe_dump(body, sort_keys=False))
-    return paths
+        folder.mkdir(parents=True, exist_ok=True)
+        body["privacy"]["suppression_limit"] = case.limit
+        if case.no_k:
+            body["privacy"].pop("k", None)
+        body["privacy"].update(case.privacy)
+        body["quality"] = {"objective": case.objective}
+        body["output"]["path"] = str(work / "out" / name)
+        path = work / f"{name}.yaml"
+        path.write_text(yaml.safe_dump(body, sort_keys=False))
+        out[name] = (path, _arx_args(case, body, folder))
+    return out
 
 
-def run_once(config: Path) -> dict:
+def _child(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, float, int]:
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, stdout=stdout)
+    _, status, usage = os.wait4(child.pid, 0)
+    wall = time.perf_counter() - start
+    return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, status
+
+
+def run_product(config: Path) -> dict:
     """One `skald run` in a fresh process: CPU (user + system), wall, peak RSS, its answer."""
     body = yaml.safe_load(config.read_text())
     out = Path(body["output"]["path"])
     cmd = [sys.executable, "-m", "airflow_skald.cli", "run", str(config), "--quiet"]
     cmd += ["--overwrite"] if out.exists() else []
-    start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
-    _, status, usage = os.wait4(child.pid, 0)
-    wall = time.perf_counter() - start
+    cpu, wall, rss, status = _child(cmd)
     if status != 0:
         raise SystemExit(f"{config.name}: skald run failed ({status})")
     manifest = json.loads((out / "manifest.json").read_text())
+    record = json.loads((out / "run.json").read_text())
     return {
-        "cpu_s": usage.ru_utime + usage.ru_stime,
+        "cpu_s": cpu,
         "wall_s": wall,
-        "peak_rss_mb": usage.ru_maxrss / 1024,
+        "peak_rss_mb": rss,
+        "search_s": record["cpu_s"]["search"],
         "node": manifest["node"],
-        "dm_star": manifest["dm_star"],
+        "dm_star_arx": manifest["dm_star_arx"],
         "n_suppressed": manifest["n_suppressed"],
         "evaluated": manifest["lattice"]["evaluated"],
         "nodes": manifest["lattice"]["nodes"],
+    }
+
+
+def run_arx(args: list[str], out: Path) -> dict:
+    """One ARX 3.9.2 process (JVM start, CSV load, search, output): CPU, wall, its answer."""
+    with out.open("w") as f:
+        cpu, wall, rss, status = _child(args, stdout=f)
+    if status != 0:
+        raise SystemExit(f"ARX failed ({status}): {' '.join(args)}")
+    got = json.loads(out.read_text())
+    stats = got.get("arx_class_statistics") or {}
+    return {
+        "cpu_s": cpu,
+        "wall_s": wall,
+        "peak_rss_mb": rss,
+        "search_s": got["cpu_anonymize_main_thread_s"],
+        "node": got["node"],
+        "dm_star": got.get("arx_information_loss_value"),
+        "suppressed": stats.get("suppressed_records"),
+        "checked": got.get("transformations_checked"),
     }
 
 
@@ -112,58 +244,100 @@ def exhaustive_cpu(config: Path, limit: float) -> dict:
     return {k: got[k] for k in ("exhaustive_cpu_s", "search_cpu_s", "exhaustive_nodes")}
 
 
+def _same_answer(name: str, product: dict, arx: dict) -> str:
+    if product["node"] == arx["node"] and product["n_suppressed"] == arx["suppressed"]:
+        return "yes"
+    if CASES[name].better and product["dm_star_arx"] <= float(arx["dm_star"]):
+        return f"better (DM* {product['dm_star_arx']} vs ARX's {arx['dm_star']})"
+    raise SystemExit(
+        f"{name}: the product's node {product['node']} ({product['n_suppressed']} suppressed) "
+        f"is not ARX's {arx['node']} ({arx['suppressed']})"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, default=Path("/tmp/skald-arx-tables"))
     parser.add_argument("--no-exhaustive", action="store_true")
+    parser.add_argument("--no-arx", action="store_true", help="the product's side only")
     parser.add_argument("--only", default=",".join(CASES), help="comma-separated case names")
     args = parser.parse_args()
     cases = [c for c in args.only.split(",") if c]
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
+    with_arx = not args.no_arx
+    if with_arx and shutil.which("java") is None:
+        print("ARX side skipped: `java` is not on PATH (install a Java 17 runtime to compare)")
+        with_arx = False
+    elif with_arx and not ARX.exists():
+        print(f"ARX side skipped: {ARX} is missing (../shared must sit beside the repository)")
+        with_arx = False
     args.work.mkdir(parents=True, exist_ok=True)
     configs = write_configs(args.work, cases)
     runs: dict[str, list[dict]] = {c: [] for c in cases}
+    arx_runs: dict[str, list[dict]] = {c: [] for c in cases}
     load = [os.getloadavg()[0]]
-    for _ in range(args.repeats):  # interleaved: a burst of load hits every case alike
+    for r in range(args.repeats):  # interleaved: a burst of load hits every case alike
         for case in cases:
-            runs[case].append(run_once(configs[case]))
+            config, arx_args = configs[case]
+            first_arx = with_arx and r % 2 == 1  # alternate which side goes first
+            if first_arx:
+                arx_runs[case].append(run_arx(arx_args, args.work / f"{case}.arx.json"))
+            runs[case].append(run_product(config))
+            if with_arx and not first_arx:
+                arx_runs[case].append(run_arx(arx_args, args.work / f"{case}.arx.json"))
     load.append(os.getloadavg()[0])
     results = {}
     for case in cases:
-        table, limit, _, arx = CASES[case]
         rs = runs[case]
-        answers = {json.dumps([r["node"], r["dm_star"], r["n_suppressed"]]) for r in rs}
+        answers = {json.dumps([r["node"], r["dm_star_arx"], r["n_suppressed"]]) for r in rs}
         assert len(answers) == 1, f"{case}: runs disagree: {answers}"
-        best = min(r["cpu_s"] for r in rs)
         row = {
             "cpu_s": _range([r["cpu_s"] for r in rs]),
             "wall_s": _range([r["wall_s"] for r in rs]),
             "peak_rss_mb": _range([r["peak_rss_mb"] for r in rs], 0),
-            "arx_cpu_s": f"{arx[0]}-{arx[1]}",
-            "product_over_arx": f"{best / arx[1]:.2f}-{best / arx[0]:.2f}",
+            "search_s": _range([r["search_s"] for r in rs]),
             "evaluated": f"{rs[0]['evaluated']} of {rs[0]['nodes']}",
             "node": rs[0]["node"],
-            "dm_star": rs[0]["dm_star"],
+            "dm_star_arx": rs[0]["dm_star_arx"],
             "n_suppressed": rs[0]["n_suppressed"],
         }
+        if with_arx:
+            ax = arx_runs[case]
+            # per round, the product's CPU over ARX's of the same round (same load)
+            ratios = [p["cpu_s"] / a["cpu_s"] for p, a in zip(rs, ax, strict=True)]
+            search = [p["search_s"] / a["search_s"] for p, a in zip(rs, ax, strict=True)]
+            row.update(
+                arx_cpu_s=_range([a["cpu_s"] for a in ax]),
+                arx_wall_s=_range([a["wall_s"] for a in ax]),
+                arx_peak_rss_mb=_range([a["peak_rss_mb"] for a in ax], 0),
+                arx_search_s=_range([a["search_s"] for a in ax]),
+                product_over_arx=_range(ratios),
+                search_over_arx=_range(search),
+                arx_dm_star=ax[0]["dm_star"],
+                same_answer=_same_answer(case, rs[0], ax[0]),
+            )
+        table = CASES[case].table
         if table != "adult" and not args.no_exhaustive:
-            ex = exhaustive_cpu(configs[case], limit)
+            ex = exhaustive_cpu(configs[case][0], CASES[case].limit)
+            best = min(r["cpu_s"] for r in rs)
             row["exhaustive_cpu_s"] = ex["exhaustive_cpu_s"]
             row["run_over_exhaustive"] = f"{best / float(ex['exhaustive_cpu_s']):.2f}"
         results[case] = row
         print(json.dumps({case: row}), flush=True)
     print(f"\nload average (1 min) at start / end: {load[0]:.1f} / {load[1]:.1f}")
     print(
-        "| case | product CPU s | wall s | peak RSS MB | ARX CPU s | product/ARX | run/exhaustive |"
+        "| case | product CPU s | ARX CPU s | product/ARX (per round) | search s (product / ARX) "
+        "| search/ARX | same answer | run/exhaustive |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---|---:|")
     for case, r in results.items():
         print(
-            f"| {case} | {r['cpu_s']} | {r['wall_s']} | {r['peak_rss_mb']} | {r['arx_cpu_s']} | "
-            f"{r['product_over_arx']} | {r.get('run_over_exhaustive', '')} |"
+            f"| {case} | {r['cpu_s']} | {r.get('arx_cpu_s', '')} | {r.get('product_over_arx', '')} "
+            f"| {r['search_s']} / {r.get('arx_search_s', '')} | {r.get('search_over_arx', '')} "
+            f"| {r.get('same_answer', '')} | {r.get('run_over_exhaustive', '')} |"
         )
     (args.work / "results.json").write_text(json.dumps(results, indent=2))
     return 0

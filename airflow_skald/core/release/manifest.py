@@ -228,6 +228,7 @@ class RunRecord:
     started_at: str = field(default_factory=now_iso)
     finished_at: str = ""
     timings_s: dict = field(default_factory=dict)
+    cpu_s: dict = field(default_factory=dict)  # CPU seconds of in-process phases (the search)
     peak_rss_bytes: int = 0
     peak_rss_bytes_by_phase: dict = field(default_factory=dict)
     airflow: dict = field(default_factory=dict)  # dag_id, run_id, try numbers
@@ -238,6 +239,7 @@ class RunRecord:
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},
+            "cpu_s": {k: round(v, 3) for k, v in self.cpu_s.items()},
             "peak_rss_bytes": self.peak_rss_bytes,
             "peak_rss_bytes_by_phase": self.peak_rss_bytes_by_phase,
             **self.airflow,

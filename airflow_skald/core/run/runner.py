@@ -424,8 +424,9 @@ class HistogramPhase(Phase[RootCounts, Decision]):
                 plan.n_ram,
                 plan.levels(plan.paper_root),
             )
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         decision = P.search_lattice(run.config, plan, merged)
+        run.record.cpu_s["search"] = time.thread_time() - c0
         run.timed("search", time.perf_counter() - t0)
         run.measured("search", time.perf_counter() - t0)
         run.store.write_bytes(DECISION, decision.to_bytes())
