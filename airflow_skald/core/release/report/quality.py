@@ -1,0 +1,122 @@
+"""Sections: information loss (metrics, class sizes) and the quality models."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from airflow_skald.core.release.charts import bar_chart
+from airflow_skald.core.release.report.facts import METRICS, is_per_chunk, quality_metrics
+from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
+from airflow_skald.core.release.report.plots import class_size_bins
+
+
+def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
+    """The class-size distribution: the chart, and its figures as a table."""
+    hist = m.get("class_size_histogram") or {}
+    if not hist:
+        return ""
+    rows = [[esc(label), fmt_int(count)] for label, count in class_size_bins(hist, m.get("k"))]
+    return chart_figure(plots["classes"]) + table(rows, ["class size", "classes"])
+
+
+def quality_html(m: Mapping, plots: Mapping[str, str]) -> str:
+    """Information loss: every reported metric (those the quality models' table scores are
+    left to it), class counts, then the class sizes."""
+    quality = quality_metrics(m)
+    labels = dict(METRICS)
+    scored = ((m.get("quality_models") or {}).get("scores") or {}).keys() - {"precision"}
+    known = [
+        [esc(label), fmt_num(quality[name])]
+        for name, label in METRICS
+        if name in quality and name not in scored
+    ]
+    other = [[esc(name), fmt_num(v)] for name, v in quality.items() if name not in labels]
+    rows = known + other
+    if is_per_chunk(m):
+        rows.insert(1, ["sum of the chunks' own DM*", fmt_int(m.get("dm_star_sum_of_chunks"))])
+    rows += [
+        ["average class size", fmt_num(m.get("avg_class_size"))],
+        ["equivalence classes (kept)", fmt_int(m.get("n_equivalence_classes"))],
+    ]
+    return "<h2>Information loss</h2>" + table(rows, ["metric", "value"]) + _class_sizes(m, plots)
+
+
+#: the quality models (SPEC §4d) in the report's order, with what each measures
+QUALITY_MODELS = (
+    ("dm_star", "DM* (paper)"),
+    ("dm_star_arx", "DM* (ARX)"),
+    ("dm", "discernibility (DM)"),
+    ("aecs", "average equivalence class size"),
+    ("loss", "Loss (ARX, 0 = no loss)"),
+    ("nu_entropy", "non-uniform entropy, bits"),
+    ("precision", "precision loss (ARX, 0 = no loss)"),
+    ("height", "height (sum of levels)"),
+)
+
+
+def quality_models_html(m: Mapping) -> str:
+    """The objective, every quality model's score for the node, the per-QID table and each
+    QID's distribution before and after generalisation (counts and labels the manifest holds,
+    labels of fewer than k records never named)."""
+    q = m.get("quality_models")
+    if not isinstance(q, Mapping):
+        return ""
+    scores = q.get("scores") or {}
+    objective = q.get("objective")
+    rows = [
+        [
+            esc(label) + (" <b>(objective)</b>" if name == objective else ""),
+            fmt_num(scores.get(name)),
+        ]
+        for name, label in QUALITY_MODELS
+        if name in scores
+    ]
+    settings = (
+        f"gs factor {esc(q.get('gs_factor'))}, aggregate {esc(q.get('aggregate') or 'n/a')}"
+        + (f", weights {esc(q.get('weights'))}" if q.get("weights") else "")
+    )
+    per_qid = [
+        [
+            esc(r.get("name")),
+            f"{fmt_int(r.get('level'))} of {fmt_int(r.get('top'))}",
+            fmt_num(r.get("loss")),
+            fmt_num(r.get("nu_entropy")),
+            fmt_int(r.get("labels")),
+        ]
+        for r in q.get("qids") or []
+    ]
+    charts = "".join(_distribution_charts(r) for r in q.get("qids") or [])
+    return (
+        "<h2>Quality models</h2>"
+        f'<p class="muted">The search minimised <b>{esc(objective)}</b> ({settings}); ties by '
+        "smaller sum of levels, then precision, then qid_priority (DM*: precision first).</p>"
+        + table(rows, ["model", "score at the chosen node"])
+        + table(per_qid, ["QID", "level", "loss", "NU-entropy (bits)", "labels"])
+        + charts
+    )
+
+
+def _distribution_charts(row: Mapping) -> str:
+    dist = row.get("distribution")
+    if not isinstance(dist, Mapping):
+        return ""
+    out = []
+    for part, title, color in (
+        ("before", f"{row.get('name')} before (level {dist.get('before_level')})", "#8a94a6"),
+        ("after", f"{row.get('name')} after (level {row.get('level')})", "#3b6fb6"),
+    ):
+        d = dist.get(part) or {}
+        labels = [str(lab) for lab, _ in d.get("labels") or []]
+        values = [c for _, c in d.get("labels") or []]
+        if d.get("other"):
+            labels.append(f"other ({d.get('other_labels')} labels)")
+            values.append(d["other"])
+        if part == "after" and dist.get("suppressed"):
+            labels.append("* (suppressed)")
+            values.append(dist["suppressed"])
+        if values:
+            chart = bar_chart(
+                labels, values, title=title, value_label="records", color=color, width=470
+            )
+            out.append(chart_figure(chart))
+    return f'<div class="pair">{"".join(out)}</div>' if out else ""
