@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast lint format bench bench-rules bench-arx bytecode profile paper airflow clean
+.PHONY: demo test test-fast chromium lint format bench bench-rules bench-arx bytecode profile paper airflow clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -22,9 +22,21 @@ bytecode: $(STAMP)
 demo: $(STAMP)
 	@$(BIN)/python -m airflow_skald.demo
 
-test: $(STAMP)
+test: $(STAMP) chromium
 	@$(BIN)/ruff check airflow_skald dags tests benchmarks
 	@$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+
+# The browser tests (report, releases page, trigger form) drive Debian's Chromium: installed here
+# when missing and we are root (as on CI and a fresh machine), else one line saying what to install.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "make test: installing Debian's chromium for the browser tests (apt-get)"; \
+		{ apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| { echo "make test: apt-get could not install chromium; install it (apt-get install chromium) and rerun" >&2; exit 2; }; \
+	else \
+		echo "make test needs Chromium for its browser tests: install it (Debian/Ubuntu: sudo apt-get install chromium) and rerun" >&2; exit 2; \
+	fi
 
 # the unit layer (in-memory tests of the core), for daily work
 test-fast: $(STAMP)

@@ -347,7 +347,9 @@ def test_releases_page_in_a_real_deployment(dep, dataset, tmp_path):
     if importlib.util.find_spec("asyncpg") is None:
         pytest.fail("asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)")
     if CHROMIUM is None:
-        pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
     shots = Path(os.environ.get("SKALD_IT_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     outs = {5: tmp_path / "releases" / "a", 12: tmp_path / "releases" / "b"}

@@ -627,7 +627,9 @@ def test_trigger_form_refuses_out_of_range_values_in_a_browser(dep, releases):
     keep what was typed (no clamping to a bound), the trigger is refused with the rule shown on
     the page, and no run is made (issue 18 item 13)."""
     if CHROMIUM is None:
-        pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
     SHOTS.mkdir(parents=True, exist_ok=True)
     out, config = releases["out"]["a"], str(releases["config"])
     before, n_runs = files(out), len(runs_of(dep, DAG_ID))

@@ -201,12 +201,14 @@ def test_class_size_chart_is_in_numeric_order():
 
 @pytest.mark.skipif(
     CHROMIUM is None and not os.environ.get("CI"),
-    reason="chromium not installed (CI must install it: apt-get install -y chromium)",
+    reason="chromium not installed (`make test` installs it as root, else apt-get install chromium)",
 )
 @pytest.mark.browser
 def test_report_renders_in_headless_chromium(tmp_path):
     if CHROMIUM is None:
-        pytest.fail("chromium is not installed; CI must install it (apt-get install -y chromium)")
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
     page = Path(
         write_report(deterministic_manifest(privacy_models=MODELS), str(tmp_path), RUN) or ""
     )
