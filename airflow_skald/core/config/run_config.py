@@ -29,6 +29,7 @@ from airflow_skald.core.privacy.registry import (
     settings_of,
     with_threshold,
 )
+from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
 from airflow_skald.core.settings.parse import (
     choice as _choice,
@@ -119,6 +120,8 @@ class SkaldConfig:
     direct_identifiers: tuple[str, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
+    # a population table whose flagged records are released (SPEC §4e)
+    research_subset: ResearchSubset | None = None
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -130,6 +133,13 @@ class SkaldConfig:
     def criteria_attributes(self) -> tuple[str, ...]:
         """Sensitive attributes that privacy criteria name (their distributions are counted)."""
         return tuple(dict.fromkeys(m.attribute for m in self.privacy if m.attribute))
+
+    @property
+    def counted_attributes(self) -> tuple[str, ...]:
+        """What phases 1 and 2 count per class besides sizes: the criteria's attributes and
+        the research subset's column (its flags, SPEC §4e), which is never released."""
+        subset = (self.research_subset.column,) if self.research_subset else ()
+        return tuple(dict.fromkeys([*self.criteria_attributes, *subset]))
 
     @property
     def k(self) -> int:
@@ -207,6 +217,9 @@ class SkaldConfig:
             "sensitive_attributes": list(self.sensitive_attributes),
             "histogram_bins": self.histogram_bins,
             "qid_priority": list(self.qid_priority),
+            **(
+                {"research_subset": self.research_subset.describe()} if self.research_subset else {}
+            ),
             "suppressed_records": self.suppressed_records,
             "root": self.root,
             **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
@@ -250,6 +263,7 @@ _SECTIONS = {
     "memory",
     "qid_priority",
     "quality",
+    "research_subset",
 }
 
 
@@ -275,11 +289,17 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     names = [q.name for q in qids]
     direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
-    models = parse_models(privacy, ParseContext(tuple(sensitive), base_dir))
-    roles = names + direct + sensitive
+    subset = ResearchSubset.parse(raw.get("research_subset"))
+    ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
+    models = parse_models(privacy, ctx)
+    if subset is not None:
+        check_subset_models(models)
+    roles = names + direct + sensitive + ([subset.column] if subset else [])
     dup = sorted({n for n in roles if roles.count(n) > 1})
     if dup:
-        raise ConfigError(f"column '{dup[0]}' is listed twice among QIDs/identifiers/sensitive")
+        raise ConfigError(
+            f"column '{dup[0]}' is listed twice among QIDs/identifiers/sensitive/research_subset"
+        )
     priority = _names(raw.get("qid_priority") or [], "qid_priority")
     for n in priority:
         if n not in names:
@@ -297,6 +317,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         sensitive_attributes=tuple(sensitive),
         histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),
+        research_subset=subset,
         suppressed_records=_file(raw, "suppressed_records"),
         root=_file(raw, "root"),
         objective=_file(raw, "objective"),

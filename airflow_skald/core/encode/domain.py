@@ -168,7 +168,7 @@ def counting_types(config: SkaldConfig) -> dict[str, pa.DataType]:
     """`csv_types` plus the criteria's sensitive attributes dictionary-encoded (Parquet text;
     numbers are read as they are stored; CSV text): phases 1 and 2 count and code their
     values by dictionary index, not one string per row."""
-    return {**{a: DICTIONARY for a in config.criteria_attributes}, **csv_types(config)}
+    return {**{a: DICTIONARY for a in config.counted_attributes}, **csv_types(config)}
 
 
 def _is_fixed_width(typ: pa.DataType) -> bool:
@@ -234,7 +234,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         _check_passed_through(config, file, schema, seen_types)
         files.append(file)
 
-    attributes = config.criteria_attributes
+    attributes = config.counted_attributes
     numbers = {m.attribute for m in config.privacy if m.numeric_attribute}
     sstats: dict[str, SensitiveStats] = {}
     types = counting_types(config)

@@ -40,7 +40,7 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
-    factor = sum(stats.sensitive[a].m for a in config.criteria_attributes) or 1
+    factor = sum(stats.sensitive[a].m for a in config.counted_attributes) or 1
     probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0, factor)
     # N_data = prod_i cards_i * factor + 1 <= n_ram, for every node in one array op
     complying = fitting_nodes(lattice, [d.cards for d in dims], (n_ram - 1) // factor)

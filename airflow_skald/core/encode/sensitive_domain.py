@@ -91,6 +91,9 @@ class SensitiveStats:
     def _chunk_codes(self, arr: pa.Array) -> np.ndarray:
         """One array's codes; _UNSEEN / _NO_NULL where phase 1 saw no such value / no null."""
         typ = arr.type
+        if pa.types.is_boolean(typ):  # phase 1 stored Python's text of them ("True", "False")
+            arr = pc.if_else(arr, pa.scalar("True"), pa.scalar("False"))
+            typ = arr.type
         if not pa.types.is_dictionary(typ):
             if _is_numeric(typ) == self.numeric and (_is_numeric(typ) or _is_text(typ)):
                 return self._plain_codes(arr)

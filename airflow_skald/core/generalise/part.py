@@ -16,6 +16,7 @@ from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import TOP, Dimension
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decide import Decision
 
 
@@ -119,7 +120,13 @@ def generalise_table(
     config: SkaldConfig, plan: Plan, decision: Decision, table: pa.Table, chunk: ChunkRef
 ) -> pa.Table:
     """The release part of one chunk (`table` holds the released columns; text columns may be
-    dictionary-encoded). Every dictionary of the result lists only values its rows hold."""
+    dictionary-encoded). Every dictionary of the result lists only values its rows hold.
+    With a research subset only its records are released, without its column (SPEC §4e)."""
+    if config.research_subset is not None:
+        column = config.research_subset.column
+        stats = plan.stats.sensitive[column]
+        flags = SubsetFlags.of(column, stats.values).mask
+        table = subset_rows(table, column, stats.codes(table.column(column)), flags)
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.k_map_exact import is_exact
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
 from airflow_skald.core.privacy.risk.kmap import ESTIMATORS, derived_k
@@ -46,8 +47,8 @@ class KMap(PrivacyModel):
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
-        if raw is None:
-            return ()
+        if raw is None or is_exact(raw):
+            return ()  # without an estimator: the exact model (k_map_exact.py)
         where = "privacy.k_map"
         raw = mapping(raw, where)
         no_unknown(raw, {"k", "estimator", "alpha", "sampling_fraction", "population"}, where)

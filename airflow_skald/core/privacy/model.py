@@ -32,6 +32,9 @@ class ClassTable:
     # the sample-based models' prefix ends): their order among classes of one size (else the
     # classes' own order, by key)
     first_rows: np.ndarray | None = None
+    # with a research subset (SPEC §4e): `sizes` are the subset's records of each class and
+    # this the population's records of the same class (δ-presence, exact k-map)
+    population: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -46,7 +49,8 @@ class ClassTable:
         index = np.flatnonzero(mask)
         first = None if self.first_rows is None else self.first_rows[index]
         values = {a: v.subset(index) for a, v in self.values.items()}
-        return ClassTable(self.sizes[index], values, first)
+        population = None if self.population is None else self.population[index]
+        return ClassTable(self.sizes[index], values, first, population)
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,7 @@ class ParseContext:
 
     sensitive: tuple[str, ...] = ()
     base_dir: Path | None = None
+    research_subset: str | None = None  # the column marking the released records (SPEC §4e)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,8 @@ class PrivacyModel(ABC):
     #: judges the distribution of the classes left, suppressing a prefix of them
     #: (``core.privacy.sample_based``), after every class-based model (SPEC §4c)
     sample_based: ClassVar[bool] = False
+    #: compares classes with a population table: reads `ClassTable.population` (SPEC §4e)
+    population_based: ClassVar[bool] = False
 
     @classmethod
     @abstractmethod

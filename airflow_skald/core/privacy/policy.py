@@ -23,6 +23,7 @@ import numpy as np
 
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.privacy.research_subset import SubsetFlags
 from airflow_skald.core.privacy.sample_based import Within, enforce, enforce_within
 
 
@@ -52,6 +53,8 @@ class PrivacyPolicy:
 
     models: tuple[PrivacyModel, ...]
     suppression_limit: Fraction
+    # a research subset (SPEC §4e): classes are the subset's, with population counts
+    subset: SubsetFlags | None = None
 
     @classmethod
     def k_anonymity(cls, k: int, suppression_limit: Fraction | int = 0) -> PrivacyPolicy:
@@ -160,4 +163,4 @@ class PrivacyPolicy:
         models: Sequence[PrivacyModel] = [
             replace(m, **{m.name: values[m.name]}) if m.name in values else m for m in self.models
         ]
-        return PrivacyPolicy(tuple(models), self.suppression_limit)
+        return PrivacyPolicy(tuple(models), self.suppression_limit, self.subset)

@@ -11,8 +11,10 @@ from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.average_risk import AverageRisk
 from airflow_skald.core.privacy.b_likeness import BLikeness
 from airflow_skald.core.privacy.d_disclosure import DDisclosure
+from airflow_skald.core.privacy.delta_presence import DeltaPresence
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.k_map import KMap
+from airflow_skald.core.privacy.k_map_exact import ExactKMap
 from airflow_skald.core.privacy.l_diversity import LDiversity
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel, RebuildContext
 from airflow_skald.core.privacy.population_uniqueness import PopulationUniqueness
@@ -25,6 +27,8 @@ MODELS: tuple[type[PrivacyModel], ...] = (
     LDiversity,
     TCloseness,
     KMap,
+    ExactKMap,  # k_map without an estimator: against a population table (SPEC §4e)
+    DeltaPresence,
     BLikeness,
     DDisclosure,
     AverageRisk,
@@ -33,7 +37,7 @@ MODELS: tuple[type[PrivacyModel], ...] = (
 )
 
 #: the keys a config may hold under `privacy:` (besides suppression_limit)
-CONFIG_KEYS: tuple[str, ...] = tuple(m.config_key for m in MODELS)
+CONFIG_KEYS: tuple[str, ...] = tuple(dict.fromkeys(m.config_key for m in MODELS))
 #: the settings-table rows the models own (per-run thresholds)
 THRESHOLDS: tuple[str, ...] = tuple(dict.fromkeys(t for m in MODELS for t in m.thresholds))
 
@@ -44,7 +48,7 @@ def parse_models(privacy: Mapping[str, Any], ctx: ParseContext) -> tuple[Privacy
     if not models:
         raise ConfigError(
             "privacy.k is required (or another privacy model: "
-            + ", ".join(f"privacy.{cls.config_key}" for cls in MODELS[1:])
+            + ", ".join(f"privacy.{key}" for key in CONFIG_KEYS[1:])
             + ")"
         )
     return models
@@ -52,10 +56,12 @@ def parse_models(privacy: Mapping[str, Any], ctx: ParseContext) -> tuple[Privacy
 
 def settings_of(models: tuple[PrivacyModel, ...]) -> dict[str, Any]:
     """The models as the effective settings list them (one entry per config key)."""
-    return {
-        cls.config_key: cls.settings_value(tuple(m for m in models if type(m) is cls))
-        for cls in MODELS
-    }
+    out: dict[str, Any] = {}
+    for cls in MODELS:  # two models may share a key (k_map): the configured one's entry
+        value = cls.settings_value(tuple(m for m in models if type(m) is cls))
+        if value is not None or cls.config_key not in out:
+            out[cls.config_key] = value
+    return out
 
 
 def with_threshold(

@@ -108,7 +108,7 @@ def count_histogram(
     rolling the counts up whenever their non-empty bins outgrow N_RAM; the result's `node`
     says where it ended."""
     chain = plan.counting_chain()
-    sensitive = {a: plan.stats.sensitive[a] for a in config.criteria_attributes}
+    sensitive = {a: plan.stats.sensitive[a] for a in config.counted_attributes}
     columns = [*config.qid_names, *sensitive]
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)

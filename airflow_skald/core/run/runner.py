@@ -33,6 +33,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
+from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     ReleaseIdentity,
@@ -492,7 +493,9 @@ class GeneralisePhase(Phase[Written, dict]):
             report = verify_release(
                 run.staging,
                 qids=config.qid_names,
-                n_records=plan.stats.n_rows,
+                n_records=released_records(
+                    config.research_subset, plan.stats.n_rows, plan.stats.sensitive
+                ),
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,

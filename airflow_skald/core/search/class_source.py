@@ -19,6 +19,7 @@ from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_view
 from airflow_skald.core.search.rollups import RollUps
 
 
@@ -37,8 +38,20 @@ class ClassSource:
     """A node's classes: `table(node)` for judging, `keyed(node)` also gives each class's key
     at the node (aligned with the table), for the decision's suppressed keys."""
 
-    def __init__(self, plan: Plan, counts: RootCounts, attributes: Sequence[str] = ()):
-        self.attributes = tuple(attributes)
+    def __init__(
+        self,
+        plan: Plan,
+        counts: RootCounts,
+        attributes: Sequence[str] = (),
+        subset: SubsetFlags | None = None,
+    ):
+        # a research subset: its column's (class, flag) table gives each node's classes as
+        # the subset's, with their population counts (`research_subset.subset_view`)
+        self.subset = subset
+        if subset is not None:
+            attributes = (*attributes, subset.column)
+            self._mask = subset.mask
+        self.attributes = tuple(dict.fromkeys(attributes))
         self.sizes_only = not self.attributes
         self.rollups = RollUps(plan, counts.classes) if self.sizes_only else None
         self.values: dict[str, tuple[int, RollUps]] = {}
@@ -54,6 +67,8 @@ class ClassSource:
         With criteria, from the first (class, value) table with the value merged."""
         if self.sizes_only:
             return self.rollups.fewest_classes(node, enough)
+        if self.subset is not None:
+            return None  # population classes may hold no subset record: no bound
         rollups = self.values[self.attributes[0]][1]
         return rollups.fewest_classes((*node, 0), enough, ignore=(len(node),))
 
@@ -79,7 +94,10 @@ class ClassSource:
                 keys = class_key[starts]
             values[a] = ClassValues.of_runs(index, code, hist.counts, starts)
         sizes = values[self.attributes[0]].sizes()
-        return keys, ClassTable(sizes, values)
+        table = ClassTable(sizes, values)
+        if self.subset is None:
+            return keys, table
+        return subset_view(keys, table, self.subset.column, self._mask)
 
 
 def chunk_distribution(counts: RootCounts) -> Mapping[str, np.ndarray]:

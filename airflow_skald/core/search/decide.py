@@ -24,6 +24,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
@@ -142,11 +143,15 @@ def search_lattice(
             f"the histogram counts {n} records but phase 1 saw {plan.stats.n_rows}: "
             "the input changed between passes, or chunks are missing"
         )
+    classes = counts.classes
+    if policy.subset is not None:  # the records released are the subset's (SPEC §4e)
+        classes = subset_classes(counts.values[policy.subset.column], policy.subset.mask)
+        n = classes.n_records
     lattice = Lattice(plan.root, tuple(plan.tops))
-    source = source or ClassSource(plan, counts, policy.attributes)
+    source = source or ClassSource(plan, counts, policy.attributes, policy.subset)
     most = _most_classes(policy, n)
     limit = max_suppressed(policy.suppression_limit, n)
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, limit, _kept_size(policy))
+    ctx = QualityContext(plan.dims, plan.root, classes, quality, limit, _kept_size(policy))
     objective = objective or configured_objective(ctx)
     # the labels of suppressed classes (Loss): keyed classes whenever a node may suppress
     keyed = objective.needs_keys and policy.suppression_limit > 0

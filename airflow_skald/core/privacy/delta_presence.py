@@ -1,0 +1,123 @@
+"""δ-presence (SPEC §4e, ARX's ``DPresence``): with a research subset of a population table,
+every released class has dmin <= subset records / population records <= dmax, decided
+exactly (fractions; ARX compares doubles). Class-based; not monotone (merging two classes
+averages their ratios), so the search learns every node (ARX: not monotone either)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, decimal_of
+from airflow_skald.core.settings.parse import mapping, no_unknown
+from airflow_skald.core.text import decimal_text
+
+
+def population_of_table(table: ClassTable, where: str) -> np.ndarray:
+    """The population counts a population-table model reads (a programming error without)."""
+    if table.population is None:
+        raise ValueError(f"{where} needs the classes' population counts (a research subset)")
+    return table.population
+
+
+def subset_column(ctx: ParseContext, where: str) -> str:
+    if ctx.research_subset is None:
+        raise ConfigError(f"{where} needs research_subset: {{column: ...}} (SPEC §4e)")
+    return ctx.research_subset
+
+
+@dataclass(frozen=True)
+class DeltaPresence(PrivacyModel):
+    dmin: Fraction
+    dmax: Fraction
+
+    name = "delta_presence"
+    config_key = "delta_presence"
+    thresholds = ()
+    manifest_models = ("delta-presence",)
+    monotone = False
+    population_based = True
+
+    @classmethod
+    def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
+        if raw is None:
+            return ()
+        where = "privacy.delta_presence"
+        raw = mapping(raw, where)
+        no_unknown(raw, {"min", "max"}, where)
+        subset_column(ctx, where)
+        lo = _fraction(raw.get("min", 0), f"{where}.min")
+        hi = _fraction(raw.get("max", 1), f"{where}.max")
+        if lo > hi:
+            raise ConfigError(
+                f"{where}.min must be <= max (got {raw.get('min')} > {raw.get('max')})"
+            )
+        return (cls(lo, hi),)
+
+    @classmethod
+    def settings_value(cls, models: tuple[PrivacyModel, ...]) -> Any:
+        return models[0].settings_entry() if models else None
+
+    def settings_entry(self) -> dict:
+        return {"min": decimal_text(self.dmin), "max": decimal_text(self.dmax)}
+
+    def keeps(self, table: ClassTable) -> np.ndarray:
+        pop = population_of_table(table, "delta-presence")
+        sub = table.sizes
+        # dmin <= sub / pop <= dmax, exactly: sub * den >= num * pop (int64 products are far
+        # below overflow for record counts and the few digits a threshold has)
+        lo_ok = sub * self.dmin.denominator >= pop * self.dmin.numerator
+        hi_ok = sub * self.dmax.denominator <= pop * self.dmax.numerator
+        return lo_ok & hi_ok
+
+    def violation(self, table: ClassTable, where: str) -> str | None:
+        if table.population is None:  # a written release: its population is not in it
+            return None
+        return super().violation(table, where)
+
+    def describe(self) -> dict:
+        return {
+            "model": "delta-presence",
+            "min": decimal_text(self.dmin),
+            "max": decimal_text(self.dmax),
+        }
+
+    def figure(self, kept: ClassTable) -> dict:
+        if not kept.n_classes or kept.population is None:
+            return {"delta_min": None, "delta_max": None, "min_population_count": None}
+        ratio = kept.sizes / kept.population
+        return {
+            "delta_min": float(ratio.min()),
+            "delta_max": float(ratio.max()),
+            "min_population_count": int(kept.population.min()),
+        }
+
+    @classmethod
+    def check_entry(cls, entry: dict) -> str | None:
+        for key in ("min", "max"):
+            value = decimal_of(entry.get(key))
+            if value is None or not 0 <= value <= 1:
+                return f".{key} must be a number in [0, 1]"
+        return None
+
+    @classmethod
+    def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
+        return (
+            "not re-checked: delta-presence compares each class with the population table, "
+            "which is not part of the release (`skald audit CONFIG --input RELEASE` re-checks "
+            "it against the population)"
+        )
+
+    def label(self) -> str:
+        return f"({decimal_text(self.dmin)}, {decimal_text(self.dmax)})-presence"
+
+
+def _fraction(value: Any, where: str) -> Fraction:
+    got = decimal_of(value)
+    if got is None or not 0 <= got <= 1:
+        raise ConfigError(f"{where} must be a number in [0, 1] (got {value!r})")
+    return got

@@ -1,0 +1,153 @@
+"""The research subset (SPEC §4e): the input is a population table, and a boolean column marks
+the records to release. δ-presence and exact k-map compare each released class with the
+population records of the same class.
+
+The column is counted as a two-valued attribute of the (class, value) tables phase 2 already
+builds (every population record, with its flag), so one pass gives both counts per class and
+they merge exactly over chunks. A node's classes as the models, the objective and the
+suppression limit see them are the subset's (`subset_view`): sizes are subset records,
+`ClassTable.population` the population records of the same class, classes holding no subset
+record are not released and left out. Phase 3 writes the subset's records only, without the
+column (`subset_rows`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_skald.core.count.histogram import Histogram
+from airflow_skald.core.errors import ConfigError, DataError
+from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+
+TRUE = frozenset({"true", "1", "yes", "t", "y"})
+FALSE = frozenset({"false", "0", "no", "f", "n"})
+
+
+@dataclass(frozen=True)
+class ResearchSubset:
+    """`research_subset: {column: in_study}`: the boolean column marking released records."""
+
+    column: str
+
+    @classmethod
+    def parse(cls, raw: Any, where: str = "research_subset") -> ResearchSubset | None:
+        if raw is None:
+            return None
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where} must be a mapping such as {{column: in_study}}")
+        unknown = sorted(set(raw) - {"column"})
+        if unknown:
+            raise ConfigError(f"{where} has unknown key '{unknown[0]}' (allowed: column)")
+        column = raw.get("column")
+        if not isinstance(column, str) or not column:
+            raise ConfigError(f"{where}.column must name a boolean column")
+        return cls(column)
+
+    def describe(self) -> dict:
+        return {"column": self.column}
+
+
+@dataclass(frozen=True)
+class SubsetFlags:
+    """The subset's column and, per value code phase 1 gave it, whether it marks a released
+    record: what the search needs to see a node's classes as the subset's."""
+
+    column: str
+    in_subset: tuple[bool, ...]
+
+    @classmethod
+    def of(cls, column: str, values: list) -> SubsetFlags:
+        return cls(column, tuple(bool(f) for f in in_subset_codes(column, values)))
+
+    @property
+    def mask(self) -> np.ndarray:
+        return np.asarray(self.in_subset, dtype=bool)
+
+
+def released_records(subset: ResearchSubset | None, n_rows: int, sensitive: Any) -> int:
+    """The records a release is made of, as phase 1 counted them: every input record, or the
+    research subset's (its flagged values' counts)."""
+    if subset is None:
+        return n_rows
+    stats = sensitive[subset.column]
+    flags = SubsetFlags.of(subset.column, stats.values).mask
+    return int(np.asarray(stats.counts, dtype=np.int64)[flags].sum())
+
+
+def check_subset_models(models: Sequence[PrivacyModel]) -> None:
+    """A research subset is released under k-anonymity, δ-presence and exact k-map; models
+    that read a sensitive distribution or estimate the population from the sample would judge
+    the population's records, not the subset's: refused, one line."""
+    for m in models:
+        if m.population_based or m.config_key == "k":
+            continue
+        raise ConfigError(
+            f"research_subset cannot be combined with privacy.{m.config_key} (allowed: k, "
+            "delta_presence, k_map without an estimator)"
+        )
+
+
+def flag_of(value: object) -> bool | None:
+    """A stored value of the subset column as a flag (None: not a boolean)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        text = value.strip().lower()
+        if text in TRUE:
+            return True
+        if text in FALSE:
+            return False
+    return None
+
+
+def in_subset_codes(column: str, values: list) -> np.ndarray:
+    """Per value code of the column (phase 1's sorted distinct values), whether it marks a
+    subset record; a value that is not a boolean is an error naming it by position only."""
+    flags = [flag_of(v) for v in values]
+    for i, f in enumerate(flags):
+        if f is None:
+            shown = "a null" if values[i] is None else "a value that is not true/false/1/0"
+            raise DataError(f"research_subset column '{column}' holds {shown}")
+    return np.asarray(flags, dtype=bool)
+
+
+def subset_view(
+    keys: np.ndarray | None, table: ClassTable, column: str, in_subset: np.ndarray
+) -> tuple[np.ndarray | None, ClassTable]:
+    """A node's population classes (`table`, with the column's per-class distribution) as the
+    subset's classes: sizes = subset records, `population` = population records; classes
+    without a subset record are left out (nothing of them is released)."""
+    dist = table.values[column]
+    subset = dist.class_sum(np.where(in_subset[dist.value], dist.count, 0))
+    present = subset > 0
+    index = np.flatnonzero(present)
+    first = None if table.first_rows is None else table.first_rows[index]
+    values = {a: v.subset(index) for a, v in table.values.items()}
+    view = ClassTable(subset[index], values, first, population=table.sizes[index])
+    return (None if keys is None else keys[index]), view
+
+
+def subset_classes(hist: Histogram, in_subset: np.ndarray) -> Histogram:
+    """The subset's class histogram from the (class, flag) histogram (key = class * m + code)."""
+    m = int(hist.radices[-1])
+    keep = in_subset[hist.keys % m]
+    keys, counts = hist.keys[keep] // m, hist.counts[keep]
+    # several flag codes of one class may be true (e.g. 'true' and '1'): sum them
+    if keys.size > 1 and (keys[1:] == keys[:-1]).any():
+        uniq, inv = np.unique(keys, return_inverse=True)
+        counts = np.bincount(inv, weights=counts).astype(np.int64)
+        keys = uniq
+    return Histogram(tuple(hist.radices[:-1]), keys.astype(np.int64), counts.astype(np.int64))
+
+
+def subset_rows(table: pa.Table, column: str, codes: np.ndarray, in_subset: np.ndarray) -> pa.Table:
+    """The chunk's subset records (input order), without the column."""
+    table = table.filter(pa.array(in_subset[codes]))
+    return table.drop_columns([column])
