@@ -108,8 +108,8 @@ class DeltaPresence(PrivacyModel):
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
         return (
             "not re-checked: delta-presence compares each class with the population table, "
-            "which is not part of the release (`skald audit CONFIG --input RELEASE` re-checks "
-            "it against the population)"
+            "which is not part of the release (`skald audit CONFIG` checks the population "
+            "table itself)"
         )
 
     def label(self) -> str:

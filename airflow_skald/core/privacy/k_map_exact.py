@@ -78,7 +78,7 @@ class ExactKMap(PrivacyModel):
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
         return (
             "not re-checked: exact k-map counts each class in the population table, which is "
-            "not part of the release (`skald audit CONFIG --input RELEASE` re-checks it)"
+            "not part of the release (`skald audit CONFIG` checks the population table itself)"
         )
 
     def label(self) -> str:

@@ -42,6 +42,7 @@ from airflow_skald.core.encode.domain import (
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.research_subset import subset_view
 from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.classes import count_tuples
 from airflow_skald.core.release.commit import MANIFEST
@@ -62,9 +63,20 @@ def audit(config: SkaldConfig) -> dict:
     chunks = list_chunks(config.input, config.chunk_rows)
     kind = "release" if manifest is not None else "dataset"
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
-    qids, attributes = config.qid_names, config.criteria_attributes
+    not_checked = []
+    if manifest is not None and config.research_subset is not None:
+        # a release holds the subset's records only: the population is not in it (SPEC §4e)
+        not_checked = [m.describe() for m in config.privacy if m.population_based]
+        kept_models = tuple(m for m in config.privacy if not m.population_based)
+        config = replace(config, research_subset=None, privacy=kept_models)
+        if not kept_models:
+            raise DataError(
+                "a release of a research subset holds no population records: its "
+                "delta-presence / exact k-map can only be audited on the population table"
+            )
+    qids, attributes = config.qid_names, config.counted_attributes
     _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
-    counted = count_tuples(config, chunks, release=manifest is not None)
+    counted = count_tuples(config, chunks, manifest is not None, attributes)
     stats = counted.sensitive
     n_input = int(counted.counts.sum())
     if manifest and isinstance(manifest.get("n_records"), int):
@@ -72,6 +84,10 @@ def audit(config: SkaldConfig) -> dict:
     # l above a distinct count, a hierarchy missing a value: exit 2
     policy = build_policy(config, stats, n_input)
     star, table = counted.tables(len(qids), attributes)
+    if policy.subset is not None:  # a population table: judged as the subset's classes
+        column, flags = policy.subset.column, policy.subset.mask
+        star = subset_view(None, star, column, flags)[1]
+        table = subset_view(None, table, column, flags)[1]
     claimed = manifest.get("n_suppressed") if manifest else None
     if (
         star.n_records
@@ -90,6 +106,7 @@ def audit(config: SkaldConfig) -> dict:
         **judge(policy, table, star.n_records + dropped, release=manifest is not None),
         # SPEC §4c: the risk of the classes as they are (all-"*" records left out)
         "risk_analysis": config.risk_settings.analyse(table.sizes, n_rows + dropped),
+        **({"not_checked": not_checked} if not_checked else {}),
         "seconds": round(time.perf_counter() - start, 3),
     }
 

@@ -455,11 +455,18 @@ class Tuples:
         )
 
 
-def count_tuples(config: SkaldConfig, chunks: Sequence[ChunkRef], release: bool) -> Tuples:
-    """The distinct (QID tuple, sensitive values) tuples of all chunks and their counts."""
+def count_tuples(
+    config: SkaldConfig,
+    chunks: Sequence[ChunkRef],
+    release: bool,
+    attributes: Sequence[str] | None = None,
+) -> Tuples:
+    """The distinct (QID tuple, sensitive values) tuples of all chunks and their counts
+    (`attributes`: the columns counted with the QIDs; default: the criteria's)."""
     from airflow_skald.core.progress import ChunkProgress
 
-    qids, attributes = config.qid_names, config.criteria_attributes
+    qids = config.qid_names
+    attributes = config.criteria_attributes if attributes is None else tuple(attributes)
     names = [*qids, *attributes]
     if release:  # generalised labels ("[20, 30)", "*"): text, as `skald verify` reads them
         types = {q: DICTIONARY for q in qids}

@@ -35,7 +35,7 @@ from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.dimensions import TOP, paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
-from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.errors import ConfigError, DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.classes import release_classes
@@ -308,6 +308,11 @@ def run_per_chunk(
     """The baseline release: every chunk anonymised alone; returns its (committed) manifest.
 
     Phase 1 is the global run's (its dimensions, and its RAM root for information)."""
+    if config.research_subset is not None:
+        raise ConfigError(
+            "--per-chunk does not take a research_subset (a chunk holds part of the population "
+            "table, so its population counts are not the table's)"
+        )
     run = Run(config, token=token or "", progress=progress)
     return run_local(run, (ENCODE, PER_CHUNK), workers)
 

@@ -164,3 +164,55 @@ def test_adult_population_models_equal_arx(tmp_path):
     assert manifest["dm_star_arx"] == arx["arx_information_loss_value"]
     assert manifest["n_suppressed"] == stats["suppressed_records"]
     assert manifest["n_equivalence_classes"] == stats["equivalence_classes"]
+
+
+def test_audit_reports_delta_and_population_counts(tmp_path):
+    """`skald audit` of a population table judges the subset's classes with their population
+    counts (δ per class, the smallest population count); of a release, the other models only."""
+    from airflow_skald.core.release.audit import audit
+
+    df = _table(11, 60, 0.4)
+    write_chunks(df, tmp_path / "in", [25])
+    body = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out")},
+        "direct_identifiers": ["pid"],
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": {"k": 2, "delta_presence": {"min": 0, "max": 0.5}, "suppression_limit": 0.5},
+    }
+    config = load_config(write_config(tmp_path / "c.yaml", body))
+    report = audit(config)
+    sub = df[df["in_study"]]
+    assert report["n_records"] == len(sub)
+    groups = df.groupby(["cat", "age"])["in_study"].agg(["sum", "count"])
+    groups = groups[groups["sum"] > 0]
+    (delta,) = [m for m in report["privacy_models"] if m["model"] == "delta-presence"]
+    ratio = groups["sum"] / groups["count"]
+    assert delta["delta_min"] == pytest.approx(ratio.min())
+    assert delta["delta_max"] == pytest.approx(ratio.max())
+    assert delta["min_population_count"] == int(groups["count"].min())
+    assert delta["classes_violating"] == int((ratio > 0.5).sum())
+    manifest = run(config)
+    released = audit(
+        load_config(write_config(tmp_path / "c.yaml", body), {"input_path": str(tmp_path / "out")})
+    )
+    assert released["release"] and released["n_records"] == manifest["n_records"]
+    assert [m["model"] for m in released["not_checked"]] == ["delta-presence"]
+
+
+def test_per_chunk_refuses_a_research_subset(tmp_path):
+    from airflow_skald.core.run.baseline import run_per_chunk
+
+    df = _table(12, 30, 0.5)
+    write_chunks(df, tmp_path / "in", [])
+    body = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out")},
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": {"k_map": {"k": 3}},
+    }
+    with pytest.raises(ConfigError, match="--per-chunk does not take a research_subset"):
+        run_per_chunk(load_config(write_config(tmp_path / "c.yaml", body)))
+    assert not (tmp_path / "out").exists()
