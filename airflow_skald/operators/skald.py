@@ -333,9 +333,13 @@ class EncodeOperator(_SkaldOperator):
         self.chunks_per_task = chunks_per_task
 
     def run_phase(self, run, context) -> Any:
+        from airflow_skald.core.release.commit import check_output_target
         from airflow_skald.core.run.runner import ENCODE, archive_config, claim_output
 
         if self.mode in ("all", "list"):
+            # the output is not the input, a file or foreign data: checked before the lease or
+            # the artifacts create anything (a refusal writes nothing)
+            check_output_target(run.config)
             try:
                 with claim_output(run, LEASE_TTL_S, judge=dag_run_gone):  # for later tasks
                     archive_config(run)

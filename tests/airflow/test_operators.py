@@ -196,3 +196,24 @@ def test_openlineage_of_a_release():
     assert facet.suppression_limit == "0.01" and facet.node == {"age": 2}
     before = operator_lineage("/data/in", "/data/out", None)  # encode, histogram_lattice
     assert before.outputs == [] and before.run_facets == {}
+
+
+def test_refusal_creates_nothing(tmp_path, monkeypatch):
+    """Issue 30 item 1: a config in the input folder with input ``.`` (as `skald generate`
+    writes it) and output ``rel/daily-{{ ds }}``: refused as inside the input folder, and
+    nothing is created (no ``rel/`` in the input folder, no run artifacts)."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from helpers_data import config_dict, write_config, write_dataset
+
+    from airflow_skald.operators import EncodeOperator
+
+    data = tmp_path / "patients"
+    write_dataset(data, n_files=2, rows=40)
+    cfg = write_config(data / "skald.yaml", config_dict(".", "out", k=3))
+    monkeypatch.setenv("AIRFLOW__SKALD__ARTIFACTS", str(tmp_path / "artifacts"))
+    before = sorted(p.name for p in data.iterdir())
+    op = EncodeOperator(task_id="e", config=str(cfg), output_path="rel/daily-2026-11-27")
+    with pytest.raises(AirflowFailException, match="is inside the input folder"):
+        op.execute(context())
+    assert sorted(p.name for p in data.iterdir()) == before
+    assert not (tmp_path / "artifacts").exists()
