@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -443,7 +444,10 @@ def _abs(path: str, base_dir: Path | None) -> str:
     p = Path(path).expanduser()
     if not p.is_absolute():
         p = (base_dir or Path.cwd()) / p
-    return str(Path(str(p)).absolute()).replace("/./", "/")
+    text = str(p.absolute())
+    if ".." in Path(text).parts:  # what the system opens: a `..` after a symlink leaves its target
+        return os.path.realpath(text)
+    return os.path.normpath(text)  # `.`, `//` and a trailing `/` dropped
 
 
 def _width(value: Any, where: str) -> Fraction:

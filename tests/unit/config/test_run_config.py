@@ -104,6 +104,20 @@ def test_overrides_win_and_are_validated(tmp_path):
         load_config(path, {"k": 1})
 
 
+def test_paths_are_recorded_normalised(tmp_path):
+    """Issue 30 item 8: ``../rel`` from a config in ``patients/`` is recorded as
+    ``.../rel``, not ``.../patients/../rel`` (a ``..`` after a symlink leaves its target)."""
+    (tmp_path / "patients").mkdir()
+    (tmp_path / "elsewhere" / "deep").mkdir(parents=True)
+    (tmp_path / "linked").symlink_to(tmp_path / "elsewhere" / "deep")
+    path = write_config(tmp_path / "patients" / "c.yaml", _base(output={"path": "../rel"}))
+    cfg = load_config(path, {"input_path": "./data//x/."}, True)
+    assert cfg.output.path == str(tmp_path / "rel")
+    assert cfg.input.path == str(tmp_path / "patients" / "data" / "x")
+    cfg = load_config(path, {"output_path": str(tmp_path / "linked" / ".." / "out")})
+    assert cfg.output.path == str((tmp_path / "elsewhere" / "out").resolve())
+
+
 def test_missing_or_broken_files(tmp_path):
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "nope.yaml")
