@@ -24,7 +24,7 @@ Event extra (JSON; figures and identities only, never a data value)::
      "n_suppressed": int, "verified": bool, "config_sha256": str, "input_fingerprint": str,
      "dag_id": str, "run_id": str, "manifest_url": str, "report_url": str,
      "config": str (the config file's path), "input_events": [..] (the asset events that
-     triggered the run: {"uri", "timestamp", "source_dag_id", "source_run_id"}; empty unless
+     triggered the run: {"id", "uri", "timestamp", "source_dag_id", "source_run_id"}; empty unless
      the DAG is scheduled on an Asset),
      "risk": {"records_at_risk", "highest_risk", "average_risk", "sample_uniques",
               "population_uniques", "dankar_model"} | null (SPEC §4c headline figures)}
@@ -201,7 +201,9 @@ def risk_headline(analysis: Any) -> dict | None:
 
 def input_events(context: Mapping[str, Any]) -> list[dict]:
     """The asset events that triggered this run (an Asset-scheduled DAG), as plain dicts:
-    which upstream update the release was made from. Empty for other runs."""
+    which upstream update the release was made from, by its event id (as the REST API and
+    the UI show it: ``GET /api/v2/assets/events``), Asset URI, time and source. Empty for
+    other runs; an id the Execution API cannot tell is null."""
     out = []
     try:
         triggering = context.get("triggering_asset_events") or {}
@@ -211,6 +213,7 @@ def input_events(context: Mapping[str, Any]) -> list[dict]:
                 stamp = getattr(ev, "timestamp", None)
                 out.append(
                     {
+                        "id": _event_id(ev),
                         "uri": getattr(asset, "uri", None) or "",
                         "timestamp": stamp.isoformat() if stamp is not None else "",
                         "source_dag_id": getattr(ev, "source_dag_id", None) or "",
@@ -219,7 +222,39 @@ def input_events(context: Mapping[str, Any]) -> list[dict]:
                 )
     except Exception as exc:  # the accessor could not ask the API
         log.warning("could not read the triggering asset events: %s", exc)
-    return sorted(out, key=lambda e: (e["uri"], e["timestamp"]))
+    return sorted(out, key=lambda e: (e["uri"], e["timestamp"], e["id"] or 0))
+
+
+_SAME_EVENT = ("timestamp", "source_dag_id", "source_run_id", "source_task_id", "source_map_index")
+
+
+def same_event_id(ev: Any, candidates: Iterable[Any]) -> int | None:
+    """The id of the one candidate (an ``AssetEventResult`` of the event's Asset) that is the
+    triggering event `ev` (which carries no id): same time, source and extra. None when none
+    or several match."""
+    ids = {
+        c.id
+        for c in candidates
+        if all(getattr(c, k, None) == getattr(ev, k, None) for k in _SAME_EVENT)
+        and (getattr(c, "extra", None) or {}) == (getattr(ev, "extra", None) or {})
+    }
+    return ids.pop() if len(ids) == 1 else None
+
+
+def _event_id(ev: Any) -> int | None:
+    """The triggering event's id, asked of the Execution API: the events of its Asset at its
+    timestamp (``GetAssetEventByAsset``), the one with its source and extra."""
+    asset, stamp = getattr(ev, "asset", None), getattr(ev, "timestamp", None)
+    if asset is None or stamp is None:
+        return None
+    try:
+        from airflow.sdk.execution_time.context import InletEventsAccessor
+
+        found = InletEventsAccessor(asset_name=asset.name, asset_uri=asset.uri)
+        return same_event_id(ev, found.after(stamp).before(stamp))
+    except Exception as exc:  # no supervisor (plain unit test) or the API refused
+        log.warning("could not look up the id of the asset event on %s: %s", asset.uri, exc)
+        return None
 
 
 def _run_ids(context: Mapping[str, Any]) -> tuple[str, str]:

@@ -102,6 +102,34 @@ def test_event_extra_schema():
         )
 
 
+def test_input_event_named_by_its_id():
+    """Issue 30 item 10: the triggering event (no id of its own in the task's context) is
+    found among its Asset's events at its timestamp: same source and extra; none or two
+    alike -> None."""
+    from airflow_skald.operators.release_event import same_event_id
+
+    at = dt.datetime(2026, 3, 1, 12, 0, 1, 123456, tzinfo=dt.UTC)
+    posted = types.SimpleNamespace(  # a REST-posted event: no source DAG or run
+        timestamp=at,
+        source_dag_id=None,
+        source_run_id=None,
+        source_task_id=None,
+        source_map_index=None,
+        extra={"batch": 1},
+    )
+    other = types.SimpleNamespace(**{**vars(posted), "extra": {"batch": 2}})
+    by_dag = types.SimpleNamespace(**{**vars(posted), "source_dag_id": "up", "source_run_id": "r"})
+    events = [
+        types.SimpleNamespace(id=7, **vars(other)),
+        types.SimpleNamespace(id=8, **vars(posted)),
+        types.SimpleNamespace(id=9, **vars(by_dag)),
+    ]
+    assert same_event_id(posted, events) == 8
+    assert same_event_id(by_dag, events) == 9
+    assert same_event_id(posted, [*events, types.SimpleNamespace(id=10, **vars(posted))]) is None
+    assert same_event_id(posted, []) is None
+
+
 def test_emit_adds_one_alias_event_unless_the_run_has_one(monkeypatch):
     from airflow.sdk.execution_time.context import OutletEventAccessors
 
@@ -119,7 +147,7 @@ def test_emit_adds_one_alias_event_unless_the_run_has_one(monkeypatch):
         "config_sha256": "c",
         "input_fingerprint": "f",
     }
-    dag = types.SimpleNamespace(dag_id="d")
+    dag = types.types.SimpleNamespace(dag_id="d")
 
     def emit(seen):
         monkeypatch.setattr(R, "already_emitted", lambda *a: seen)
@@ -140,7 +168,7 @@ def test_releases_page_escapes_everything():
     from airflow_skald.plugin import release_rows, render_releases
 
     bad = "<script>alert(1)</script>"
-    event = types.SimpleNamespace(
+    event = types.types.SimpleNamespace(
         extra={
             "skald_release": 1,
             "release": f"file:///x/{bad}",
@@ -157,7 +185,7 @@ def test_releases_page_escapes_everything():
         source_run_id=f'run"{bad}',
         timestamp=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
     )
-    other = types.SimpleNamespace(
+    other = types.types.SimpleNamespace(
         extra={"x": 1}, source_dag_id="d", source_run_id="r", timestamp=None
     )
     rows = release_rows([event, other])

@@ -559,6 +559,7 @@ def test_daily_partitions_backfill_and_asset_trigger(dep, releases, workdir):
     assert event["uri"] == f"file://{out}"
     (source,) = event["extra"]["input_events"]
     assert source["uri"] == uri and source["timestamp"][:19] == made["timestamp"][:19]
+    assert source["id"] == made["id"]  # the input event by its id (issue 30 item 10)
     assert json.loads((out / "manifest.json").read_text())["n_records"] == 1200
 
 
