@@ -182,6 +182,23 @@ class _SkaldOperator(BaseOperator):
     def run_phase(self, run, context) -> Any:  # pragma: no cover - overridden
         raise NotImplementedError
 
+    def render_template_fields(self, context, jinja_env=None) -> None:
+        """Airflow's rendering, field by field: a template that cannot render (``{{ ds }}``
+        in a run without a logical date) fails the task at once, without retries, in one
+        line naming the setting and what is missing (``operators/templates.py``)."""
+        import jinja2
+        from airflow.sdk.exceptions import AirflowFailException
+
+        from airflow_skald.operators.templates import template_failure
+
+        env = jinja_env or self.get_template_env()
+        for name in self.template_fields:
+            template = getattr(self, name, None)
+            try:
+                self._do_render_template_fields(self, (name,), context, env, set())
+            except jinja2.TemplateError as exc:
+                raise AirflowFailException(template_failure(name, template, exc, context)) from None
+
     # ---------------------------------------------------------------- the run
     def open_run(self, context):
         """The run's conf checked, its config loaded with this run's settings (each parsed
@@ -222,9 +239,17 @@ class _SkaldOperator(BaseOperator):
         this second pass renders it as text (sandboxed), never as a native object."""
         if name not in PATH_SETTINGS or not isinstance(value, str) or "{" not in value:
             return value
+        import jinja2
+
+        from airflow_skald.core.errors import ConfigError
+        from airflow_skald.operators.templates import template_failure
+
         dag = context.get("dag")
         env = dag.get_template_env(force_sandboxed=True) if dag is not None else None
-        return str(self.render_template(value, context, jinja_env=env))
+        try:
+            return str(self.render_template(value, context, jinja_env=env))
+        except jinja2.TemplateError as exc:  # bad input: no retry (execute)
+            raise ConfigError(template_failure(name, value, exc, context)) from None
 
     def get_openlineage_facets_on_complete(self, task_instance):
         """OpenLineage (``apache-airflow-providers-openlineage``): the input dataset; for the

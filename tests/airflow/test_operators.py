@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import types
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -217,3 +218,35 @@ def test_refusal_creates_nothing(tmp_path, monkeypatch):
         op.execute(context())
     assert sorted(p.name for p in data.iterdir()) == before
     assert not (tmp_path / "artifacts").exists()
+
+
+def test_a_template_that_cannot_render_fails_without_retry(setup):
+    """Issue 30 item 2: ``{{ ds }}`` in a run without a logical date (REST trigger with
+    ``"logical_date": null``) fails at once (AirflowFailException: no retry) in one line
+    saying what is missing, from the operators' second pass over a param's text and from
+    Airflow's own rendering of a templated field."""
+    from airflow.sdk import DAG
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_skald.operators import EncodeOperator
+
+    cfg, out, artifacts = setup
+    dag = DAG("unit", schedule=None)
+    ctx = {
+        **context(),
+        "dag": dag,
+        "dag_run": types.SimpleNamespace(logical_date=None, conf={}, start_date=None),
+    }
+    needs = r"output_path '.*daily-\{\{ ds \}\}' needs the run's logical date \(\{\{ ds \}\}\)"
+    op = EncodeOperator(
+        task_id="e", dag=dag, config=str(cfg), output_path=f"{out}/daily-{{{{ ds }}}}"
+    )
+    with pytest.raises(AirflowFailException, match=needs + ", and this run has none"):
+        op.execute(ctx)  # the param's text rendered by the operator
+    with pytest.raises(AirflowFailException, match=needs) as failed:
+        op.render_template_fields(ctx)  # Airflow's rendering, before execute
+    assert "\n" not in str(failed.value)
+    op = EncodeOperator(task_id="e2", dag=dag, config=str(cfg), output_path="{{ nothing.here }}")
+    with pytest.raises(AirflowFailException, match="output_path '{{ nothing.here }}' cannot be"):
+        op.render_template_fields(ctx)
+    assert not out.exists() and not artifacts.exists()

@@ -190,6 +190,12 @@ def test_bad_conf_is_refused_before_any_work(dep, releases):
             {"output_path": str(out), "k": 10},
             ["no SKALD config: set the DAG param 'config'"],
         ),
+        # issue 30 item 2: {{ ds }} in a run triggered with "logical_date": null fails at once
+        # (try 1, no retry after 300 s), saying what is missing
+        "ds": (
+            {**base, "output_path": f"{out.parent}/daily-{{{{ ds }}}}"},
+            ["needs the run's logical date ({{ ds }}), and this run has none"],
+        ),
     }
     runs = {name: trigger(dep, conf) for name, (conf, _) in cases.items()}
     for name, run_id in runs.items():
