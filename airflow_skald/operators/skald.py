@@ -359,12 +359,18 @@ class EncodeOperator(_SkaldOperator):
 
     def run_phase(self, run, context) -> Any:
         from airflow_skald.core.release.commit import check_output_target
-        from airflow_skald.core.run.runner import ENCODE, archive_config, claim_output
+        from airflow_skald.core.run.runner import (
+            ENCODE,
+            archive_config,
+            check_still_current,
+            claim_output,
+        )
 
         if self.mode in ("all", "list"):
             # the output is not the input, a file or foreign data: checked before the lease or
             # the artifacts create anything (a refusal writes nothing)
             check_output_target(run.config)
+            check_still_current(run)  # a cleared stale run: refused before phase 1
             try:
                 with claim_output(run, LEASE_TTL_S, judge=dag_run_gone):  # for later tasks
                     archive_config(run)
@@ -429,6 +435,7 @@ class GeneraliseOperator(_SkaldOperator):
     def run_phase(self, run, context) -> Any:
         from airflow_skald.core.run import runner as R
 
+        R.check_still_current(run)  # a stale retry is refused before any work
         if self.mode == "partial":
             R.check_lease(run, dag_run_gone)
             group, chunk_ids = self.group()

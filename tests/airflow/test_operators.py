@@ -250,3 +250,28 @@ def test_a_template_that_cannot_render_fails_without_retry(setup):
     with pytest.raises(AirflowFailException, match="output_path '{{ nothing.here }}' cannot be"):
         op.render_template_fields(ctx)
     assert not out.exists() and not artifacts.exists()
+
+
+def test_a_stale_retry_is_refused_before_any_work(setup, monkeypatch):
+    """Issue 30 item 6: run A released, run B replaced it (overwrite); A's generalise run
+    again is refused naming B before it writes a single part, and B's release stays."""
+    from airflow.sdk.exceptions import AirflowFailException
+
+    from airflow_skald.core.run import pipeline
+    from airflow_skald.operators import EncodeOperator, GeneraliseOperator
+    from airflow_skald.operators import HistogramLatticeOperator as Histogram
+
+    cfg, out, _ = setup
+    for run_id, settings in (("A", {"k": 3}), ("B", {"k": 4, "overwrite": True})):
+        for op in (EncodeOperator, Histogram, GeneraliseOperator):
+            op(task_id=op.__name__, config=str(cfg), **settings).execute(context(run_id))
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    written = []
+    real = pipeline.write_parts
+    monkeypatch.setattr(
+        pipeline, "write_parts", lambda *a, **kw: written.append(a) or real(*a, **kw)
+    )
+    for op in (GeneraliseOperator, EncodeOperator):  # the task cleared, or the whole run
+        with pytest.raises(AirflowFailException, match="was replaced by run unit-B after run"):
+            op(task_id=op.__name__, config=str(cfg), k=3).execute(context("A"))
+    assert written == [] and {p.name: p.read_bytes() for p in out.iterdir()} == before

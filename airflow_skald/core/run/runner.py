@@ -626,6 +626,16 @@ def claim_output(
         yield lease
 
 
+def check_still_current(run: Run) -> None:
+    """Before a task's work: the release at the output is still the one this run found when
+    it began, or its own (`check_not_superseded`); a stale retry is refused before it
+    generalises a chunk, not at its commit. A no-op before the run recorded what it found
+    (`Run.check_target`, its first encode)."""
+    if not run.store.exists(TARGET):
+        return
+    check_not_superseded(run.config.output.path, run.token, run.predecessor())
+
+
 def check_lease(run: Run, judge: Judge | None = None) -> None:
     """A mapped writer's fence: no other (running) run may hold the output's lease."""
     check_lease_token(run.config.output.path, run.token, judge)
