@@ -65,3 +65,33 @@ def test_dag_params_carry_the_rules():
     with pytest.raises(ParamValidationError, match="suppression_limit must be"):
         limit.resolve(5)
     assert k.resolve(7) == 7
+
+
+@pytest.mark.parametrize(
+    ("bad", "line"),
+    [
+        ({"k": 1}, "Invalid input for param k: 'k must be an integer >= 2' was expected"),
+        ({"k": 2.5}, "Invalid input for param k: 'k must be an integer >= 2' was expected"),
+        (
+            {"suppression_limit": 1.5},
+            "Invalid input for param suppression_limit: "
+            "'suppression_limit must be a number between 0 and 1' was expected",
+        ),
+        ({"k": "abc"}, "Invalid input for param k: 'abc' is not of type 'null', 'number'"),
+    ],
+)
+def test_the_trigger_refusal_starts_with_the_rule(bad, line):
+    """Issue 30 item 3: what the api-server answers (HTTP 400) for a bad value: the DAG as the
+    server holds it (serialized, then deserialized), its params merged with the conf and
+    validated as the trigger endpoint does; the message's first line is the rule, not a dump
+    of the schema."""
+    from airflow.sdk import DAG
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    with DAG("params_only", schedule=None, params=copy.deepcopy(PARAMS)) as dag:
+        pass
+    served = DagSerialization.from_dict(DagSerialization.to_dict(dag))
+    with pytest.raises(Exception) as refused:  # noqa: PT011 - the server catches any
+        served.params.deep_merge({"config": "/x.yaml", **bad}).validate()
+    assert type(refused.value).__name__ == "ParamValidationError"
+    assert str(refused.value).splitlines()[0] == line

@@ -88,6 +88,25 @@ def trigger(dep: Deployment, conf: dict) -> str:
     return dep.trigger(DAG_ID, conf=conf, unpause=False)
 
 
+def trigger_refusal(dep: Deployment, conf: dict) -> tuple[int, str]:
+    """POST a run that the trigger refuses: the HTTP status and the ``detail`` it answers."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"logical_date": None, "conf": conf}).encode()
+    req = urllib.request.Request(
+        f"{dep.base_url}/api/v2/dags/{DAG_ID}/dagRuns",
+        data=body,
+        method="POST",
+        headers={"Authorization": f"Bearer {dep.token()}", "Content-Type": "application/json"},
+    )
+    try:
+        urllib.request.urlopen(req, timeout=30).close()
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())["detail"]
+    raise AssertionError(f"the trigger accepted {conf}")
+
+
 def assert_run(dep: Deployment, run_id: str, state: str) -> dict[str, dict]:
     """Wait for the run; assert its state; its task instances by task id."""
     got = dep.wait_for_run(DAG_ID, run_id, timeout=180)
@@ -183,6 +202,17 @@ def test_bad_conf_is_refused_before_any_work(dep, releases):
     ):
         with pytest.raises(DeploymentError, match=r"400.*" + rule):
             trigger(dep, {**base, **bad})
+    # issue 30 item 3: what the trigger answers starts with the rule, not a schema dump
+    for bad, line in (
+        ({"k": 1}, "Invalid input for param k: 'k must be an integer >= 2' was expected"),
+        (
+            {"suppression_limit": 1.5},
+            "Invalid input for param suppression_limit: "
+            "'suppression_limit must be a number between 0 and 1' was expected",
+        ),
+    ):
+        status, detail = trigger_refusal(dep, {**base, **bad})
+        assert status == 400 and detail.splitlines()[0] == line, detail
     assert len(runs_of(dep, DAG_ID)) == n_runs  # refused: no run was made
     cases = {
         "K": ({**base, "K": 25}, ["unknown key 'K'"]),

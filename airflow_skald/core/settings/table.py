@@ -115,9 +115,12 @@ class Setting:
         Airflow's trigger form clamps a number field to the schema's top-level `minimum` and
         `maximum` before sending it (k=1 would silently become 2). So no such keyword stands at
         the top: the values outside the setting's bounds (and a non-integer for an integer
-        setting) are listed under `not`, which the form does not read and the trigger (form or
-        REST) refuses with HTTP 400, the message naming the rule ("k must be an integer >=
-        2"). The run checks every value again, as every route does.
+        setting) are the `if` of an `if`/`then`, which the form does not read; the `then` is
+        a `const` holding the rule, so the trigger (form or REST) refuses such a value with
+        HTTP 400 whose first line is the rule (Airflow shows jsonschema's message:
+        ``Invalid input for param k: 'k must be an integer >= 2' was expected``, then
+        jsonschema's "Failed validating ... On instance: 1" lines). The run checks every value
+        again, as every route does.
         """
         kind = self.schema["type"]
         schema: dict[str, Any] = {"type": ["null", "number" if kind == "integer" else kind]}
@@ -133,8 +136,8 @@ class Setting:
         if kind == "integer":
             outside.append({"not": {"multipleOf": 1}})
         if outside:
-            rule = f"{self.name} must be {self.expects}"
-            schema["not"] = {"type": "number", "description": rule, "anyOf": outside}
+            schema["if"] = {"type": "number", "anyOf": outside}
+            schema["then"] = {"const": f"{self.name} must be {self.expects}"}
         return schema
 
 
