@@ -26,6 +26,7 @@ from airflow_skald.core.privacy.model import ParseContext, PrivacyModel
 from airflow_skald.core.privacy.registry import (
     CONFIG_KEYS,
     THRESHOLDS,
+    archived_settings_of,
     parse_models,
     settings_of,
     with_threshold,
@@ -195,6 +196,7 @@ class SkaldConfig:
         for spec, qid in zip(self.quasi_identifiers, body["qids"], strict=True):
             if spec.hierarchy is not None:
                 qid["hierarchy"] = spec.hierarchy.table.tolist()
+        body.update(archived_settings_of(self.privacy))  # a t-closeness hierarchy's table
         body["overwrite"] = self.overwrite
         body["source"] = self.source
         return body

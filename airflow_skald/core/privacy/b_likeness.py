@@ -48,6 +48,7 @@ class BLikeness(PrivacyModel):
     thresholds = ("b_likeness",)
     manifest_models = ("b-likeness",)
     monotone = False
+    needs_overall = True
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
@@ -123,8 +124,9 @@ class BLikeness(PrivacyModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
-        if ctx.dropped:
-            return "not re-checked from the release: suppressed records were dropped"
+        why = ctx.without_overall(entry["attribute"])
+        if why is not None:
+            return why
         stats = ctx.sensitive[entry["attribute"]]
         return cls(
             entry["attribute"], Fraction(str(entry["beta"])), entry["variant"], stats.global_counts

@@ -37,6 +37,7 @@ class DDisclosure(PrivacyModel):
     thresholds = ("d_disclosure",)
     manifest_models = ("d-disclosure",)
     monotone = False
+    needs_overall = True
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
@@ -98,8 +99,9 @@ class DDisclosure(PrivacyModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
-        if ctx.dropped:
-            return "not re-checked from the release: suppressed records were dropped"
+        why = ctx.without_overall(entry["attribute"])
+        if why is not None:
+            return why
         stats = ctx.sensitive[entry["attribute"]]
         return cls(entry["attribute"], Fraction(str(entry["delta"])), stats.global_counts)
 

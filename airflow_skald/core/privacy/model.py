@@ -65,12 +65,26 @@ class ParseContext:
 
 @dataclass(frozen=True)
 class RebuildContext:
-    """What `skald verify` has to rebuild a model from its manifest entry: the release's own
-    distributions of the sensitive attributes, and whether suppressed rows were dropped."""
+    """What `skald verify` has to rebuild a model from its manifest entry: the distributions
+    of the sensitive attributes (the release's own, or over all input records for those in
+    `overall`: ``core.release.archive``), whether suppressed rows were dropped, and the
+    hierarchies the release archives (by SHA-256)."""
 
     sensitive: Mapping[str, Any] = field(default_factory=dict)
     dropped: bool = False
     n_records: int | None = None  # the run's input records (a population from its fraction)
+    overall: frozenset[str] = frozenset()  # attributes whose distribution is over ALL records
+    hierarchies: Mapping[str, Any] = field(default_factory=dict)  # sha256 -> Hierarchy
+
+    def without_overall(self, attribute: str) -> str | None:
+        """Why a criterion comparing classes with `attribute`'s distribution over all input
+        records cannot be re-checked (None: it can)."""
+        if self.dropped and attribute not in self.overall:
+            return (
+                "not re-checked from the release: suppressed records were dropped and it keeps "
+                "no distribution over all input records (sensitive_counts.json)"
+            )
+        return None
 
 
 class PrivacyModel(ABC):
@@ -105,6 +119,9 @@ class PrivacyModel(ABC):
     monotone: bool = True
     #: the sensitive attribute whose per-class distribution `keeps` reads (None: sizes only)
     attribute: str | None = None
+    #: compares classes with its attribute's distribution over ALL input records (a release
+    #: dropping suppressed records keeps that distribution: ``core.release.archive``)
+    needs_overall: ClassVar[bool] = False
     #: judges the distribution of the classes left, suppressing a prefix of them
     #: (``core.privacy.sample_based``), after every class-based model (SPEC §4c)
     sample_based: ClassVar[bool] = False
@@ -120,6 +137,11 @@ class PrivacyModel(ABC):
     def settings_value(cls, models: tuple[PrivacyModel, ...]) -> Any:
         """Its entry in the effective settings (what the config hash covers)."""
         return [m.settings_entry() for m in models]
+
+    def archived(self) -> dict:
+        """What the effective config (effective.json, kept with the release) adds to the
+        settings entry so that `skald verify` can rebuild the model (a hierarchy's table)."""
+        return {}
 
     def settings_entry(self) -> dict:
         """One criterion as configured (its manifest entry without the model name)."""

@@ -64,6 +64,17 @@ def settings_of(models: tuple[PrivacyModel, ...]) -> dict[str, Any]:
     return out
 
 
+def archived_settings_of(models: tuple[PrivacyModel, ...]) -> dict[str, Any]:
+    """The entries of `settings_of` that the effective config keeps with more than their
+    settings: what verify needs to rebuild them (a t-closeness hierarchy as a table)."""
+    out = {}
+    for cls in MODELS:
+        own = [m for m in models if type(m) is cls]
+        if any(m.archived() for m in own):
+            out[cls.config_key] = [{**m.settings_entry(), **m.archived()} for m in own]
+    return out
+
+
 def with_threshold(
     models: tuple[PrivacyModel, ...], key: str, value: Any
 ) -> tuple[PrivacyModel, ...]:

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from airflow_skald.core.data.hierarchies import Hierarchy
-from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
 from airflow_skald.core.privacy.model import (
@@ -54,6 +54,7 @@ class TCloseness(PrivacyModel):
     thresholds = ("t",)
     manifest_models = ("t-closeness",)
     monotone = False
+    needs_overall = True
 
     @property
     def numeric_attribute(self) -> bool:
@@ -108,11 +109,33 @@ class TCloseness(PrivacyModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
-        if ctx.dropped or entry.get("distance") == "hierarchical":
-            why = "suppressed records were dropped" if ctx.dropped else "the hierarchy is not in it"
-            return f"not re-checked from the release: {why}"
-        stats = ctx.sensitive[entry["attribute"]]
-        return cls(entry["attribute"], Fraction(entry["t"]), entry["distance"], stats.global_counts)
+        attribute, distance = entry["attribute"], entry["distance"]
+        why = ctx.without_overall(attribute)
+        if why is not None:
+            return why
+        stats = ctx.sensitive[attribute]
+        t = Fraction(str(entry["t"]))
+        if distance != "hierarchical":
+            return cls(attribute, t, distance, stats.global_counts)
+        digest = entry.get("hierarchy_sha256")
+        source = ctx.hierarchies.get(digest) if isinstance(digest, str) else None
+        if source is None:
+            return (
+                "not re-checked from the release: the hierarchy its hierarchy_sha256 names is "
+                "not archived with it (effective.json)"
+            )
+        try:
+            emd = emd_hierarchy(f"t-closeness of '{attribute}'", source, stats)
+        except ConfigError:
+            raise VerificationError(
+                f"release column '{attribute}' holds a value its archived t-closeness hierarchy "
+                "does not have"
+            ) from None
+        return cls(attribute, t, distance, stats.global_counts, emd, digest, source)
+
+    def archived(self) -> dict:
+        """What the effective config keeps beyond the settings: the hierarchy as a table."""
+        return {"hierarchy": self.source.table.tolist()} if self.source is not None else {}
 
     def verdict(self, table: ClassTable) -> S.Verdict:
         cv = table.values[self.attribute]

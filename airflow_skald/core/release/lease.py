@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import posixpath
 import socket
@@ -366,21 +367,39 @@ def _read(fs: fsspec.AbstractFileSystem, path: str) -> LeaseInfo | None:
     try:
         return LeaseInfo.from_bytes(data)
     except (ValueError, KeyError, TypeError):
-        try:
-            mtime = fs.modified(path).timestamp()
-        except Exception:
-            mtime = 0.0
+        return _unreadable(fs, path, data)
+
+
+def _unreadable(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> LeaseInfo:
+    """An unreadable lease (a hand-edited or foreign file) counts as held until it ages: it
+    expires at its modification time + the default ttl. On a store that cannot tell that time,
+    its age is unknown and it never expires (fail closed: two runs must never both write the
+    output): a person deletes it."""
+    try:
+        mtime = fs.modified(path).timestamp()
+    except Exception:  # a store without modification times (NotImplementedError)
         return LeaseInfo(
-            "(unreadable lease)",
-            f"unreadable-{len(data)}-{mtime}",
+            "(unreadable lease of unknown age)",
+            f"unreadable-{len(data)}-unknown-age",
             "",
             None,
             None,
-            mtime,
-            mtime,
-            mtime + DEFAULT_TTL_S,
+            time.time(),
+            time.time(),
+            math.inf,
             DEFAULT_TTL_S,
         )
+    return LeaseInfo(
+        "(unreadable lease)",
+        f"unreadable-{len(data)}-{mtime}",
+        "",
+        None,
+        None,
+        mtime,
+        mtime,
+        mtime + DEFAULT_TTL_S,
+        DEFAULT_TTL_S,
+    )
 
 
 def _write(fs: fsspec.AbstractFileSystem, path: str, data: bytes) -> None:
@@ -434,6 +453,11 @@ def _holder(info: LeaseInfo) -> str:
 
 
 def _busy_message(output: str, info: LeaseInfo, path: str) -> str:
+    if not math.isfinite(info.expires):
+        return (
+            f"output {output} is locked by an unreadable lease whose age its store cannot "
+            f"tell: delete {path} if no run is writing the output"
+        )
     return (
         f"output {output} is being written by {_holder(info)}; its lease expires at "
         f"{_iso(info.expires)} unless renewed: wait for that run to finish, or delete {path} "

@@ -78,6 +78,15 @@ def _limit(value: object) -> bool:
     return limit is not None and 0 <= limit <= 1
 
 
+SENSITIVE_COUNTS = {
+    "type": "object",
+    "required": ["file", "sha256"],
+    "properties": {
+        "file": {"const": "sensitive_counts.json"},
+        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+    "additionalProperties": False,
+}
 PARTS_LISTED = "parts must list each part file once, by name"
 
 
@@ -228,6 +237,13 @@ class Manifest:
     )
     parts: list = key(
         NAMES, "a list of part file names", "the part files", check=_parts, message=PARTS_LISTED
+    )
+    sensitive_counts: dict = key(
+        SENSITIVE_COUNTS,
+        "an object naming sensitive_counts.json and its sha256",
+        "drop mode: the file keeping each compared sensitive attribute's distribution over all "
+        "input records (values: personal data, never here), so that verify re-checks "
+        "t-closeness, b-likeness and d-disclosure; its SHA-256",
     )
     # --- provenance
     verified: bool = key(FLAG, "true or false", "the written release passed verification")

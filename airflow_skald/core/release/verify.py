@@ -17,12 +17,19 @@ each failure one line naming the file (never a value read from it):
   with its manifest or breaks the policy. A part-* file the manifest does not list; a row count
   other than the manifest's (n_records; n_records - n_suppressed when suppressed records were
   dropped), checked before any privacy criterion; a class smaller than k or another criterion
-  broken; figures other than the manifest's; a direct identifier column.
+  broken; a figure other than the manifest's (`verify_figures`: every one the classes
+  determine); a direct identifier column in any part.
+* verified in part (the report's "verified" is "partial", `skald verify` exits 4): what was
+  re-checked holds, but a criterion could not be (listed under "not_rechecked" with the
+  reason): a release made before it kept what the re-check needs (`archive`: the hierarchy of
+  hierarchical t-closeness; in drop mode, the input's sensitive distributions). Never
+  "verified": true for a criterion that was not re-checked.
+
+The run's own last check is this one, given the manifest about to be written.
 """
 
 from __future__ import annotations
 
-import json
 import posixpath
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
@@ -33,8 +40,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from airflow_skald.core.data.io import _full, filesystem, local_path
-from airflow_skald.core.data.location import FORMATS, DataLocation
+from airflow_skald.core.data.io import local_path
+from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.encode.sensitive_domain import sorted_values as _sorted_values
 from airflow_skald.core.errors import DataError, VerificationError
@@ -45,98 +52,23 @@ from airflow_skald.core.privacy import (
     max_suppressed,
 )
 from airflow_skald.core.privacy.model import RebuildContext
-from airflow_skald.core.privacy.registry import check_entry, rebuild, with_threshold
-from airflow_skald.core.privacy.risk.analysis import RiskSettings
+from airflow_skald.core.privacy.registry import rebuild, with_threshold
 from airflow_skald.core.quality.dm import DM
 from airflow_skald.core.quality.dm_star import DMStar
 from airflow_skald.core.quality.metric import Scored
+from airflow_skald.core.release.archive import (
+    archived_hierarchies,
+    check_within,
+    read_sensitive_counts,
+)
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
-from airflow_skald.core.release.manifest_schema import Manifest
-
-
-def release_parts(path: str) -> tuple[list[str], str]:
-    """Part files of a release folder, sorted, and their format."""
-    names = _listing(path)
-    for fmt in ("parquet", "csv"):
-        parts = [p for p in names if posixpath.basename(p).startswith("part-") and p.endswith(fmt)]
-        if parts:
-            return parts, fmt
-    raise DataError(f"no release parts (part-*.parquet|csv) in {path}")
-
-
-def _listing(path: str) -> list[str]:
-    """Every entry of a release folder, sorted (URLs on object stores)."""
-    fs, root = filesystem(path)
-    if not fs.isdir(root):
-        raise DataError(f"release folder not found: {path}")
-    return sorted(_full(fs, n) for n in fs.ls(root, detail=False))
-
-
-def listed_parts(path: str, manifest: dict | None) -> tuple[list[str], str]:
-    """The parts to verify and their format: with a manifest that lists its parts, exactly
-    those, in its order (DataError naming the first one missing; VerificationError naming a
-    part-* file of the folder it does not list, which a reader of the folder would take for
-    part of the release); without, every part-* file of the folder (`release_parts`)."""
-    listed = (manifest or {}).get("parts")
-    if listed is None:
-        return release_parts(path)
-    fmt = manifest.get("output_format") or listed[0].rsplit(".", 1)[-1]
-    found = {posixpath.basename(p): p for p in _listing(path)}
-    missing = [n for n in listed if n not in found]
-    if missing:
-        raise DataError(
-            f"{missing[0]} of {path} is missing ({MANIFEST} lists {len(listed)} part(s), "
-            f"{len(missing)} missing)"
-        )
-    known = set(listed)
-    extra = [
-        n
-        for n in found
-        if n.startswith("part-") and n.endswith(tuple(f".{f}" for f in FORMATS)) and n not in known
-    ]
-    if extra:
-        raise VerificationError(f"{extra[0]} of {path} is not one of the parts {MANIFEST} lists")
-    return [found[n] for n in listed], fmt
-
-
-def read_manifest(path: str) -> dict | None:
-    """The release's manifest.json, None if it has none; DataError naming it if it cannot be
-    read, is not a JSON object, or a field verify reads has the wrong type (`check_manifest`)."""
-    fs, root = filesystem(path)
-    target = posixpath.join(root, MANIFEST)
-    where = f"{MANIFEST} of {path}"
-    try:
-        if not fs.exists(target):
-            return None
-        with fs.open(target, "rb") as fh:
-            raw = fh.read()
-    except OSError:
-        raise DataError(f"{where} cannot be read") from None
-    try:
-        manifest = json.loads(raw)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested beyond parsing
-        raise DataError(f"{where} is not valid JSON") from None
-    if not isinstance(manifest, dict):
-        raise DataError(f"{where} is not a JSON object")
-    check_manifest(manifest, where)
-    return manifest
-
-
-def check_manifest(manifest: dict, where: str) -> None:
-    """DataError ("manifest.json of X: k must be an integer >= 2") for the first field that is
-    not what the manifest schema (`Manifest`) says, then for a privacy model entry this
-    version cannot re-check. Values are never quoted."""
-    Manifest.parse(manifest, where)
-    models = (manifest.get("privacy") or {}).get("models", [])
-
-    def bad(what: str) -> DataError:
-        return DataError(f"{where}: {what}")
-
-    for i, d in enumerate(models):
-        problem = check_entry(d)
-        if problem is not None:
-            raise bad(f"privacy.models[{i}]{problem}")
+from airflow_skald.core.release.release_reading import (
+    check_manifest,
+    listed_parts,
+    read_manifest,
+)
+from airflow_skald.core.release.verify_figures import compare_with_manifest
 
 
 def class_figures(
@@ -221,6 +153,7 @@ def verify_release(
     policy: PrivacyPolicy | None = None,
     sensitive: Mapping[str, SensitiveStats] | None = None,
     at_top: bool | None = None,
+    manifest: dict | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
@@ -230,13 +163,21 @@ def verify_release(
     both as the top node (one class) and as every record suppressed; `claimed_suppressed`
     (default: the manifest's) picks the reading. `classes`, if given, are the parts' classes
     already counted from the written files (`release_classes`, merged). `at_top`: the release
-    is the top node's (default: the manifest says so).
+    is the top node's (default: the manifest says so). `manifest`: the manifest about to be
+    written (the run's own check, before manifest.json exists), else the folder's.
+
+    Every figure of the manifest the classes determine is compared (`verify_figures`), and no
+    part may hold a direct identifier column. A criterion that cannot be re-checked makes the
+    report's "verified" "partial", the criterion listed under "not_rechecked" with the reason.
 
     A damaged or incomplete release raises DataError (bad input: it cannot be read as its
     manifest describes it) or VerificationError (it reads, but disagrees with its manifest),
     both before any criterion is judged; see the module's docstring for which is which.
     """
-    manifest = read_manifest(path)
+    if manifest is None:
+        manifest = read_manifest(path)
+    else:
+        check_manifest(manifest, f"the {MANIFEST} of {path} about to be written")
     parts, fmt = listed_parts(path, manifest)
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
@@ -249,16 +190,21 @@ def verify_release(
         classes = _count(parts, location, qids, attributes)
     if manifest is not None and n_records is None:
         _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
+    overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions
     skipped: list[dict] = []
     if policy is None:
         ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
         sensitive = release_sensitive(classes, len(qids), attributes, ordered)
-        policy, skipped = standalone_policy(path, manifest, k, suppression_limit, sensitive)
+        check_within(overall, sensitive, path)
+        sensitive = {**sensitive, **{a: s for a, s in overall.items() if a in sensitive}}
+        policy, skipped = standalone_policy(
+            path, manifest, k, suppression_limit, sensitive, frozenset(overall)
+        )
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
     if at_top is None:
-        at_top = manifest is not None and manifest.get("node") == manifest.get("top_node")
+        at_top = at_top_node(manifest)
     figures = class_figures(
         star,
         kept,
@@ -269,7 +215,7 @@ def verify_release(
         at_top=bool(at_top),
     )
     report = {
-        "verified": True,
+        "verified": "partial" if skipped else True,
         "k": policy.k,
         **{key: figures[key] for key in _REPORTED},
         "privacy_models": figures["privacy_models"],
@@ -277,35 +223,31 @@ def verify_release(
     }
     if skipped:
         report["not_rechecked"] = skipped
-    if manifest is not None and isinstance(manifest.get("risk_analysis"), dict):
-        seen = figures["sizes"][:0] if figures["top"] else figures["sizes"]
-        report["risk_analysis"] = _risk_again(manifest["risk_analysis"], seen, n_records)
     if manifest is not None:
-        _agrees_with_manifest(manifest, report)
-        _no_direct_identifiers(manifest, location, parts[0])
+        as_manifest = (k is None or k == manifest.get("k")) and (
+            suppression_limit is None or Fraction(str(suppression_limit)) == policy_limit(manifest)
+        )
+        again = compare_with_manifest(manifest, figures, policy, as_manifest)
+        if again is not None:
+            report["risk_analysis"] = again
+        _no_direct_identifiers(manifest, location, parts)
     return report
 
 
-def _risk_again(claimed: dict, sizes: np.ndarray, n_records: int) -> dict:
-    """The risk analysis recomputed from the written classes with the manifest's settings;
-    VerificationError naming the first figure that differs from the manifest's."""
-    try:
-        settings = RiskSettings.of_entry(claimed)
-    except (KeyError, TypeError, ValueError, ZeroDivisionError):
-        raise DataError(f"{MANIFEST}: risk_analysis names no threshold and population") from None
-    again = settings.analyse(sizes, n_records)
-    for key, value in again.items():
-        if claimed.get(key) != value:
-            raise VerificationError(
-                f"written release has risk_analysis.{key}={_short(value)}, "
-                f"the manifest says {_short(claimed.get(key))}"
-            )
-    return again
+def policy_limit(manifest: dict) -> Fraction | None:
+    """The manifest's suppression limit (its exact text when it has one)."""
+    exact = (manifest.get("privacy") or {}).get("suppression_limit")
+    value = exact if exact is not None else manifest.get("suppression_limit")
+    return None if value is None else Fraction(str(value))
 
 
-def _short(value: object) -> str:
-    text = json.dumps(value, sort_keys=True)
-    return text if len(text) <= 120 else text[:117] + "..."
+def at_top_node(manifest: dict | None) -> bool:
+    """The manifest's node is its top node: both given, level for level (a manifest without
+    them is not taken for the top: its one class is judged by every model)."""
+    if manifest is None:
+        return False
+    node, top = manifest.get("node"), manifest.get("top_node")
+    return isinstance(node, dict) and isinstance(top, dict) and bool(top) and node == top
 
 
 def release_sensitive(
@@ -343,11 +285,18 @@ def _number(attribute: str, label: str | None) -> int | float | None:
 
 
 def standalone_policy(
-    path: str, manifest: dict | None, k: int | None, limit, sensitive: Mapping[str, SensitiveStats]
+    path: str,
+    manifest: dict | None,
+    k: int | None,
+    limit,
+    sensitive: Mapping[str, SensitiveStats],
+    overall: frozenset[str] = frozenset(),
 ) -> tuple[PrivacyPolicy, list[dict]]:
     """The manifest's policy for `skald verify` (k and the limit overridable by flags), its
-    criteria rebuilt with the release's own distributions; criteria that cannot be re-checked
-    from the release alone are listed, with the reason, instead of being skipped silently."""
+    criteria rebuilt with the release's own distributions (those of `overall` attributes: the
+    input's, kept with a release that drops suppressed records) and the hierarchies it keeps;
+    criteria that cannot be re-checked from the release alone are listed, with the reason,
+    instead of being skipped silently."""
     if k is None:
         if manifest is None:
             raise DataError(f"{path} has no {MANIFEST}: give k to verify (--k)")
@@ -362,12 +311,15 @@ def standalone_policy(
             )
         limit = manifest["suppression_limit"] if manifest else 0
     n_records = (manifest or {}).get("n_records")
+    entries = _described(manifest)
+    hierarchical = any(d.get("distance") == "hierarchical" for d in entries)
     ctx = RebuildContext(
         sensitive,
         (manifest or {}).get("suppressed_records") == "drop",
         n_records if isinstance(n_records, int) else None,
+        overall,
+        archived_hierarchies(path) if hierarchical else {},
     )
-    entries = _described(manifest)
     has_k = any(d.get("model") == "k-anonymity" for d in entries)
     if not has_k and (k >= 2 or not entries):  # a manifest of k alone, or --k given
         entries = [{"model": "k-anonymity", "k": k}, *entries]
@@ -458,16 +410,19 @@ def _rows_as_manifest(path: str, manifest: dict, n_rows: int) -> None:
         )
 
 
-def _agrees_with_manifest(manifest: dict, report: dict) -> None:
-    for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
-        if key in manifest and manifest[key] != report[key]:
+def _no_direct_identifiers(manifest: dict, location: DataLocation, parts: Sequence[str]) -> None:
+    """No part holds a column the manifest says was removed (each part's own schema: a part
+    may differ from the others)."""
+    removed = set(manifest.get("direct_identifiers_removed", []))
+    for part in parts:
+        try:
+            present = set(_column_names(location, part))
+        except (pa.ArrowException, OSError, ValueError):
+            name = f"{posixpath.basename(part)} of {location.path}"
+            raise DataError(f"{name} is not a readable {_KIND[location.format]} file") from None
+        leaked = present & removed
+        if leaked:
             raise VerificationError(
-                f"manifest says {key}={manifest[key]} but the release has {report[key]}"
+                f"direct identifier column '{sorted(leaked)[0]}' is in "
+                f"{posixpath.basename(part)} of {location.path}"
             )
-
-
-def _no_direct_identifiers(manifest: dict, location: DataLocation, part: str) -> None:
-    present = set(_column_names(location, part))
-    leaked = present & set(manifest.get("direct_identifiers_removed", []))
-    if leaked:
-        raise VerificationError(f"direct identifier column '{sorted(leaked)[0]}' is in the release")

@@ -194,9 +194,7 @@ KILL_POINTS = {
     "all-parts-before-verify": lambda mp: mp.setattr(
         runner, "verify_release", _kill_before(runner.verify_release)
     ),
-    "after-verify": lambda mp: mp.setattr(
-        runner, "build_manifest", _kill_before(runner.build_manifest)
-    ),
+    "after-verify": lambda mp: mp.setattr(runner, "now_iso", _kill_before(runner.now_iso)),
     "manifest-written-before-commit": lambda mp: mp.setattr(
         runner, "commit", _kill_before(runner.commit)
     ),

@@ -1,0 +1,163 @@
+"""What a release keeps beside its parts so that `skald verify` re-checks every criterion from
+the release alone (issue 34.3):
+
+- ``sensitive_counts.json``, when suppressed records are dropped and a criterion compares
+  classes with a sensitive attribute's distribution over ALL input records (t-closeness,
+  b-likeness, d-disclosure: ``PrivacyModel.needs_overall``): per such attribute its distinct
+  values and how many input records hold each (`SensitiveStats`). In mask mode the release
+  holds every record's value already, so nothing is written. The file holds values (personal
+  data, as the parts do): the manifest only names it, with its SHA-256 (``sensitive_counts``:
+  ``{"file", "sha256"}``), and verify refuses a file that does not match it.
+- the hierarchy of a hierarchical t-closeness criterion, in ``effective.json`` (the effective
+  config the release keeps), found by the ``hierarchy_sha256`` its manifest entry names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from collections.abc import Mapping
+
+import numpy as np
+
+from airflow_skald.core.data.hierarchies import Hierarchy
+from airflow_skald.core.data.io import filesystem
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.privacy import PrivacyModel
+from airflow_skald.core.release.manifest_schema import Manifest
+
+SENSITIVE_COUNTS = "sensitive_counts.json"
+EFFECTIVE = "effective.json"  # = manifest.EFFECTIVE_JSON (not imported: no arrow back up)
+
+
+def overall_attributes(models: tuple[PrivacyModel, ...], mode: str) -> list[str]:
+    """The attributes whose overall distribution a release must keep: suppressed records are
+    dropped and a criterion compares classes with that distribution."""
+    if mode != "drop":
+        return []
+    return list(dict.fromkeys(m.attribute for m in models if m.needs_overall and m.attribute))
+
+
+def sensitive_counts_bytes(
+    sensitive: Mapping[str, SensitiveStats], attributes: list[str], n_records: int
+) -> bytes:
+    """The file's bytes (deterministic: a retry writes the same)."""
+    body = {
+        "n_records": n_records,
+        "attributes": {
+            a: {
+                "values": list(sensitive[a].values),
+                "counts": [int(c) for c in sensitive[a].counts],
+                "numeric": bool(sensitive[a].numeric),
+            }
+            for a in attributes
+        },
+    }
+    return json.dumps(body, indent=1).encode() + b"\n"
+
+
+def with_sensitive_counts(manifest: dict, data: bytes) -> dict:
+    """The manifest naming the file and its SHA-256, in the schema's order."""
+    entry = {"file": SENSITIVE_COUNTS, "sha256": hashlib.sha256(data).hexdigest()}
+    return Manifest.parse({**manifest, "sensitive_counts": entry}, MANIFEST_WHERE).to_dict()
+
+
+MANIFEST_WHERE = "the manifest about to be written"
+
+
+def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, SensitiveStats]:
+    """The overall distributions the release keeps ({} if its manifest names none): DataError
+    if the file is missing or malformed, VerificationError if it is not the file the manifest
+    names (another SHA-256) or counts other than the manifest's records."""
+    entry = (manifest or {}).get("sensitive_counts")
+    if not isinstance(entry, dict):
+        return {}
+    name = f"{SENSITIVE_COUNTS} of {path}"
+    data = _read(path, SENSITIVE_COUNTS)
+    if data is None:
+        raise DataError(f"{name} is missing (manifest.json names it)")
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
+    try:
+        body = json.loads(data)
+        out = {
+            a: SensitiveStats(a, list(d["values"]), [int(c) for c in d["counts"]], d["numeric"])
+            for a, d in body["attributes"].items()
+        }
+        total = int(body["n_records"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise DataError(f"{name} is not a valid counts file") from None
+    for a, stats in out.items():
+        if len(stats.values) != len(stats.counts) or sum(stats.counts) != total:
+            raise VerificationError(f"{name}: the counts of '{a}' do not add up to its records")
+    if total != manifest.get("n_records"):
+        raise VerificationError(
+            f"{name} counts {total} records but manifest.json says {manifest.get('n_records')}"
+        )
+    return out
+
+
+def check_within(
+    overall: Mapping[str, SensitiveStats], released: Mapping[str, SensitiveStats], path: str
+) -> None:
+    """The release holds no more records of a value than the input had (VerificationError)."""
+    for a, stats in overall.items():
+        if a not in released:
+            continue
+        have = dict(zip(map(_key, stats.values), stats.counts, strict=True))
+        for v, c in zip(released[a].values, released[a].counts, strict=True):
+            if c > have.get(_key(v), 0):
+                raise VerificationError(
+                    f"release column '{a}' of {path} holds more records of a value than "
+                    f"{SENSITIVE_COUNTS} counts over all input records"
+                )
+
+
+def _key(value: object) -> str:
+    """A value as text (a CSV release reads numbers back as numbers or text alike)."""
+    if value is None:
+        return ""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def archived_hierarchies(path: str) -> dict[str, Hierarchy]:
+    """The t-closeness hierarchies the release's effective.json keeps, by their SHA-256 ({}
+    without one: a release made before they were archived)."""
+    data = _read(path, EFFECTIVE)
+    if data is None:
+        return {}
+    try:
+        body = json.loads(data)
+    except (ValueError, RecursionError):
+        raise DataError(f"{EFFECTIVE} of {path} is not valid JSON") from None
+    entries = body.get("t_closeness") if isinstance(body, dict) else None
+    out = {}
+    for entry in entries if isinstance(entries, list) else []:
+        rows = entry.get("hierarchy") if isinstance(entry, dict) else None
+        if not isinstance(rows, list) or not rows:
+            continue
+        try:
+            table = np.array(rows, dtype=object)
+        except ValueError:
+            continue
+        if table.ndim != 2 or not all(isinstance(c, str) for c in table.ravel()):
+            continue
+        hierarchy = Hierarchy(str(entry.get("attribute", "")), table)
+        out[hierarchy.sha256] = hierarchy
+    return out
+
+
+def _read(path: str, name: str) -> bytes | None:
+    fs, root = filesystem(path)
+    target = posixpath.join(root, name)
+    try:
+        if not fs.exists(target):
+            return None
+        with fs.open(target, "rb") as fh:
+            return fh.read()
+    except OSError:
+        raise DataError(f"{name} of {path} cannot be read") from None

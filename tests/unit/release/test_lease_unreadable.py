@@ -1,0 +1,46 @@
+"""An unreadable lease counts as held until it ages; on a store that cannot tell its age (no
+modification times: fsspec's own `AbstractFileSystem.modified` raises NotImplementedError) it
+stays held, never expired at once (issue 34.6: two runs could otherwise write one output)."""
+
+from __future__ import annotations
+
+import time
+
+import fsspec.spec
+from fsspec.implementations.memory import MemoryFileSystem
+
+from airflow_skald.core.release import lease as leases
+
+
+class NoModifiedTimes(MemoryFileSystem):
+    """The in-memory store without modification times, as several fsspec stores are."""
+
+    modified = fsspec.spec.AbstractFileSystem.modified
+
+
+def test_unreadable_lease_of_unknown_age_is_held() -> None:
+    fs = NoModifiedTimes()
+    path = "/verify-lease-test/.out.skald-lease"
+    fs.pipe_file(path, b"garbage")
+    try:
+        info = leases._read(fs, path)
+        assert info is not None
+        later = time.time() + 10 * 365 * 86400  # ten years on it is still held
+        assert info.stale(now=later) is None
+        assert leases._read(fs, path).nonce == info.nonce  # the same lease at every read
+        message = leases._busy_message("out", info, path)
+        assert "unreadable lease" in message and f"delete {path}" in message
+    finally:
+        fs.rm(path)
+
+
+def test_unreadable_lease_with_a_modification_time_ages() -> None:
+    fs = MemoryFileSystem()
+    path = "/verify-lease-test/.aged.skald-lease"
+    fs.pipe_file(path, b"garbage")
+    try:
+        info = leases._read(fs, path)
+        assert info.stale(now=time.time()) is None
+        assert info.stale(now=time.time() + leases.DEFAULT_TTL_S + 60).startswith("expired at")
+    finally:
+        fs.rm(path)
