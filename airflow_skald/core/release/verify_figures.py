@@ -7,7 +7,9 @@ Compared: the counts (suppressed records, classes, smallest class, the largest s
 limit allows, records per class), DM* and DM, Sweeney's precision (from the node's levels), the
 class-size histogram, the risk of the kept classes, each privacy model's figure and the risk
 analysis. Not compared, because the release does not determine them: ARX's DM* (it counts the
-suppressed classes one by one, merged into one in the release), the per-chunk figures.
+suppressed classes one by one, merged into one in the release), the per-chunk figures, the
+figures of a model comparing classes with a population table (δ-presence, exact k-map: that
+table is not released; `skald audit` re-checks them against it).
 """
 
 from __future__ import annotations
@@ -92,6 +94,8 @@ def _model_figures(
         return
     seen: dict[tuple, int] = {}
     for model, again in zip(policy.models, recomputed, strict=True):
+        if model.population_based:  # its figures need the population table, not released
+            continue
         d = model.describe()
         ident = (d.get("model"), d.get("attribute"), d.get("distance"), d.get("variant"))
         j = seen[ident] = seen.get(ident, -1) + 1
