@@ -72,7 +72,7 @@ def release_rows(events: list[Any]) -> list[dict]:
     """Table rows from AssetEvent rows (or any objects with the same attributes), newest
     first; a release that a newer event on the same output replaced says by which run."""
     rows = []
-    newer: dict[str, str] = {}  # release URI -> run id of the next newer release there
+    newer: dict[str, tuple[str, str]] = {}  # release URI -> (dag id, run id) of the next newer
 
     def newest_first(ev: Any) -> tuple[float, int]:
         return (ev.timestamp.timestamp() if ev.timestamp else 0.0, getattr(ev, "id", 0) or 0)
@@ -91,7 +91,8 @@ def release_rows(events: list[Any]) -> list[dict]:
                 "run_id": run_id,
                 "run_url": run_url(dag_id, run_id),
                 "release": release,
-                "replaced_by": newer.get(release),
+                "replaced_by": newer[release][1] if release in newer else None,
+                "replaced_by_url": run_url(*newer[release]) if release in newer else None,
                 "privacy": _fmt_criteria(extra),
                 "suppression_limit": extra.get("suppression_limit", ""),
                 "node": _fmt_node(extra.get("node")),
@@ -111,7 +112,7 @@ def release_rows(events: list[Any]) -> list[dict]:
                 "yaml_url": release_file_url(dag_id, run_id, CONFIG_YAML),
             }
         )
-        newer[release] = run_id
+        newer[release] = (dag_id, run_id)
     return rows
 
 
@@ -123,6 +124,8 @@ th,td{border-bottom:1px solid #d0d7de;padding:.45rem .6rem;text-align:left;verti
 th{background:#f6f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
 td.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.82rem;word-break:break-all}
 .ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}a{color:#0969da}
+code.hash{white-space:nowrap;word-break:normal;user-select:all;font-size:.78rem}
+.gone{color:#57606a}
 """
 
 
@@ -148,7 +151,8 @@ def render_releases(rows: list[dict], *, limit: int) -> str:
             else "<td>?</td>"
         )
         status = (
-            f'<br><span class="bad">replaced by run {e(r["replaced_by"])}</span>'
+            f'<br><a class="bad" href="{e(r["replaced_by_url"])}" target="_top">'
+            f"replaced by run {e(r['replaced_by'])}</a>"
             if r["replaced_by"]
             else '<br><span class="ok">current</span>'
         )
@@ -166,16 +170,22 @@ def render_releases(rows: list[dict], *, limit: int) -> str:
             + cell(f"{r['n_suppressed']} of {r['n_records']}", "num")
             + mark
             + f'<td class="mono">{e(str(r["config"]))}<br>'
-            f'config_sha256 <span title="{e(sha)}">{e(sha[:12])}</span><br>'
-            f'input_fingerprint <span title="{e(fp)}">{e(fp[:12])}</span></td>'
+            f'config_sha256<br><code class="hash">{e(sha)}</code><br>'
+            f'input_fingerprint<br><code class="hash">{e(fp)}</code></td>'
             + "<td>"
-            + " · ".join(
-                (
-                    link(r["report_url"], "report"),
-                    link(r["manifest_url"], "manifest"),
-                    link(r["effective_url"], "effective config"),
-                    link(r["yaml_url"], "YAML"),
+            + (
+                " · ".join(
+                    (
+                        link(r["report_url"], "report"),
+                        link(r["manifest_url"], "manifest"),
+                        link(r["effective_url"], "effective config"),
+                        link(r["yaml_url"], "YAML"),
+                    )
                 )
+                if r.get("files_kept", True)
+                else '<span class="gone">report, manifest, effective config, YAML: gone '
+                "(replaced, and no copy is kept beside the output or in the run-artifact "
+                "store)</span>"
             )
             + "</td></tr>"
         )
@@ -202,8 +212,6 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
     run replaced it, the run's own copy in its artifacts); FileNotFoundError says why not."""
     from airflow_skald.core.data.io import filesystem
     from airflow_skald.core.release.commit import release_in_place
-    from airflow_skald.core.run.runner import CONFIG_ARCHIVE
-    from airflow_skald.operators.artifacts import RunArtifacts
     from airflow_skald.operators.links import release_of_run
 
     uri = release_of_run(dag_id, run_id)
@@ -218,16 +226,48 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
         if fs.exists(path):
             return fs.cat_file(path)
         raise FileNotFoundError(f"the release {uri} has no {name}")
+    by = f"by run {in_place}" if in_place else "(it is gone)"
+    data = replaced_record(location, dag_id, run_id, name)
+    if data is None:
+        raise FileNotFoundError(
+            f"the release {uri} of run {run_id} was replaced {by}, and its {name} is kept "
+            "neither beside the output nor in the run-artifact store"
+        )
+    return with_replaced_banner(data, by, uri) if name == REPORT else data
+
+
+def replaced_record(location: str, dag_id: str, run_id: str, name: str) -> bytes | None:
+    """A record of run `run_id`'s replaced release: kept beside the output by the run that
+    replaced it (``core/release/replaced.py``), else the run's own copy in its artifacts
+    (releases replaced before records were kept); None if neither is there."""
+    from airflow_skald.core.release.replaced import archived_file
+    from airflow_skald.core.run.runner import CONFIG_ARCHIVE
+    from airflow_skald.operators.artifacts import RunArtifacts
+
+    with contextlib.suppress(Exception):
+        kept = archived_file(location, f"{dag_id}-{run_id}", name)
+        if kept is not None:
+            return kept
     copy = (CONFIG_ARCHIVE + name) if name in (EFFECTIVE, CONFIG_YAML) else name
     with contextlib.suppress(Exception):
         store = RunArtifacts(None, dag_id, run_id)
         if store.exists(copy):
             return store.read_bytes(copy)
-    by = f"by run {in_place}" if in_place else "(it is gone)"
-    raise FileNotFoundError(
-        f"the release {uri} of run {run_id} was replaced {by}, and the run's own copy of "
-        f"{name} is not in the run-artifact store"
-    )
+    return None
+
+
+def with_replaced_banner(report: bytes, by: str, uri: str) -> bytes:
+    """A replaced release's report says so at its top (the file itself is as published)."""
+    e = html.escape
+    banner = (
+        '<div style="background:#fff1f0;border:1px solid #cf222e;color:#82071e;padding:.6rem '
+        '.8rem;margin:0 0 1rem;font-weight:600">This release was replaced '
+        f"{e(by)}: {e(uri)} now holds another release. This is the report of the replaced "
+        "release, as it was published.</div>"
+    ).encode()
+    text = report.decode("utf-8", errors="replace")
+    at = text.find(">", text.lower().find("<body")) + 1 if "<body" in text.lower() else 0
+    return text[:at].encode() + banner + text[at:].encode()
 
 
 def local_path(uri: str) -> str:
@@ -303,6 +343,14 @@ def create_app():
             .limit(limit)
         )
         rows = release_rows(list(session.scalars(stmt)))
+        for row in rows:  # never a dead link: a replaced release's records may be gone
+            if row["replaced_by"]:
+                row["files_kept"] = (
+                    replaced_record(
+                        local_path(row["release"]), row["dag_id"], row["run_id"], MANIFEST
+                    )
+                    is not None
+                )
         if fmt == "json":
             return Response(json.dumps(rows, indent=1), media_type="application/json")
         return HTMLResponse(render_releases(rows, limit=limit))

@@ -433,6 +433,7 @@ class GeneraliseOperator(_SkaldOperator):
     operator_extra_links = (SkaldManifestLink(),)  # the plugin adds both links to every task
 
     def run_phase(self, run, context) -> Any:
+        from airflow_skald.core.release.replaced import archive_replaced
         from airflow_skald.core.run import runner as R
 
         R.check_still_current(run)  # a stale retry is refused before any work
@@ -448,6 +449,9 @@ class GeneraliseOperator(_SkaldOperator):
                     R.prepare_staging(run.staging)
                 else:
                     R.drop_temporaries(run.staging)
+                # the records of a release another run made, kept beside the output before
+                # this run replaces it: the plugin serves them (core/release/replaced.py)
+                archive_replaced(run.config.output.path, run.token)
                 manifest = self.drive(R.GENERALISE, run)
         return self.publish(run, manifest, context)
 

@@ -257,14 +257,25 @@ def test_a_stale_retry_is_refused_before_any_work(setup, monkeypatch):
     again is refused naming B before it writes a single part, and B's release stays."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from airflow_skald.core.release.replaced import RECORDS, archive_replaced, archived_file
     from airflow_skald.core.run import pipeline
     from airflow_skald.operators import EncodeOperator, GeneraliseOperator
     from airflow_skald.operators import HistogramLatticeOperator as Histogram
 
     cfg, out, _ = setup
+    records = {}
     for run_id, settings in (("A", {"k": 3}), ("B", {"k": 4, "overwrite": True})):
         for op in (EncodeOperator, Histogram, GeneraliseOperator):
             op(task_id=op.__name__, config=str(cfg), **settings).execute(context(run_id))
+        records[run_id] = {n: (out / n).read_bytes() for n in RECORDS if (out / n).exists()}
+        assert archive_replaced(str(out), f"unit-{run_id}") is None  # its own: nothing kept
+    # item 4: B kept A's records (never its parts) beside the output, byte for byte
+    assert {"manifest.json", "report.html", "run.json", "skald.yaml"} <= set(records["A"])
+    assert {n: archived_file(str(out), "unit-A", n) for n in records["A"]} == records["A"]
+    assert sorted(p.name for p in out.parent.iterdir() if p.name.startswith(".out")) == [
+        ".out.skald-replaced"
+    ]
+    assert archived_file(str(out), "unit-B", "manifest.json") is None
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     written = []
     real = pipeline.write_parts

@@ -147,7 +147,7 @@ def test_emit_adds_one_alias_event_unless_the_run_has_one(monkeypatch):
         "config_sha256": "c",
         "input_fingerprint": "f",
     }
-    dag = types.types.SimpleNamespace(dag_id="d")
+    dag = types.SimpleNamespace(dag_id="d")
 
     def emit(seen):
         monkeypatch.setattr(R, "already_emitted", lambda *a: seen)
@@ -168,7 +168,7 @@ def test_releases_page_escapes_everything():
     from airflow_skald.plugin import release_rows, render_releases
 
     bad = "<script>alert(1)</script>"
-    event = types.types.SimpleNamespace(
+    event = types.SimpleNamespace(
         extra={
             "skald_release": 1,
             "release": f"file:///x/{bad}",
@@ -185,7 +185,7 @@ def test_releases_page_escapes_everything():
         source_run_id=f'run"{bad}',
         timestamp=dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC),
     )
-    other = types.types.SimpleNamespace(
+    other = types.SimpleNamespace(
         extra={"x": 1}, source_dag_id="d", source_run_id="r", timestamp=None
     )
     rows = release_rows([event, other])
@@ -195,6 +195,48 @@ def test_releases_page_escapes_everything():
     assert "2026-01-02 03:04:05 UTC" in page
     # the links are built from the event's own DAG and run, quoted into one path segment
     assert "/skald/releases/dag/run%22%3Cscript%3Ealert%281%29%3C%2Fscript%3E/report.html" in page
+
+
+def test_releases_page_links_the_replacing_run_and_shows_hashes_whole():
+    """Issue 30 items 4 and 7: "replaced by run X" links to run X; config_sha256 and
+    input_fingerprint whole, in one unbreakable, selectable element; a replaced release whose
+    records are kept nowhere shows them as gone, not as dead links; its report, when served,
+    says at its top that it was replaced and by which run."""
+    from airflow_skald.plugin import release_rows, render_releases, with_replaced_banner
+
+    def event(run_id: str, second: int, k: int):
+        return types.SimpleNamespace(
+            extra={
+                "skald_release": 1,
+                "release": "file:///o",
+                "k": k,
+                "verified": True,
+                "config_sha256": "c" * 64,
+                "input_fingerprint": "f" * 64,
+            },
+            timestamp=dt.datetime(2026, 1, 2, 3, 4, second, tzinfo=dt.UTC),
+            source_dag_id="other_dag" if run_id == "new" else "d",
+            source_run_id=run_id,
+            id=second,
+        )
+
+    rows = release_rows([event("old", 1, 5), event("new", 2, 6)])
+    assert [(r["run_id"], r["replaced_by"]) for r in rows] == [("new", None), ("old", "new")]
+    assert rows[1]["replaced_by_url"].endswith("/dags/other_dag/runs/new")
+    page = render_releases(rows, limit=200)
+    assert f'href="{rows[1]["replaced_by_url"]}" target="_top">replaced by run new</a>' in page
+    assert page.count(f'<code class="hash">{"c" * 64}</code>') == 2
+    assert page.count(f'<code class="hash">{"f" * 64}</code>') == 2
+    assert "code.hash{white-space:nowrap;word-break:normal;user-select:all" in page
+    rows[1]["files_kept"] = False
+    page = render_releases(rows, limit=200)
+    assert page.count(">report</a>") == 1 and "YAML: gone (replaced, and no copy" in page
+
+    report = b"<!DOCTYPE html><html><head></head><body class='x'><h1>r</h1></body></html>"
+    shown = with_replaced_banner(report, "by run d-new", "file:///o").decode()
+    assert shown.startswith("<!DOCTYPE html><html><head></head><body class='x'><div ")
+    assert "This release was replaced by run d-new: file:///o now holds another" in shown
+    assert shown.endswith("<h1>r</h1></body></html>")
 
 
 # --------------------------------------------------------------------------- dag.test()

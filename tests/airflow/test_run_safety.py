@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 import time
 import urllib.parse
@@ -251,7 +250,10 @@ def test_other_settings_refused_then_overwrite_replaces(dep, releases):
     assert_run(dep, again, "success")
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["k"] == 50 and manifest["verified"] is True
-    assert files(out) != before and siblings(out) == beside
+    # the replaced release's records kept beside it (issue 30 item 4)
+    assert files(out) != before and siblings(out) == sorted(
+        [*beside, f".{out.name}.skald-replaced"]
+    )
     events = sorted(events_for(dep, out), key=lambda e: e["timestamp"])
     assert [(e["extra"]["k"], e["extra"]["run_id"]) for e in events] == [(10, first), (50, again)]
     # the releases page lists both releases of this output (the replaced one too), not the
@@ -341,7 +343,8 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     run_b = trigger(dep, {**conf, "k": 25, "overwrite": True})
     assert_run(dep, run_b, "success")
     before = sha256s(out)
-    assert json.loads((out / "manifest.json").read_text())["k"] == 25
+    manifest_b = json.loads((out / "manifest.json").read_text())
+    assert manifest_b["k"] == 25
 
     clear(dep, run_a, "generalise")
     tis = assert_run(dep, run_a, "failed")
@@ -351,12 +354,13 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     assert sha256s(out) == before
     events = sorted(events_for(dep, out), key=lambda e: e["timestamp"])
     assert [(e["extra"]["run_id"], e["extra"]["k"]) for e in events] == [(run_a, 7), (run_b, 25)]
-    assert siblings(out) == ["x"]  # the failed retry left no lease, no staging folder
+    # the failed retry left no lease, no staging folder; A's records are kept beside (item 4)
+    assert siblings(out) == [".x.skald-replaced", "x"]
 
     refused = trigger(dep, {**conf, "l": 40, "overwrite": True})
     tis = assert_run(dep, refused, "failed")
     assert tis["histogram_lattice"]["state"] == "failed", tis
-    assert siblings(out) == ["x"]
+    assert siblings(out) == [".x.skald-replaced", "x"]
     # a lease left by a run killed without its callbacks (written here as that failed run would
     # have left it, 6 h to go): its DAG run is no longer running, so the next run takes it over
     now = time.time()
@@ -376,7 +380,8 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     fixed = trigger(dep, {**conf, "k": 12, "overwrite": True})
     assert_run(dep, fixed, "success")
     assert json.loads((out / "manifest.json").read_text())["k"] == 12
-    assert siblings(out) == ["x"]  # the stale lease taken over, then released by the commit
+    # the stale lease taken over, then released by the commit
+    assert siblings(out) == [".x.skald-replaced", "x"]
     assert {"effective.json", "skald.yaml"} <= set(files(out))  # "from which config?"
     assert files(out)["skald.yaml"] == config.read_bytes()
 
@@ -423,8 +428,22 @@ def test_stale_retry_and_failed_runs_leave_the_newest_release(dep, releases, wor
     assert event["extra"]["manifest_url"].endswith(
         f"/skald/releases/{DAG_ID}/{quoted}/manifest.json"
     )
-    with pytest.raises(DeploymentError, match=re.escape(f"replaced by run {DAG_ID}-{fixed},")):
-        dep._request_text(f"/skald/releases/{DAG_ID}/{urllib.parse.quote(run_b)}/manifest.json")
+    # issue 30 item 4: the replaced release's records were kept beside the output by the run
+    # that replaced it: its links still work with its run artifacts gone (the store moved),
+    # and its report says it was replaced, by which run (item 7)
+    quoted_b = urllib.parse.quote(run_b, safe="")
+    served = dep._request_text(f"/skald/releases/{DAG_ID}/{quoted_b}/manifest.json")
+    assert json.loads(served) == manifest_b
+    report_b = dep._request_text(f"/skald/releases/{DAG_ID}/{quoted_b}/report.html")
+    assert f"This release was replaced by run {DAG_ID}-{fixed}:" in report_b
+    assert "This release was replaced" not in dep._request_text(
+        f"/skald/releases/{DAG_ID}/{quoted}/report.html"
+    )
+    rows = [r for r in dep._request("GET", "/skald/releases?format=json") if r["release"]]
+    for row in (r for r in rows if r["release"] == events[0]["uri"]):  # never a dead link
+        assert row.get("files_kept", True), row
+        for key in ("report_url", "manifest_url", "effective_url", "yaml_url"):
+            assert dep._request_text(urllib.parse.urlsplit(row[key]).path), (row, key)
     # a clear of a run whose artifacts are gone fails at once, saying so
     before = sha256s(out)
     clear(dep, fixed, "histogram_lattice")
