@@ -5,7 +5,9 @@ run record, effective config, YAML: figures and settings, never a data value) ar
 into ``.{name}.skald-replaced/{run token}/`` beside the output, where they stay. So an auditor
 (the plugin's links of a replaced release) finds them next to the output, wherever the
 run-artifact store is or was: moving ``[skald] artifacts`` (local -> S3) does not break them.
-A retry of the run that made the release in place copies nothing.
+A retry of the run that made the release in place copies nothing. The operators' generalise
+task keeps them (``archive_replaced``, under the output's lease, before it commits); the CLI
+keeps none (it serves no links).
 """
 
 from __future__ import annotations
