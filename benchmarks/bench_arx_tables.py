@@ -45,6 +45,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
+from adult_data import ADULT
 from arx_tables import ADULT_SENSITIVE, write_table
 
 ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
@@ -60,6 +61,7 @@ class Case:
     criterion: str | None = None  # arx_tables' l3 / t0.2 (Adult's sensitive attribute)
     no_k: bool = False
     better: bool = False  # the product may find a better node than ARX (DM* no worse)
+    subset: bool = False  # Adult as a population table, every tenth record the research subset
 
 
 PU = {"max": 0.01, "model": "pitman", "sampling_fraction": 0.1}
@@ -90,6 +92,22 @@ CASES: dict[str, Case] = {
         better=True,
     ),
     "adult-loss-5": Case("adult", 0.05, objective="loss"),
+    "adult-dpresence-5": Case(
+        "adult",
+        0.05,
+        {"k": 2, "delta_presence": {"min": 0, "max": 0.5}},
+        ("--dpresence", "0:0.5", "--subset", "mod:10:0"),
+        no_k=True,
+        subset=True,
+    ),
+    "adult-kmap-exact-5": Case(
+        "adult",
+        0.05,
+        {"k_map": {"k": 5}},
+        ("--kmap", "5", "--subset", "mod:10:0"),
+        no_k=True,
+        subset=True,
+    ),
     "adult-kmap-5": Case(
         "adult",
         0.05,
@@ -121,7 +139,7 @@ def _arx_hierarchy(src: Path, dst: Path, sep: str) -> None:
 def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
     """ARX's command line for the case: the same CSV (written once), hierarchies, model."""
     if case.table == "adult":
-        data, sep = Path(body["input"]["path"]), ";"
+        data, sep = ADULT / "adult.csv", ";"
     else:
         data, sep = folder / "data.csv", ";"
         if not data.exists():
@@ -139,12 +157,14 @@ def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
     columns = (
         pq.read_schema(folder / "data.parquet").names
         if case.table != "adult"
-        else (Path(body["input"]["path"]).read_text().split("\n", 1)[0].split(";"))
+        else (data.read_text().split("\n", 1)[0].split(";"))
     )
     others = [c for c in columns if c not in qids and not (case.criterion and c == ADULT_SENSITIVE)]
     args += ["--insensitive", ",".join(others)]
     if not case.no_k:
         args += ["--k", "5"]
+    if case.subset and "k" in case.privacy:
+        args += ["--k", str(case.privacy["k"])]
     args += [*case.arx, "--suppression", str(case.limit)]
     args += ["--metric", ARX_METRIC[case.objective], "--no-own-stats"]
     return args
@@ -177,6 +197,17 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[st
             body["privacy"].pop("k", None)
         body["privacy"].update(case.privacy)
         body["quality"] = {"objective": case.objective}
+        if case.subset:  # the population table: Adult with its research-subset flag
+            population = work / "adult-population.csv"
+            if not population.exists():
+                lines = (ADULT / "adult.csv").read_text().splitlines()
+                flags = [("true" if i % 10 == 0 else "false") for i in range(len(lines) - 1)]
+                rows = [f"{lines[0]};in_study"]
+                rows += [f"{r};{f}" for r, f in zip(lines[1:], flags, strict=True)]
+                population.write_text("\n".join(rows) + "\n")
+            body["input"]["path"] = str(population)
+            body["research_subset"] = {"column": "in_study"}
+            body.pop("sensitive_attributes", None)
         body["output"]["path"] = str(work / "out" / name)
         path = work / f"{name}.yaml"
         path.write_text(yaml.safe_dump(body, sort_keys=False))
@@ -223,7 +254,8 @@ def run_arx(args: list[str], out: Path) -> dict:
     if status != 0:
         raise SystemExit(f"ARX failed ({status}): {' '.join(args)}")
     got = json.loads(out.read_text())
-    stats = got.get("arx_class_statistics") or {}
+    # a research subset: the released records are the subset's (ARX's view)
+    stats = got.get("arx_class_statistics_subset") or got.get("arx_class_statistics") or {}
     return {
         "cpu_s": cpu,
         "wall_s": wall,
