@@ -204,10 +204,12 @@ class _SkaldOperator(BaseOperator):
         """The run's conf checked, its config loaded with this run's settings (each parsed
         once, by the settings table), and the settings stated in the task's first log line."""
         from airflow_skald.core.config.run_config import load_config
+        from airflow_skald.core.data.database.connection import table_uri
         from airflow_skald.core.errors import ConfigError
         from airflow_skald.core.run.runner import Run
         from airflow_skald.core.settings.table import check_run_conf
         from airflow_skald.operators.artifacts import RunArtifacts
+        from airflow_skald.operators.secrets import connection_uri, provide_pseudonym_key
 
         dag = context.get("dag")
         dag_run = context.get("dag_run")
@@ -220,12 +222,17 @@ class _SkaldOperator(BaseOperator):
             )
         settings = {n: self.render_path(n, getattr(self, n), context) for n in OVERRIDE_KEYS}
         config = load_config(self.render_path("config", self.config, context), settings, True)
+        provide_pseudonym_key(config)  # from an Airflow connection or variable, if named
         store = RunArtifacts.from_context(
             None if is_empty(self.artifacts) else self.artifacts, context
         )
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
+        run.resolve_connection = connection_uri  # a database input: an Airflow connection id
+        if config.database is not None and config.database.table:
+            uri = connection_uri(config.database.connection)
+            self._lineage["input"] = table_uri(uri, config.database.table)
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
         started = getattr(dag_run, "start_date", None)  # the DAG run's, not this task's
         if started is not None:
@@ -286,6 +293,8 @@ def release_lease_on_failure(context) -> None:
 
     log = logging.getLogger("airflow_skald")
     try:
+        from airflow_skald.core.data.database.extract import remove_staged
+        from airflow_skald.core.data.database.source import staged_path
         from airflow_skald.core.release.lease import release_run_lease
         from airflow_skald.core.run.runner import TARGET
         from airflow_skald.operators.artifacts import RunArtifacts
@@ -298,6 +307,7 @@ def release_lease_on_failure(context) -> None:
         output = store.read_json(TARGET)["output"]
         if release_run_lease(output, f"{store.dag_id}-{store.run_id}"):
             log.info("run %s failed: released its lease on output %s", store.run_id, output)
+            remove_staged(staged_path(output))  # a database input's chunks, if any
     except Exception as exc:  # pragma: no cover - storage unreachable
         log.warning("could not release the output lease of the failed run: %s", exc)
 
@@ -380,6 +390,7 @@ class EncodeOperator(_SkaldOperator):
                 # refused before phase 1 (a release it may not replace, foreign data): free the
                 # output now, or the next run (even with overwrite) would wait out LEASE_TTL_S
                 if run.lease is not None:
+                    run.remove_extract()
                     run.lease.release()
                 raise
             if self.mode == "list":
@@ -453,6 +464,7 @@ class GeneraliseOperator(_SkaldOperator):
                 # this run replaces it: the plugin serves them (core/release/replaced.py)
                 archive_replaced(run.config.output.path, run.token)
                 manifest = self.drive(R.GENERALISE, run)
+        run.remove_extract()  # committed: a database input's staged chunks go
         return self.publish(run, manifest, context)
 
     def publish(self, run, manifest: dict, context) -> dict:
@@ -481,7 +493,12 @@ class GeneraliseOperator(_SkaldOperator):
             "input_events": input_events(context),
         }
         emit_release_event(context, self.outlets, manifest, links)
-        self._lineage = {"input": run.config.input.path, "output": out, "manifest": manifest}
+        seen = getattr(self, "_lineage", None) or {}
+        self._lineage = {
+            "input": seen.get("input") or run.config.input.path,
+            "output": out,
+            "manifest": manifest,
+        }
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
         more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {

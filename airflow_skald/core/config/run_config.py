@@ -19,6 +19,7 @@ from airflow_skald.core.data.builders.dates import parse_date_rule
 from airflow_skald.core.data.builders.intervals import parse_interval_rule
 from airflow_skald.core.data.builders.masked import parse_masked_rule
 from airflow_skald.core.data.builders.ordered import parse_ordered_rule
+from airflow_skald.core.data.database.source import DatabaseSource, parse_source, staged_path
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.errors import ConfigError
@@ -47,6 +48,11 @@ from airflow_skald.core.settings.parse import (
 )
 from airflow_skald.core.settings.parse import (
     no_unknown as _no_unknown,
+)
+from airflow_skald.core.settings.pseudonym import (
+    PseudonymKey,
+    parse_direct_identifiers,
+    parse_pseudonym_key,
 )
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
@@ -119,11 +125,14 @@ class SkaldConfig:
     risk_threshold: Fraction = Fraction(1, 5)
     risk_sampling_fraction: Fraction | None = None
     risk_population: int | None = None
-    direct_identifiers: tuple[str, ...] = ()
+    direct_identifiers: tuple[str, ...] = ()  # dropped
+    pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
+    pseudonym_key: PseudonymKey | None = field(default=None, compare=False, repr=False)
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
     # a population table whose flagged records are released (SPEC §4e)
     research_subset: ResearchSubset | None = None
+    database: DatabaseSource | None = None  # a table or query staged into `input` (SPEC §2a)
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -178,8 +187,11 @@ class SkaldConfig:
         for key, value in values.items():
             if key == "input_path":
                 fields["input"] = replace(self.input, path=_abs(value, base_dir))
+                fields["database"] = None  # files in place of the table
             elif key == "output_path":
                 fields["output"] = replace(self.output, path=_abs(value, base_dir))
+                if self.database is not None and "input" not in fields:  # staged beside it
+                    fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
@@ -210,7 +222,7 @@ class SkaldConfig:
         """The effective settings, JSON-safe (hierarchies by their hash): what the manifest
         lists and `fingerprint` hashes."""
         return {
-            "input": asdict(self.input),
+            "input": self.database.describe() if self.database else asdict(self.input),
             "output": asdict(self.output),
             "qids": [q.describe() for q in self.quasi_identifiers],
             **settings_of(self.privacy),
@@ -227,7 +239,16 @@ class SkaldConfig:
             "root": self.root,
             **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
             **self._risk_settings(),
+            **self._pseudonym_settings(),
         }
+
+    def _pseudonym_settings(self) -> dict[str, Any]:
+        """Pseudonymised columns and the key's check value (never the key), when any: a
+        release made with another key has other settings."""
+        if not self.pseudonymised:
+            return {}
+        key = self.pseudonym_key.key_id() if self.pseudonym_key else None
+        return {"pseudonymised": list(self.pseudonymised), "pseudonym_key_id": key}
 
     def _risk_settings(self) -> dict[str, Any]:
         """The risk analysis's settings, listed only when set (so configs without them keep
@@ -267,6 +288,7 @@ _SECTIONS = {
     "qid_priority",
     "quality",
     "research_subset",
+    "pseudonym_key",
 }
 
 
@@ -290,7 +312,8 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
     qids = _qids(raw["quasi_identifiers"], base_dir)
     names = [q.name for q in qids]
-    direct = _names(raw.get("direct_identifiers") or [], "direct_identifiers")
+    direct, pseudonymised = parse_direct_identifiers(raw.get("direct_identifiers") or [])
+    key = parse_pseudonym_key(raw.get("pseudonym_key"), pseudonymised, base_dir)
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
     subset = ResearchSubset.parse(raw.get("research_subset"))
     ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
@@ -309,14 +332,24 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
         raise ConfigError("qid_priority lists a QID twice")
+    output = _location(raw["output"], "output", base_dir)
+    database = None
+    if isinstance(raw["input"], dict) and ({"table", "sql"} & set(raw["input"])):
+        database = parse_source(raw["input"], "input")
+        inp = DataLocation(path=staged_path(output.path), format="parquet")
+    else:
+        inp = _location(raw["input"], "input", base_dir)
     config = SkaldConfig(
-        input=_location(raw["input"], "input", base_dir),
-        output=_location(raw["output"], "output", base_dir),
+        input=inp,
+        output=output,
+        database=database,
         quasi_identifiers=tuple(qids),
         privacy=models,
         suppression_limit=_file(raw, "suppression_limit"),
         chunk_rows=_file(raw, "chunk_rows"),
-        direct_identifiers=tuple(direct),
+        direct_identifiers=tuple(n for n in direct if n not in pseudonymised),
+        pseudonymised=tuple(pseudonymised),
+        pseudonym_key=key,
         sensitive_attributes=tuple(sensitive),
         histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),

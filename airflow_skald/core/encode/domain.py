@@ -205,7 +205,12 @@ def one_line(value: str, limit: int = 40) -> str:
 
 def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
     """Every configured column must exist in the file."""
-    needed = config.qid_names + list(config.direct_identifiers) + list(config.sensitive_attributes)
+    needed = [
+        *config.qid_names,
+        *config.direct_identifiers,
+        *config.pseudonymised,
+        *config.sensitive_attributes,
+    ]
     for name in needed:
         if name not in names:
             raise DataError(f"column '{name}' is missing from file {file}")
@@ -295,7 +300,7 @@ def _check_passed_through(
     must have one type in every input file, or the release's parts would disagree."""
     if schema is None:  # CSV: such columns are read as text
         return
-    skip = {*config.qid_names, *config.direct_identifiers}
+    skip = {*config.qid_names, *config.direct_identifiers, *config.pseudonymised}
     for column in schema:
         if column.name in skip:
             continue

@@ -166,6 +166,8 @@ def release_section(
         "sensitive_attributes": list(config.sensitive_attributes),
         "output_format": config.output.format,
     }
+    if config.pseudonymised:
+        out["pseudonymised"] = list(config.pseudonymised)
     if config.output.format == "csv":
         out["output_delimiter"] = config.output.delimiter
     return {**out, "parts": parts}

@@ -229,6 +229,9 @@ class Manifest:
         NAMES, "a list of column names", "direct identifiers left out"
     )
     sensitive_attributes: list = key(NAMES, "a list of column names", "kept unchanged")
+    pseudonymised: list = key(
+        NAMES, "a list of column names", "direct identifiers replaced by HMAC-SHA-256 pseudonyms"
+    )
     output_format: str = key({"enum": list(FORMATS)}, "parquet or csv", "the parts' format")
     output_delimiter: str = key(
         {"type": "string", "minLength": 1, "maxLength": 1},

@@ -69,6 +69,7 @@ from airflow_skald.core.release.release_reading import (
     read_manifest,
 )
 from airflow_skald.core.release.verify_figures import compare_with_manifest
+from airflow_skald.core.release.verify_pseudonyms import pseudonyms_well_formed
 
 
 def class_figures(
@@ -231,6 +232,7 @@ def verify_release(
         if again is not None:
             report["risk_analysis"] = again
         _no_direct_identifiers(manifest, location, parts)
+        pseudonyms_well_formed(manifest, location, parts)
     return report
 
 

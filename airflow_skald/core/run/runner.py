@@ -26,6 +26,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.database.connection import resolve_uri
+from airflow_skald.core.data.database.extract import extract, remove_staged
 from airflow_skald.core.data.io import ChunkRef, filesystem
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
 from airflow_skald.core.encode.domain import DomainStats
@@ -136,6 +138,9 @@ class Run:
     progress: P.Progress | None = None
     record: RunRecord | None = None
     lease: Lease | None = None  # held while this process writes the output
+    # a database input's connection name -> its URI (CLI: the URI or its environment
+    # variable; the operators: the Airflow connection)
+    resolve_connection: Callable[[str], str] = field(default=resolve_uri, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -150,8 +155,11 @@ class Run:
 
     # ------------------------------------------------------------------ chunk layout
     def layout(self, chunks_per_group: int = 1) -> list[dict]:
-        """List the chunks once (phase 0) and cut them into groups for mapped tasks."""
-        chunks = P.list_chunks(self.config)
+        """List the chunks once (phase 0) and cut them into groups for mapped tasks; a
+        database input is read here, once, into the staged chunks the passes read."""
+        if self.config.pseudonym_key is not None:  # no key: refused before any read
+            self.config.pseudonym_key.secret()
+        chunks = self.extract() if self.config.database else P.list_chunks(self.config)
         ids = [c.chunk_id for c in chunks]
         size = max(1, int(chunks_per_group))
         groups = [
@@ -160,6 +168,17 @@ class Run:
         ]
         write_json(self.store, CHUNKS, {"chunks": [c.to_dict() for c in chunks], "groups": groups})
         return groups
+
+    def extract(self) -> list[ChunkRef]:
+        """The database input read into staged Parquet chunks (any earlier run's replaced)."""
+        db = self.config.database
+        uri = self.resolve_connection(db.connection)
+        return extract(db, uri, self.config.chunk_rows, self.config.input.path)
+
+    def remove_extract(self) -> None:
+        """Delete a database input's staged chunks (personal data): committed or abandoned."""
+        if self.config.database is not None:
+            remove_staged(self.config.input.path)
 
     def chunks(self, chunk_ids: Sequence[int] | None = None) -> list[ChunkRef]:
         refs = [ChunkRef.from_dict(c) for c in read_json(self.store, CHUNKS)["chunks"]]
@@ -680,17 +699,20 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
     check_output_target(run.config)  # before listing chunks: output inside input, a file...
     with output_lease(run.config.output, run.token) as lease:
         run.lease = lease
-        run.layout()
-        run.check_target()
-        remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
-        for phase in phases[:-1]:
-            phase.run_all(run, workers)
-        prepare_staging(run.staging)
         try:
-            return phases[-1].run_all(run, workers)
-        except BaseException:
-            discard(run.staging)
-            raise
+            run.layout()
+            run.check_target()
+            remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
+            for phase in phases[:-1]:
+                phase.run_all(run, workers)
+            prepare_staging(run.staging)
+            try:
+                return phases[-1].run_all(run, workers)
+            except BaseException:
+                discard(run.staging)
+                raise
+        finally:
+            run.remove_extract()  # committed or abandoned: the staged input goes
 
 
 PHASE_ORDER = ("encode", "histogram", "search", "generalise", "verify")

@@ -1,0 +1,175 @@
+"""Read a table or query once, as Arrow batches, into staged Parquet chunks (SPEC §2a).
+
+ADBC's PostgreSQL driver runs the query as ``COPY (...) TO STDOUT (FORMAT binary)`` and hands
+the rows over as Arrow record batches: no row passes through a Python object. The batches are
+cut into chunks of exactly `chunk_rows` rows (the last one shorter), each written as one
+Parquet file of one row group, so the staged chunks are the same bytes whatever batch sizes
+the driver chose. A chunk's `version` is the SHA-256 of its bytes: the chunks' fingerprint
+(the run's input fingerprint) names the rows read, in their order, not when they were read.
+Memory: one chunk and one batch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import posixpath
+import time
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_skald.core.data.database.connection import redacted, scrub
+from airflow_skald.core.data.database.source import DatabaseSource, quote_ident
+from airflow_skald.core.data.io import ChunkRef, _full, filesystem
+from airflow_skald.core.errors import DataError
+
+log = logging.getLogger("airflow_skald")
+
+CHUNK_NAME = "chunk-{:05d}.parquet"
+
+_PRIMARY_KEY = """
+SELECT a.attname::text
+FROM pg_index i
+JOIN pg_attribute a ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)
+WHERE i.indrelid = to_regclass($1) AND i.indisprimary
+ORDER BY array_position(i.indkey::int2[], a.attnum)
+"""
+
+
+def connect(uri: str):
+    """An ADBC connection (autocommit off: the read is one transaction, one snapshot)."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    return pg.connect(uri)
+
+
+def primary_key(conn, source: DatabaseSource) -> tuple[str, ...]:
+    """The table's primary key columns, in key order (none: empty)."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT to_regclass($1) IS NOT NULL", (source.relation(),))
+        if not cur.fetchone()[0]:
+            raise DataError(f"input table {source.table} does not exist")
+        cur.execute(_PRIMARY_KEY, (source.relation(),))
+        return tuple(r[0] for r in cur.fetchall())
+
+
+def read_order(conn, source: DatabaseSource) -> tuple[str, ...]:
+    """`order_by`, else the table's primary key; no order: refused."""
+    if source.order_by:
+        return source.order_by
+    key = primary_key(conn, source)
+    if not key:
+        raise DataError(
+            f"input table {source.table} has no primary key: give input.order_by (columns "
+            "that identify a row) so that every pass reads the rows in one order"
+        )
+    return key
+
+
+def extract(
+    source: DatabaseSource,
+    uri: str,
+    chunk_rows: int,
+    folder: str,
+    connector: Callable[[str], object] = connect,
+) -> list[ChunkRef]:
+    """Read the source once into `folder` (emptied first) as Parquet chunks of `chunk_rows`."""
+    fs, root = filesystem(folder)
+    if fs.exists(root):
+        fs.rm(root, recursive=True)
+    fs.makedirs(root, exist_ok=True)
+    t0 = time.perf_counter()
+    try:
+        with connector(uri) as conn:
+            order = read_order(conn, source)
+            with conn.cursor() as cur:
+                cur.execute(source.query(order))
+                chunks = write_chunks(cur.fetch_record_batch(), chunk_rows, folder)
+    except DataError:
+        raise
+    except Exception as exc:  # the driver's own message, without a password
+        first = scrub(str(exc), uri).strip().splitlines()[0] if str(exc).strip() else ""
+        raise DataError(
+            f"cannot read input {source.table or 'query'} from {redacted(uri)}: "
+            f"{type(exc).__name__}: {first}"
+        ) from None
+    if not chunks:
+        raise DataError(f"input {source.table or 'query'} has no records")
+    rows = sum(c.n_rows for c in chunks)
+    log.info(
+        "extracted %d rows of %s in %s order into %d staged chunks in %.1f s",
+        rows,
+        source.table or "the query",
+        ", ".join(quote_ident(c) for c in order),
+        len(chunks),
+        time.perf_counter() - t0,
+    )
+    return chunks
+
+
+def write_chunks(batches: Iterable[pa.RecordBatch], chunk_rows: int, folder: str) -> list[ChunkRef]:
+    """Cut the batches into chunks of `chunk_rows` rows, one Parquet file each."""
+    chunks: list[ChunkRef] = []
+    pending: list[pa.RecordBatch] = []
+    held = 0
+    schema = None
+    for batch in batches:
+        schema = batch.schema
+        while batch.num_rows:
+            take = min(chunk_rows - held, batch.num_rows)
+            pending.append(batch.slice(0, take))
+            held += take
+            batch = batch.slice(take)
+            if held == chunk_rows:
+                chunks.append(_write(pending, schema, folder, len(chunks)))
+                pending, held = [], 0
+    if held:
+        chunks.append(_write(pending, schema, folder, len(chunks)))
+    return chunks
+
+
+def plain_types(table: pa.Table) -> pa.Table:
+    """The driver's columns as plain Arrow types, without its field metadata: PostgreSQL's
+    ``numeric(p, s)`` (an opaque text extension) as int64 (scale 0, p <= 18) or
+    decimal128(p, s), exactly; a ``numeric`` without precision stays text."""
+    columns, fields = [], []
+    for f, column in zip(table.schema, table.columns, strict=True):
+        typ = f.type
+        if isinstance(typ, pa.BaseExtensionType):
+            column = pa.chunked_array([c.storage for c in column.chunks], typ.storage_type)
+            typ = typ.storage_type
+            meta = f.metadata or {}
+            typmod = int(meta.get(b"POSTGRESQL:typmod", b"-1") or -1)
+            if meta.get(b"POSTGRESQL:type") == b"numeric" and typmod >= 4:
+                precision, scale = (typmod - 4) >> 16, (typmod - 4) & 0xFFFF
+                typ = (
+                    pa.int64()
+                    if scale == 0 and precision <= 18
+                    else pa.decimal128(precision, scale)
+                )
+                column = column.cast(typ)
+        columns.append(column)
+        fields.append(pa.field(f.name, typ, f.nullable))
+    return pa.Table.from_arrays(columns, schema=pa.schema(fields))
+
+
+def _write(batches: list[pa.RecordBatch], schema: pa.Schema, folder: str, i: int) -> ChunkRef:
+    table = plain_types(pa.Table.from_batches(batches, schema))
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink, row_group_size=max(table.num_rows, 1))
+    data = sink.getvalue()
+    fs, root = filesystem(folder)
+    path = posixpath.join(root.rstrip("/"), CHUNK_NAME.format(i))
+    with fs.open(path, "wb") as fh:
+        fh.write(data)
+    version = "sha256:" + hashlib.sha256(data).hexdigest()
+    return ChunkRef(i, _full(fs, path), 0, table.num_rows, version)
+
+
+def remove_staged(folder: str) -> None:
+    """Delete the staged chunks (personal data): after the commit, or when the run ends."""
+    fs, root = filesystem(folder)
+    if fs.exists(root):
+        fs.rm(root, recursive=True)

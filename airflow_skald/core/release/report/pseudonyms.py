@@ -1,0 +1,32 @@
+"""Section part (audit): the report's lines on pseudonymised direct identifiers (SPEC §2a): which columns, how,
+and what a pseudonym lets a reader do (link records), from the manifest alone."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping
+
+
+def pseudonym_rows(m: Mapping) -> list[list[str]]:
+    """The audit table's row naming the pseudonymised columns (none: no row)."""
+    names = m.get("pseudonymised") or []
+    if not names:
+        return []
+    return [["direct identifiers pseudonymised", html.escape(", ".join(names))]]
+
+
+def pseudonym_note(m: Mapping) -> str:
+    """What pseudonyms mean for a reader of the release."""
+    names = m.get("pseudonymised") or []
+    if not names:
+        return ""
+    settings = m.get("settings") or {}
+    key_id = settings.get("pseudonym_key_id") if isinstance(settings, Mapping) else None
+    check = f" (key check value <code>{html.escape(str(key_id))}</code>)" if key_id else ""
+    return (
+        f"<p>{html.escape(', '.join(names))}: each value is replaced by its pseudonym, the "
+        "HMAC-SHA-256 of the value under a secret key, as 64 hex digits. Pseudonyms link a "
+        "person's records within this release and across releases made with the same "
+        f"key{check}; a release made with another key cannot be linked to this one. Whoever "
+        "holds the key can compute the pseudonym of a known identifier: keep it secret.</p>"
+    )
