@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-import pyarrow as pa
 import pytest
 
 SERVER = "postgresql://postgres@127.0.0.1:5432"
@@ -26,29 +25,3 @@ def pg_uri():
         with admin.cursor() as cur:
             cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         admin.close()
-
-
-def load_table(uri: str, name: str, table: pa.Table, key: list[str] | None = None) -> None:
-    """`table` into `name` (schema.table) through ADBC's bulk ingest (COPY), with a primary
-    key on `key`."""
-    import adbc_driver_postgresql.dbapi as pg
-
-    schema, _, bare = name.rpartition(".")
-    with pg.connect(uri) as conn:
-        with conn.cursor() as cur:
-            if schema:
-                cur.execute(f'CREATE SCHEMA IF NOT EXISTS "{schema}"')
-            cur.adbc_ingest(bare, table, mode="create", db_schema_name=schema or None)
-            if key:
-                columns = ", ".join(f'"{c}"' for c in key)
-                cur.execute(f"ALTER TABLE {name} ADD PRIMARY KEY ({columns})")
-        conn.commit()
-
-
-def execute(uri: str, sql: str) -> None:
-    import adbc_driver_postgresql.dbapi as pg
-
-    with pg.connect(uri) as conn:
-        with conn.cursor() as cur:
-            cur.execute(sql)
-        conn.commit()

@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-from conftest import execute, load_table
 from helpers_data import config_dict, make_table, release_rows, run_inprocess, write_config
+from helpers_postgres import execute, load_table
 from skald_testdata import ADULT, ADULT_QIDS, adult_qid_config
 
 from airflow_skald.core.config.run_config import config_from_dict
