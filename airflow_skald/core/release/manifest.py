@@ -234,10 +234,12 @@ class RunRecord:
     peak_rss_bytes: int = 0
     peak_rss_bytes_by_phase: dict = field(default_factory=dict)
     airflow: dict = field(default_factory=dict)  # dag_id, run_id, try numbers
+    config: str = ""  # the config file the run read (its path)
 
     def to_dict(self) -> dict:
         return {
             "run_token": self.run_token,
+            **({"config": self.config} if self.config else {}),
             "started_at": self.started_at,
             "finished_at": self.finished_at,
             "timings_s": {k: round(v, 3) for k, v in self.timings_s.items()},

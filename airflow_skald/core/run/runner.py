@@ -147,7 +147,7 @@ class Run:
         if not self.token:
             self.token = cli_token()
         if self.record is None:
-            self.record = RunRecord(self.token)
+            self.record = RunRecord(self.token, config=self.config.source)
 
     @property
     def staging(self) -> str:

@@ -279,6 +279,17 @@ def test_report_sits_beside_the_manifest_and_is_self_contained(release):
     assert set(record["peak_rss_bytes_by_phase"]) >= {"encode", "histogram", "search"}
 
 
+def test_report_names_its_config_input_and_release(release):
+    """Issue 30 item 7: the report says which config file the run read, where its input was
+    and where the release is (the run record's config path, the manifest's settings)."""
+    html = (release / "report.html").read_text(encoding="utf-8")
+    tmp = release.parent
+    assert json.loads((release / "run.json").read_text())["config"] == str(tmp / "skald.yaml")
+    where = html[html.index("<h2>Where</h2>") :].split("</table>", 1)[0]
+    for label, path in (("config file", "skald.yaml"), ("input", "in"), ("release", "out")):
+        assert f"<td>{label}</td><td><code>{tmp / path}</code></td>" in where, where
+
+
 def test_report_holds_no_record_values(release):
     from helpers_data import CANARY_RAW
 

@@ -11,6 +11,7 @@ from airflow_skald.core.release.report.facts import page_facts, report_title
 from airflow_skald.core.release.report.format import page
 from airflow_skald.core.release.report.header import cards_html, header_html
 from airflow_skald.core.release.report.lattice import lattice_html
+from airflow_skald.core.release.report.locations import locations_html
 from airflow_skald.core.release.report.nodes import nodes_html
 from airflow_skald.core.release.report.plots import build_plots
 from airflow_skald.core.release.report.privacy import privacy_html
@@ -30,6 +31,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
         [
             header_html(m),
             cards_html(m),
+            locations_html(m),
             nodes_html(m),
             privacy_html(m),
             quality_html(m, plots),
