@@ -7,15 +7,18 @@ or the UI's session cookie):
   (``manifest.json``, ``report.html``, ``effective.json``, ``skald.yaml``, ``run.json``: figures
   and settings, never a data value), read from the release folder itself (found through the
   run's asset event), so links survive a move of the run-artifact store. If a later run
-  replaced that release, the run's own copies in its artifacts are served when they still
-  exist; otherwise 404 naming the run that replaced it. Needs read access to the DAG.
+  replaced that release, the records that run kept beside the output are served
+  (``core/release/replaced.py``; the report with a banner saying it was replaced, by which
+  run), else the run's own copies in its artifacts; otherwise 404 naming the run that
+  replaced it. Needs read access to the DAG.
 - ``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html``: the copies in a
   run's artifact folder (``[skald] artifacts``), for links recorded before the above existed.
 - ``/skald/releases``: "SKALD releases", every release recorded as an asset event on the
   ``skald-release`` alias (``operators/release_event.py``), newest first: time, DAG, run (a link
   to the run), output (and, for a release a later event on the same output replaced, by which
-  run), k / l / t, node, DM*, suppressed, verified, config path, config_sha256,
-  input_fingerprint, links to report, manifest, effective config and YAML. Needs read access
+  run, a link to it), k / l / t, node, DM*, suppressed, verified, config path, config_sha256
+  and input_fingerprint (whole), links to report, manifest, effective config and YAML (for a
+  replaced release whose records are kept nowhere: "gone", never a dead link). Needs read access
   to assets; rows are limited to the DAGs the user may read. Shown in the UI under Browse ->
   "SKALD releases" (an external view embedded by the UI).
 
