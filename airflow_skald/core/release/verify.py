@@ -129,6 +129,7 @@ def class_figures(
         "privacy_models": policy.figures(table),
         "sizes": sizes,
         "top": top,  # the release is the top node: its one class is left out of the risk
+        "table": table,  # the released classes (with their distributions)
     }
 
 
@@ -257,17 +258,22 @@ def release_sensitive(
 ) -> dict[str, SensitiveStats]:
     """The attributes' distributions over every row of a release (suppressed rows included:
     in mask mode, exactly the input's). `ordered` attributes are numerical: a CSV release holds
-    them as text, read back as numbers (an empty cell a null) so that they sort as numbers."""
+    them as text, read back as numbers (an empty cell a null) so that they sort as numbers.
+    An empty text is a null, as phase 1 reads it (a CSV release writes a null so)."""
     out = {}
     for j, a in enumerate(attributes):
         labels = classes.labels[n_qids + j]
         if a in ordered and any(isinstance(v, str) for v in labels):
             labels = [_number(a, v) for v in labels]
+        labels = [None if v == "" else v for v in labels]
         counts = np.bincount(
             classes.codes[:, n_qids + j], weights=classes.sizes, minlength=len(labels)
         ).astype(np.int64)
-        numeric = all(isinstance(v, int | float) for v in labels if v is not None)
-        out[a] = SensitiveStats(a, *_sorted_values(labels, counts.tolist()), numeric)
+        total: dict = {}
+        for v, c in zip(labels, counts.tolist(), strict=True):
+            total[v] = total.get(v, 0) + c
+        numeric = all(isinstance(v, int | float) for v in total if v is not None)
+        out[a] = SensitiveStats(a, *_sorted_values(list(total), list(total.values())), numeric)
     return out
 
 

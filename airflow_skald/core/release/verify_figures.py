@@ -4,8 +4,9 @@ verification with one line naming it (``manifest says privacy_models[2].max_dist
 but the release has 0.35``); never a data value, only figures.
 
 Compared: the counts (suppressed records, classes, smallest class, the largest suppression the
-limit allows, records per class), DM* and DM, Sweeney's precision (from the node's levels), the
-class-size histogram, the risk of the kept classes, each privacy model's figure and the risk
+limit allows, records per class), DM* and DM (also as quality_models scores), Sweeney's
+precision (from the node's levels), the class-size histogram, the risk of the kept classes, each
+privacy model's figure, the figures of the classes closest to breaking a criterion, and the risk
 analysis. Not compared, because the release does not determine them: ARX's DM* (it counts the
 suppressed classes one by one, merged into one in the release), the per-chunk figures, the
 figures of a model comparing classes with a population table (δ-presence, exact k-map: that
@@ -76,6 +77,10 @@ def _figures(
     for key, value in own.items():
         if key in manifest:
             yield key, manifest[key], value
+    scores = (manifest.get("quality_models") or {}).get("scores")
+    for key in ("dm_star", "dm"):  # (its "precision" is ARX's loss, not Sweeney's figure)
+        if isinstance(scores, dict) and key in scores and key in own:
+            yield f"quality_models.scores.{key}", scores[key], own[key]
     claimed_risk = manifest.get("risk")
     if isinstance(claimed_risk, dict):
         again = risk(sizes, policy.min_class_size)
@@ -83,6 +88,27 @@ def _figures(
             if key in claimed_risk and (as_manifest or key != "share_below_2k"):
                 yield f"risk.{key}", claimed_risk[key], value
     yield from _model_figures(manifest.get("privacy_models"), policy, figures["privacy_models"])
+    if isinstance(manifest.get("at_risk_classes"), list):
+        again = policy.at_risk(figures["table"])
+        claimed = _at_risk_figures(manifest["at_risk_classes"])
+        for ident, values in _at_risk_figures(again).items():
+            if ident in claimed:
+                yield f"at_risk_classes[{ident[0]} of {ident[1]}].figure", claimed[ident], values
+
+
+def _at_risk_figures(rows: list) -> dict[tuple, list]:
+    """The figures of the classes closest to breaking each criterion, worst first per
+    (model, attribute): which of several classes of one figure is listed may differ, the
+    figures may not."""
+    out: dict[tuple, list] = {}
+    for row in rows:
+        if isinstance(row, dict):
+            out.setdefault((row.get("model"), row.get("attribute")), []).append(row.get("figure"))
+    return {ident: sorted(v, key=_order) for ident, v in out.items()}
+
+
+def _order(value: object) -> tuple:
+    return (0, float(value)) if isinstance(value, int | float) else (1, 0.0)
 
 
 def _model_figures(
@@ -136,6 +162,8 @@ def _same(claimed: object, value: object) -> bool:
         value = value.item()
     if isinstance(value, dict) and isinstance(claimed, dict):
         return claimed.keys() == value.keys() and all(_same(claimed[k], value[k]) for k in value)
+    if isinstance(value, list) and isinstance(claimed, list):
+        return len(claimed) == len(value) and all(map(_same, claimed, value))
     if isinstance(value, float) or isinstance(claimed, float):
         if not isinstance(claimed, int | float) or isinstance(claimed, bool):
             return False

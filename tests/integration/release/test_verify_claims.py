@@ -162,7 +162,21 @@ def _bump(value):
     return value + 1 if isinstance(value, int) else value * 1.5 + 0.01
 
 
+def _worse_at_risk(m: dict) -> None:
+    row = next(r for r in m["at_risk_classes"] if r["model"] == "t-closeness")
+    row["figure"] = _bump(row["figure"])
+
+
 FIGURE_EDITS = [
+    (
+        "quality_models.scores.dm",
+        lambda m: (
+            m["quality_models"]["scores"].__setitem__("dm", m["dm"] + 1)
+            if "quality_models" in m
+            else m.__setitem__("quality_models", {"scores": {"dm": m["dm"] + 1}})
+        ),
+    ),
+    ("at_risk_classes[t-closeness of disease].figure", _worse_at_risk),
     ("dm", lambda m: m.__setitem__("dm", m["dm"] + 1)),
     ("avg_class_size", lambda m: m.__setitem__("avg_class_size", _bump(m["avg_class_size"]))),
     ("max_suppressed", lambda m: m.__setitem__("max_suppressed", m["max_suppressed"] + 1)),
