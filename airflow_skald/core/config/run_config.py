@@ -34,6 +34,7 @@ from airflow_skald.core.privacy.registry import (
 )
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
+from airflow_skald.core.settings.microaggregation import Microaggregation, parse_microaggregation
 from airflow_skald.core.settings.parse import (
     choice as _choice,
 )
@@ -83,11 +84,14 @@ class QidSpec:
     widths: tuple[Fraction, ...] | None = None
     encode: bool = False
     rule: Rule | None = None
+    microaggregation: Microaggregation | None = None  # SPEC §4f: released as a class aggregate
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe summary (hierarchies hashed, not copied) for manifests; a rule as written
         (the hierarchy it builds is hashed in the manifest's `hierarchies`)."""
         out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.microaggregation is not None:
+            out["microaggregation"] = self.microaggregation.describe()
         if self.rule is not None:
             out["rule"] = self.rule.describe()
         if self.type in ("date", "masked"):
@@ -133,6 +137,10 @@ class SkaldConfig:
     # a population table whose flagged records are released (SPEC §4e)
     research_subset: ResearchSubset | None = None
     database: DatabaseSource | None = None  # a table or query staged into `input` (SPEC §2a)
+    # QIDs microaggregated with `cluster: false` (SPEC §4f): out of the lattice, released as
+    # the aggregate over the classes of the other QIDs (the clustered ones stay in
+    # `quasi_identifiers`, their spec's `microaggregation` set)
+    microaggregated: tuple[QidSpec, ...] = ()
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -146,11 +154,21 @@ class SkaldConfig:
         return tuple(dict.fromkeys(m.attribute for m in self.privacy if m.attribute))
 
     @property
+    def microaggregations(self) -> dict[str, Microaggregation]:
+        """Every microaggregated QID (in the lattice or not) and its function."""
+        return {
+            q.name: q.microaggregation
+            for q in (*self.quasi_identifiers, *self.microaggregated)
+            if q.microaggregation is not None
+        }
+
+    @property
     def counted_attributes(self) -> tuple[str, ...]:
-        """What phases 1 and 2 count per class besides sizes: the criteria's attributes and
-        the research subset's column (its flags, SPEC §4e), which is never released."""
+        """What phases 1 and 2 count per class besides sizes: the criteria's attributes, the
+        research subset's column (its flags, SPEC §4e), which is never released, and the
+        microaggregated QIDs (SPEC §4f)."""
         subset = (self.research_subset.column,) if self.research_subset else ()
-        return tuple(dict.fromkeys([*self.criteria_attributes, *subset]))
+        return tuple(dict.fromkeys([*self.criteria_attributes, *subset, *self.microaggregations]))
 
     @property
     def k(self) -> int:
@@ -225,6 +243,11 @@ class SkaldConfig:
             "input": self.database.describe() if self.database else asdict(self.input),
             "output": asdict(self.output),
             "qids": [q.describe() for q in self.quasi_identifiers],
+            **(
+                {"microaggregated": [q.describe() for q in self.microaggregated]}
+                if self.microaggregated
+                else {}
+            ),
             **settings_of(self.privacy),
             "suppression_limit": str(self.suppression_limit),
             "chunk_rows": self.chunk_rows,
@@ -310,7 +333,14 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     _no_unknown(risk, file_keys("risk"), "risk")
     if "sampling_fraction" in risk and "population" in risk:
         raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
-    qids = _qids(raw["quasi_identifiers"], base_dir)
+    every_qid = _qids(raw["quasi_identifiers"], base_dir)
+    qids = [q for q in every_qid if q.microaggregation is None or q.microaggregation.cluster]
+    if not qids:
+        raise ConfigError(
+            "every quasi-identifier is microaggregated with cluster: false: at least one must "
+            "stay in the generalisation lattice"
+        )
+    out_of_lattice = [q for q in every_qid if q not in qids]
     names = [q.name for q in qids]
     direct, pseudonymised = parse_direct_identifiers(raw.get("direct_identifiers") or [])
     key = parse_pseudonym_key(raw.get("pseudonym_key"), pseudonymised, base_dir)
@@ -320,7 +350,9 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     models = parse_models(privacy, ctx)
     if subset is not None:
         check_subset_models(models)
-    roles = names + direct + sensitive + ([subset.column] if subset else [])
+        if out_of_lattice or any(q.microaggregation for q in qids):
+            raise ConfigError("microaggregation cannot be combined with a research_subset")
+    roles = [q.name for q in every_qid] + direct + sensitive + ([subset.column] if subset else [])
     dup = sorted({n for n in roles if roles.count(n) > 1})
     if dup:
         raise ConfigError(
@@ -328,6 +360,11 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         )
     priority = _names(raw.get("qid_priority") or [], "qid_priority")
     for n in priority:
+        if n in [q.name for q in out_of_lattice]:
+            raise ConfigError(
+                f"qid_priority names '{n}', which leaves the lattice (microaggregation with "
+                "cluster: false)"
+            )
         if n not in names:
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
@@ -354,6 +391,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),
         research_subset=subset,
+        microaggregated=tuple(out_of_lattice),
         suppressed_records=_file(raw, "suppressed_records"),
         root=_file(raw, "root"),
         objective=_file(raw, "objective"),
@@ -397,6 +435,12 @@ def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
             raise ConfigError(f"quasi_identifiers[{i}] needs a 'name'")
         kind = item.get("type")
         where = f"quasi-identifier '{name}'"
+        micro = None
+        if "microaggregation" in item:
+            if kind not in ("numerical", "categorical"):
+                raise ConfigError(f"{where}: microaggregation needs a numerical or categorical QID")
+            micro = parse_microaggregation(item["microaggregation"], where)
+            item = {key: v for key, v in item.items() if key != "microaggregation"}
         if kind == "categorical" and "order" in item:
             _no_unknown(item, {"name", "type", "order", "group", "labels"}, where)
             out.append(QidSpec(name=name, type=kind, rule=parse_ordered_rule(name, item)))
@@ -449,6 +493,8 @@ def _qids(raw: Any, base_dir: Path | None) -> list[QidSpec]:
             )
         else:
             raise ConfigError(f"{where}: type must be categorical, numerical, date or masked")
+        if micro is not None:
+            out[-1] = replace(out[-1], microaggregation=micro)
     names = [q.name for q in out]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:

@@ -207,6 +207,7 @@ def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
     """Every configured column must exist in the file."""
     needed = [
         *config.qid_names,
+        *(q.name for q in config.microaggregated),
         *config.direct_identifiers,
         *config.pseudonymised,
         *config.sensitive_attributes,
@@ -241,12 +242,14 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
 
     attributes = config.counted_attributes
     numbers = {m.attribute for m in config.privacy if m.numeric_attribute}
+    numbers |= set(config.microaggregations)
     sstats: dict[str, SensitiveStats] = {}
     types = counting_types(config)
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
-        table = read_chunk(config.input, chunk, [*config.qid_names, *attributes], types)
-        values = {a: SensitiveStats.of_column(a, table.column(a), a in numbers) for a in attributes}
+        columns = list(dict.fromkeys([*config.qid_names, *attributes]))
+        table = read_chunk(config.input, chunk, columns, types)
+        values = {a: _counted(config, table.column(a), a, a in numbers) for a in attributes}
         return scan_table(config, table, chunk), values, table.num_rows
 
     for i, (_, (part, values, rows)) in enumerate(map_ahead(scan, chunks)):
@@ -256,6 +259,20 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         if progress:
             progress(i + 1, len(chunks), rows)
     return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files, sstats)
+
+
+def _counted(config: SkaldConfig, column: pa.ChunkedArray, name: str, numbers: bool):
+    """An attribute's values and counts in one chunk; a microaggregated QID's must be numbers."""
+    if name in config.microaggregations and name not in config.criteria_attributes:
+        try:
+            return SensitiveStats.of_column(name, column, numbers)
+        except DataError:
+            function = config.microaggregations[name].function
+            raise DataError(
+                f"quasi-identifier '{name}' holds text, but its microaggregation ({function}) "
+                "needs numbers"
+            ) from None
+    return SensitiveStats.of_column(name, column, numbers)
 
 
 def scan_table(config: SkaldConfig, table: pa.Table, chunk: ChunkRef) -> dict[str, QidStats]:

@@ -7,6 +7,8 @@ identifiers are removed (or pseudonymised: `pseudonym`), and every other column 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -19,6 +21,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
 from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.microaggregation import Aggregates, release_column
 
 
 def released_columns(config: SkaldConfig, columns: list[str]) -> list[str]:
@@ -118,11 +121,17 @@ def bin_labels(dim: Dimension, level: int, codes: np.ndarray) -> list[str]:
 
 
 def generalise_table(
-    config: SkaldConfig, plan: Plan, decision: Decision, table: pa.Table, chunk: ChunkRef
+    config: SkaldConfig,
+    plan: Plan,
+    decision: Decision,
+    table: pa.Table,
+    chunk: ChunkRef,
+    aggregates: Sequence[Aggregates] = (),
 ) -> pa.Table:
     """The release part of one chunk (`table` holds the released columns; text columns may be
     dictionary-encoded). Every dictionary of the result lists only values its rows hold.
-    With a research subset only its records are released, without its column (SPEC §4e)."""
+    With a research subset only its records are released, without its column (SPEC §4e).
+    A microaggregated QID (`aggregates`, SPEC §4f) gets its class's aggregate instead."""
     if config.research_subset is not None:
         column = config.research_subset.column
         stats = plan.stats.sensitive[column]
@@ -131,9 +140,11 @@ def generalise_table(
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
+    keys = None
+    if decision.suppressed_keys.size or aggregates:
+        keys = keys_of(node_codes, decision.radices)
     if decision.suppressed_keys.size:
         n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
-        keys = keys_of(node_codes, decision.radices)
         mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
     else:  # nothing suppressed: no class keys to compute
         mask = np.zeros(table.num_rows, dtype=bool)
@@ -141,6 +152,7 @@ def generalise_table(
         keep = ~mask
         table = table.filter(pa.array(keep))
         node_codes = [codes[keep] for codes in node_codes]
+        keys = keys[keep]
         mask = np.zeros(table.num_rows, dtype=bool)
     if config.pseudonymised:
         hasher = Hasher(config.pseudonym_key.secret())
@@ -167,4 +179,7 @@ def generalise_table(
             pa.array(inv, pa.int32()), pa.array(labels, pa.string())
         )
         table = table.set_column(table.schema.get_field_index(dim.name), dim.name, arr)
+    for agg in aggregates:
+        arr = release_column(agg, keys, masked)
+        table = table.set_column(table.schema.get_field_index(agg.name), agg.name, arr)
     return table

@@ -46,6 +46,7 @@ from airflow_skald.core.release.commit import (
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
+from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at
 
 log = logging.getLogger("airflow_skald")
 
@@ -109,7 +110,7 @@ def count_histogram(
     says where it ended."""
     chain = plan.counting_chain()
     sensitive = {a: plan.stats.sensitive[a] for a in config.counted_attributes}
-    columns = [*config.qid_names, *sensitive]
+    columns = list(dict.fromkeys([*config.qid_names, *sensitive]))
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
@@ -200,6 +201,16 @@ def search_lattice(
     )
 
 
+def microaggregate(
+    config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision
+) -> list[Aggregates]:
+    """The microaggregated QIDs' labels per class of the chosen node (SPEC §4f), from phase
+    2's counts: no pass over the data."""
+    if counts.node is not None and tuple(counts.node) != tuple(plan.root):
+        plan = plan.with_root(counts.node)
+    return aggregates_at(plan, counts, decision.node, config.microaggregations)
+
+
 def write_parts(
     config: SkaldConfig,
     plan: Plan,
@@ -207,8 +218,10 @@ def write_parts(
     chunks: Sequence[ChunkRef],
     staging: str,
     progress: Progress | None = None,
+    aggregates: Sequence[Aggregates] = (),
 ) -> list[str]:
-    """Phase 3 for some chunks: one part per chunk into the staging folder."""
+    """Phase 3 for some chunks: one part per chunk into the staging folder (`aggregates`:
+    the microaggregated QIDs' class labels)."""
     columns = released_columns(config, plan.stats.columns)
     types = csv_types(config)
     tick = ChunkProgress("generalise", len(chunks), progress)
@@ -216,7 +229,7 @@ def write_parts(
 
     def write(chunk: ChunkRef) -> tuple[str, int]:
         table = read_chunk(config.input, chunk, columns, types, text_as_dictionary=True)
-        part = generalise_table(config, plan, decision, table, chunk)
+        part = generalise_table(config, plan, decision, table, chunk, aggregates)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)
         return name, table.num_rows

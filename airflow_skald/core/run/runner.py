@@ -81,6 +81,11 @@ from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.microaggregation import (
+    Aggregates,
+    aggregates_from_bytes,
+    aggregates_to_bytes,
+)
 
 log = logging.getLogger("airflow_skald")
 
@@ -91,6 +96,7 @@ DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERS
 PLAN = "plan.json"  # phase 1's decision: the RAM root and its figures (no values)
 HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
 DECISION = "decision.json"  # chosen node, figures, suppressed class keys (codes, no values)
+MICROAGGREGATES = "microaggregates.bin"  # class aggregates at the node: PERSONAL DATA (§4f)
 TIMINGS = "timings/"  # wall-clock seconds per task: the only artifacts a retry changes
 
 
@@ -247,10 +253,18 @@ class Run:
             self._cache["decision"] = Decision.from_bytes(self.store.read_bytes(DECISION))
         return self._cache["decision"]
 
+    def microaggregates(self) -> list[Aggregates]:
+        """The microaggregated QIDs' labels per class of the node (none: [])."""
+        if "microaggregates" not in self._cache:
+            found = self.store.exists(MICROAGGREGATES)
+            data = self.store.read_bytes(MICROAGGREGATES) if found else None
+            self._cache["microaggregates"] = aggregates_from_bytes(data) if data else []
+        return self._cache["microaggregates"]
+
     def for_worker(self) -> Run:
         """What a worker process needs of this run (not the root histogram)."""
         store = MemoryStore()
-        for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION):
+        for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION, MICROAGGREGATES):
             if self.store.exists(name):
                 store.write_bytes(name, self.store.read_bytes(name))
         return Run(self.config, store, self.token)
@@ -457,6 +471,10 @@ class HistogramPhase(Phase[RootCounts, Decision]):
         run.measured("search", time.perf_counter() - t0)
         run.store.write_bytes(DECISION, decision.to_bytes())
         run._cache["decision"] = decision
+        if run.config.microaggregations:
+            aggregates = P.microaggregate(run.config, plan, merged, decision)
+            run.store.write_bytes(MICROAGGREGATES, aggregates_to_bytes(aggregates))
+            run._cache["microaggregates"] = aggregates
         f = decision.figures
         log.info(
             "chosen node %s %s: DM*=%d, suppressed %d of %d (limit %d), %d/%d nodes evaluated",
@@ -490,7 +508,13 @@ class GeneralisePhase(Phase[Written, dict]):
         fs, root = filesystem(run.staging)
         fs.makedirs(root, exist_ok=True)
         names = P.write_parts(
-            run.config, run.plan(), run.decision(), chunks, run.staging, run.progress
+            run.config,
+            run.plan(),
+            run.decision(),
+            chunks,
+            run.staging,
+            run.progress,
+            run.microaggregates(),
         )
         return Written(names, P.count_written(run.config, run.staging, names))
 

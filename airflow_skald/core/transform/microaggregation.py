@@ -1,0 +1,279 @@
+"""Microaggregation (SPEC §4f): a QID released as an aggregate of its original values over
+the record's class instead of a generalised label, as ARX's `MicroAggregationFunction`
+(`DistributionAggregateFunction`) computes it.
+
+Where the values come from (ADR 0021): phase 2 counts the attribute's values per root bin,
+as it counts a sensitive attribute's for l-diversity (a (class, value) histogram, exactly
+additive over chunks and rolled up the root chain with the class counts). After the search the
+table is rolled up to the chosen node (`class_source.ClassSource`), which gives every class's
+value histogram, so every function is exact and no pass over the data is added: phase 3 looks
+each record's class key up in the per-class labels (`Aggregates`).
+
+ARX's definitions, over the class's non-null values (ARX's `create...()` functions ignore
+missing values; a class of nulls only gets ARX's `NULL`):
+
+* `mean`: commons-math's two-pass mean, `x̄ + Σ(x - x̄) / n` with `x̄ = Σx / n`;
+* `geometric_mean`: `exp(Σ ln(x + 1) / n) - 1`;
+* `median`: the value at 0-based rank `n // 2` of the sorted values when `n` is odd, else the
+  mean of ranks `n/2 - 1` and `n/2`;
+* `mode`: the most frequent value (ARX breaks a tie by its hash table's bucket order, which
+  depends on its dictionary codes and on the order rows were added; here: the smallest value);
+* `interval`: `[min, max]`.
+
+An integer QID (every value a whole number: ARX's INTEGER) rounds the mean, the geometric mean
+and an even median with Java's `Math.round` (half up); a decimal QID keeps the double, written
+as Java's `Double.toString` writes it (ARX's DECIMAL format).
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.search.class_source import ClassSource
+from airflow_skald.core.settings.microaggregation import Microaggregation
+
+NULL = "NULL"  # ARX's DataType.NULL_VALUE: the aggregate of a class of nulls only
+
+
+# ---------------------------------------------------------------- numbers as ARX writes them
+def java_round(x: np.ndarray) -> np.ndarray:
+    """Java's `Math.round(double)`: floor(x + 1/2) computed exactly (half up, -2.5 -> -2)."""
+    f = np.floor(x)
+    return f + ((x - f) >= 0.5)
+
+
+def java_double_text(x: float) -> str:
+    """Java's `Double.toString`: shortest digits; plain between 1e-3 and 1e7, else
+    computerised scientific notation (`1.0E7`, `1.5E-4`)."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    a = abs(x)
+    sign = "-" if x < 0 else ""
+    if 1e-3 <= a < 1e7:
+        return sign + repr(a)  # plain in this range, with ".0" for a whole number
+    mantissa, exponent = _shortest_scientific(a)
+    return f"{sign}{mantissa}E{exponent}"
+
+
+def _shortest_scientific(a: float) -> tuple[str, int]:
+    """The fewest significant digits (d.ddd, at least one decimal) that read back as `a`."""
+    for places in range(1, 17):
+        text = f"{a:.{places}e}"
+        if float(text) == a:
+            break
+    mantissa, exponent = text.split("e")
+    whole, _, decimals = mantissa.partition(".")
+    return f"{whole}.{decimals.rstrip('0') or '0'}", int(exponent)
+
+
+def number_text(x: float, integer: bool) -> str:
+    """A released number: an integer QID's as a whole number (already rounded), a decimal
+    QID's as Java writes a double."""
+    if integer:
+        return str(int(x))
+    return java_double_text(float(x))
+
+
+# ---------------------------------------------------------------- one attribute's values
+@dataclass(frozen=True)
+class ValueDomain:
+    """The numbers behind an attribute's value codes (phase 1's sorted distinct values; a
+    null code is NaN) and whether the QID is an integer one (ARX's INTEGER)."""
+
+    numbers: np.ndarray
+    integer: bool
+
+    @classmethod
+    def of_stats(cls, stats: SensitiveStats) -> ValueDomain:
+        values = [math.nan if v is None else v for v in stats.values]
+        numbers = np.asarray(values, dtype=np.float64)
+        known = numbers[~np.isnan(numbers)]
+        integer = bool(np.all(known == np.floor(known))) and bool(np.all(np.abs(known) < 2**53))
+        return cls(numbers, integer)
+
+
+def aggregate_labels(
+    function: str, classes: ClassValues, domain: ValueDomain
+) -> tuple[np.ndarray, list[str]]:
+    """Each class's released value: (label index per class (int32), the distinct labels)."""
+    numbers = domain.numbers[classes.value]
+    known = ~np.isnan(numbers)
+    cls, x, w = classes.cls[known], numbers[known], classes.count[known]
+    n_classes = classes.n_classes
+    present = np.zeros(n_classes, dtype=bool)
+    present[cls] = True
+    starts = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]]) if cls.size else cls
+    owners = cls[starts]
+    if function == "interval":
+        ends = np.r_[starts[1:], cls.size] - 1
+        pairs = np.stack([x[starts], x[ends]], axis=1) if owners.size else np.zeros((0, 2))
+        uniq, inv = np.unique(pairs, axis=0, return_inverse=True)
+        labels = [
+            f"[{number_text(a, domain.integer)}, {number_text(b, domain.integer)}]"
+            for a, b in uniq.tolist()
+        ]
+    else:
+        result = _FUNCTIONS[function](x, w, starts)
+        if domain.integer and function in ("mean", "geometric_mean", "median"):
+            result = java_round(result)
+        uniq, inv = np.unique(result, return_inverse=True)
+        labels = [number_text(v, domain.integer) for v in uniq.tolist()]
+    index = np.full(n_classes, len(labels), dtype=np.int32)
+    index[owners] = inv.reshape(-1).astype(np.int32)
+    if not present.all():
+        labels.append(NULL)
+    return index, labels
+
+
+def _sizes(w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    return np.add.reduceat(w, starts).astype(np.float64) if starts.size else np.zeros(0)
+
+
+def _mean(x: np.ndarray, w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    if not starts.size:
+        return np.zeros(0)
+    n = _sizes(w, starts)
+    xbar = np.add.reduceat(x * w, starts) / n
+    correction = np.add.reduceat((x - xbar[_run_class(x, starts)]) * w, starts)
+    return xbar + correction / n
+
+
+def _run_class(x: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """Each run's class position (0 .. len(starts) - 1)."""
+    mask = np.zeros(x.size, dtype=np.int64)
+    mask[starts[1:]] = 1
+    return np.cumsum(mask)
+
+
+def _geometric_mean(x: np.ndarray, w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    if not starts.size:
+        return np.zeros(0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.exp(np.add.reduceat(np.log(x + 1.0) * w, starts) / _sizes(w, starts)) - 1.0
+
+
+def _median(x: np.ndarray, w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    if not starts.size:
+        return np.zeros(0)
+    cum = np.cumsum(w)  # runs are in (class, value) order: positions over all classes
+    n = np.add.reduceat(w, starts)
+    before = cum[starts] - w[starts]  # records of earlier classes
+    upper = np.searchsorted(cum, before + n // 2, side="right")
+    lower = np.searchsorted(cum, before + (n - 1) // 2, side="right")
+    return np.where(n % 2 == 1, x[upper], (x[lower] + x[upper]) / 2.0)
+
+
+def _mode(x: np.ndarray, w: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    if not starts.size:
+        return np.zeros(0)
+    top = np.maximum.reduceat(w, starts)
+    run_class = _run_class(x, starts)
+    best = np.flatnonzero(w == top[run_class])  # ascending: the smallest value first
+    first = np.unique(run_class[best], return_index=True)[1]
+    return x[best[first]]
+
+
+_FUNCTIONS = {
+    "mean": _mean,
+    "geometric_mean": _geometric_mean,
+    "median": _median,
+    "mode": _mode,
+}
+
+
+# ---------------------------------------------------------------- per-class labels, phase 3
+@dataclass
+class Aggregates:
+    """One microaggregated attribute at the chosen node: the class keys (sorted int64, over
+    the lattice's QIDs at the node), each class's label index, and the distinct labels. Holds
+    values derived from personal data: artifact storage only, never XCom or manifests."""
+
+    name: str
+    keys: np.ndarray
+    index: np.ndarray
+    labels: list[str]
+
+    def labels_of(self, keys: np.ndarray) -> np.ndarray:
+        """Each record's label index given its class key at the node (every key is a class
+        the counts saw: phase 3 reads the records phase 2 counted)."""
+        pos = np.searchsorted(self.keys, keys)
+        pos = np.minimum(pos, max(self.keys.size - 1, 0))
+        if keys.size and not np.array_equal(self.keys[pos], keys):
+            raise ValueError(f"a record of '{self.name}' is in a class phase 2 did not count")
+        return self.index[pos]
+
+
+def aggregates_to_bytes(items: Sequence[Aggregates]) -> bytes:
+    buf = io.BytesIO()
+    arrays = {}
+    for i, a in enumerate(items):
+        arrays[f"keys{i}"] = a.keys
+        arrays[f"index{i}"] = a.index
+        arrays[f"labels{i}"] = np.asarray(a.labels, dtype=np.str_)
+        arrays[f"name{i}"] = np.asarray(a.name, dtype=np.str_)
+    np.savez(buf, n=np.asarray(len(items)), **arrays)
+    return buf.getvalue()
+
+
+def aggregates_from_bytes(data: bytes) -> list[Aggregates]:
+    z = np.load(io.BytesIO(data))
+    return [
+        Aggregates(
+            str(z[f"name{i}"]),
+            z[f"keys{i}"].astype(np.int64),
+            z[f"index{i}"].astype(np.int32),
+            [str(s) for s in z[f"labels{i}"].tolist()],
+        )
+        for i in range(int(z["n"]))
+    ]
+
+
+# ---------------------------------------------------------------- at the chosen node
+def aggregates_at(
+    plan: Plan,
+    counts: RootCounts,
+    node: Sequence[int],
+    functions: Mapping[str, Microaggregation],
+) -> list[Aggregates]:
+    """Each microaggregated attribute's labels per class of `node`, from phase 2's (root
+    class, value) tables rolled up to the node (`plan` is at the counts' node)."""
+    if not functions:
+        return []
+    names = list(functions)
+    source = ClassSource(plan, counts, names)
+    keys, table = source.keyed(tuple(node))
+    out = []
+    for name in names:
+        domain = ValueDomain.of_stats(plan.stats.sensitive[name])
+        index, labels = aggregate_labels(functions[name].function, table.values[name], domain)
+        out.append(Aggregates(name, keys, index, labels))
+    return out
+
+
+def release_column(aggregates: Aggregates, keys: np.ndarray, masked: np.ndarray) -> pa.Array:
+    """The released column of one chunk: each record's class label (dictionary-encoded, only
+    the labels its rows use), `*` in masked (suppressed) rows."""
+    index = aggregates.labels_of(keys)
+    labels = np.asarray([*aggregates.labels, TOP], dtype=object)
+    if masked.size:
+        index = index.copy()
+        index[masked] = len(aggregates.labels)
+    used, inverse = np.unique(index, return_inverse=True)
+    return pa.DictionaryArray.from_arrays(
+        pa.array(inverse.astype(np.int32), pa.int32()), pa.array(labels[used].tolist(), pa.string())
+    )
