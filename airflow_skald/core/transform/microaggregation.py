@@ -2,7 +2,7 @@
 the record's class instead of a generalised label, as ARX's `MicroAggregationFunction`
 (`DistributionAggregateFunction`) computes it.
 
-Where the values come from (ADR 0021): phase 2 counts the attribute's values per root bin,
+Where the values come from (ADR 0022): phase 2 counts the attribute's values per root bin,
 as it counts a sensitive attribute's for l-diversity (a (class, value) histogram, exactly
 additive over chunks and rolled up the root chain with the class counts). After the search the
 table is rolled up to the chosen node (`class_source.ClassSource`), which gives every class's
