@@ -48,6 +48,8 @@ class _SkaldOperator(BaseOperator):
 
     :param input_path: Overrides input.path: a file, folder, glob or fsspec URL (s3://...).
         (templated)
+    :param input_table: Overrides input.table: the database table read (the config's input
+        names its connection). (templated)
     :param output_path: Overrides output.path: where the release and its manifest go. (templated)
     :param k: k of k-anonymity (an integer >= 2); empty = the config file's privacy.k. (templated)
     :param suppression_limit: Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1
@@ -104,6 +106,7 @@ class _SkaldOperator(BaseOperator):
         mode: str = "all",
         chunk_group: dict | None = None,
         input_path: str | None = None,
+        input_table: str | None = None,
         output_path: str | None = None,
         k: int | str | None = None,
         suppression_limit: float | str | None = None,
@@ -137,6 +140,7 @@ class _SkaldOperator(BaseOperator):
         self.config, self.artifacts = config, artifacts
         self.mode, self.chunk_group = mode, chunk_group
         self.input_path = input_path
+        self.input_table = input_table
         self.output_path = output_path
         self.k = k
         self.suppression_limit = suppression_limit

@@ -145,6 +145,11 @@ class SkaldConfig:
     source: str = field(default="", compare=False)
 
     @property
+    def input_table(self) -> str | None:
+        """The database table read (None: files, or a query)."""
+        return self.database.table if self.database else None
+
+    @property
     def qid_names(self) -> list[str]:
         return [q.name for q in self.quasi_identifiers]
 
@@ -206,6 +211,10 @@ class SkaldConfig:
             if key == "input_path":
                 fields["input"] = replace(self.input, path=_abs(value, base_dir))
                 fields["database"] = None  # files in place of the table
+            elif key == "input_table":
+                if self.database is None:
+                    raise ConfigError("input_table: the config's input is not a database table")
+                fields["database"] = replace(self.database, table=value, sql=None)
             elif key == "output_path":
                 fields["output"] = replace(self.output, path=_abs(value, base_dir))
                 if self.database is not None and "input" not in fields:  # staged beside it

@@ -160,6 +160,13 @@ SETTINGS: tuple[Setting, ...] = (
         "Overrides input.path: a file, folder, glob or fsspec URL (s3://...).",
     ),
     Setting(
+        "input_table",
+        ("input", "table"),
+        {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$"},
+        "a table name (name or schema.name)",
+        "Overrides input.table: the database table read (the config's input names its connection).",
+    ),
+    Setting(
         "output_path",
         ("output", "path"),
         {"type": "string", "minLength": 1},
