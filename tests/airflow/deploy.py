@@ -55,6 +55,9 @@ def hostname():
 """
 
 TERMINAL_RUN_STATES = {"success", "failed"}
+# one request's limit: on a loaded 2-core machine (make test beside other work) the api-server
+# answers some requests after more than 30 s; a deadline of the caller's still bounds a wait
+HTTP_TIMEOUT_S = 120
 
 
 class DeploymentError(RuntimeError):
@@ -91,7 +94,7 @@ class Deployment:
         worker_concurrency: int = 2,
         parallelism: int = 4,
         extra_env: dict[str, str] | None = None,
-        start_timeout: float = 120.0,
+        start_timeout: float = 300.0,
     ) -> None:
         self.dags_folder = Path(dags_folder)
         self.executor = executor
@@ -304,7 +307,7 @@ class Deployment:
             self.base_url + path, data=data, method=method, headers=headers
         )
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as resp:
                 payload = resp.read()
         except urllib.error.HTTPError as exc:
             raise DeploymentError(
@@ -318,7 +321,7 @@ class Deployment:
             self.base_url + path, headers={"Authorization": f"Bearer {self.token()}"}
         )
         try:
-            with urllib.request.urlopen(req, timeout=30) as resp:
+            with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as resp:
                 return resp.read().decode()
         except urllib.error.HTTPError as exc:
             raise DeploymentError(f"GET {path} -> HTTP {exc.code}: {exc.read()[:2000]!r}") from None
