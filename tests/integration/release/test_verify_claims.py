@@ -251,6 +251,14 @@ DROP_T = {
 }
 
 
+DROP_B_D = {
+    "k": 2,
+    "suppression_limit": 0.3,
+    "b_likeness": [{"attribute": "disease", "beta": 1}],
+    "d_disclosure": [{"attribute": "disease", "delta": 1.2}],
+}
+
+
 @pytest.fixture(scope="module")
 def t_releases(tmp_path_factory) -> dict[str, Path]:
     return {
@@ -259,6 +267,21 @@ def t_releases(tmp_path_factory) -> dict[str, Path]:
             tmp_path_factory.mktemp("drop"), privacy=DROP_T, suppressed_records="drop"
         ),
     }
+
+
+def test_b_likeness_and_d_disclosure_are_rechecked_in_drop_mode(tmp_path, capsys) -> None:
+    out = _release(tmp_path / "run", privacy=DROP_B_D, suppressed_records="drop")
+    manifest = _manifest(out)
+    assert manifest["n_suppressed"] > 0 and "sensitive_counts" in manifest
+    code, stdout, err = _verify(out, capsys)
+    assert code == 0, err
+    report = json.loads(stdout)
+    assert report["verified"] is True and "not_rechecked" not in report
+    _concentrate(out)
+    code, stdout, err = _verify(out, capsys)
+    assert code == 1 and stdout == "", err
+    line = _one_line(err)
+    assert "violates enhanced 1-likeness on disease" in line, line
 
 
 def _concentrate(out: Path) -> None:
