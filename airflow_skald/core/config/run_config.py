@@ -22,6 +22,7 @@ from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.database.source import DatabaseSource, parse_source, staged_path
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
+from airflow_skald.core.data.subset_keys import KeyedSubset
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel
 from airflow_skald.core.privacy.registry import (
@@ -166,6 +167,11 @@ class SkaldConfig:
             for q in (*self.quasi_identifiers, *self.microaggregated)
             if q.microaggregation is not None
         }
+
+    @property
+    def keyed_subset(self) -> KeyedSubset | None:
+        """A research subset given by a dataset of keys (its flag is derived when read)."""
+        return self.research_subset.keyed if self.research_subset else None
 
     @property
     def counted_attributes(self) -> tuple[str, ...]:
@@ -354,14 +360,21 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     direct, pseudonymised = parse_direct_identifiers(raw.get("direct_identifiers") or [])
     key = parse_pseudonym_key(raw.get("pseudonym_key"), pseudonymised, base_dir)
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
-    subset = ResearchSubset.parse(raw.get("research_subset"))
+    subset = ResearchSubset.parse(
+        raw.get("research_subset"), lambda r, where: _location(r, where, base_dir)
+    )
     ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
     models = parse_models(privacy, ctx)
     if subset is not None:
         check_subset_models(models)
         if out_of_lattice or any(q.microaggregation for q in qids):
             raise ConfigError("microaggregation cannot be combined with a research_subset")
-    roles = [q.name for q in every_qid] + direct + sensitive + ([subset.column] if subset else [])
+    roles = (
+        [q.name for q in every_qid]
+        + direct
+        + sensitive
+        + ([subset.column] if subset and not subset.keyed else [])
+    )
     dup = sorted({n for n in roles if roles.count(n) > 1})
     if dup:
         raise ConfigError(

@@ -13,15 +13,18 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 from itertools import islice
 from typing import TypeVar
 
 import fsspec
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.subset_keys import KeyedSubset, joined, with_flag
 from airflow_skald.core.errors import ConfigError, DataError
 
 A = TypeVar("A")  # a chunk, or a release part
@@ -207,11 +210,41 @@ def read_chunk(
     columns: Sequence[str],
     csv_types: dict[str, pa.DataType] | None = None,
     text_as_dictionary: bool = False,
+    subset: KeyedSubset | None = None,
 ) -> pa.Table:
     """Read `columns` of one chunk. `csv_types` fixes CSV column types (others: string); its
     dictionary-typed columns are also read dictionary-encoded from Parquet, and so is every
     text column with `text_as_dictionary` (phase 3 passes them through to Parquet as they are
-    stored, never building one Python-level string per row)."""
+    stored, never building one Python-level string per row). `subset`: a research subset
+    given by keys, whose flag column (`subset_keys.FLAG`) `columns` may ask for."""
+    return with_flag(
+        lambda names: _read_chunk(location, chunk, names, csv_types, text_as_dictionary),
+        columns,
+        subset,
+        subset_keys,
+    )
+
+
+@lru_cache(maxsize=2)
+def subset_keys(subset: KeyedSubset) -> pa.Array:
+    """The distinct keys of a research subset's dataset (its key columns only), once per
+    process."""
+    keys = []
+    for chunk in list_chunks(subset.location, 1 << 22):
+        table = _read_chunk(subset.location, chunk, list(subset.key), None, False)
+        keys.append(joined(table, subset.key, f"research_subset {chunk.file}"))
+    if not keys:
+        raise DataError(f"research_subset {subset.location.path} holds no records")
+    return pc.unique(pa.concat_arrays(keys).drop_null())
+
+
+def _read_chunk(
+    location: DataLocation,
+    chunk: ChunkRef,
+    columns: Sequence[str],
+    csv_types: dict[str, pa.DataType] | None,
+    text_as_dictionary: bool,
+) -> pa.Table:
     columns = list(columns)
     if location.format == "parquet":
         dictionary = {c for c, t in (csv_types or {}).items() if pa.types.is_dictionary(t)}

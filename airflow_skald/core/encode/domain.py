@@ -211,6 +211,7 @@ def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
         *config.direct_identifiers,
         *config.pseudonymised,
         *config.sensitive_attributes,
+        *(config.research_subset.input_columns if config.research_subset else ()),
     ]
     for name in needed:
         if name not in names:
@@ -248,7 +249,7 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
 
     def scan(chunk: ChunkRef) -> tuple[dict[str, QidStats], dict[str, SensitiveStats], int]:
         columns = list(dict.fromkeys([*config.qid_names, *attributes]))
-        table = read_chunk(config.input, chunk, columns, types)
+        table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         values = {a: _counted(config, table.column(a), a, a in numbers) for a in attributes}
         return scan_table(config, table, chunk), values, table.num_rows
 

@@ -13,7 +13,7 @@ column (`subset_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,8 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core.count.histogram import Histogram
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.subset_keys import FLAG, KeyedSubset
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
 
@@ -30,26 +32,54 @@ FALSE = frozenset({"false", "0", "no", "f", "n"})
 
 @dataclass(frozen=True)
 class ResearchSubset:
-    """`research_subset: {column: in_study}`: the boolean column marking released records."""
+    """`research_subset: {column: in_study}` (a boolean column marking released records) or
+    `{path: ..., key: [col, ...]}` (a dataset of the subset's keys: a record is released iff
+    its key is among them; its flag is the derived column `subset_keys.FLAG`)."""
 
     column: str
+    keyed: KeyedSubset | None = None
 
     @classmethod
-    def parse(cls, raw: Any, where: str = "research_subset") -> ResearchSubset | None:
+    def parse(
+        cls, raw: Any, location: Callable[[Any, str], DataLocation], where: str = "research_subset"
+    ) -> ResearchSubset | None:
+        """`location(raw, where)`: the dataset's location as the config reads `input:`."""
         if raw is None:
             return None
         if not isinstance(raw, dict):
-            raise ConfigError(f"{where} must be a mapping such as {{column: in_study}}")
-        unknown = sorted(set(raw) - {"column"})
+            raise ConfigError(
+                f"{where} must be a mapping: {{column: ...}} or {{path: ..., key: ...}}"
+            )
+        if ("column" in raw) == ("path" in raw):
+            raise ConfigError(f"{where} takes one of 'column' or 'path' (with 'key')")
+        if "column" in raw:
+            unknown = sorted(set(raw) - {"column"})
+            if unknown:
+                raise ConfigError(f"{where} has unknown key '{unknown[0]}' (allowed: column)")
+            column = raw["column"]
+            if not isinstance(column, str) or not column or column == FLAG:
+                raise ConfigError(f"{where}.column must name a boolean column")
+            return cls(column)
+        unknown = sorted(set(raw) - {"path", "format", "delimiter", "key"})
         if unknown:
-            raise ConfigError(f"{where} has unknown key '{unknown[0]}' (allowed: column)")
-        column = raw.get("column")
-        if not isinstance(column, str) or not column:
-            raise ConfigError(f"{where}.column must name a boolean column")
-        return cls(column)
+            raise ConfigError(f"{where} has unknown key '{unknown[0]}'")
+        key = raw.get("key")
+        key = [key] if isinstance(key, str) else key
+        if not isinstance(key, list) or not key or not all(isinstance(k, str) and k for k in key):
+            raise ConfigError(f"{where}.key must name the key column(s) both tables hold")
+        places = {k: raw[k] for k in ("path", "format", "delimiter") if k in raw}
+        return cls(FLAG, KeyedSubset(location(places, where), tuple(key)))
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The input's columns it reads: the flag column, or the key columns."""
+        return self.keyed.key if self.keyed else (self.column,)
 
     def describe(self) -> dict:
-        return {"column": self.column}
+        if self.keyed is None:
+            return {"column": self.column}
+        where = self.keyed.location
+        return {"path": where.path, "format": where.format, "key": list(self.keyed.key)}
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from airflow_skald.core.data.io import (
     schema_of,
 )
 from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.subset_keys import FLAG
 from airflow_skald.core.encode.domain import (
     check_types,
 )
@@ -75,7 +76,9 @@ def audit(config: SkaldConfig) -> dict:
                 "delta-presence / exact k-map can only be audited on the population table"
             )
     qids, attributes = config.qid_names, config.counted_attributes
-    _check_columns(config, chunks, [*qids, *attributes], release=manifest is not None)
+    subset_columns = config.research_subset.input_columns if config.research_subset else ()
+    stored = [a for a in attributes if a not in (FLAG,)]  # the flag of keys is derived
+    _check_columns(config, chunks, [*qids, *stored, *subset_columns], release=manifest is not None)
     counted = count_tuples(config, chunks, manifest is not None, attributes)
     stats = counted.sensitive
     n_input = int(counted.counts.sum())

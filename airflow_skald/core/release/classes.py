@@ -477,7 +477,7 @@ def count_tuples(
     tick = ChunkProgress("audit", len(chunks))
 
     def count(chunk: ChunkRef) -> tuple[Tuples, int]:
-        table = read_chunk(config.input, chunk, names, types)
+        table = read_chunk(config.input, chunk, names, types, subset=config.keyed_subset)
         labels, codes = [], []
         for name in names:
             local, index = _encode(table.column(name), name in text, name in attributes)

@@ -118,7 +118,7 @@ def count_histogram(
 
     def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
         node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
-        table = read_chunk(config.input, chunk, columns, types)
+        table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
         return node, acc.chunk_tables(node, keys, values), table.num_rows
@@ -223,12 +223,21 @@ def write_parts(
     """Phase 3 for some chunks: one part per chunk into the staging folder (`aggregates`:
     the microaggregated QIDs' class labels)."""
     columns = released_columns(config, plan.stats.columns)
+    if config.keyed_subset is not None:  # the subset's flags, derived from the key columns
+        columns.append(config.research_subset.column)
     types = csv_types(config)
     tick = ChunkProgress("generalise", len(chunks), progress)
     names = []
 
     def write(chunk: ChunkRef) -> tuple[str, int]:
-        table = read_chunk(config.input, chunk, columns, types, text_as_dictionary=True)
+        table = read_chunk(
+            config.input,
+            chunk,
+            columns,
+            types,
+            text_as_dictionary=True,
+            subset=config.keyed_subset,
+        )
         part = generalise_table(config, plan, decision, table, chunk, aggregates)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)

@@ -216,3 +216,43 @@ def test_per_chunk_refuses_a_research_subset(tmp_path):
     with pytest.raises(ConfigError, match="--per-chunk does not take a research_subset"):
         run_per_chunk(load_config(write_config(tmp_path / "c.yaml", body)))
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("key", [["pid"], ["cat", "pid"]])
+def test_keyed_subset_releases_what_the_column_releases(tmp_path, key):
+    """`research_subset: {path, key}`: a record is in the subset iff its key is in the subset's
+    dataset; the release (node, figures, rows) equals the one made with the same subset as a
+    boolean column, with any chunking, and the key columns may be direct identifiers."""
+    df = _table(21, 120, 0.3)
+    subset = df[df["in_study"]][key].iloc[::-1]  # any order, and a key absent from the input
+    extra = pd.DataFrame({c: ["zz"] for c in key})
+    pd.concat([subset, extra]).to_parquet(tmp_path / "subset.parquet", index=False)
+    privacy = {"k": 2, "delta_presence": {"min": 0, "max": 0.6}, "suppression_limit": 0.1}
+    write_chunks(df, tmp_path / "in", [40])
+    column = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out-column")},
+        "direct_identifiers": ["pid"],
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": privacy,
+    }
+    by_column = run(load_config(write_config(tmp_path / "a.yaml", column)))
+    write_chunks(df.drop(columns=["in_study"]), tmp_path / "in-keyed", [17])
+    keyed = {
+        **column,
+        "input": {"path": str(tmp_path / "in-keyed")},
+        "output": {"path": str(tmp_path / "out-keyed")},
+        "research_subset": {"path": str(tmp_path / "subset.parquet"), "key": key},
+    }
+    by_key = run(load_config(write_config(tmp_path / "b.yaml", keyed)))
+    for figure in ("node", "dm_star", "n_suppressed", "n_records", "privacy_models"):
+        assert by_key[figure] == by_column[figure], figure
+    from airflow_skald.core.release.audit import audit
+
+    audited = audit(load_config(tmp_path / "b.yaml"))
+    assert audited["n_records"] == by_key["n_records"]
+    got = read_release(tmp_path / "out-keyed")
+    want = read_release(tmp_path / "out-column").drop(columns=[])
+    assert got.to_dict("list") == want.to_dict("list")
+    assert "__research_subset__" not in got.columns
