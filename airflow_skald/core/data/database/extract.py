@@ -6,7 +6,7 @@ cut into chunks of exactly `chunk_rows` rows (the last one shorter), each writte
 Parquet file of one row group, so the staged chunks are the same bytes whatever batch sizes
 the driver chose. A chunk's `version` is the SHA-256 of its bytes: the chunks' fingerprint
 (the run's input fingerprint) names the rows read, in their order, not when they were read.
-Memory: one chunk and one batch.
+Memory: two chunks (one read while the other is written) and one batch.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import logging
 import posixpath
 import time
 from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -110,23 +111,35 @@ def extract(
 
 
 def write_chunks(batches: Iterable[pa.RecordBatch], chunk_rows: int, folder: str) -> list[ChunkRef]:
-    """Cut the batches into chunks of `chunk_rows` rows, one Parquet file each."""
+    """Cut the batches into chunks of `chunk_rows` rows, one Parquet file each. A chunk is
+    written in a second thread while the next one is read (memory: two chunks)."""
     chunks: list[ChunkRef] = []
     pending: list[pa.RecordBatch] = []
-    held = 0
+    held = submitted = 0
     schema = None
-    for batch in batches:
-        schema = batch.schema
-        while batch.num_rows:
-            take = min(chunk_rows - held, batch.num_rows)
-            pending.append(batch.slice(0, take))
-            held += take
-            batch = batch.slice(take)
-            if held == chunk_rows:
-                chunks.append(_write(pending, schema, folder, len(chunks)))
-                pending, held = [], 0
-    if held:
-        chunks.append(_write(pending, schema, folder, len(chunks)))
+    with ThreadPoolExecutor(1, thread_name_prefix="skald-stage") as pool:
+        writing: Future | None = None
+
+        def flush() -> None:
+            nonlocal writing, pending, held, submitted
+            if writing is not None:
+                chunks.append(writing.result())
+            writing = pool.submit(_write, pending, schema, folder, submitted)
+            pending, held, submitted = [], 0, submitted + 1
+
+        for batch in batches:
+            schema = batch.schema
+            while batch.num_rows:
+                take = min(chunk_rows - held, batch.num_rows)
+                pending.append(batch.slice(0, take))
+                held += take
+                batch = batch.slice(take)
+                if held == chunk_rows:
+                    flush()
+        if held:
+            flush()
+        if writing is not None:
+            chunks.append(writing.result())
     return chunks
 
 

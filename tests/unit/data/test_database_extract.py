@@ -1,0 +1,54 @@
+"""Staging a database's batches (core/data/database/extract.py), without a server: chunks of
+exactly chunk_rows rows whose bytes (and so versions) do not depend on the driver's batch
+sizes; PostgreSQL's numeric(p, s) staged exactly; URIs shown without their password."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from airflow_skald.core.data.database.connection import namespace, redacted, table_uri
+from airflow_skald.core.data.database.extract import plain_types, write_chunks
+
+
+def _batches(table: pa.Table, size: int) -> list[pa.RecordBatch]:
+    return table.to_batches(max_chunksize=size)
+
+
+def test_chunks_do_not_depend_on_batch_sizes(tmp_path) -> None:
+    table = pa.table({"id": list(range(103)), "name": [f"n{i}" for i in range(103)]})
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    a = write_chunks(_batches(table, 7), 25, str(tmp_path / "a"))
+    b = write_chunks(_batches(table, 1000), 25, str(tmp_path / "b"))
+    assert [c.n_rows for c in a] == [25, 25, 25, 25, 3]
+    assert [c.version for c in a] == [c.version for c in b]
+    assert pa.concat_tables([pq.read_table(c.file) for c in a]).equals(table)
+
+
+def test_numeric_with_precision_is_staged_exactly() -> None:
+    opaque = pa.opaque(pa.string(), "numeric", "PostgreSQL")
+    storage = pa.array(["1.5", "-2.0", None])
+    meta = {b"POSTGRESQL:type": b"numeric", b"POSTGRESQL:typmod": str((5 << 16) + 1 + 4).encode()}
+    whole = {b"POSTGRESQL:type": b"numeric", b"POSTGRESQL:typmod": str((9 << 16) + 4).encode()}
+    table = pa.Table.from_arrays(
+        [
+            pa.ExtensionArray.from_storage(opaque, storage),
+            pa.ExtensionArray.from_storage(opaque, pa.array(["7", "8", "9"])),
+        ],
+        schema=pa.schema(
+            [pa.field("x", opaque, metadata=meta), pa.field("n", opaque, metadata=whole)]
+        ),
+    )
+    plain = plain_types(table)
+    assert plain.schema.field("x").type == pa.decimal128(5, 1)
+    assert plain.schema.field("n").type == pa.int64()
+    assert plain.column("n").to_pylist() == [7, 8, 9]
+    assert str(plain.column("x")[0].as_py()) == "1.5"
+
+
+def test_uris_without_passwords() -> None:
+    uri = "postgresql://alice:s3cret@db.example:6543/clinic?sslmode=require"
+    assert "s3cret" not in redacted(uri) and "alice:***@db.example:6543" in redacted(uri)
+    assert namespace(uri) == ("postgres://db.example:6543", "clinic")
+    assert table_uri("postgres://u@h/db", "patients") == "postgres://h:5432/db.public.patients"
