@@ -66,6 +66,8 @@ from airflow_skald.core.settings.table import (
     parse_overrides,
     read_file_setting,
 )
+from airflow_skald.core.settings.transformation import LocalRecodingSettings
+from airflow_skald.core.settings.transformation import check_models as check_recoded_models
 from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.text import decimal_text
 
@@ -130,6 +132,10 @@ class SkaldConfig:
     risk_threshold: Fraction = Fraction(1, 5)
     risk_sampling_fraction: Fraction | None = None
     risk_population: int | None = None
+    # local recoding (SPEC §4f: transformation.local_recoding; None: off)
+    local_recoding_records: Fraction | None = None
+    local_recoding_gs: Fraction | None = None
+    local_recoding_steps: int | None = None
     direct_identifiers: tuple[str, ...] = ()  # dropped
     pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
     pseudonym_key: PseudonymKey | None = field(default=None, compare=False, repr=False)
@@ -199,6 +205,15 @@ class SkaldConfig:
             self.objective, self.gs_factor, dict(self.quality_weights), self.aggregate
         )
 
+    @property
+    def local_recoding(self) -> LocalRecodingSettings | None:
+        """`transformation.local_recoding` (SPEC §4f), or None when off."""
+        if self.local_recoding_records is None:
+            return None
+        return LocalRecodingSettings(
+            self.local_recoding_records, self.local_recoding_gs, self.local_recoding_steps
+        )
+
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
         names = self.qid_names
@@ -225,6 +240,8 @@ class SkaldConfig:
                 fields["output"] = replace(self.output, path=_abs(value, base_dir))
                 if self.database is not None and "input" not in fields:  # staged beside it
                     fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
+            elif key == "local_recoding":
+                fields["local_recoding_records"] = value
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             else:
@@ -233,6 +250,7 @@ class SkaldConfig:
             return self
         out = replace(self, **fields)
         check_quality(out.quality, out.qid_names)
+        _check_transformation(out)
         return out
 
     def effective(self) -> dict:
@@ -278,6 +296,11 @@ class SkaldConfig:
             **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
             **self._risk_settings(),
             **self._pseudonym_settings(),
+            **(
+                {"transformation": {"local_recoding": self.local_recoding.describe()}}
+                if self.local_recoding is not None
+                else {}
+            ),
         }
 
     def _pseudonym_settings(self) -> dict[str, Any]:
@@ -327,6 +350,7 @@ _SECTIONS = {
     "quality",
     "research_subset",
     "pseudonym_key",
+    "transformation",
 }
 
 
@@ -346,6 +370,14 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     _no_unknown(quality, file_keys("quality") | {"weights"}, "quality")
     risk = _mapping(raw.get("risk") or {}, "risk")
     _no_unknown(risk, file_keys("risk"), "risk")
+    transformation = _mapping(raw.get("transformation") or {}, "transformation")
+    _no_unknown(transformation, file_keys("transformation"), "transformation")
+    recoding = transformation.get("local_recoding")
+    if recoding is not None:
+        recoding = _mapping(recoding, "transformation.local_recoding")
+        _no_unknown(recoding, file_keys("transformation", "local_recoding"), "local_recoding")
+        if recoding.get("records") is None:
+            raise ConfigError("transformation.local_recoding needs records (e.g. 0.01)")
     if "sampling_fraction" in risk and "population" in risk:
         raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
     every_qid = _qids(raw["quasi_identifiers"], base_dir)
@@ -423,10 +455,23 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         risk_threshold=_file(raw, "risk_threshold"),
         risk_sampling_fraction=_file(raw, "risk_sampling_fraction"),
         risk_population=_file(raw, "risk_population"),
+        local_recoding_records=_file(raw, "local_recoding"),
+        local_recoding_gs=_file(raw, "local_recoding_gs"),
+        local_recoding_steps=_file(raw, "local_recoding_steps"),
         source=source,
     )
     check_quality(config.quality, names)
+    _check_transformation(config)
     return config
+
+
+def _check_transformation(config: SkaldConfig) -> None:
+    """Local recoding's settings without records, or with a model ARX does not recode."""
+    if config.local_recoding is None:
+        if config.local_recoding_gs is not None or config.local_recoding_steps is not None:
+            raise ConfigError("local_recoding_gs and local_recoding_steps need local_recoding")
+        return
+    check_recoded_models(config.privacy)
 
 
 def _weights(raw: Any, names: list[str]) -> tuple[tuple[str, Fraction], ...]:

@@ -21,6 +21,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
 from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.local_recoding import joint_offsets, released_codes
 from airflow_skald.core.transform.microaggregation import Aggregates, release_column
 
 
@@ -148,6 +149,9 @@ def generalise_table(
         mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
     else:  # nothing suppressed: no class keys to compute
         mask = np.zeros(table.num_rows, dtype=bool)
+    joint = bool(decision.steps) and bool(mask.any())
+    if joint:  # local recoding: rows at the node of their step, codes over every level
+        mask, node_codes = recoded_rows(plan, decision, table, chunk, node_codes, mask)
     if config.suppressed_records == "drop" and mask.any():
         keep = ~mask
         table = table.filter(pa.array(keep))
@@ -165,11 +169,17 @@ def generalise_table(
     masked = np.flatnonzero(mask)  # few rows: a scatter per QID, not a pass
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
         card = dim.cards[level]
+        if joint:  # codes in the joint space of every level (local recoding)
+            offsets = joint_offsets(dim)
+            card = int(offsets[-1])
         if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
             # (codes_at returns a fresh array: writing into it is safe)
             codes[masked] = card
         uniq, inv = _dense_inverse(codes, card + 1)
-        labels = bin_labels(dim, level, uniq[uniq < card])
+        if joint:
+            labels = joint_labels(dim, offsets, uniq[uniq < card])
+        else:
+            labels = bin_labels(dim, level, uniq[uniq < card])
         if uniq.size and uniq[-1] == card:
             labels.append(TOP)
         if len(set(labels)) < len(labels):  # "*" twice: a top-level bin and masked rows
@@ -183,3 +193,32 @@ def generalise_table(
         arr = release_column(agg, keys, masked)
         table = table.set_column(table.schema.get_field_index(agg.name), agg.name, arr)
     return table
+
+
+def joint_labels(dim: Dimension, offsets: np.ndarray, codes: np.ndarray) -> list[str]:
+    """The labels of codes in the joint space of every level (`joint_offsets`), in order."""
+    level_of = np.searchsorted(offsets, codes, side="right") - 1
+    out = np.empty(codes.size, dtype=object)
+    for level in np.unique(level_of).tolist():
+        at = level_of == level
+        out[at] = bin_labels(dim, level, codes[at] - offsets[level])
+    return out.tolist()
+
+
+def recoded_rows(
+    plan: Plan,
+    decision: Decision,
+    table: pa.Table,
+    chunk: ChunkRef,
+    node_codes: list[np.ndarray],
+    mask: np.ndarray,
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Local recoding (SPEC §4f): the rows the global node suppresses, each at the node of
+    the step that released it (codes in the joint space of every level); the rows still
+    suppressed, or released at the top node, masked."""
+
+    def codes_of(dim: Dimension, level: int, rows: np.ndarray) -> np.ndarray:
+        return dim.codes_at(table.column(dim.name).take(pa.array(rows)), chunk, level)
+
+    chain = [(s.node, s.radices, s.suppressed_keys, s.at_top) for s in decision.steps]
+    return released_codes(plan.dims, chain, codes_of, decision.node, node_codes, mask)

@@ -25,6 +25,7 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.recoding_section import recoding_section
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text
@@ -211,6 +212,7 @@ def build_manifest(
         **quality_section(f.quality),
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
+        **recoding_section(decision),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **({"quality_models": decision.quality} if decision.quality else {}),
         **release_section(config, chunks, parts, plan),

@@ -21,6 +21,7 @@ from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.privacy.model import decimal_of
+from airflow_skald.core.release.recoding_section import SCHEMA as RECODING
 
 
 class _Absent:
@@ -216,6 +217,12 @@ class Manifest:
         "(null: the estimator did not converge), over the records not all '*'",
     )
     class_size_histogram: dict = key(OBJECT, "an object", "kept classes by size")
+    local_recoding: dict = key(
+        RECODING,
+        "an object of steps and figures",
+        "local recoding (SPEC §4f): settings, the figures before and after, and each step's "
+        "node, records searched and released, and score",
+    )
     at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
     # --- the release's shape
     chunks: int = key(INT0, "an integer >= 0", "input chunks (one part each)")

@@ -46,6 +46,7 @@ from airflow_skald.core.release.commit import (
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
+from airflow_skald.core.search.recoded import local_recoding
 from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at
 
 log = logging.getLogger("airflow_skald")
@@ -189,7 +190,7 @@ def search_lattice(
             )
         plan = plan.with_root(counts.node)
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
-    return _search_lattice(
+    decision = _search_lattice(
         plan,
         counts,
         policy,
@@ -199,6 +200,9 @@ def search_lattice(
         analysis=config.risk_settings,
         first_rows=lambda node, keys: first_rows(config, plan, list_chunks(config), node, keys),
     )
+    if config.local_recoding is None:
+        return decision
+    return local_recoding(config, plan, counts, decision, policy.min_class_size)
 
 
 def microaggregate(

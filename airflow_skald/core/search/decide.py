@@ -34,6 +34,7 @@ from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text, rank_names
+from airflow_skald.core.transform.local_recoding import Step
 
 # (node, sorted class keys of it) -> each class's first input row (SPEC §4c)
 FirstRowsOf = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
@@ -57,6 +58,10 @@ class Decision:
     at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
     quality: dict = field(default_factory=dict)  # every quality model's score, per-QID table
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # local recoding (SPEC §4f): the steps after this node, and the figures before them
+    steps: list[Step] = field(default_factory=list)
+    recoding: dict = field(default_factory=dict)
+    recoded_sizes: np.ndarray | None = field(default=None, repr=False)  # not persisted
 
     @property
     def precision(self) -> float:
@@ -86,12 +91,17 @@ class Decision:
             "class_size_histogram": self.class_size_histogram,
             "at_risk_classes": self.at_risk,
             "quality_models": self.quality,
+            **({"local_recoding": self.recoding_dict()} if self.recoding else {}),
         }
+
+    def recoding_dict(self) -> dict:
+        return {**self.recoding, "steps": [s.to_dict() for s in self.steps]}
 
     def to_bytes(self) -> bytes:
         body = self.to_dict()
         body["figures"] = self.figures.to_dict()
         body["suppressed_keys"] = self.suppressed_keys.tolist()
+        body["step_states"] = [s.to_state() for s in self.steps]
         return json.dumps(body, sort_keys=True).encode()
 
     @classmethod
@@ -110,6 +120,8 @@ class Decision:
             at_risk=d.get("at_risk_classes", []),
             quality=d.get("quality_models", {}),
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
+            steps=[Step.from_state(s) for s in d.get("step_states", [])],
+            recoding={k: v for k, v in d.get("local_recoding", {}).items() if k != "steps"},
         )
 
 
@@ -123,6 +135,7 @@ def search_lattice(
     quality: QualitySettings | None = None,
     analysis: RiskSettings | None = None,
     first_rows: FirstRowsOf | None = None,
+    subset: bool = False,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
@@ -136,9 +149,10 @@ def search_lattice(
     `first_rows(node, keys)`: the first input row of each class `keys` of `node` (an extra
     pass), asked only when the sample-based models' prefix ends inside a run of classes of one
     size at the chosen node (SPEC §4c); without it those classes follow their keys' order.
+    `subset`: `counts` hold some of the input's records (a local recoding step, SPEC §4f).
     """
     n = counts.n_records
-    if n != plan.stats.n_rows:
+    if n != plan.stats.n_rows and not subset:
         raise DataError(
             f"the histogram counts {n} records but phase 1 saw {plan.stats.n_rows}: "
             "the input changed between passes, or chunks are missing"

@@ -354,6 +354,31 @@ SETTINGS: tuple[Setting, ...] = (
         "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).",
     ),
     Setting(
+        "local_recoding",
+        ("transformation", "local_recoding", "records"),
+        _SHARE,
+        "a number in (0, 1]",
+        "Local recoding (SPEC §4f): the share of ALL records each step must release (e.g. "
+        "0.01); empty = the file's (off when the file has no transformation.local_recoding).",
+        coerce=_decimal,
+    ),
+    Setting(
+        "local_recoding_gs",
+        ("transformation", "local_recoding", "gs_factor"),
+        {"type": "number", "minimum": 0, "maximum": 1},
+        "a number between 0 and 1",
+        "Local recoding: the gs factor of the steps (0..1); empty = the objective's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "local_recoding_steps",
+        ("transformation", "local_recoding", "max_steps"),
+        _POSITIVE,
+        "a positive integer",
+        "Local recoding: the most steps; empty = unlimited (as ARX).",
+        coerce=_integer,
+    ),
+    Setting(
         "overwrite",
         None,
         {"type": "boolean"},

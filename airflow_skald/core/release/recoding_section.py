@@ -1,0 +1,62 @@
+"""The manifest's `local_recoding` section (SPEC §4f): the settings, the release's figures
+before and after the steps, and each step (its node, the records it searched and released,
+its objective's score). Its JSON Schema is here, beside what writes it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+_INT0 = {"type": "integer", "minimum": 0}
+_FIGURES = {
+    "type": "object",
+    "required": ["n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star", "dm"],
+    "properties": {
+        "records": _INT0,
+        "n_suppressed": _INT0,
+        "n_equivalence_classes": _INT0,
+        "min_class_size": _INT0,
+        "dm_star": _INT0,
+        "dm": _INT0,
+    },
+}
+_STEP = {
+    "type": "object",
+    "required": ["node", "node_levels", "records", "released", "score", "at_top"],
+    "properties": {
+        "node": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "node_levels": {"type": "array", "items": _INT0},
+        "records": _INT0,
+        "released": _INT0,
+        "max_suppressed": _INT0,
+        "objective": {"type": "string"},
+        "score": {"type": ["number", "null"]},
+        "at_top": {"type": "boolean"},
+        "n_equivalence_classes": _INT0,
+    },
+}
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["settings", "before", "after", "steps"],
+    "properties": {
+        "settings": {
+            "type": "object",
+            "required": ["records"],
+            "properties": {
+                "records": {"type": "string"},
+                "gs_factor": {"type": ["string", "null"]},
+                "max_steps": {"type": ["integer", "null"]},
+            },
+        },
+        "before": _FIGURES,
+        "after": _FIGURES,
+        "steps": {"type": "array", "items": _STEP},
+    },
+}
+
+
+def recoding_section(decision: Any) -> dict:
+    """`local_recoding` of the manifest, when the run recoded locally (else nothing)."""
+    if not decision.recoding:
+        return {}
+    return {"local_recoding": decision.recoding_dict()}
