@@ -78,6 +78,7 @@ from airflow_skald.core.release.manifest import (
     to_json_bytes,
 )
 from airflow_skald.core.release.verify import verify_release
+from airflow_skald.core.release.verify_steps import class_local, verify_steps
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
 from airflow_skald.core.search.decide import Decision
@@ -557,11 +558,14 @@ class GeneralisePhase(Phase[Written, dict]):
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=policy,
+                policy=class_local(policy) if decision.steps else policy,
                 sensitive=plan.stats.sensitive,
                 at_top=tuple(decision.node) == tuple(plan.tops),
                 manifest=manifest,
             )
+            if decision.steps:  # local recoding: each step's classes under its own models
+                args = (policy, config.privacy, plan.stats.sensitive, decision)
+                verify_steps(merged.classes, plan.dims, *args, plan.stats.n_rows)
             return manifest
 
         return publish(run, check)

@@ -33,7 +33,8 @@ def local_recoding(
     n = plan.stats.n_rows
 
     def policy_of(sub: RootCounts, limit: Fraction) -> PrivacyPolicy:
-        sensitive = LR.step_sensitive(plan.stats.sensitive, sub)
+        distributions = {a: LR.value_counts(h) for a, h in sub.values.items()}
+        sensitive = LR.step_sensitive(plan.stats.sensitive, distributions)
         return PrivacyPolicy(bind_models(config.privacy, sensitive, n), limit)
 
     def search(step_plan: Plan, sub: RootCounts, policy: PrivacyPolicy) -> Decision:

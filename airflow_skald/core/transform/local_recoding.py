@@ -52,6 +52,8 @@ class Step:
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     kept_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     kept_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    # per criteria attribute, the step's records per value code (its models' distribution)
+    distributions: dict[str, list[int]] = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The step as the manifest lists it (no data values)."""
@@ -75,6 +77,7 @@ class Step:
             "suppressed_keys": self.suppressed_keys.tolist(),
             "kept_keys": self.kept_keys.tolist(),
             "kept_sizes": self.kept_sizes.tolist(),
+            "distributions": self.distributions,
         }
 
     @classmethod
@@ -92,6 +95,7 @@ class Step:
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
             kept_keys=np.asarray(d["kept_keys"], dtype=np.int64),
             kept_sizes=np.asarray(d["kept_sizes"], dtype=np.int64),
+            distributions=d.get("distributions", {}),
         )
 
 
@@ -133,14 +137,18 @@ def subset_counts(counts: RootCounts, bins: np.ndarray) -> RootCounts:
     return RootCounts(sub, values, counts.node)
 
 
-def step_sensitive(sensitive: dict, counts: RootCounts) -> dict:
-    """Phase 1's statistics of each criteria attribute with the step's records' distribution
-    (ARX clones the models onto the step's records)."""
+def value_counts(hist: Histogram) -> np.ndarray:
+    """A (class, value) table's records per value code."""
+    m = int(hist.radices[-1])
+    return np.bincount(hist.keys % m, weights=hist.counts, minlength=m).astype(np.int64)
+
+
+def step_sensitive(sensitive: dict, distributions: dict) -> dict:
+    """Phase 1's statistics of each criteria attribute with a step's records' distribution
+    (`distributions`: counts per value code; ARX clones the models onto the step's records)."""
     out = dict(sensitive)
-    for a, hist in counts.values.items():
-        m = int(hist.radices[-1])
-        step = np.bincount(hist.keys % m, weights=hist.counts, minlength=m).astype(np.int64)
-        out[a] = replace(sensitive[a], counts=step.tolist())
+    for a, counts in distributions.items():
+        out[a] = replace(sensitive[a], counts=[int(c) for c in counts])
     return out
 
 
@@ -199,6 +207,7 @@ def recode(
                 suppressed_keys=d.suppressed_keys,
                 kept_keys=keys,
                 kept_sizes=kept,
+                distributions={a: value_counts(h).tolist() for a, h in sub.values.items()},
             )
         )
         if not d.suppressed_keys.size or node == tops:

@@ -1,0 +1,134 @@
+"""The check of a locally recoded release (SPEC §4f), read back from its written classes: every
+released class belongs to a step (its QID labels are labels of that step's node: the global
+node first, then each step's in order), every step's classes pass that step's privacy models
+(bound to the step's records, as the step was searched), and the records released plus the
+records suppressed (all-"*" rows, including those a step released at the top node, and rows
+dropped) are the input's records.
+
+The release's own check (`verify.verify_release`) re-checks the models that judge a class by
+itself (k, l, k-map's k') over all classes at once; the models that compare a class with a
+distribution or judge the classes together (t-closeness, b-likeness, d-disclosure, average
+risk) are judged here, step by step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from fractions import Fraction
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.count.histogram import keys_of
+from airflow_skald.core.encode.dimensions import TOP, Dimension
+from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.privacy.registry import bind_models
+from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.transform.local_recoding import step_sensitive
+
+#: models that judge a class by itself: the whole release is checked against them at once
+CLASS_LOCAL = ("k", "l", "k_map")
+
+
+def class_local(policy: PrivacyPolicy) -> PrivacyPolicy:
+    """The policy's models that judge each class alone (the release's own check)."""
+    return PrivacyPolicy(
+        tuple(m for m in policy.models if m.name in CLASS_LOCAL), policy.suppression_limit
+    )
+
+
+def fitting_steps(
+    classes: ReleaseClasses, dims: Sequence[Dimension], nodes: Sequence[Sequence[int]]
+) -> np.ndarray:
+    """(steps, written tuples): whether the tuple's QID labels are labels of the step's node
+    (a tuple may carry the labels of several nodes: equal labels at several levels)."""
+    out = np.ones((len(nodes), classes.sizes.size), dtype=bool)
+    for s, node in enumerate(nodes):
+        for j, (d, level) in enumerate(zip(dims, node, strict=True)):
+            names = set(d.labels(int(level), np.arange(d.cards[int(level)])))
+            known = np.asarray([x in names for x in classes.labels[j]], dtype=bool)
+            out[s] &= known[classes.codes[:, j]] if known.size else False
+    return out
+
+
+def verify_steps(
+    classes: ReleaseClasses,
+    dims: Sequence[Dimension],
+    policy: PrivacyPolicy,
+    privacy: Sequence[Any],
+    sensitive: Mapping[str, Any],
+    decision: Any,
+    n_records: int,
+) -> dict:
+    """Check a locally recoded release as the module says; VerificationError naming the step
+    and the model when it does not hold. `policy`: the run's (the global node's), `privacy`
+    the configured models (bound again to each step's records), `sensitive` phase 1's
+    statistics of the criteria attributes."""
+    steps = [s for s in decision.steps if not s.at_top]
+    nodes = [tuple(decision.node), *(s.node for s in steps)]
+    n_qids = len(dims)
+    star = _all_stars(classes, n_qids)
+    fits = fitting_steps(classes, dims, nodes) & ~star
+    lost = ~star & ~fits.any(axis=0)
+    if lost.any():
+        raise VerificationError(
+            f"{int(lost.sum())} released class(es) carry labels of no step's node"
+        )
+    suppressed = int(classes.sizes[star].sum()) + (n_records - classes.n_rows)
+    released = int(classes.sizes[~star].sum())
+    if released + suppressed != n_records:
+        raise VerificationError(
+            f"released ({released}) and suppressed ({suppressed}) records are not the "
+            f"{n_records} input records"
+        )
+    _, kept = classes.tables(n_qids, policy.attributes, sensitive)
+    order = _kept_order(classes, n_qids, star)  # `kept`'s classes among the written tuples
+    fits = fits[:, ~star][:, order]
+    policies = [policy] + [_bound(privacy, sensitive, s, n_records) for s in steps]
+    passes = np.zeros(kept.n_classes, dtype=bool)
+    figures = []
+    for s, step in enumerate(steps, start=1):  # a class holds at most its step's records
+        for a, dist in step.distributions.items():
+            cv, limit = kept.values[a], np.asarray(dist, dtype=np.int64)
+            over = cv.count > limit[cv.value]
+            fits[s] &= np.bincount(cv.cls[over], minlength=kept.n_classes) == 0
+    for s, (node, step_policy) in enumerate(zip(nodes, policies, strict=True)):
+        index = np.flatnonzero(fits[s])
+        table = kept.subset(fits[s])
+        judged = PrivacyPolicy(step_policy.models, Fraction(1)).judge(table)
+        passes[index[judged.kept]] = True
+        figures.append({"step": s, "node": list(node), "classes": int(index.size)})
+    if not passes.all():  # the first failing class, judged by its first step: the reason
+        c = int(np.flatnonzero(~passes)[0])
+        s = int(np.flatnonzero(fits[:, c])[0]) if fits[:, c].any() else 0
+        where = f"local recoding step {s} (node {list(nodes[s])})"
+        one = kept.subset(np.arange(kept.n_classes) == c)
+        broken = policies[s].check_release(one, where) or [f"{where}: a class fails its models"]
+        raise VerificationError(f"{broken[0]} ({int((~passes).sum())} class(es) in all)")
+    return {"steps_checked": figures, "released": released, "suppressed": suppressed}
+
+
+def _bound(privacy: Sequence[Any], sensitive: Mapping[str, Any], step: Any, n: int):
+    """The configured models bound to a step's records (its distributions)."""
+    bound = bind_models(tuple(privacy), step_sensitive(sensitive, step.distributions), n)
+    return PrivacyPolicy(bound, Fraction(1))
+
+
+def _kept_order(classes: ReleaseClasses, n_qids: int, star: np.ndarray) -> np.ndarray:
+    """The index, among the non-'*' written classes, of each class of `tables()`' kept table
+    (which groups the written tuples by their QID key, in key order)."""
+    radices = [max(len(x), 1) for x in classes.labels[:n_qids]]
+    keys = keys_of(list(classes.codes[:, :n_qids].T), radices)[~star]
+    return np.unique(keys, return_index=True)[1]
+
+
+def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
+    """The written tuples whose every QID is '*' (suppressed, or released at the top)."""
+    star = np.ones(classes.sizes.size, dtype=bool)
+    for j in range(n_qids):
+        labels = classes.labels[j]
+        if TOP not in labels:
+            return np.zeros(classes.sizes.size, dtype=bool)
+        star &= classes.codes[:, j] == labels.index(TOP)
+    return star
