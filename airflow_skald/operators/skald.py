@@ -90,6 +90,13 @@ class _SkaldOperator(BaseOperator):
     :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
         default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
         (templated)
+    :param local_recoding: Local recoding (SPEC §4f): the share of ALL records each step must
+        release (e.g. 0.01); empty = the file's (off when the file has no
+        transformation.local_recoding). (templated)
+    :param local_recoding_gs: Local recoding: the gs factor of the steps (0..1); empty = the
+        objective's. (templated)
+    :param local_recoding_steps: Local recoding: the most steps; empty = unlimited (as ARX).
+        (templated)
     :param overwrite: Replace an existing release made by another run with other settings.
         (templated)
     """
@@ -129,6 +136,9 @@ class _SkaldOperator(BaseOperator):
         objective: str | None = None,
         gs_factor: float | str | None = None,
         aggregate: str | None = None,
+        local_recoding: float | str | None = None,
+        local_recoding_gs: float | str | None = None,
+        local_recoding_steps: int | str | None = None,
         overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -163,6 +173,9 @@ class _SkaldOperator(BaseOperator):
         self.objective = objective
         self.gs_factor = gs_factor
         self.aggregate = aggregate
+        self.local_recoding = local_recoding
+        self.local_recoding_gs = local_recoding_gs
+        self.local_recoding_steps = local_recoding_steps
         self.overwrite = overwrite
         # a run that failed for good frees its output at once (defect: a 6 h lock)
         callbacks = self.on_failure_callback

@@ -35,6 +35,7 @@ from airflow_skald.core.settings.transformation import LocalRecodingSettings
 
 __all__ = ["LocalRecodingSettings", "Step", "recode"]
 
+
 @dataclass
 class Step:
     """One step: its node, the records it searched and released, its score, and the keys (at

@@ -121,8 +121,6 @@ def config(tmp: Path, df, k, limit, records, chunks=(40,), t=None, out="out", **
 CASES = [  # seed, n, k, limit, records, t
     (1, 120, 3, 0.1, 0.01, None),
     (2, 150, 4, 0.05, 0.05, None),
-    (3, 90, 2, 0.2, 0.02, None),
-    (4, 200, 5, 0.1, 0.1, None),
     (5, 160, 3, 0.1, 0.02, "0.4"),
     (6, 140, 2, 0.15, 0.01, "0.3"),
 ]
