@@ -70,10 +70,13 @@ profile: $(STAMP)
 	@test -f /tmp/skald-bench/paper-10x1000000/skald.yaml || $(BIN)/python benchmarks/bench_core.py
 	@$(BIN)/python benchmarks/profile_passes.py
 
-# `make paper OBJECTIVE=loss`: SKALD and the per-chunk baseline minimise another quality model
+# `make paper OBJECTIVE=loss`: SKALD and the per-chunk baseline minimise another quality model;
+# LOCAL_RECODING=RECORDS adds both sides with local recoding (SPEC §4f, columns lr_*; empty: off)
 OBJECTIVE ?= dm_star
+LOCAL_RECODING ?= 0.01
 paper: $(STAMP)
-	@$(BIN)/python benchmarks/paper_experiment.py --objective $(OBJECTIVE)
+	@$(BIN)/python benchmarks/paper_experiment.py --objective $(OBJECTIVE) \
+		$(if $(LOCAL_RECODING),--local-recoding $(LOCAL_RECODING))
 
 # A real Airflow (api-server + scheduler + dag-processor, LocalExecutor) on PostgreSQL with this
 # repository's DAGs, in the foreground (Ctrl-C stops all three). README: "Run it on a real Airflow".

@@ -90,6 +90,12 @@ FIELDS = [
     "paper_node_paper",
     "paper_dm_star",
     "paper_dm_ratio",
+    "lr_skald_dm_star",
+    "lr_skald_n_suppressed",
+    "lr_skald_steps",
+    "lr_per_chunk_dm_star_union",
+    "lr_per_chunk_n_suppressed",
+    "lr_dm_ratio",
 ]
 
 
@@ -144,6 +150,7 @@ def run_experiment(
     releases: bool = False,
     roots: tuple[str, ...] = ("adaptive", "paper"),
     objective: str = "dm_star",
+    local_recoding: str | None = None,
 ) -> list[dict]:
     out.mkdir(parents=True, exist_ok=True)
     own_tmp = data_dir is None
@@ -166,19 +173,31 @@ def run_experiment(
             stats = pipeline.scan_domain(config, chunks)
             t_scan = time.perf_counter() - t
             by_root = {}  # root mode -> (plan, k -> (decision, seconds))
+            hists = {}
             for mode in roots:
-                by_root[mode] = _skald(replace(config, root=mode), stats, chunks, ks, t_scan)
+                by_root[mode] = _skald(
+                    replace(config, root=mode), stats, chunks, ks, t_scan, hists, mode
+                )
             plan, skald = by_root[roots[0]]
+            hist_of = {c: hists[roots[0]]}
             domain = _domain_key(stats)
+            lr_config = None
+            if local_recoding:  # SPEC §4f: both sides recode their suppressed records
+                lr_config = config.with_overrides({"local_recoding": local_recoding})
             todo = [ch for ch in chunks if (domain, ch.chunk_id) not in decisions]
             log.info("c=%d: SKALD done; %d chunk(s) to anonymise alone", c, len(todo))
             jobs = [(config, plan, ch, ks) for ch in todo]
+            if lr_config is not None:
+                jobs += [(lr_config, plan, ch, ks) for ch in todo]
             if workers > 1 and len(jobs) > 1:
                 with ProcessPoolExecutor(max_workers=workers) as pool:
                     results = list(pool.map(_chunk_job, jobs, chunksize=1))
             else:
                 results = [_chunk_job(j) for j in jobs]
-            for chunk_id, outcomes, seconds in results:
+            for (cfg, *_), (chunk_id, outcomes, seconds) in zip(jobs, results, strict=True):
+                if cfg is lr_config:
+                    decisions[("lr", domain, chunk_id)] = {o.k: o for o in outcomes}
+                    continue
                 decisions[(domain, chunk_id)] = {o.k: o for o in outcomes}
                 chunk_seconds[(domain, chunk_id)] = seconds
             for k in ks:
@@ -218,6 +237,7 @@ def run_experiment(
                         sum(chunk_seconds[(domain, ch.chunk_id)] for ch in chunks) / len(ks), 2
                     ),
                     **_objective_scores(objective, decision, outs),
+                    **_recoded(lr_config, plan, hist_of[c], decision, decisions, domain, chunks, k),
                 }
                 rows.append(row)
                 log.info(
@@ -255,11 +275,13 @@ def _objective_scores(objective: str, decision, outs) -> dict:
     }
 
 
-def _skald(config, stats, chunks, ks, t_scan: float):
+def _skald(config, stats, chunks, ks, t_scan: float, hists: dict | None = None, mode: str = ""):
     """SKALD's plan and decision per k for one root mode (phases 1-2 shared by the k's)."""
     t = time.perf_counter()
     plan = pipeline.plan_root(config, stats)
     hist = pipeline.count_histogram(config, plan, chunks)
+    if hists is not None:
+        hists[mode] = hist
     plan = plan.with_root(hist.node)  # the root phase 2 settled on (adaptive: ADR 0012)
     t_phase12 = t_scan + time.perf_counter() - t
     cache = RollUpCache(plan, hist)
@@ -269,6 +291,29 @@ def _skald(config, stats, chunks, ks, t_scan: float):
         decision = pipeline.search_lattice(config.with_overrides({"k": k}), plan, hist, cache)
         out[k] = (decision, t_phase12 / len(ks) + time.perf_counter() - t)
     return plan, out
+
+
+def _recoded(lr_config, plan, hist, decision, decisions, domain, chunks, k) -> dict:
+    """With --local-recoding: SKALD's release and the per-chunk union after local recoding
+    (SPEC §4f), each side recoding its own suppressed records."""
+    if lr_config is None:
+        return {}
+    from airflow_skald.core.config.policy import build_policy
+    from airflow_skald.core.search.recoded import local_recoding
+
+    config = lr_config.with_overrides({"k": k})
+    policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+    recoded = local_recoding(config, plan, hist, decision, policy)
+    outs = [decisions[("lr", domain, ch.chunk_id)][k] for ch in chunks]
+    union = union_figures(outs, union_policy(config), config.suppressed_records)
+    return {
+        "lr_skald_dm_star": recoded.figures.dm_star,
+        "lr_skald_n_suppressed": recoded.figures.n_suppressed,
+        "lr_skald_steps": len(recoded.steps),
+        "lr_per_chunk_dm_star_union": union["dm_star"],
+        "lr_per_chunk_n_suppressed": union["n_suppressed"],
+        "lr_dm_ratio": union["dm_star"] / recoded.figures.dm_star,
+    }
 
 
 def _other_roots(by_root: dict, modes: tuple[str, ...], k: int, per_chunk_dm: int) -> dict:
@@ -400,6 +445,23 @@ def markdown(rows: list[dict], total: float, t_gen: float, workers: int) -> str:
                 f"| {r['dm_ratio']:.2f} | `{r['paper_root_paper']}` | {r['paper_dm_star']:,} "
                 f"| {r['paper_dm_ratio']:.2f} |"
             )
+    if any("lr_skald_dm_star" in r for r in rows):
+        lines += [
+            "",
+            "With local recoding (SPEC §4f, ARX's optimizeIterativeFast): each side recodes the "
+            "records its node suppressed, step by step (per-chunk: within each chunk).",
+            "",
+            "| k | chunks | SKALD+LR DM* | suppressed | steps | per-chunk+LR DM* (union) "
+            "| suppressed | ratio |",
+            "|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for r in sorted(rows, key=lambda r: (r["k"], r["chunks"])):
+            lines.append(
+                f"| {r['k']} | {r['chunks']} | {r['lr_skald_dm_star']:,} "
+                f"| {r['lr_skald_n_suppressed']:,} | {r['lr_skald_steps']} "
+                f"| {r['lr_per_chunk_dm_star_union']:,} | {r['lr_per_chunk_n_suppressed']:,} "
+                f"| **{r['lr_dm_ratio']:.2f}** |"
+            )
     lines += [
         "",
         "The paper's Table III (k = 50, 1M-row chunks): SKALD "
@@ -493,6 +555,12 @@ def main(argv: list[str] | None = None) -> int:
         help="the quality model SKALD and the per-chunk baseline minimise (SPEC §4d); results "
         "go to OUT/objective-NAME unless it is dm_star",
     )
+    p.add_argument(
+        "--local-recoding",
+        default=None,
+        help="RECORDS: also SKALD and the per-chunk baseline with local recoding (SPEC §4f), "
+        "columns lr_* (e.g. 0.01)",
+    )
     args = p.parse_args(argv)
     if args.objective != "dm_star" and args.out == str(ROOT / "results"):
         args.out = str(ROOT / "results" / f"objective-{args.objective}")
@@ -509,6 +577,7 @@ def main(argv: list[str] | None = None) -> int:
         releases=args.releases,
         roots=tuple(args.roots.split(",")),
         objective=args.objective,
+        local_recoding=args.local_recoding,
     )
     print((Path(args.out) / "paper_experiment.md").read_text())
     return 0 if rows else 1

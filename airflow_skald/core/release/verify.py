@@ -70,6 +70,7 @@ from airflow_skald.core.release.release_reading import (
 )
 from airflow_skald.core.release.verify_figures import compare_with_manifest
 from airflow_skald.core.release.verify_pseudonyms import pseudonyms_well_formed
+from airflow_skald.core.release.verify_steps import standalone as recoded_standalone
 
 
 def class_figures(
@@ -202,6 +203,7 @@ def verify_release(
         policy, skipped = standalone_policy(
             path, manifest, k, suppression_limit, sensitive, frozenset(overall)
         )
+        policy, skipped = recoded_standalone(manifest, policy, skipped)  # SPEC §4f
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})

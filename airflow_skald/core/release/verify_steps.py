@@ -56,15 +56,14 @@ def verify_steps(
     classes: ReleaseClasses,
     dims: Sequence[Dimension],
     policy: PrivacyPolicy,
-    privacy: Sequence[Any],
     sensitive: Mapping[str, Any],
     decision: Any,
     n_records: int,
 ) -> dict:
     """Check a locally recoded release as the module says; VerificationError naming the step
-    and the model when it does not hold. `policy`: the run's (the global node's), `privacy`
-    the configured models (bound again to each step's records), `sensitive` phase 1's
-    statistics of the criteria attributes."""
+    and the model when it does not hold. `policy`: the run's (the global node's; its models
+    are bound again to each step's records), `sensitive` phase 1's statistics of the
+    criteria attributes."""
     steps = [s for s in decision.steps if not s.at_top]
     nodes = [tuple(decision.node), *(s.node for s in steps)]
     n_qids = len(dims)
@@ -85,7 +84,7 @@ def verify_steps(
     _, kept = classes.tables(n_qids, policy.attributes, sensitive)
     order = _kept_order(classes, n_qids, star)  # `kept`'s classes among the written tuples
     fits = fits[:, ~star][:, order]
-    policies = [policy] + [_bound(privacy, sensitive, s, n_records) for s in steps]
+    policies = [policy] + [_bound(policy.models, sensitive, s, n_records) for s in steps]
     passes = np.zeros(kept.n_classes, dtype=bool)
     figures = []
     for s, step in enumerate(steps, start=1):  # a class holds at most its step's records
@@ -132,3 +131,22 @@ def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
             return np.zeros(classes.sizes.size, dtype=bool)
         star &= classes.codes[:, j] == labels.index(TOP)
     return star
+
+
+#: why `skald verify` leaves a step-relative model to the run's own check
+STEP_RELATIVE = (
+    "local recoding judges it per step against that step's records, which the release alone "
+    "does not tell apart; the run checked every step's classes before it published"
+)
+
+
+def standalone(
+    manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
+) -> tuple[PrivacyPolicy, list[dict]]:
+    """`skald verify` of a locally recoded release: the models that judge a class alone are
+    re-checked over every class; the step-relative ones are listed as not re-checked."""
+    if not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
+        return policy, skipped
+    relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
+    listed = [{**m.describe(), "reason": STEP_RELATIVE} for m in relative]
+    return class_local(policy), [*skipped, *listed]

@@ -47,6 +47,7 @@ from airflow_skald.core.release.manifest import (
 )
 from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.release.verify import class_figures
+from airflow_skald.core.release.verify_steps import class_local, verify_steps
 from airflow_skald.core.run.pipeline import (
     ChunkProgress,
     Progress,
@@ -58,6 +59,7 @@ from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
 from airflow_skald.core.search.decide import Decision, search_lattice
 from airflow_skald.core.search.figures import class_size_histogram, risk
+from airflow_skald.core.search.recoded import local_recoding
 
 __all__ = [
     "ChunkOutcome",
@@ -105,15 +107,25 @@ class RollUpCache(ClassSource):
 
 
 def released_classes(
-    plan: Plan, node: tuple[int, ...], source: ClassSource, policy: PrivacyPolicy
+    plan: Plan, decision: Decision, source: ClassSource, policy: PrivacyPolicy
 ) -> Counter:
-    """Released QID tuple -> records, for the classes of a node that the policy keeps.
+    """Released QID tuple -> records, for the classes of the decision's node that the policy
+    keeps, and (local recoding) the classes each step kept at its own node.
 
     The strings are the dimensions' output labels, exactly what `write_parts` writes.
     """
+    node = tuple(decision.node)
     keys, table = source.keyed(node)
     kept = policy.judge(table).kept
-    sub = Histogram(plan.radices(node), keys[kept], table.sizes[kept])
+    out = _labelled(plan, node, keys[kept], table.sizes[kept])
+    for step in decision.steps:
+        if not step.at_top:
+            out.update(_labelled(plan, step.node, step.kept_keys, step.kept_sizes))
+    return out
+
+
+def _labelled(plan: Plan, node: tuple[int, ...], keys: np.ndarray, sizes: np.ndarray) -> Counter:
+    sub = Histogram(plan.radices(node), keys, sizes)
     columns = []
     for dim, level, codes in zip(plan.dims, node, sub.decompose(), strict=True):
         uniq, inverse = np.unique(codes, return_inverse=True)
@@ -168,6 +180,7 @@ class ChunkOutcome:
             "min_class_size": d.figures.min_class_size,
             "precision": d.precision,
             "lattice": d.lattice,
+            **({"local_recoding": d.recoding_dict()} if d.recoding else {}),
         }
 
 
@@ -204,7 +217,9 @@ def anonymise_chunk(
             quality=config.quality,
             first_rows=lambda node, keys: first_rows(config, cplan, [chunk], node, keys),
         )
-        classes = released_classes(cplan, decision.node, cache, policy)
+        if config.local_recoding is not None:  # the chunk's suppressed records, recoded
+            decision = local_recoding(config, cplan, counts, decision, policy, own)
+        classes = released_classes(cplan, decision, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
         out.append(ChunkOutcome(chunk, policy, decision, classes, seconds, sensitive=own))
         t_hist = 0.0
@@ -284,7 +299,7 @@ class PerChunkPhase(Phase[list, dict]):
 
         def check() -> dict:
             predicted = union_figures(outcomes, union_policy(config), config.suppressed_records)
-            written = _check_written(config, run.staging, outcomes)
+            written = _check_written(config, plan, run.staging, outcomes)
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
                 if written[key] != predicted[key]:
                     raise VerificationError(
@@ -317,7 +332,9 @@ def run_per_chunk(
     return run_local(run, (ENCODE, PER_CHUNK), workers)
 
 
-def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcome]) -> dict:
+def _check_written(
+    config: SkaldConfig, plan: Plan, staging: str, outcomes: list[ChunkOutcome]
+) -> dict:
     """Read the parts back: check each alone, then the union of all of them."""
     location = DataLocation(staging, config.output.format, config.output.delimiter)
     qids = config.qid_names
@@ -327,8 +344,11 @@ def _check_written(config: SkaldConfig, staging: str, outcomes: list[ChunkOutcom
         part = staging.rstrip("/") + "/" + o.part
         # each criterion re-checked on the part, against the chunk's own distribution
         read = release_classes([part], location, qids, o.policy.attributes)
-        star, kept = read.tables(len(qids), o.policy.attributes, o.sensitive)
-        own = class_figures(star, kept, read.n_rows, o.n_records, o.policy, f"part {o.part}")
+        policy = class_local(o.policy) if o.decision.steps else o.policy
+        star, kept = read.tables(len(qids), policy.attributes, o.sensitive)
+        own = class_figures(star, kept, read.n_rows, o.n_records, policy, f"part {o.part}")
+        if o.decision.steps:  # each step's classes under the step's own models
+            verify_steps(read, plan.dims, o.policy, o.sensitive, o.decision, o.n_records)
         classes, rows = Counter(), read.n_rows
         for released, n in read.named().items():  # QID tuples, the sensitive values summed
             classes[released[: len(qids)]] += n

@@ -202,7 +202,7 @@ def search_lattice(
     )
     if config.local_recoding is None:
         return decision
-    return local_recoding(config, plan, counts, decision, policy.min_class_size)
+    return local_recoding(config, plan, counts, decision, policy)
 
 
 def microaggregate(

@@ -564,8 +564,8 @@ class GeneralisePhase(Phase[Written, dict]):
                 manifest=manifest,
             )
             if decision.steps:  # local recoding: each step's classes under its own models
-                args = (policy, config.privacy, plan.stats.sensitive, decision)
-                verify_steps(merged.classes, plan.dims, *args, plan.stats.n_rows)
+                args = (policy, plan.stats.sensitive, decision, plan.stats.n_rows)
+                verify_steps(merged.classes, plan.dims, *args)
             return manifest
 
         return publish(run, check)

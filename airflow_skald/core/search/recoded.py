@@ -23,19 +23,28 @@ SHOWN = ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star", "
 
 
 def local_recoding(
-    config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision, k: int
+    config: SkaldConfig,
+    plan: Plan,
+    counts: RootCounts,
+    decision: Decision,
+    policy: PrivacyPolicy,
+    sensitive: dict | None = None,
 ) -> Decision:
-    """`decision` with its local recoding steps and the release's figures after them."""
+    """`decision` (made under `policy`) with its local recoding steps and the release's
+    figures after them. `sensitive`: the criteria attributes' statistics the models were
+    bound to (default phase 1's; a chunk's own for `--per-chunk`)."""
     settings = config.local_recoding
     quality = config.quality
     if settings.gs_factor is not None:
         quality = replace(quality, gs_factor=settings.gs_factor)
     n = plan.stats.n_rows
+    sensitive = plan.stats.sensitive if sensitive is None else sensitive
+    k = policy.min_class_size
 
     def policy_of(sub: RootCounts, limit: Fraction) -> PrivacyPolicy:
         distributions = {a: LR.value_counts(h) for a, h in sub.values.items()}
-        sensitive = LR.step_sensitive(plan.stats.sensitive, distributions)
-        return PrivacyPolicy(bind_models(config.privacy, sensitive, n), limit)
+        step = LR.step_sensitive(sensitive, distributions)
+        return PrivacyPolicy(bind_models(policy.models, step, n), limit)
 
     def search(step_plan: Plan, sub: RootCounts, policy: PrivacyPolicy) -> Decision:
         return search_lattice(

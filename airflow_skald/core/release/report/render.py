@@ -16,6 +16,7 @@ from airflow_skald.core.release.report.nodes import nodes_html
 from airflow_skald.core.release.report.plots import build_plots
 from airflow_skald.core.release.report.privacy import privacy_html
 from airflow_skald.core.release.report.quality import quality_html, quality_models_html
+from airflow_skald.core.release.report.recoding import recoding_html
 from airflow_skald.core.release.report.risk import risk_analysis_html, risk_html
 from airflow_skald.core.release.report.runtime import run_identity_html, timings_html
 
@@ -33,6 +34,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             cards_html(m),
             locations_html(m),
             nodes_html(m),
+            recoding_html(m),
             privacy_html(m),
             quality_html(m, plots),
             quality_models_html(m),

@@ -1,0 +1,73 @@
+"""Section: local recoding (SPEC §4f): the figures before and after the steps, each step's node
+and records, and a chart of the records kept (released) after the global node and each step."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from airflow_skald.core.release.charts import bar_chart
+from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
+
+_FIGURES = (
+    ("n_suppressed", "suppressed records"),
+    ("n_equivalence_classes", "released classes"),
+    ("min_class_size", "smallest released class"),
+    ("dm_star", "DM* (kept |E|² + s²)"),
+    ("dm", "DM (kept |E|² + N · s)"),
+)
+
+
+def recoding_html(m: Mapping) -> str:
+    """The local recoding section, or nothing when the run did not recode locally."""
+    lr = m.get("local_recoding")
+    if not isinstance(lr, Mapping):
+        return ""
+    before, after = lr.get("before") or {}, lr.get("after") or {}
+    steps = lr.get("steps") or []
+    settings = lr.get("settings") or {}
+    n = m.get("n_records")
+    figures = [
+        [esc(label), fmt_int(before.get(key)), fmt_int(after.get(key))] for key, label in _FIGURES
+    ]
+    rows = []
+    for i, s in enumerate(steps, start=1):
+        node = s.get("node") or {}
+        rows.append(
+            [
+                str(i),
+                esc(", ".join(f"{q}={lv}" for q, lv in node.items())),
+                fmt_int(s.get("records")),
+                fmt_int(s.get("released")) + (" (all '*')" if s.get("at_top") else ""),
+                fmt_int(s.get("n_equivalence_classes")),
+                f"{esc(s.get('objective'))} {fmt_num(s.get('score'))}",
+            ]
+        )
+    chart = ""
+    if steps:
+        first = n - before.get("n_suppressed", 0) if isinstance(n, int) else None
+        chart = chart_figure(
+            bar_chart(
+                [f"step {i}" for i in range(1, len(steps) + 1)],
+                [0 if s.get("at_top") else int(s.get("released") or 0) for s in steps],
+                title=f"Records each step gives back (the global node released {fmt_int(first)})",
+                value_label="records released",
+                category_label="local recoding step",
+                color="#2e8b57",
+            )
+        )
+    gs = settings.get("gs_factor")
+    return (
+        "<h2>Local recoding</h2>"
+        + f'<p class="muted">The records the global node suppresses are anonymised again, on '
+        f"their own, at a node of their own (ARX's optimizeIterativeFast): each step must "
+        f"release at least records = {esc(settings.get('records'))} of all records"
+        + (f", gs factor {esc(gs)}" if gs is not None else "")
+        + ". A record released at the top node is all '*' and counted as suppressed.</p>"
+        + table(figures, ["figure", "global node only", "after local recoding"])
+        + (
+            table(rows, ["step", "node", "records searched", "released", "classes", "score"])
+            if rows
+            else "<p>No step released records.</p>"
+        )
+        + chart
+    )
