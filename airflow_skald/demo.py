@@ -53,10 +53,79 @@ def run_clinical(base: Path, chunk_rows: int, rows: int = 100_000, k: int = 10) 
     print(f"\nclinical table: {rows} rows, hierarchies built from rules ({data / 'skald.yaml'})")
     config = generate_dataset(rows, chunk_rows, 1, data, overwrite=True, schema="clinical")
     code = run_cli(config, base / "release-clinical", k)
+    code = code or run_for_researchers(config, base / "release-clinical-research", k)
     if code:
         return code
     hierarchy = base / "zip-hierarchy.csv"
     return cli_main(["hierarchy", str(config), "--qid", "zip", "--out", str(hierarchy)])
+
+
+#: what keeps the clinical table useful to a researcher (SPEC §4d, §4f): Loss averaged over the
+#: QIDs, diagnosis, sex, length of stay and age weighted above admission date and ZIP, and the
+#: records the global node suppresses given back by local recoding
+RESEARCH = {
+    "quality": {
+        "objective": "loss",
+        "aggregate": "arithmetic_mean",
+        "weights": {
+            "icd10": 1,
+            "sex": 0.6,
+            "length_of_stay": 0.6,
+            "birth_date": 0.4,
+            "admitted": 0.05,
+            "zip": 0.05,
+        },
+    },
+    "transformation": {"local_recoding": {"records": 0.01}},
+}
+
+
+def run_for_researchers(config: Path, output: Path, k: int) -> int:
+    """The clinical table again, with local recoding and an objective and weights that keep
+    the clinically useful columns; what differs from the default release is printed."""
+    import yaml
+
+    body = {**yaml.safe_load(config.read_text()), **RESEARCH}
+    research = config.with_name("skald-research.yaml")
+    research.write_text(yaml.safe_dump(body, sort_keys=False))
+    print(
+        f"\nthe same table for researchers ({research.name}): Loss (arithmetic mean) weighting "
+        "diagnosis, sex, length of stay and age above admission date and ZIP, and local "
+        "recoding (records 0.01)"
+    )
+    code = run_cli(research, output, k)
+    if code:
+        return code
+    default = output.with_name("release-clinical")
+    print(difference(default, output))
+    return 0
+
+
+def difference(default: Path, research: Path) -> str:
+    """Per QID the labels each release keeps, and the records each suppresses."""
+    a = json.loads((default / "manifest.json").read_text())
+    b = json.loads((research / "manifest.json").read_text())
+
+    def kept(m: dict) -> dict[str, str]:
+        out = {}
+        for q in (m.get("quality_models") or {}).get("qids", []):
+            n = len(q["labels"]) if isinstance(q["labels"], list) else q["labels"]
+            out[q["name"]] = "'*' for everyone" if q["level"] == q["top"] else f"{n} values"
+        return out
+
+    ka, kb = kept(a), kept(b)
+    lr = b.get("local_recoding") or {}
+    before = (lr.get("before") or {}).get("n_suppressed", b["n_suppressed"])
+    lines = [
+        "\nwhat the researcher's release keeps (default DM* release -> research release):",
+        *(f"  {q:<15} {ka.get(q, '?'):<18} -> {kb.get(q, '?')}" for q in ka),
+        f"  {'suppressed':<15} {a['n_suppressed']:<18,} -> {b['n_suppressed']:,} "
+        f"({before:,} at the global node, given back in {len(lr.get('steps', []))} local "
+        "recoding step(s))",
+        f"  reports: {default / 'report.html'}",
+        f"           {research / 'report.html'}",
+    ]
+    return "\n".join(lines)
 
 
 def run_with_l(config: Path, output: Path, k: int) -> int:
