@@ -150,3 +150,21 @@ def standalone(
     relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
     listed = [{**m.describe(), "reason": STEP_RELATIVE} for m in relative]
     return class_local(policy), [*skipped, *listed]
+
+
+def recoded_figures(
+    manifest: dict, classes: ReleaseClasses, policy: PrivacyPolicy, sensitive: Mapping, n: int
+) -> dict:
+    """The manifest's `privacy_models` of a locally recoded release: a model that judges a
+    class alone reports its figure over every released class (as `skald verify` recomputes
+    it); a step-relative one its figure at the global node, marked so."""
+    _, kept = classes.tables(n, policy.attributes, sensitive)
+    local = class_local(policy)
+    over_all = iter(local.figures(kept))
+    models = []
+    for entry, m in zip(manifest.get("privacy_models", []), policy.models, strict=True):
+        if m.name in CLASS_LOCAL:
+            models.append(next(over_all))
+        else:
+            models.append({**entry, "figure_at": "the global node (each step checked alone)"})
+    return {**manifest, "privacy_models": models}

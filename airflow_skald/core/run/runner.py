@@ -78,7 +78,7 @@ from airflow_skald.core.release.manifest import (
     to_json_bytes,
 )
 from airflow_skald.core.release.verify import verify_release
-from airflow_skald.core.release.verify_steps import class_local, verify_steps
+from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
 from airflow_skald.core.search.decide import Decision
@@ -544,6 +544,9 @@ class GeneralisePhase(Phase[Written, dict]):
             # (its every figure, no identifier column in any part), before it is written
             manifest = build_manifest(config, plan, decision, chunks, expected, True, run.token)
             policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+            if decision.steps:  # local recoding: the models' figures over every released class
+                args = (merged.classes, policy, plan.stats.sensitive, len(config.qid_names))
+                manifest = recoded_figures(manifest, *args)
             overall = overall_attributes(policy.models, config.suppressed_records)
             if overall:  # drop mode: what verify needs to re-check t-closeness & co.
                 data = sensitive_counts_bytes(plan.stats.sensitive, overall, plan.stats.n_rows)
