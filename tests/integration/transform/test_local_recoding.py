@@ -287,3 +287,31 @@ def test_l_diversity_release_is_verified_in_full(tmp_path, capsys):
     report = json.loads(capsys.readouterr().out)
     assert report["verified"] is True
     assert report["privacy_models"] == m["privacy_models"]
+
+
+def test_mapped_tasks_give_the_serial_release(tmp_path):
+    """The mapped DAG's route in one process: each group's task a fresh `Run` over the shared
+    artifacts (the decision, its steps, read back from their bytes), then the merges."""
+    from airflow_skald.core.release.lease import output_lease
+    from airflow_skald.core.run import runner as R
+
+    df = dataset(2, 150)
+    serial = run(load_config(config(tmp_path / "a", df, 4, 0.05, 0.05, chunks=(17, 40, 33))))
+    cfg = load_config(config(tmp_path / "b", df, 4, 0.05, 0.05, chunks=(17, 40, 33)))
+    store = R.MemoryStore()
+    first = R.Run(cfg, store)
+    R.check_output_target(cfg)
+    with output_lease(cfg.output, first.token) as lease:
+        first.lease = lease
+        groups = first.layout(chunks_per_group=1)
+        first.check_target()
+        for phase in (R.ENCODE, R.HISTOGRAM_PHASE, R.GENERALISE):
+            if phase is R.GENERALISE:
+                R.prepare_staging(first.staging)
+            for g in groups:
+                phase.run_group(R.Run(cfg, store, first.token), g["group"], g["chunk_ids"])
+            merging = R.Run(cfg, store, first.token)
+            merging.lease = lease
+            manifest = phase.run_merge(merging)
+    assert manifest["local_recoding"] == serial["local_recoding"]
+    assert _digest(tmp_path / "b" / "out") == _digest(tmp_path / "a" / "out")
