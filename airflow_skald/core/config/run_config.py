@@ -471,6 +471,11 @@ def _check_transformation(config: SkaldConfig) -> None:
         if config.local_recoding_gs is not None or config.local_recoding_steps is not None:
             raise ConfigError("local_recoding_gs and local_recoding_steps need local_recoding")
         return
+    if config.microaggregations:  # a step's records would need their own class aggregates
+        raise ConfigError(
+            "transformation.local_recoding and microaggregation cannot be combined yet "
+            "(the aggregates are per class of the global node)"
+        )
     if config.research_subset is not None:  # delta-presence, exact k-map: ARX refuses them
         raise ConfigError(
             "transformation.local_recoding does not apply with a research_subset (ARX allows "
