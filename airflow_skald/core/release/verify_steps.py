@@ -167,4 +167,12 @@ def recoded_figures(
             models.append(next(over_all))
         else:
             models.append({**entry, "figure_at": "the global node (each step checked alone)"})
-    return {**manifest, "privacy_models": models}
+    out = {**manifest, "privacy_models": models}
+    if "at_risk_classes" in manifest:  # the class-local models' over every released class
+        relative = [r for r in manifest["at_risk_classes"] if r.get("model") not in _names(local)]
+        out["at_risk_classes"] = [*local.at_risk(kept), *relative]
+    return out
+
+
+def _names(policy: PrivacyPolicy) -> set:
+    return {m.describe().get("model") for m in policy.models}

@@ -88,11 +88,14 @@ def with_steps(
         min_class_size=int(released.min()) if released.size else 0,
         quality=quality,
     )
+    scores = {**decision.quality.get("scores", {})}
+    scores.update({key: quality[key] for key in ("dm_star", "dm") if key in scores})
     out = replace(
         decision,
         figures=figures,
         steps=steps,
         class_size_histogram=class_size_histogram(released),
+        quality={**decision.quality, "scores": scores} if decision.quality else {},
     )
     out.recoding = {"settings": settings, "before": before, "after": _shown(out)}
     out.recoded_sizes = released
