@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -56,7 +57,18 @@ _SAFE = 1 << 62  # a mixed-radix key below this cannot overflow int64
 
 
 def audit(config: SkaldConfig) -> dict:
-    """The audit report of `config.input` under the config's criteria (JSON-safe; see module)."""
+    """The audit report of `config.input` under the config's criteria (JSON-safe; see module).
+    A database input is read once into a private temporary folder, deleted after."""
+    if config.database is not None:
+        from airflow_skald.core.data.database.connection import resolve_uri
+        from airflow_skald.core.data.database.extract import extract
+
+        with tempfile.TemporaryDirectory(prefix="skald-audit-") as staged:
+            uri = resolve_uri(config.database.connection)
+            extract(config.database, uri, config.chunk_rows, staged)
+            files = replace(config.input, path=staged)
+            report = audit(replace(config, database=None, input=files))
+        return {**report, "input": config.database.table or "query"}
     start = time.perf_counter()
     manifest = release_manifest(config.input.path)
     if manifest is not None:

@@ -174,3 +174,20 @@ def test_what_a_killed_run_staged_is_replaced_not_read(tmp_path, pg_uri, monkeyp
     with pytest.raises(DataError, match="this run has another input"):
         runner.run(config_from_dict(_table_config(tmp_path, "out", "SKALD_TEST_DB", 50)))
     assert json.loads((tmp_path / "out" / "manifest.json").read_text())["n_records"] == 120
+
+
+def test_audit_of_a_table_equals_the_audit_of_its_rows_in_a_file(tmp_path, pg_uri, monkeypatch):
+    from airflow_skald.core.release.audit import audit
+
+    people = _people()
+    load_table(pg_uri, "clinic.patients", people, key=["pid"])
+    monkeypatch.setenv("SKALD_TEST_DB", pg_uri)
+    pq.write_table(people, tmp_path / "people.parquet")
+    by_file = audit(config_from_dict(config_dict(tmp_path / "people.parquet", tmp_path / "o")))
+    by_table = audit(config_from_dict(_table_config(tmp_path, "o", "SKALD_TEST_DB", 50)))
+    drop = {"seconds", "input", "chunks"}
+    assert {k: v for k, v in by_table.items() if k not in drop} == {
+        k: v for k, v in by_file.items() if k not in drop
+    }
+    assert by_table["n_records"] == 120 and by_table["input"] == "clinic.patients"
+    assert not list(tmp_path.glob(".o.skald-extract"))
