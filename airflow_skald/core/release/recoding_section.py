@@ -17,6 +17,7 @@ _FIGURES = {
         "min_class_size": _INT0,
         "dm_star": _INT0,
         "dm": _INT0,
+        "loss": {"type": "number"},
     },
 }
 _STEP = {

@@ -10,12 +10,18 @@ from fractions import Fraction
 import numpy as np
 
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.histogram import strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.privacy.registry import bind_models
+from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.exact import aggregate_key
+from airflow_skald.core.quality.multidim import exact_int_dot
+from airflow_skald.core.quality.registry import build
 from airflow_skald.core.search.decide import Decision, search_lattice
 from airflow_skald.core.search.figures import class_size_histogram, risk
+from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.transform import local_recoding as LR
 
 #: the figures the manifest gives before and after the steps
@@ -53,6 +59,8 @@ def local_recoding(
 
     steps = LR.recode(settings, plan, counts, decision, k, policy_of, search)
     out = with_steps(plan, counts, decision, steps, settings.describe())
+    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], config.quality)
+    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, config.quality)
     released = out.recoded_sizes
     figures_risk = risk(released, k)
     if "analysis" in decision.risk:
@@ -105,3 +113,43 @@ def with_steps(
 def _shown(decision: Decision) -> dict:
     d = decision.to_dict()
     return {key: d[key] for key in SHOWN}
+
+
+def release_loss(
+    plan: Plan, counts: RootCounts, decision: Decision, steps: list, settings: QualitySettings
+) -> float:
+    """ARX's Loss (SPEC §4d, as the objective's settings define it) of the release a
+    decision and its steps make: each record at the label of the node that released it (a
+    step at the top node: its records generalised to the top), the records left suppressed
+    as Loss counts suppressed records at the last node."""
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, settings)
+    loss = build("loss", ctx, settings.aggregate if settings.objective == "loss" else None)
+    node = tuple(decision.node)
+    left = LR.in_sorted(LR.keys_at(plan, counts.classes.keys, node), decision.suppressed_keys)
+    keys, sizes = LR.kept_classes(plan, counts, node, decision.suppressed_keys)
+    parts, last = [(node, keys, sizes)], node
+    for step in steps:
+        parts.append((step.node, step.kept_keys, step.kept_sizes))
+        left &= LR.in_sorted(LR.keys_at(plan, counts.classes.keys, step.node), step.suppressed_keys)
+        last = step.node
+    at_last = LR.keys_at(plan, counts.classes.keys[left], last)
+    left_sizes = counts.classes.counts[left].astype(np.int64)
+    s = int(left_sizes.sum())
+    values = []
+    for i in range(len(plan.dims)):
+        u, nums = ctx.shares(i)
+        kept = 0
+        for at, k, c in parts:
+            code = _digit(k, plan.radices(at), i)
+            kept += exact_int_dot(c.astype(np.int64), nums[at[i]][code])
+        sup = exact_int_dot(left_sizes, nums[last[i]][_digit(at_last, plan.radices(last), i)])
+        raw = loss.g * kept + sup + loss.s * (s * u - sup)
+        values.append(loss._normalised(i, raw))
+    key = aggregate_key(values, ctx.weights, loss.how)
+    scale = loss.scale()
+    return loss.display(int(key * scale) if scale is not None else key)
+
+
+def _digit(keys: np.ndarray, radices: tuple[int, ...], i: int) -> np.ndarray:
+    """QID i's code in each mixed-radix key."""
+    return (keys // strides_of(radices)[i]) % radices[i]

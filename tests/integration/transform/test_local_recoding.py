@@ -246,6 +246,9 @@ def test_adult_equals_arx(tmp_path):
     assert m["min_class_size"] == own["min_class_size"]
     assert m["dm_star"] == own["dm_star_skald"] == 1_408_552
     assert got["before"]["dm_star"] == 3_050_154  # ARX's DM* of the global optimum
+    # Loss of the global node alone is its score; local recoding lowers it
+    assert got["before"]["loss"] == m["quality_models"]["scores"]["loss"]
+    assert got["after"]["loss"] < got["before"]["loss"]
     # the written release's partition, read back independently
     release = read_release(tmp_path / "out")
     sizes = release.groupby(qids).size()

@@ -14,6 +14,7 @@ _FIGURES = (
     ("min_class_size", "smallest released class"),
     ("dm_star", "DM* (kept |E|² + s²)"),
     ("dm", "DM (kept |E|² + N · s)"),
+    ("loss", "Loss (ARX's, 0 = no loss)"),
 )
 
 
@@ -26,8 +27,15 @@ def recoding_html(m: Mapping) -> str:
     steps = lr.get("steps") or []
     settings = lr.get("settings") or {}
     n = m.get("n_records")
+    shown = {"loss": fmt_num}
     figures = [
-        [esc(label), fmt_int(before.get(key)), fmt_int(after.get(key))] for key, label in _FIGURES
+        [
+            esc(label),
+            shown.get(key, fmt_int)(before.get(key)),
+            shown.get(key, fmt_int)(after.get(key)),
+        ]
+        for key, label in _FIGURES
+        if key in before or key in after
     ]
     rows = []
     for i, s in enumerate(steps, start=1):
