@@ -157,6 +157,9 @@ class Deployment:
                 or f"sqlite:///{self.home / 'airflow.db'}",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                 "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
+                # a worker's call to the Execution API (default 5 s) timed out on a loaded
+                # 2-core machine: the task failed before it started (httpx.ReadTimeout)
+                "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": str(HTTP_TIMEOUT_S),
                 "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self._log_port),
                 "PYTHONPATH": os.pathsep.join(
                     p for p in (str(self.home), os.environ.get("PYTHONPATH", "")) if p
