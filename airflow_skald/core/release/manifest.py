@@ -25,6 +25,7 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.microaggregated import manifest_entry
 from airflow_skald.core.release.recoding_section import recoding_section
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
@@ -165,6 +166,7 @@ def release_section(
         "quasi_identifiers": built_hierarchies(config, plan),
         "direct_identifiers_removed": list(config.direct_identifiers),
         "sensitive_attributes": list(config.sensitive_attributes),
+        **manifest_entry(config, plan),
         "output_format": config.output.format,
     }
     if config.pseudonymised:

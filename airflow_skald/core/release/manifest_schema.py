@@ -236,6 +236,13 @@ class Manifest:
         NAMES, "a list of column names", "direct identifiers left out"
     )
     sensitive_attributes: list = key(NAMES, "a list of column names", "kept unchanged")
+    microaggregation: dict = key(
+        OBJECT,
+        "an object",
+        "each microaggregated QID (SPEC §4f): its function, cluster (true: it stays in the "
+        "lattice; false: the other QIDs form its classes) and data_type (integer: ARX's "
+        "rounding; decimal); no values",
+    )
     pseudonymised: list = key(
         NAMES, "a list of column names", "direct identifiers replaced by HMAC-SHA-256 pseudonyms"
     )

@@ -63,6 +63,7 @@ from airflow_skald.core.release.archive import (
 )
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
+from airflow_skald.core.release.microaggregated import check_microaggregated, out_of_lattice
 from airflow_skald.core.release.release_reading import (
     check_manifest,
     listed_parts,
@@ -189,8 +190,10 @@ def verify_release(
     location = DataLocation(path, fmt, delimiter)
     qids = qids if qids is not None else _qids(path, manifest)
     attributes = policy.attributes if policy is not None else _attributes(manifest)
+    extra = out_of_lattice(manifest)  # microaggregated columns counted beside the classes
     if classes is None:
-        classes = _count(parts, location, qids, attributes)
+        classes = _count(parts, location, qids, (*attributes, *extra))
+    check_microaggregated(classes, len(qids), len(qids) + len(attributes), extra)
     if manifest is not None and n_records is None:
         _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions

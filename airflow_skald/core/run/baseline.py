@@ -328,6 +328,11 @@ def run_per_chunk(
             "--per-chunk does not take a research_subset (a chunk holds part of the population "
             "table, so its population counts are not the table's)"
         )
+    if config.microaggregations:
+        raise ConfigError(
+            "--per-chunk does not take microaggregation (SPEC §4f: the aggregates are the "
+            "global run's classes')"
+        )
     run = Run(config, token=token or "", progress=progress)
     return run_local(run, (ENCODE, PER_CHUNK), workers)
 

@@ -258,4 +258,5 @@ def count_written(config: SkaldConfig, staging: str, names: Sequence[str]) -> Re
     checks its own parts, and the final step merges these tables instead of re-reading all."""
     location = DataLocation(staging, config.output.format, config.output.delimiter)
     paths = [staging.rstrip("/") + "/" + n for n in names]
-    return release_classes(paths, location, config.qid_names, config.criteria_attributes)
+    extra = tuple(q.name for q in config.microaggregated)  # checked constant per class
+    return release_classes(paths, location, config.qid_names, (*config.criteria_attributes, *extra))

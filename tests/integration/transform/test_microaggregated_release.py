@@ -12,7 +12,10 @@ import pandas as pd
 import pytest
 from skald_testdata import ADULT, read_release, write_chunks, write_config
 
+from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.run.baseline import run_per_chunk
 from airflow_skald.core.run.runner import run
 
 ARX = ADULT.parents[1] / "arx" / "arx"
@@ -145,6 +148,10 @@ def test_matches_the_oracle_however_chunked(tmp_path, name, function, cluster):
     assert written[0][name].tolist() == written[1][name].tolist()
     node, release = manifest["node"], written[1]
     assert (name in node) is cluster
+    data_type = "integer" if name == "height" else "decimal"
+    entry = {"function": function, "cluster": cluster, "data_type": data_type}
+    assert manifest["microaggregation"] == {name: entry}
+    assert main(["verify", str(tmp_path / "out-1200")]) == 0
     lattice = [q for q in ("weight", "height", "sex", "zip") if q in node]
     suppressed = (release[lattice] == "*").all(axis=1)
     assert int(suppressed.sum()) == manifest["n_suppressed"]
@@ -155,3 +162,10 @@ def test_matches_the_oracle_however_chunked(tmp_path, name, function, cluster):
         assert got.astype(float).to_numpy() == pytest.approx(expected.to_numpy(float), rel=1e-12)
     else:
         assert got.tolist() == expected.tolist()
+
+
+def test_per_chunk_refuses_microaggregation(tmp_path):
+    inp = write_chunks(_table(), tmp_path / "in", [600])
+    cfg = _config(tmp_path, "pc", inp, {"height": {"function": "mean", "cluster": False}}, 600)
+    with pytest.raises(ConfigError, match="--per-chunk does not take microaggregation"):
+        run_per_chunk(load_config(cfg))

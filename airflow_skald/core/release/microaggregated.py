@@ -1,0 +1,70 @@
+"""What the manifest and the release check know of microaggregated QIDs (SPEC §4f).
+
+The manifest lists each microaggregated QID with its function, whether it stays in the lattice
+(`cluster`) and its data type (ARX's INTEGER or DECIMAL: how its aggregates are rounded and
+written), never a value. A QID with `cluster: false` is not among the manifest's
+`quasi_identifiers` (the other QIDs form the classes); the release check counts its column
+beside the classes and checks that every released class holds ONE value of it (the class's
+aggregate: no record's own value shows through) and that suppressed records hold `*`.
+A clustered QID is one of the class's QIDs: its written value is the class's by construction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.transform.microaggregation import ValueDomain
+
+
+def manifest_entry(config: SkaldConfig, plan: Plan) -> dict:
+    """The manifest's `microaggregation` (empty when no QID is microaggregated)."""
+    out = {}
+    for name, m in config.microaggregations.items():
+        domain = ValueDomain.of_stats(plan.stats.sensitive[name])
+        out[name] = {
+            **m.describe(),
+            "data_type": "integer" if domain.integer else "decimal",
+        }
+    return {"microaggregation": out} if out else {}
+
+
+def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The manifest's microaggregated QIDs with `cluster: false`, in its order."""
+    entries = (manifest or {}).get("microaggregation") or {}
+    return tuple(n for n, e in entries.items() if isinstance(e, Mapping) and not e.get("cluster"))
+
+
+def check_microaggregated(
+    classes: ReleaseClasses, n_qids: int, start: int, names: tuple[str, ...]
+) -> None:
+    """`classes` counted over `n_qids` QIDs, other attributes, then `names` from column
+    `start`: every class of the QIDs holds one value of each name, the all-`*` class `*`."""
+    if not names or not classes.sizes.size:
+        return
+    if len(classes.labels) < start + len(names):
+        raise ValueError("the release's classes were counted without the microaggregated columns")
+    qids = classes.codes[:, :n_qids]
+    star = np.ones(qids.shape[0], dtype=bool)
+    for j in range(n_qids):
+        labels = classes.labels[j]
+        star &= qids[:, j] == (labels.index(TOP) if TOP in labels else -1)
+    n_classes = np.unique(qids, axis=0).shape[0]
+    for j, name in enumerate(names):
+        column = classes.codes[:, start + j : start + j + 1]
+        if np.unique(np.concatenate([qids, column], axis=1), axis=0).shape[0] != n_classes:
+            raise VerificationError(
+                f"microaggregated column '{name}' holds more than one value in a released class"
+            )
+        labels = classes.labels[start + j]
+        if any(labels[c] != TOP for c in np.unique(column[star]).tolist()):
+            raise VerificationError(
+                f"microaggregated column '{name}' is not '*' in a suppressed record"
+            )
