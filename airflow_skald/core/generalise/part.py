@@ -167,7 +167,10 @@ def generalise_table(
         if pa.types.is_dictionary(f.type) and f.name not in plan.stats.qids:
             table = table.set_column(i, f.name, _used_entries_only(table.column(i)))
     masked = np.flatnonzero(mask)  # few rows: a scatter per QID, not a pass
+    aggregated = {a.name for a in aggregates}  # written below: no labels to make
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
+        if dim.name in aggregated:
+            continue
         card = dim.cards[level]
         if joint:  # codes in the joint space of every level (local recoding)
             offsets = joint_offsets(dim)

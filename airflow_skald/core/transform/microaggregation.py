@@ -43,6 +43,7 @@ from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.settings.microaggregation import Microaggregation
 
+LOOKUP_LIMIT = 1 << 24  # class keys below this are looked up in a table (<= 64 MiB of int32)
 NULL = "NULL"  # ARX's DataType.NULL_VALUE: the aggregate of a class of nulls only
 
 
@@ -211,11 +212,29 @@ class Aggregates:
     def labels_of(self, keys: np.ndarray) -> np.ndarray:
         """Each record's label index given its class key at the node (every key is a class
         the counts saw: phase 3 reads the records phase 2 counted)."""
+        lut = self._lookup_table()
+        if lut is not None:  # a gather beats a binary search per record
+            out = lut[keys]
+            if out.size and int(out.min()) < 0:
+                raise ValueError(f"a record of '{self.name}' is in a class phase 2 did not count")
+            return out
         pos = np.searchsorted(self.keys, keys)
         pos = np.minimum(pos, max(self.keys.size - 1, 0))
         if keys.size and not np.array_equal(self.keys[pos], keys):
             raise ValueError(f"a record of '{self.name}' is in a class phase 2 did not count")
         return self.index[pos]
+
+    def _lookup_table(self) -> np.ndarray | None:
+        """Label index by class key, -1 for no class (keys below LOOKUP_LIMIT only); built
+        once per pass (every chunk uses the same aggregates)."""
+        if not self.keys.size or int(self.keys[-1]) >= LOOKUP_LIMIT:
+            return None
+        lut = self.__dict__.get("_lut")
+        if lut is None:
+            lut = np.full(int(self.keys[-1]) + 1, -1, dtype=np.int32)
+            lut[self.keys] = self.index
+            self.__dict__["_lut"] = lut
+        return lut
 
 
 def aggregates_to_bytes(items: Sequence[Aggregates]) -> bytes:
@@ -273,7 +292,9 @@ def release_column(aggregates: Aggregates, keys: np.ndarray, masked: np.ndarray)
     if masked.size:
         index = index.copy()
         index[masked] = len(aggregates.labels)
-    used, inverse = np.unique(index, return_inverse=True)
+    used = np.flatnonzero(np.bincount(index, minlength=labels.size))  # O(rows + labels)
+    remap = np.zeros(labels.size, dtype=np.int32)
+    remap[used] = np.arange(used.size, dtype=np.int32)
     return pa.DictionaryArray.from_arrays(
-        pa.array(inverse.astype(np.int32), pa.int32()), pa.array(labels[used].tolist(), pa.string())
+        pa.array(remap[index], pa.int32()), pa.array(labels[used].tolist(), pa.string())
     )
