@@ -14,6 +14,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from airflow_skald.core.config.dp_rules import apply_dp_rules
 from airflow_skald.core.data.builders import Rule
 from airflow_skald.core.data.builders.dates import parse_date_rule
 from airflow_skald.core.data.builders.intervals import parse_interval_rule
@@ -24,6 +25,7 @@ from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.dp.secret import KeyRef
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel
 from airflow_skald.core.privacy.registry import (
     CONFIG_KEYS,
@@ -148,6 +150,8 @@ class SkaldConfig:
     # the aggregate over the classes of the other QIDs (the clustered ones stay in
     # `quasi_identifiers`, their spec's `microaggregation` set)
     microaggregated: tuple[QidSpec, ...] = ()
+    # where a DP run reads its secret (never the secret; not in the settings nor the hash)
+    dp_key: KeyRef | None = field(default=None, compare=False)
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -251,7 +255,7 @@ class SkaldConfig:
         out = replace(self, **fields)
         check_quality(out.quality, out.qid_names)
         _check_transformation(out)
-        return out
+        return apply_dp_rules(out, "suppression_limit" in values)
 
     def effective(self) -> dict:
         """The effective settings in full (hierarchies as tables), for the run's archive."""
@@ -351,6 +355,7 @@ _SECTIONS = {
     "research_subset",
     "pseudonym_key",
     "transformation",
+    "dp_key",
 }
 
 
@@ -458,11 +463,12 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         local_recoding_records=_file(raw, "local_recoding"),
         local_recoding_gs=_file(raw, "local_recoding_gs"),
         local_recoding_steps=_file(raw, "local_recoding_steps"),
+        dp_key=KeyRef.parse(raw.get("dp_key"), base_dir),
         source=source,
     )
     check_quality(config.quality, names)
     _check_transformation(config)
-    return config
+    return apply_dp_rules(config, "suppression_limit" in privacy)
 
 
 def _check_transformation(config: SkaldConfig) -> None:

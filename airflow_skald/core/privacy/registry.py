@@ -12,6 +12,7 @@ from airflow_skald.core.privacy.average_risk import AverageRisk
 from airflow_skald.core.privacy.b_likeness import BLikeness
 from airflow_skald.core.privacy.d_disclosure import DDisclosure
 from airflow_skald.core.privacy.delta_presence import DeltaPresence
+from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.k_map import KMap
 from airflow_skald.core.privacy.k_map_exact import ExactKMap
@@ -24,6 +25,7 @@ from airflow_skald.core.privacy.t_closeness import TCloseness
 # class-based models first; the sample-based ones in the order they judge a node (SPEC §4c)
 MODELS: tuple[type[PrivacyModel], ...] = (
     KAnonymity,
+    DifferentialPrivacy,
     LDiversity,
     TCloseness,
     KMap,

@@ -54,6 +54,7 @@ class ReleaseIdentity:
     config_sha256: str | None
     input_fingerprint: str | None
     k: int | None = None
+    dp: bool = False  # differentially private: never an identical rerun (SPEC §4e)
 
     @classmethod
     def from_manifest(cls, manifest: dict) -> ReleaseIdentity:
@@ -62,6 +63,7 @@ class ReleaseIdentity:
             config_sha256=manifest.get("config_sha256"),
             input_fingerprint=manifest.get("input_fingerprint"),
             k=manifest.get("k"),
+            dp="differential_privacy" in manifest,
         )
 
     @classmethod
@@ -71,12 +73,16 @@ class ReleaseIdentity:
         """This run's identity, from its effective config and chunk list (before phase 1)."""
         from airflow_skald.core.release.manifest import input_fingerprint
 
-        return cls(token, config.fingerprint(), input_fingerprint(list(chunks)), config.k)
+        dp = any(m.config_key == "differential_privacy" for m in config.privacy)
+        return cls(token, config.fingerprint(), input_fingerprint(list(chunks)), config.k, dp)
 
     def may_replace(self, existing: ReleaseIdentity) -> bool:
-        """A retry of the run that made `existing`, or an identical rerun."""
+        """A retry of the run that made `existing`, or an identical rerun (never of a DP
+        release, nor by a DP run: each draws its own sample, and releases compose)."""
         if self.run_token and existing.run_token == self.run_token:
             return True
+        if self.dp or existing.dp:
+            return False
         return (
             self.config_sha256 is not None
             and self.input_fingerprint is not None

@@ -217,6 +217,7 @@ def build_manifest(
         **recoding_section(decision),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **({"quality_models": decision.quality} if decision.quality else {}),
+        **({"differential_privacy": decision.dp} if decision.dp else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
     ).to_dict()

@@ -180,6 +180,13 @@ class Manifest:
         "the objective and its settings, every quality model's score for the node, and per QID "
         "its level, loss, NU-entropy, labels and distribution before/after (SPEC §4d)",
     )
+    differential_privacy: dict = key(
+        OBJECT,
+        "an object",
+        "(epsilon, delta)-DP (SPEC §4e): epsilon, delta, k and beta (ARX's), the search budget "
+        "and steps, the node, the records sampled, released and suppressed (records the "
+        "sample left out count as suppressed), and that releases of the same data compose",
+    )
     # --- the node and the searches
     node: dict = key(
         {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1}},

@@ -37,6 +37,8 @@ from airflow_skald.core.encode.domain import scan_domain as _scan_domain
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
+from airflow_skald.core.privacy.dp.decide import dp_decision
+from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import (
@@ -101,10 +103,15 @@ def scan_domain(
 
 
 def count_histogram(
-    config: SkaldConfig, plan: Plan, chunks: Sequence[ChunkRef], progress: Progress | None = None
+    config: SkaldConfig,
+    plan: Plan,
+    chunks: Sequence[ChunkRef],
+    progress: Progress | None = None,
+    sample: RowSample | None = None,
 ) -> RootCounts:
     """Phase 2 over some chunks: root-node class counts and, per attribute that criteria name,
-    (class, value) counts (merge with RootCounts.merge, or `merge_on_chain`).
+    (class, value) counts (merge with RootCounts.merge, or `merge_on_chain`). `sample` (a DP
+    run): only the records the sample keeps are counted.
 
     Paper mode counts at the root. Adaptive mode (ADR 0012) counts along phase 1's chain,
     rolling the counts up whenever their non-empty bins outgrow N_RAM; the result's `node`
@@ -122,6 +129,9 @@ def count_histogram(
         table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
+        if sample is not None:
+            keep = sample.keeps(chunk, table.num_rows)
+            keys, values = keys[keep], {a: v[keep] for a, v in values.items()}
         return node, acc.chunk_tables(node, keys, values), table.num_rows
 
     for i, (_, (node, tables, n_rows)) in enumerate(map_ahead(counted_at, chunks)):
@@ -178,10 +188,15 @@ def root_keys(
 
 
 def search_lattice(
-    config: SkaldConfig, plan: Plan, counts: RootCounts, source: ClassSource | None = None
+    config: SkaldConfig,
+    plan: Plan,
+    counts: RootCounts,
+    source: ClassSource | None = None,
+    search_key: int | None = None,
 ) -> Decision:
     """Phase 2's search under the config's privacy policy, objective and tie-break order,
-    above the node the counts are at (the adaptive root, when phase 2 settled one)."""
+    above the node the counts are at (the adaptive root, when phase 2 settled one). A DP run
+    (`search_key`: its keyed search stream) releases a fixed node or SafePub's choice."""
     if counts.node is not None and tuple(counts.node) != tuple(plan.root):
         if source is not None:
             raise ValueError(
@@ -190,6 +205,8 @@ def search_lattice(
             )
         plan = plan.with_root(counts.node)
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
+    if search_key is not None:
+        return dp_decision(plan, counts, policy, config.quality, search_key)
     decision = _search_lattice(
         plan,
         counts,
@@ -223,9 +240,11 @@ def write_parts(
     staging: str,
     progress: Progress | None = None,
     aggregates: Sequence[Aggregates] = (),
+    sample: RowSample | None = None,
 ) -> list[str]:
     """Phase 3 for some chunks: one part per chunk into the staging folder (`aggregates`:
-    the microaggregated QIDs' class labels)."""
+    the microaggregated QIDs' class labels; `sample`, a DP run: the records it left out are
+    never written)."""
     columns = released_columns(config, plan.stats.columns)
     if config.keyed_subset is not None:  # the subset's flags, derived from the key columns
         columns.append(config.research_subset.column)
@@ -242,6 +261,8 @@ def write_parts(
             text_as_dictionary=True,
             subset=config.keyed_subset,
         )
+        if sample is not None:
+            table = table.filter(pa.array(sample.keeps(chunk, table.num_rows)))
         part = generalise_table(config, plan, decision, table, chunk, aggregates)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar
 
+from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
@@ -35,6 +36,10 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
+from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
+from airflow_skald.core.privacy.dp import keys as dp_keys
+from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
+from airflow_skald.core.privacy.dp.secret import resolve as resolve_secret
 from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release.archive import (
     SENSITIVE_COUNTS,
@@ -148,6 +153,9 @@ class Run:
     # a database input's connection name -> its URI (CLI: the URI or its environment
     # variable; the operators: the Airflow connection)
     resolve_connection: Callable[[str], str] = field(default=resolve_uri, repr=False)
+    # a DP run's secret handed over in memory (operators: an Airflow connection or variable);
+    # else read where the config's dp_key says. Never logged nor written (SPEC §4e)
+    dp_secret: bytes | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -159,6 +167,29 @@ class Run:
     @property
     def staging(self) -> str:
         return staging_path(self.config.output.path, self.token)
+
+    # ------------------------------------------------------------------ differential privacy
+    @property
+    def dp(self) -> DifferentialPrivacy | None:
+        return dp_of(self.config)
+
+    def secret(self) -> bytes:
+        """The DP secret (ConfigError, one line, when there is none)."""
+        if "secret" not in self._cache:
+            self._cache["secret"] = resolve_secret(self.config.dp_key, self.dp_secret)
+        return self._cache["secret"]
+
+    def row_sample(self) -> RowSample | None:
+        """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""
+        if self.dp is None:
+            return None
+        sampler = Sampler.of(self.secret(), self.token, self.dp.beta)
+        return RowSample(sampler, row_offsets(self.chunks()))
+
+    def search_key(self) -> int | None:
+        if self.dp is None:
+            return None
+        return dp_keys.stream_key(self.secret(), self.token, dp_keys.SEARCH)
 
     # ------------------------------------------------------------------ chunk layout
     def layout(self, chunks_per_group: int = 1) -> list[dict]:
@@ -268,7 +299,7 @@ class Run:
         for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION, MICROAGGREGATES):
             if self.store.exists(name):
                 store.write_bytes(name, self.store.read_bytes(name))
-        return Run(self.config, store, self.token)
+        return Run(self.config, store, self.token, dp_secret=self.dp_secret)
 
     def measured(self, phase: str, seconds: float | None = None) -> None:
         """Note a phase's seconds and peak memory in the run record, then hand the memory
@@ -436,7 +467,7 @@ class HistogramPhase(Phase[RootCounts, Decision]):
     name = "histogram"
 
     def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> RootCounts:
-        return P.count_histogram(run.config, run.plan(), chunks, run.progress)
+        return P.count_histogram(run.config, run.plan(), chunks, run.progress, run.row_sample())
 
     def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
         return RootCounts.merge(list(parts))
@@ -466,7 +497,7 @@ class HistogramPhase(Phase[RootCounts, Decision]):
                 plan.levels(plan.paper_root),
             )
         t0, c0 = time.perf_counter(), time.thread_time()
-        decision = P.search_lattice(run.config, plan, merged)
+        decision = P.search_lattice(run.config, plan, merged, search_key=run.search_key())
         run.record.cpu_s["search"] = time.thread_time() - c0
         run.timed("search", time.perf_counter() - t0)
         run.measured("search", time.perf_counter() - t0)
@@ -516,6 +547,7 @@ class GeneralisePhase(Phase[Written, dict]):
             run.staging,
             run.progress,
             run.microaggregates(),
+            run.row_sample(),
         )
         return Written(names, P.count_written(run.config, run.staging, names))
 
@@ -622,7 +654,8 @@ def already_published(run: Run) -> dict | None:
     with ofs.open(path, "rb") as fh:
         manifest = json.loads(fh.read())
     same = (
-        manifest.get("config_sha256") == run.config.fingerprint()
+        (run.dp is None or manifest.get("run_token") == run.token)  # a DP release: its run's
+        and manifest.get("config_sha256") == run.config.fingerprint()
         and manifest.get("input_fingerprint") == input_fingerprint(run.chunks())
         and manifest.get("node") == run.decision().levels
     )
@@ -728,6 +761,8 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
     """Phases one after the other in this process, the output's lease held throughout; the
     last phase writes the staged release (discarded if anything fails)."""
     check_output_target(run.config)  # before listing chunks: output inside input, a file...
+    if run.dp is not None:
+        run.secret()  # no secret: refused before any work
     with output_lease(run.config.output, run.token) as lease:
         run.lease = lease
         try:

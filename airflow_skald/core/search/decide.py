@@ -62,6 +62,7 @@ class Decision:
     steps: list[Step] = field(default_factory=list)
     recoding: dict = field(default_factory=dict)
     recoded_sizes: np.ndarray | None = field(default=None, repr=False)  # not persisted
+    dp: dict = field(default_factory=dict)  # a DP run's parameters and sample (SPEC §4e)
 
     @property
     def precision(self) -> float:
@@ -92,6 +93,7 @@ class Decision:
             "at_risk_classes": self.at_risk,
             "quality_models": self.quality,
             **({"local_recoding": self.recoding_dict()} if self.recoding else {}),
+            **({"differential_privacy": self.dp} if self.dp else {}),
         }
 
     def recoding_dict(self) -> dict:
@@ -122,6 +124,7 @@ class Decision:
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
             steps=[Step.from_state(s) for s in d.get("step_states", [])],
             recoding={k: v for k, v in d.get("local_recoding", {}).items() if k != "steps"},
+            dp=d.get("differential_privacy", {}),
         )
 
 
@@ -226,10 +229,7 @@ def search_lattice(
         seen = kept if best != tops else kept[:0]
         figures_risk["analysis"] = analysis.analyse(seen, n)
     return Decision(
-        node=best,
-        levels=plan.levels(best),
-        node_paper=paper_notation(plan.dims, best),
-        radices=plan.radices(best),
+        **node_fields(plan, best),
         figures=figures,
         privacy={
             "models": policy.describe(),
@@ -253,6 +253,16 @@ def search_lattice(
             policy.min_class_size,
         ),
     )
+
+
+def node_fields(plan: Plan, node: tuple[int, ...]) -> dict:
+    """A decision's node in its forms: levels, per QID, the paper's notation, radices."""
+    return {
+        "node": node,
+        "levels": plan.levels(node),
+        "node_paper": paper_notation(plan.dims, node),
+        "radices": plan.radices(node),
+    }
 
 
 def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored, k: int) -> dict:

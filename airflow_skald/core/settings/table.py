@@ -293,6 +293,40 @@ SETTINGS: tuple[Setting, ...] = (
         coerce=_decimal,
     ),
     Setting(
+        "dp_epsilon",
+        None,  # privacy.differential_privacy.epsilon
+        {"type": "number", "exclusiveMinimum": 0},
+        "a number > 0",
+        "epsilon of (epsilon, delta)-differential privacy; empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "dp_delta",
+        None,  # privacy.differential_privacy.delta
+        {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "a number in (0, 1)",
+        "delta of (epsilon, delta)-differential privacy; empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "dp_search_budget",
+        None,  # privacy.differential_privacy.search_budget
+        {"type": "number", "exclusiveMinimum": 0},
+        "a number > 0",
+        "The part of epsilon differential privacy spends on choosing the node (ARX's DP search "
+        "budget, default 0.1); empty = the config file's.",
+        coerce=_decimal,
+    ),
+    Setting(
+        "dp_search_steps",
+        None,  # privacy.differential_privacy.search_steps
+        {"type": "integer", "minimum": 0},
+        "an integer >= 0",
+        "Pivot draws of differential privacy's search (expansions; default 100); empty = the "
+        "config file's.",
+        coerce=_integer,
+    ),
+    Setting(
         "risk_threshold",
         ("risk", "threshold"),
         _SHARE,

@@ -7,8 +7,10 @@ run sees the same records."""
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -35,3 +37,24 @@ class Sampler:
         """Bool per row of rows first_row .. first_row + n_rows - 1 (input order)."""
         bits = keys.raw(self.key, first_row, n_rows) >> np.uint64(11)
         return bits < np.uint64(threshold(self.beta))
+
+
+def row_offsets(chunks: Sequence[Any]) -> dict[int, int]:
+    """Each chunk's first row number in input order (chunks in `chunk_id` order are the
+    input's consecutive slices): the sample's positions, whatever the chunk size."""
+    out, row = {}, 0
+    for chunk in sorted(chunks, key=lambda c: c.chunk_id):
+        out[chunk.chunk_id] = row
+        row += chunk.n_rows
+    return out
+
+
+@dataclass(frozen=True)
+class RowSample:
+    """The run's sample over its chunks: which rows of a chunk it keeps."""
+
+    sampler: Sampler
+    offsets: Mapping[int, int]
+
+    def keeps(self, chunk: Any, n_rows: int) -> np.ndarray:
+        return self.sampler.keeps(self.offsets[chunk.chunk_id], n_rows)

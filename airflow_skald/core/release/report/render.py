@@ -7,6 +7,7 @@ import logging
 from airflow_skald.core.release.commit import REPORT, write_bytes_atomic
 from airflow_skald.core.release.report.at_risk import at_risk_html
 from airflow_skald.core.release.report.audit import audit_html
+from airflow_skald.core.release.report.differential_privacy import differential_privacy_html
 from airflow_skald.core.release.report.facts import page_facts, report_title
 from airflow_skald.core.release.report.format import page
 from airflow_skald.core.release.report.header import cards_html, header_html
@@ -36,6 +37,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             nodes_html(m),
             recoding_html(m),
             privacy_html(m),
+            differential_privacy_html(m),
             quality_html(m, plots),
             quality_models_html(m),
             risk_html(m),

@@ -1,0 +1,128 @@
+"""(ε, δ)-differential privacy end to end (SPEC §4e): the release holds classes of at least k
+sampled records only, the sample is Binomial(N, β)-sized and independent of chunking and
+workers, a retry of the run reproduces the release byte for byte, another run draws afresh and
+is never an identical rerun, the secret reaches no written file and no output, and without a
+secret the run is refused with one line."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from airflow_skald.core.config.run_config import load_config
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.run import runner
+from tests.helpers_data import (
+    config_dict,
+    release_bytes,
+    release_rows,
+    run_subprocess,
+    write_config,
+    write_dataset,
+)
+
+SECRET = "dp-test-secret-7f3a9c1e-not-a-real-key"
+ENV = "SKALD_TEST_DP_KEY"
+QIDS = ("city", "age", "zip")
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("dp") / "in"
+    write_dataset(folder, n_files=3, rows=1500)
+    return folder
+
+
+def _config(tmp: Path, data: Path, out: str = "out", **dp) -> Path:
+    cfg = config_dict(data, tmp / out)
+    cfg["privacy"] = {
+        "differential_privacy": {"epsilon": 2.0, "delta": 1e-5, "search_steps": 12, **dp}
+    }
+    cfg["quality"] = {"objective": "loss"}
+    cfg["dp_key"] = {"env": ENV}
+    cfg["suppressed_records"] = "drop"
+    return write_config(tmp / f"{out}.yaml", cfg)
+
+
+@pytest.fixture(autouse=True)
+def secret(monkeypatch) -> None:
+    monkeypatch.setenv(ENV, SECRET)
+
+
+def test_release_keeps_k_and_a_binomial_sample(tmp_path, data) -> None:
+    m = runner.run(load_config(_config(tmp_path, data)), token="run-a")
+    dp = m["differential_privacy"]
+    n, beta, k = dp["records_input"], dp["beta"], dp["k"]
+    assert (n, k, beta) == (4500, 103, 0.8504313807773648)
+    assert abs(dp["records_sampled"] - n * beta) < 5 * math.sqrt(n * beta * (1 - beta))
+    rows = release_rows(tmp_path / "out")
+    assert len(rows) == dp["records_released"] == n - m["n_suppressed"]
+    sizes = Counter(tuple(r[q] for q in QIDS) for r in rows)
+    assert sizes and min(sizes.values()) >= k  # every released class: >= k sampled records
+    assert m["suppression_limit"] == 1.0 and m["k"] == k
+    assert dp["node"] == m["node"] and "compose" in dp["composition"]
+    assert "Differential privacy" in (tmp_path / "out" / "report.html").read_text()
+
+
+def test_fixed_node_spends_all_of_epsilon(tmp_path, data) -> None:
+    node = {"city": 1, "age": 3, "zip": 2}
+    m = runner.run(load_config(_config(tmp_path, data, node=node)), token="run-f")
+    dp = m["differential_privacy"]
+    assert m["node"] == node and dp["mode"] == "fixed"
+    assert (dp["k"], dp["beta"]) == (114, 0.8646647167633871)  # ARX: ε = 2, δ = 1e-5
+
+
+def test_sample_does_not_depend_on_chunks_or_workers(tmp_path, data) -> None:
+    a = load_config(_config(tmp_path, data, "a"))
+    b = load_config(_config(tmp_path, data, "b")).with_overrides({"chunk_rows": 400})
+    ma = runner.run(a, token="same-run")
+    mb = runner.run(b, token="same-run", workers=2)
+    assert ma["chunks"] == 6 and mb["chunks"] == 12
+    assert ma["differential_privacy"] == mb["differential_privacy"]
+    assert release_rows(tmp_path / "a") == release_rows(tmp_path / "b")
+
+
+def test_retry_reproduces_another_run_draws_afresh(tmp_path, data) -> None:
+    config = load_config(_config(tmp_path, data))
+    first = runner.run(config, token="run-r")
+    before = release_bytes(tmp_path / "out")
+    again = runner.run(config, token="run-r")  # a retry of the same run replaces it
+    assert release_bytes(tmp_path / "out") == before
+    assert again["differential_privacy"] == first["differential_privacy"]
+    with pytest.raises(DataError, match="overwrite"):  # never an identical rerun
+        runner.run(config, token="run-s")
+    other = runner.run(config.with_overrides({"overwrite": True}), token="run-s")
+    assert release_bytes(tmp_path / "out") != before
+    assert (
+        other["differential_privacy"]["records_sampled"]
+        != first["differential_privacy"]["records_sampled"]
+        or release_rows(tmp_path / "out") != before
+    )
+
+
+def test_secret_reaches_no_file_and_no_output(tmp_path, data) -> None:
+    cfg = _config(tmp_path, data)
+    done = run_subprocess(["run", str(cfg)])
+    assert done.returncode == 0, done.stderr
+    assert SECRET not in done.stdout + done.stderr
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "manifest.json" for p in written)
+    for p in written:
+        assert SECRET.encode() not in p.read_bytes(), p
+
+
+def test_no_secret_is_refused_with_one_line(tmp_path, data) -> None:
+    cfg = _config(tmp_path, data)
+    env = os.environ.pop(ENV)
+    try:
+        done = run_subprocess(["run", str(cfg)])
+    finally:
+        os.environ[ENV] = env
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "dp_key" in lines[0] and ENV in lines[0]
+    assert not (tmp_path / "out").exists()
