@@ -42,6 +42,10 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param mode: ``all``, ``partial`` (with ``chunk_group``) or ``merge``
     :param chunk_group: ``{"group": i, "chunk_ids": [...]}`` of a mapped task (templated)
+    :param dp_key_conn_id: differential privacy: the Airflow connection whose password is the
+        secret (secrets backend); never logged, nor in XCom or artifacts
+    :param dp_key_variable: differential privacy: the Airflow variable holding the secret, in
+        place of a connection
 
     The per-run settings, one keyword per row of ``core.settings.table.SETTINGS`` (empty or
     None: the config file's value; tests/unit/operators checks these against the table):
@@ -74,6 +78,14 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param d_disclosure: delta of the one configured d-disclosure criterion; empty = the config
         file's. (templated)
+    :param dp_epsilon: epsilon of (epsilon, delta)-differential privacy; empty = the config file's.
+        (templated)
+    :param dp_delta: delta of (epsilon, delta)-differential privacy; empty = the config file's.
+        (templated)
+    :param dp_search_budget: The part of epsilon differential privacy spends on choosing the node
+        (ARX's DP search budget, default 0.1); empty = the config file's. (templated)
+    :param dp_search_steps: Pivot draws of differential privacy's search (expansions; default 100);
+        empty = the config file's. (templated)
     :param risk_threshold: Risk analysis: a record is at risk when its prosecutor risk exceeds
         this; empty = the file's (default 0.2). (templated)
     :param risk_sampling_fraction: Risk analysis: the input's share of the population (population
@@ -112,6 +124,8 @@ class _SkaldOperator(BaseOperator):
         artifacts: str | None = None,
         mode: str = "all",
         chunk_group: dict | None = None,
+        dp_key_conn_id: str | None = None,
+        dp_key_variable: str | None = None,
         input_path: str | None = None,
         input_table: str | None = None,
         output_path: str | None = None,
@@ -129,6 +143,10 @@ class _SkaldOperator(BaseOperator):
         k_map: int | str | None = None,
         b_likeness: float | str | None = None,
         d_disclosure: float | str | None = None,
+        dp_epsilon: float | str | None = None,
+        dp_delta: float | str | None = None,
+        dp_search_budget: float | str | None = None,
+        dp_search_steps: int | str | None = None,
         risk_threshold: float | str | None = None,
         risk_sampling_fraction: float | str | None = None,
         risk_population: int | str | None = None,
@@ -149,6 +167,8 @@ class _SkaldOperator(BaseOperator):
             )
         self.config, self.artifacts = config, artifacts
         self.mode, self.chunk_group = mode, chunk_group
+        # where a DP run's secret lives in Airflow: a connection's password, or a variable
+        self.dp_key_conn_id, self.dp_key_variable = dp_key_conn_id, dp_key_variable
         self.input_path = input_path
         self.input_table = input_table
         self.output_path = output_path
@@ -166,6 +186,10 @@ class _SkaldOperator(BaseOperator):
         self.k_map = k_map
         self.b_likeness = b_likeness
         self.d_disclosure = d_disclosure
+        self.dp_epsilon = dp_epsilon
+        self.dp_delta = dp_delta
+        self.dp_search_budget = dp_search_budget
+        self.dp_search_steps = dp_search_steps
         self.risk_threshold = risk_threshold
         self.risk_sampling_fraction = risk_sampling_fraction
         self.risk_population = risk_population
@@ -245,7 +269,9 @@ class _SkaldOperator(BaseOperator):
         )
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
-        run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
+        run = Run(
+            config, store, token=f"{store.dag_id}-{store.run_id}", dp_secret=self.dp_secret()
+        )
         run.resolve_connection = connection_uri  # a database input: an Airflow connection id
         if config.database is not None and config.database.table:
             uri = connection_uri(config.database.connection)
@@ -255,6 +281,23 @@ class _SkaldOperator(BaseOperator):
         if started is not None:
             run.record.started_at = started.astimezone(UTC).isoformat(timespec="seconds")
         return run
+
+    def dp_secret(self) -> bytes | None:
+        """A DP run's secret from the Airflow connection's password or the variable named
+        (secrets backend), masked in every log; None: the config's dp_key is read instead."""
+        from airflow.sdk import BaseHook, Variable
+
+        from airflow_skald.operators.secrets import mask
+
+        if self.dp_key_conn_id:
+            value = BaseHook.get_connection(self.dp_key_conn_id).password or ""
+        elif self.dp_key_variable:
+            value = Variable.get(self.dp_key_variable, default="") or ""
+        else:
+            return None
+        if value:
+            mask(value)
+        return value.encode() or None
 
     def render_path(self, name: str, value: Any, context) -> Any:
         """A path setting whose value (a param or conf value) holds a template, rendered with

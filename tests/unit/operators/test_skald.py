@@ -58,7 +58,7 @@ def expected_lines() -> str:
 
 def test_every_setting_is_an_explicit_typed_keyword_in_table_order():
     init = _init(_operator())
-    own = ["config", "artifacts", "mode", "chunk_group"]
+    own = ["config", "artifacts", "mode", "chunk_group", "dp_key_conn_id", "dp_key_variable"]
     names = [a.arg for a in init.args.kwonlyargs]
     wanted = own + [s.name for s in SETTINGS]
     assert names == wanted, "operator keywords differ from the settings table:\n" + expected_lines()
