@@ -43,6 +43,7 @@ EXAMPLES = {
     "sample_uniqueness": {"max": 0.1},
     "population_uniqueness": {"max": 0.2, "model": "zayatz", "population": 100},
     "delta_presence": {"min": 0.1, "max": 0.75},
+    "differential_privacy": {"epsilon": 2, "delta": 1e-5, "search_steps": 10},
 }
 # models sharing a config key with another: their own example (exact k-map: no estimator)
 EXAMPLE_OF_MODEL = {"ExactKMap": {"k": 3}}
@@ -58,6 +59,10 @@ THRESHOLD_VALUES = {
     "average_risk": Fraction(1, 4),
     "sample_uniqueness": Fraction(1, 5),
     "population_uniqueness": Fraction(1, 10),
+    "dp_epsilon": Fraction(3),
+    "dp_delta": Fraction(1, 4),
+    "dp_search_budget": Fraction(1, 2),
+    "dp_search_steps": 20,
 }
 OWNER_FIELD = {
     "k_map": "k",
@@ -66,6 +71,10 @@ OWNER_FIELD = {
     "average_risk": "max",
     "sample_uniqueness": "max",
     "population_uniqueness": "max",
+    "dp_epsilon": "epsilon",
+    "dp_delta": "delta",
+    "dp_search_budget": "search_budget",
+    "dp_search_steps": "search_steps",
 }
 
 # four classes of sizes 5, 3, 2, 4 over the values 0..2 of 'disease'
@@ -139,7 +148,8 @@ def test_per_run_threshold_sets_the_one_owner(key: str) -> None:
         "k": 3,
         "l_diversity": [{"attribute": "disease", "l": 2, "variant": "recursive", "c": 3}],
         "t_closeness": [{"attribute": "disease", "t": 0.4}],
-        **{k: EXAMPLES[k] for k in OWNER_FIELD},
+        **{k: EXAMPLES[k] for k in OWNER_FIELD if k in EXAMPLES},
+        "differential_privacy": EXAMPLES["differential_privacy"],
     }
     models = with_threshold(parse_models(raw, ctx), key, THRESHOLD_VALUES[key])
     owner = [m for m in models if key in m.thresholds]
