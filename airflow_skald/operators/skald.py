@@ -269,9 +269,7 @@ class _SkaldOperator(BaseOperator):
         )
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
-        run = Run(
-            config, store, token=f"{store.dag_id}-{store.run_id}", dp_secret=self.dp_secret()
-        )
+        run = Run(config, store, token=f"{store.dag_id}-{store.run_id}", dp_secret=self.dp_secret())
         run.resolve_connection = connection_uri  # a database input: an Airflow connection id
         if config.database is not None and config.database.table:
             uri = connection_uri(config.database.connection)
