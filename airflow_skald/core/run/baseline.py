@@ -26,6 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.histogram import Histogram
@@ -332,6 +333,11 @@ def run_per_chunk(
         raise ConfigError(
             "--per-chunk does not take microaggregation (SPEC §4f: the aggregates are the "
             "global run's classes')"
+        )
+    if dp_of(config) is not None:
+        raise ConfigError(
+            "--per-chunk does not take differential_privacy (its sample and search are one "
+            "release's over the whole input)"
         )
     run = Run(config, token=token or "", progress=progress)
     return run_local(run, (ENCODE, PER_CHUNK), workers)

@@ -126,3 +126,11 @@ def test_no_secret_is_refused_with_one_line(tmp_path, data) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "dp_key" in lines[0] and ENV in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+def test_per_chunk_is_refused(tmp_path, data) -> None:
+    from airflow_skald.core.errors import ConfigError
+    from airflow_skald.core.run.baseline import run_per_chunk
+
+    with pytest.raises(ConfigError, match="per-chunk"):
+        run_per_chunk(load_config(_config(tmp_path, data)))
