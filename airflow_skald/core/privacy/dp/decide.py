@@ -136,6 +136,8 @@ def dp_decision(
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(j.kept)),
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
-        quality=quality_figures(ctx, objective, Scored(table, j, best, tops, node_classes.keys), k),
+        quality=quality_figures(
+            ctx, objective, Scored(table, judgement, best, tops, node_classes.keys), k
+        ),
         dp=section,
     )
