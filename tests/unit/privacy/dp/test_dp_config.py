@@ -44,6 +44,12 @@ def test_settings_and_limit() -> None:
         (lambda r: r["privacy"]["differential_privacy"].pop("delta"), "delta"),
         (lambda r: r.update(research_subset={"column": "in_study"}), "research_subset"),
         (lambda r: r.update(dp_key={"env": "A", "file": "b"}), "dp_key"),
+        (
+            lambda r: r["quasi_identifiers"][1].update(
+                microaggregation={"function": "mean", "cluster": True}
+            ),
+            "microaggregation",
+        ),
     ],
 )
 def test_refused_with_one_line(change, words) -> None:
