@@ -330,12 +330,10 @@ def test_unsuppressing_generaliser_is_caught(
     real = pipeline.generalise_table
     seen = {"suppressed": 0}
 
-    def unsuppressing(config, plan, decision, table, chunk):
+    def unsuppressing(config, plan, decision, *rest):
         seen["suppressed"] += int(decision.suppressed_keys.size)
         empty = np.zeros(0, dtype=np.int64)
-        return real(
-            config, plan, dataclasses.replace(decision, suppressed_keys=empty), table, chunk
-        )
+        return real(config, plan, dataclasses.replace(decision, suppressed_keys=empty), *rest)
 
     monkeypatch.setattr(pipeline, "generalise_table", unsuppressing)
     code, stdout, err = run_inprocess(["run", str(config), "-q", *flags], capsys)
@@ -352,8 +350,8 @@ def test_tampered_staging_part_is_caught(tmp_path: Path, capsys, monkeypatch) ->
     _, out, config, _ = setup_run(tmp_path, n_files=3, rows=40)
     real = pipeline.write_parts
 
-    def then_tamper(config, plan, decision, chunks, staging, progress=None):
-        names = real(config, plan, decision, chunks, staging, progress)
+    def then_tamper(config, plan, decision, chunks, staging, *rest):
+        names = real(config, plan, decision, chunks, staging, *rest)
         part = Path(staging) / names[1]
         table = pq.read_table(part)
         ages = table.column("age").to_pylist()
@@ -375,11 +373,9 @@ def test_verification_failure_keeps_the_old_release(tmp_path: Path, capsys, monk
     before = {p.name: p.read_bytes() for p in out.iterdir()}
     real = pipeline.generalise_table
 
-    def unsuppressing(config, plan, decision, table, chunk):
+    def unsuppressing(config, plan, decision, *rest):
         empty = np.zeros(0, dtype=np.int64)
-        return real(
-            config, plan, dataclasses.replace(decision, suppressed_keys=empty), table, chunk
-        )
+        return real(config, plan, dataclasses.replace(decision, suppressed_keys=empty), *rest)
 
     monkeypatch.setattr(pipeline, "generalise_table", unsuppressing)
     assert run_inprocess(["run", str(config), "-q"], capsys)[0] == 1
