@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast chromium lint format bench bench-rules bench-arx bytecode profile paper airflow clean
+.PHONY: demo test test-fast chromium lint format bench bench-rules bench-arx bytecode profile paper airflow airflow-cli clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -78,18 +78,23 @@ paper: $(STAMP)
 	@$(BIN)/python benchmarks/paper_experiment.py --objective $(OBJECTIVE) \
 		$(if $(LOCAL_RECODING),--local-recoding $(LOCAL_RECODING))
 
-# A real Airflow (api-server + scheduler + dag-processor, LocalExecutor) on PostgreSQL with this
-# repository's DAGs, in the foreground (Ctrl-C stops all three). README: "Run it on a real Airflow".
+# A real Airflow on PostgreSQL with this repository's DAGs, in the foreground: api-server,
+# scheduler, dag-processor, triggerer and the log server, LocalExecutor with as many workers as
+# the machine has cores (airflow_skald/local_airflow.py; Ctrl-C stops every process it started).
+# README: "Run it on a real Airflow". `make airflow-cli ARGS="dags list"` runs the `airflow`
+# command against the same deployment (the same settings).
 SKALD_AIRFLOW_HOME ?= $(HOME)/.skald-airflow
 AIRFLOW_PORT ?= 8080
 AIRFLOW_HOST ?= 127.0.0.1
 AIRFLOW_LOG_PORT ?= 8793
+AIRFLOW_PARALLELISM ?= $(shell nproc 2>/dev/null || echo 2)
 AIRFLOW_PG_ADMIN ?= postgresql://postgres@127.0.0.1:5432/postgres
 AIRFLOW_PG_DB ?= skald_airflow
 AIRFLOW_ENV = AIRFLOW_HOME=$(SKALD_AIRFLOW_HOME) \
 	AIRFLOW__CORE__DAGS_FOLDER=$(CURDIR)/dags \
 	AIRFLOW__CORE__LOAD_EXAMPLES=False \
 	AIRFLOW__CORE__EXECUTOR=LocalExecutor \
+	AIRFLOW__CORE__PARALLELISM=$(AIRFLOW_PARALLELISM) \
 	AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS=admin:admin \
 	AIRFLOW__CORE__EXECUTION_API_SERVER_URL=http://localhost:$(AIRFLOW_PORT)/execution/ \
 	AIRFLOW__API__BASE_URL=http://localhost:$(AIRFLOW_PORT) \
@@ -104,12 +109,12 @@ airflow: $(STAMP)
 	@export $(AIRFLOW_ENV); \
 	$(BIN)/airflow db migrate > $(SKALD_AIRFLOW_HOME)/db-migrate.log || { tail -30 $(SKALD_AIRFLOW_HOME)/db-migrate.log; exit 1; }; \
 	echo "Airflow UI: http://localhost:$(AIRFLOW_PORT)  user admin, password in $(SKALD_AIRFLOW_HOME)/simple_auth_manager_passwords.json.generated"; \
-	echo "DAGs: $(CURDIR)/dags  home: $(SKALD_AIRFLOW_HOME)  database: $(AIRFLOW_PG_DB)  listening on $(AIRFLOW_HOST), log server port $(AIRFLOW_LOG_PORT)  (Ctrl-C stops)"; \
-	$(BIN)/airflow api-server --host $(AIRFLOW_HOST) --port $(AIRFLOW_PORT) & api=$$!; \
-	$(BIN)/airflow scheduler & scheduler=$$!; \
-	$(BIN)/airflow dag-processor & processor=$$!; \
-	trap 'kill $$api $$scheduler $$processor 2>/dev/null; wait' INT TERM; \
-	wait
+	echo "DAGs: $(CURDIR)/dags  home: $(SKALD_AIRFLOW_HOME)  database: $(AIRFLOW_PG_DB)  listening on $(AIRFLOW_HOST) (port $(AIRFLOW_PORT), log server $(AIRFLOW_LOG_PORT))  (Ctrl-C stops)"; \
+	exec $(BIN)/python -m airflow_skald.local_airflow
+
+# `make airflow-cli ARGS="backfill create --dag-id skald_daily --from-date 2026-03-01 --to-date 2026-03-07"`
+airflow-cli: $(STAMP)
+	@export $(AIRFLOW_ENV); exec $(BIN)/airflow $(ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache build *.egg-info

@@ -21,6 +21,8 @@ or the UI's session cookie):
   replaced release whose records are kept nowhere: "gone", never a dead link). Needs read access
   to assets; rows are limited to the DAGs the user may read. Shown in the UI under Browse ->
   "SKALD releases" (an external view embedded by the UI).
+- ``/skald/schemas/skald_release.json``: the JSON Schema of the ``skald_release`` OpenLineage
+  run facet (``operators/lineage_schema.py``; the facets' ``_schemaURL``). No login needed.
 
 The plugin also attaches the "SKALD manifest" and "SKALD report" extra links to all three SKALD
 operators (``operators/links.py``).
@@ -36,6 +38,7 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
+from airflow_skald.operators.lineage_schema import SCHEMA, SCHEMA_ROUTE
 from airflow_skald.operators.links import SkaldManifestLink, SkaldReportLink
 from airflow_skald.operators.urls import (
     CONFIG_YAML,
@@ -319,6 +322,10 @@ def create_app():
         if not store.exists(name):
             raise HTTPException(404, f"{name} not found for {dag_id}/{run_id}")
         return Response(store.read_bytes(name), media_type=SERVED[name])
+
+    @app.get(SCHEMA_ROUTE)
+    def facet_schema():
+        return Response(json.dumps(SCHEMA, indent=1), media_type="application/schema+json")
 
     @app.get(
         RELEASES_ROUTE,

@@ -4,7 +4,8 @@
 ``get_openlineage_facets_on_complete`` returns: the input dataset (a file, folder, glob or
 URL), the release as output dataset (the last task only), and one custom run facet
 ``skald_release`` with the release's figures: k, l, t (the criteria), the node, DM*, the
-suppressed records, verified, config_sha256, input_fingerprint. Never a data value.
+suppressed records, verified, config_sha256, input_fingerprint. Never a data value. Its
+``_schemaURL`` points at its JSON Schema, served by the plugin (``lineage_schema.py``).
 
 Dataset naming follows OpenLineage's conventions: ``file:///abs/path`` -> namespace ``file``,
 name ``/abs/path``; ``s3://bucket/prefix`` -> namespace ``s3://bucket``, name ``prefix``.
@@ -22,6 +23,7 @@ from airflow.providers.openlineage.extractors import OperatorLineage
 from openlineage.client.event_v2 import Dataset
 from openlineage.client.facet_v2 import RunFacet
 
+from airflow_skald.operators.lineage_schema import schema_url
 from airflow_skald.operators.release_event import criteria, decimal_string, release_uri
 
 FACET = "skald_release"
@@ -46,7 +48,7 @@ class SkaldReleaseRunFacet(RunFacet):
 
     @staticmethod
     def _get_schema() -> str:
-        return "https://github.com/airflow-skald/airflow-skald/blob/main/docs/adr/0105-scheduled-releases.md#openlineage"
+        return schema_url()  # served by the plugin (operators/lineage_schema.py)
 
 
 def dataset(path: str) -> Dataset:

@@ -101,6 +101,20 @@ def dep(deployment_workdir):
 _SHARED: list = []  # the shared deployment while it runs
 
 
+def pytest_configure(config) -> None:
+    config.addinivalue_line(
+        "markers", "stops_shared_deployment: stops `dep` (runs after every other test on it)"
+    )
+
+
+def pytest_collection_modifyitems(items) -> None:
+    """The test that stops the shared deployment as a Ctrl-C would runs last of its tests
+    (one worker runs them in collection order, tests/conftest.py)."""
+    last = [item for item in items if item.get_closest_marker("stops_shared_deployment")]
+    if last:
+        items[:] = [item for item in items if item not in last] + last
+
+
 def pytest_runtest_teardown(item, nextitem) -> None:
     """Stop the shared deployment after the last test that uses it (they run one after another
     on one worker, tests/conftest.py), not at the end of the session: its idle processes

@@ -6,7 +6,9 @@ temporary ``AIRFLOW_HOME`` on loopback ports, triggers DAG runs through the REST
 JWT from the simple auth manager's token endpoint, polls with a deadline, and always stops every
 process it started by its process group (each process is started in its own session) and
 removes what it created (the temporary home; for PostgreSQL/Redis see ``pg_database`` and
-``redis_db``).
+``redis_db``). ``LaunchedDeployment`` starts the same processes (and a triggerer and log server)
+the way ``make airflow`` does, through ``airflow_skald/local_airflow.py``, and stops them with
+a Ctrl-C.
 
 Used as a context manager::
 
@@ -23,6 +25,7 @@ are dropped, so a pytest session's own ``AIRFLOW_HOME`` does not leak in).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import secrets
@@ -38,6 +41,8 @@ import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+
+import psutil
 
 AIRFLOW_BIN = str(Path(sys.executable).with_name("airflow"))
 PG_ADMIN_DSN = os.environ.get("SKALD_IT_PG_DSN", "postgresql://postgres@127.0.0.1:5432/test")
@@ -82,6 +87,8 @@ def _tail(path: Path, lines: int = 40) -> str:
 class Deployment:
     """Airflow processes started as separate programs; see the module docstring."""
 
+    HEALTHY = ("scheduler", "dag_processor")  # what /monitor/health must report healthy
+
     def __init__(
         self,
         *,
@@ -92,7 +99,7 @@ class Deployment:
         result_backend: str | None = None,
         workers: tuple[str, ...] = ("worker1", "worker2"),
         worker_concurrency: int = 2,
-        parallelism: int = 4,
+        parallelism: int | None = 4,
         extra_env: dict[str, str] | None = None,
         start_timeout: float = 300.0,
     ) -> None:
@@ -140,7 +147,6 @@ class Deployment:
                 "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "AIRFLOW__CORE__EXECUTOR": self.executor,
-                "AIRFLOW__CORE__PARALLELISM": str(self.parallelism),
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "True",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(
@@ -166,6 +172,8 @@ class Deployment:
                 ),
             }
         )
+        if self.parallelism is not None:
+            env["AIRFLOW__CORE__PARALLELISM"] = str(self.parallelism)
         if self.executor == "CeleryExecutor":
             env["AIRFLOW__CELERY__BROKER_URL"] = self.broker_url or ""
             env["AIRFLOW__CELERY__RESULT_BACKEND"] = self.result_backend or ""
@@ -193,7 +201,10 @@ class Deployment:
         )
         if migrate.returncode != 0:
             raise DeploymentError(f"airflow db migrate failed:\n{migrate.stderr[-4000:]}")
+        self._start_components()
+        self._wait_healthy()
 
+    def _start_components(self) -> None:
         self._spawn(
             "api-server",
             ["api-server", "--host", "127.0.0.1", "--port", str(self.port), "--workers", "1"],
@@ -216,15 +227,14 @@ class Deployment:
                 SKALD_IT_WORKER_NAME=name,
                 AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT=str(free_port()),
             )
-        self._wait_healthy()
 
-    def _spawn(self, name: str, args: list[str], **env: str) -> None:
+    def _spawn(self, name: str, args: list[str], program: str = AIRFLOW_BIN, **env: str) -> None:
         assert self.home is not None
         log = self.home / "logs" / f"{name}.out"
         self._log_files[name] = log
         with open(log, "wb") as fh:
             self.procs[name] = subprocess.Popen(
-                [AIRFLOW_BIN, *args],
+                [program, *args],
                 env=self.env(**env),
                 stdout=fh,
                 stderr=subprocess.STDOUT,
@@ -268,7 +278,8 @@ class Deployment:
 
     def logs(self, lines: int = 40) -> str:
         return "\n".join(
-            f"----- {name} (rc={self.procs[name].poll()}) -----\n{_tail(path, lines)}"
+            f"----- {name} (rc={p.poll() if (p := self.procs.get(name)) else '-'}) -----\n"
+            f"{_tail(path, lines)}"
             for name, path in self._log_files.items()
         )
 
@@ -284,10 +295,7 @@ class Deployment:
             self._check_alive()
             try:
                 health = self._request("GET", "/api/v2/monitor/health", auth=False)
-                if (
-                    health.get("scheduler", {}).get("status") == "healthy"
-                    and health.get("dag_processor", {}).get("status") == "healthy"
-                ):
+                if all(health.get(c, {}).get("status") == "healthy" for c in self.HEALTHY):
                     return
                 last = health
             except (OSError, DeploymentError) as exc:
@@ -410,6 +418,109 @@ class Deployment:
         )["value"]
 
 
+# ---------------------------------------------------------------------- `make airflow`'s way
+def sessions_alive(sids: set[int]) -> list[psutil.Process]:
+    """Every process on this machine in one of the sessions ``sids`` (zombies aside)."""
+    out = []
+    for proc in psutil.process_iter():
+        with contextlib.suppress(psutil.Error, OSError, IndexError, ValueError):
+            stat = Path(f"/proc/{proc.pid}/stat").read_text()
+            fields = stat.rsplit(")", 1)[1].split()  # after "(comm)": state ppid pgrp session
+            if int(fields[3]) in sids and fields[0] != "Z":
+                out.append(proc)
+    return out
+
+
+@dataclasses.dataclass
+class StopRecord:
+    """How a Ctrl-C stopped the launcher: time to the last process gone, what it had started."""
+
+    seconds: float
+    launcher_code: int | None
+    members: list[str]  # every process it had started, as ``pid name: command``
+    survivors: list[str]  # those alive after ``stop_timeout`` (must be empty)
+
+
+class LaunchedDeployment(Deployment):
+    """The deployment `make airflow` runs: ``python -m airflow_skald.local_airflow`` starts the
+    api-server, scheduler, dag-processor, triggerer and log server and is stopped as a terminal's
+    Ctrl-C stops it (SIGINT to the launcher's process group, not to the components': they are
+    in sessions of their own). ``stop()`` records whether every process it had started was gone
+    within ``stop_timeout`` (``stopped``) and kills what was not."""
+
+    HEALTHY = ("scheduler", "dag_processor", "triggerer")
+    COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer", "log-server")
+
+    def __init__(self, *, stop_timeout: float = 45.0, **kwargs) -> None:
+        kwargs.setdefault("start_timeout", 240.0)  # five processes starting on two busy cores
+        super().__init__(**kwargs)
+        self.stop_timeout = stop_timeout
+        self.stopped: StopRecord | None = None
+        self._sids: set[int] = set()
+
+    def _start_components(self) -> None:
+        assert self.home is not None
+        launcher = [sys.executable, "-m", "airflow_skald.local_airflow"]
+        self._spawn("launcher", [*launcher[1:], "--log-dir", str(self.home / "logs")], launcher[0])
+        for name in self.COMPONENTS:
+            self._log_files[name] = self.home / "logs" / f"{name}.out"
+
+    def members(self) -> list[psutil.Process]:
+        """The launcher and every process descending from it (all it started: it reaps
+        orphans as a subreaper, so a worker whose parent died is still here)."""
+        launcher = psutil.Process(self.procs["launcher"].pid)
+        return [launcher, *launcher.children(recursive=True)]
+
+    def stop(self, grace: float = 20.0) -> None:
+        launcher = self.procs.get("launcher")
+        if self.stopped is None and launcher is not None and launcher.poll() is None:
+            members = self.members()
+            self._sids = {launcher.pid} | {p.pid for p in launcher_children(launcher.pid)}
+            described = [_describe(p) for p in members]
+            t0 = time.monotonic()
+            os.killpg(launcher.pid, signal.SIGINT)  # a terminal's Ctrl-C
+            deadline = t0 + self.stop_timeout
+
+            def left() -> dict[int, psutil.Process]:
+                alive = {p.pid: p for p in members if _alive(p)}
+                return alive | {p.pid: p for p in sessions_alive(self._sids)}
+
+            while (launcher.poll() is None or left()) and time.monotonic() < deadline:
+                time.sleep(0.5)
+            survivors = left()
+            self.stopped = StopRecord(
+                seconds=round(time.monotonic() - t0, 1),
+                launcher_code=launcher.poll(),
+                members=described,
+                survivors=[_describe(p) for p in survivors.values()],
+            )
+            for proc in survivors.values():  # never leave them behind, even when the test fails
+                with contextlib.suppress(psutil.Error):
+                    proc.kill()
+        super().stop(grace)
+
+    def alive_groups(self) -> list[int]:
+        return [*super().alive_groups(), *(p.pid for p in sessions_alive(self._sids))]
+
+
+def launcher_children(pid: int) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return psutil.Process(pid).children()
+    return []
+
+
+def _alive(proc: psutil.Process) -> bool:
+    with contextlib.suppress(psutil.Error):
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    return False
+
+
+def _describe(proc: psutil.Process) -> str:
+    with contextlib.suppress(psutil.Error):
+        return f"{proc.pid} {' '.join(proc.cmdline())[:120]}"
+    return str(proc.pid)
+
+
 # ---------------------------------------------------------------------- PostgreSQL / Redis
 @contextlib.contextmanager
 def pg_database(admin_dsn: str = PG_ADMIN_DSN) -> Iterator[str]:
@@ -438,7 +549,8 @@ def local_postgres_deployment(
     dags_folder: str | Path, artifacts: str | Path, extra_env: dict[str, str] | None = None
 ) -> Iterator[Deployment]:
     """LocalExecutor on a fresh PostgreSQL database (dropped after), SKALD artifacts under
-    ``artifacts`` (and `extra_env`): the deployment the release and run-safety tests share."""
+    ``artifacts`` (and `extra_env`), started by `make airflow`'s launcher: the deployment the
+    release, run-safety and Makefile tests share."""
     import importlib.util
 
     if importlib.util.find_spec("asyncpg") is None:
@@ -447,7 +559,7 @@ def local_postgres_deployment(
         )
     with (
         pg_database() as pg_url,
-        Deployment(
+        LaunchedDeployment(
             dags_folder=dags_folder,
             executor="LocalExecutor",
             sql_alchemy_conn=pg_url,

@@ -286,3 +286,40 @@ def test_a_stale_retry_is_refused_before_any_work(setup, monkeypatch):
         with pytest.raises(AirflowFailException, match="was replaced by run unit-B after run"):
             op(task_id=op.__name__, config=str(cfg), k=3).execute(context("A"))
     assert written == [] and {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+def test_openlineage_facet_matches_its_schema():
+    """Issue 30: the facet's _schemaURL names the schema the plugin serves, and the facet as
+    OpenLineage serialises it validates against that schema (no field left undescribed)."""
+    import json
+
+    import jsonschema
+    from openlineage.client.serde import Serde
+
+    from airflow_skald.operators.lineage import FACET, release_facet
+    from airflow_skald.operators.lineage_schema import SCHEMA
+
+    manifest = {
+        "k": 5,
+        "suppression_limit": 0.05,
+        "node": {"age": 2, "zip": 0},
+        "node_paper": "((3), (2))",
+        "dm_star": 99,
+        "n_records": 100,
+        "n_suppressed": 1,
+        "verified": True,
+        "config_sha256": "c" * 64,
+        "input_fingerprint": "f" * 64,
+        "privacy_models": [
+            {"model": "entropy-l-diversity", "l": 2.5, "attribute": "disease"},
+            {"model": "t-closeness", "t": "0.6", "attribute": "disease"},
+        ],
+    }
+    facet = json.loads(Serde.to_json(release_facet(manifest)))
+    assert facet["_schemaURL"].endswith(
+        "/skald/schemas/skald_release.json#/$defs/SkaldReleaseRunFacet"
+    )
+    jsonschema.validate({FACET: facet}, SCHEMA)
+    for bad in ({"k": 1}, {"data": "a value"}, {"node": {"age": "x"}}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate({FACET: {**facet, **bad}}, SCHEMA)

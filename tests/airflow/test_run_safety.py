@@ -31,8 +31,10 @@ import os
 import sys
 import time
 import urllib.parse
+import urllib.request
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -491,6 +493,12 @@ def test_openlineage_events_name_input_release_and_figures(dep, releases, workdi
     for key in ("node", "dm_star", "n_suppressed", "n_records", "config_sha256"):
         assert facet[key] == manifest[key], key
     assert facet["l"] == [] and facet["t"] == [] and facet["suppression_limit"] == "0.01"
+    # its _schemaURL resolves (no login) to the schema that describes it (issue 30)
+    url, _, pointer = facet["_schemaURL"].partition("#")
+    assert url == f"{dep.base_url}/skald/schemas/skald_release.json"
+    schema = json.loads(urllib.request.urlopen(url, timeout=30).read())
+    assert pointer == "/$defs/SkaldReleaseRunFacet" and "skald_release" in schema["description"]
+    jsonschema.validate({"skald_release": facet}, schema)
     # the earlier tasks report the input they read, no release
     encode = [
         e
