@@ -57,7 +57,8 @@ def test_airflow_cli_runs_airflow_with_the_deployments_settings():
         timeout=60,
     )
     assert done.returncode == 0, done.stderr
-    settings, command = done.stdout.strip().split("; exec ")
+    recipe = done.stdout[done.stdout.rindex("export AIRFLOW_HOME=") :]  # (after a venv rebuild)
+    settings, command = recipe.strip().split("; exec ")
     assert settings.startswith("export AIRFLOW_HOME=")
     assert settings_of(settings) == settings_of(dry_run().split("db migrate")[0])
     assert command == ".venv/bin/airflow backfill create --dag-id skald_daily"

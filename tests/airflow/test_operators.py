@@ -163,6 +163,25 @@ def test_artifacts_on_an_object_store_url():
     assert not store.exists(".decision.json.tmp")
 
 
+LINEAGE_MANIFEST = {
+    "k": 5,
+    "suppression_limit": 0.01,
+    "node": {"age": 2},
+    "node_paper": "((3))",
+    "dm_star": 99,
+    "n_records": 100,
+    "n_suppressed": 1,
+    "verified": True,
+    "config_sha256": "c" * 64,
+    "input_fingerprint": "f" * 64,
+    "privacy_models": [
+        {"model": "k-anonymity", "k": 5},
+        {"model": "distinct-l-diversity", "l": 3, "attribute": "disease", "min_distinct": 3},
+        {"model": "t-closeness", "t": "0.6", "attribute": "disease", "max_distance": 0.5},
+    ],
+}
+
+
 def test_openlineage_of_a_release():
     """Item 12: datasets named by OpenLineage's conventions; the facet holds figures only."""
     from airflow_skald.operators.lineage import FACET, dataset, operator_lineage
@@ -170,24 +189,7 @@ def test_openlineage_of_a_release():
     assert (dataset("/data/in/").namespace, dataset("/data/in/").name) == ("file", "/data/in")
     s3 = dataset("s3://conn@Bucket/rel/x/")
     assert (s3.namespace, s3.name) == ("s3://bucket", "rel/x")
-    manifest = {
-        "k": 5,
-        "suppression_limit": 0.01,
-        "node": {"age": 2},
-        "node_paper": "((3))",
-        "dm_star": 99,
-        "n_records": 100,
-        "n_suppressed": 1,
-        "verified": True,
-        "config_sha256": "c" * 64,
-        "input_fingerprint": "f" * 64,
-        "privacy_models": [
-            {"model": "k-anonymity", "k": 5},
-            {"model": "distinct-l-diversity", "l": 3, "attribute": "disease", "min_distinct": 3},
-            {"model": "t-closeness", "t": "0.6", "attribute": "disease", "max_distance": 0.5},
-        ],
-    }
-    lineage = operator_lineage("/data/in", "/data/out", manifest)
+    lineage = operator_lineage("/data/in", "/data/out", LINEAGE_MANIFEST)
     assert [d.name for d in lineage.inputs] == ["/data/in"]
     assert [d.name for d in lineage.outputs] == ["/data/out"]
     facet = lineage.run_facets[FACET]
@@ -300,20 +302,10 @@ def test_openlineage_facet_matches_its_schema():
     from airflow_skald.operators.lineage_schema import SCHEMA
 
     manifest = {
-        "k": 5,
-        "suppression_limit": 0.05,
+        **LINEAGE_MANIFEST,
         "node": {"age": 2, "zip": 0},
-        "node_paper": "((3), (2))",
-        "dm_star": 99,
-        "n_records": 100,
-        "n_suppressed": 1,
-        "verified": True,
-        "config_sha256": "c" * 64,
-        "input_fingerprint": "f" * 64,
-        "privacy_models": [
-            {"model": "entropy-l-diversity", "l": 2.5, "attribute": "disease"},
-            {"model": "t-closeness", "t": "0.6", "attribute": "disease"},
-        ],
+        "privacy_models": [{"model": "entropy-l-diversity", "l": 2.5, "attribute": "disease"}]
+        + LINEAGE_MANIFEST["privacy_models"][2:],
     }
     facet = json.loads(Serde.to_json(release_facet(manifest)))
     assert facet["_schemaURL"].endswith(
