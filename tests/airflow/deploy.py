@@ -296,6 +296,7 @@ class Deployment:
             try:
                 health = self._request("GET", "/api/v2/monitor/health", auth=False)
                 if all(health.get(c, {}).get("status") == "healthy" for c in self.HEALTHY):
+                    self._warm_execution_api(deadline)
                     return
                 last = health
             except (OSError, DeploymentError) as exc:
@@ -304,6 +305,18 @@ class Deployment:
         raise DeploymentError(
             f"deployment not healthy after {self.start_timeout}s: {last}\n{self.logs()}"
         )
+
+    def _warm_execution_api(self, deadline: float) -> None:
+        """One request to the execution API before any task runs: the api-server builds its
+        versioned routes (cadwyn) at the first such request, inside its event loop, and every
+        request waits meanwhile (seconds of CPU; minutes on a loaded 2-core machine), long
+        enough for a first task's calls and the tests' own requests to time out."""
+        req = urllib.request.Request(self.base_url + "/execution/health")
+        try:
+            with urllib.request.urlopen(req, timeout=max(30.0, deadline - time.monotonic())):
+                pass
+        except (OSError, urllib.error.HTTPError) as exc:
+            raise DeploymentError(f"execution API not answering: {exc}\n{self.logs()}") from None
 
     # ------------------------------------------------------------------ REST API v2
     def _request(self, method: str, path: str, body: dict | None = None, *, auth: bool = True):
