@@ -16,6 +16,12 @@ from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyMo
 from airflow_skald.core.settings.parse import mapping, no_unknown
 from airflow_skald.core.text import decimal_text
 
+NO_POPULATION = (
+    "not re-checked: {what} the population table, and the release keeps no "
+    "population_counts.json (made before releases kept it; `skald audit CONFIG` checks the "
+    "population table itself)"
+)
+
 
 def population_of_table(table: ClassTable, where: str) -> np.ndarray:
     """The population counts a population-table model reads (a programming error without)."""
@@ -106,11 +112,9 @@ class DeltaPresence(PrivacyModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
-        return (
-            "not re-checked: delta-presence compares each class with the population table, "
-            "which is not part of the release (`skald audit CONFIG` checks the population "
-            "table itself)"
-        )
+        if getattr(ctx, "population", False):  # population_counts.json: re-checked from it
+            return cls(decimal_of(entry["min"]), decimal_of(entry["max"]))
+        return NO_POPULATION.format(what="delta-presence compares each class with")
 
     def label(self) -> str:
         return f"({decimal_text(self.dmin)}, {decimal_text(self.dmax)})-presence"

@@ -11,7 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.privacy.delta_presence import population_of_table, subset_column
+from airflow_skald.core.privacy.delta_presence import (
+    NO_POPULATION,
+    population_of_table,
+    subset_column,
+)
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel, is_int
 from airflow_skald.core.settings.parse import mapping, no_unknown
 from airflow_skald.core.settings.table import BY_NAME
@@ -76,10 +80,9 @@ class ExactKMap(PrivacyModel):
 
     @classmethod
     def rebuild(cls, entry: dict, ctx: Any) -> PrivacyModel | str:
-        return (
-            "not re-checked: exact k-map counts each class in the population table, which is "
-            "not part of the release (`skald audit CONFIG` checks the population table itself)"
-        )
+        if getattr(ctx, "population", False):  # population_counts.json: re-checked from it
+            return cls(int(entry["k"]))
+        return NO_POPULATION.format(what="exact k-map counts each class in")
 
     def label(self) -> str:
         return f"{self.k}-map (exact, population table)"

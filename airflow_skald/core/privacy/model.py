@@ -67,14 +67,17 @@ class ParseContext:
 class RebuildContext:
     """What `skald verify` has to rebuild a model from its manifest entry: the distributions
     of the sensitive attributes (the release's own, or over all input records for those in
-    `overall`: ``core.release.archive``), whether suppressed rows were dropped, and the
-    hierarchies the release archives (by SHA-256)."""
+    `overall`: ``core.release.archive``), whether suppressed rows were dropped, the
+    hierarchies the release archives (by SHA-256), and whether it keeps its classes' population
+    counts (``core.release.population_counts``)."""
 
     sensitive: Mapping[str, Any] = field(default_factory=dict)
     dropped: bool = False
     n_records: int | None = None  # the run's input records (a population from its fraction)
     overall: frozenset[str] = frozenset()  # attributes whose distribution is over ALL records
     hierarchies: Mapping[str, Any] = field(default_factory=dict)  # sha256 -> Hierarchy
+    # the release keeps its classes' population counts (population_counts.json, SPEC §4e)
+    population: bool = False
 
     def without_overall(self, attribute: str) -> str | None:
         """Why a criterion comparing classes with `attribute`'s distribution over all input

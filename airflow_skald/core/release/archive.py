@@ -75,7 +75,7 @@ def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, Sensiti
     if not isinstance(entry, dict):
         return {}
     name = f"{SENSITIVE_COUNTS} of {path}"
-    data = _read(path, SENSITIVE_COUNTS)
+    data = read_archived(path, SENSITIVE_COUNTS)
     if data is None:
         raise DataError(f"{name} is missing (manifest.json names it)")
     if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
@@ -127,7 +127,7 @@ def _key(value: object) -> str:
 def archived_hierarchies(path: str) -> dict[str, Hierarchy]:
     """The t-closeness hierarchies the release's effective.json keeps, by their SHA-256 ({}
     without one: a release made before they were archived)."""
-    data = _read(path, EFFECTIVE)
+    data = read_archived(path, EFFECTIVE)
     if data is None:
         return {}
     try:
@@ -151,7 +151,8 @@ def archived_hierarchies(path: str) -> dict[str, Hierarchy]:
     return out
 
 
-def _read(path: str, name: str) -> bytes | None:
+def read_archived(path: str, name: str) -> bytes | None:
+    """A file the release keeps beside its parts (None: it has none)."""
     fs, root = filesystem(path)
     target = posixpath.join(root, name)
     try:

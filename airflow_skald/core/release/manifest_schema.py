@@ -88,6 +88,10 @@ SENSITIVE_COUNTS = {
     },
     "additionalProperties": False,
 }
+POPULATION_COUNTS = {
+    **SENSITIVE_COUNTS,
+    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "population_counts.json"}},
+}
 PARTS_LISTED = "parts must list each part file once, by name"
 
 
@@ -268,6 +272,13 @@ class Manifest:
         "drop mode: the file keeping each compared sensitive attribute's distribution over all "
         "input records (values: personal data, never here), so that verify re-checks "
         "t-closeness, b-likeness and d-disclosure; its SHA-256",
+    )
+    population_counts: dict = key(
+        POPULATION_COUNTS,
+        "an object naming population_counts.json and its sha256",
+        "a research subset: the file keeping each released class's population and subset "
+        "record counts (counts only), so that verify re-checks delta-presence and exact k-map; "
+        "its SHA-256",
     )
     # --- provenance
     verified: bool = key(FLAG, "true or false", "the written release passed verification")

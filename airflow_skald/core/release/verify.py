@@ -22,7 +22,9 @@ each failure one line naming the file (never a value read from it):
 * verified in part (the report's "verified" is "partial", `skald verify` exits 4): what was
   re-checked holds, but a criterion could not be (listed under "not_rechecked" with the
   reason): a release made before it kept what the re-check needs (`archive`: the hierarchy of
-  hierarchical t-closeness; in drop mode, the input's sensitive distributions). Never
+  hierarchical t-closeness; in drop mode, the input's sensitive distributions;
+  `population_counts`: a research subset's population count per class, for δ-presence and
+  exact k-map). Never
   "verified": true for a criterion that was not re-checked.
 
 The run's own last check is this one, given the manifest about to be written.
@@ -64,6 +66,11 @@ from airflow_skald.core.release.archive import (
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.microaggregated import check_microaggregated, out_of_lattice
+from airflow_skald.core.release.population_counts import (
+    PopulationCounts,
+    read_population_counts,
+    with_population,
+)
 from airflow_skald.core.release.release_reading import (
     check_manifest,
     listed_parts,
@@ -197,6 +204,7 @@ def verify_release(
     if manifest is not None and n_records is None:
         _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions
+    population = read_population_counts(path, manifest)  # a research subset's (SPEC §4e)
     skipped: list[dict] = []
     if policy is None:
         ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
@@ -204,12 +212,14 @@ def verify_release(
         check_within(overall, sensitive, path)
         sensitive = {**sensitive, **{a: s for a, s in overall.items() if a in sensitive}}
         policy, skipped = standalone_policy(
-            path, manifest, k, suppression_limit, sensitive, frozenset(overall)
+            path, manifest, k, suppression_limit, sensitive, frozenset(overall), population
         )
         policy, skipped = recoded_standalone(manifest, policy, skipped)  # SPEC §4f
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
+    if population is not None:  # δ-presence and exact k-map judged with them
+        star, kept = with_population(classes, len(qids), star, kept, population, path)
     if at_top is None:
         at_top = at_top_node(manifest)
     figures = class_figures(
@@ -304,10 +314,12 @@ def standalone_policy(
     limit,
     sensitive: Mapping[str, SensitiveStats],
     overall: frozenset[str] = frozenset(),
+    population: PopulationCounts | None = None,
 ) -> tuple[PrivacyPolicy, list[dict]]:
     """The manifest's policy for `skald verify` (k and the limit overridable by flags), its
     criteria rebuilt with the release's own distributions (those of `overall` attributes: the
-    input's, kept with a release that drops suppressed records) and the hierarchies it keeps;
+    input's, kept with a release that drops suppressed records), the hierarchies it keeps and
+    its classes' population counts (`population`, a research subset's: δ-presence, k-map);
     criteria that cannot be re-checked from the release alone are listed, with the reason,
     instead of being skipped silently."""
     if k is None:
@@ -332,6 +344,7 @@ def standalone_policy(
         n_records if isinstance(n_records, int) else None,
         overall,
         archived_hierarchies(path) if hierarchical else {},
+        population is not None,
     )
     has_k = any(d.get("model") == "k-anonymity" for d in entries)
     if not has_k and (k >= 2 or not entries):  # a manifest of k alone, or --k given

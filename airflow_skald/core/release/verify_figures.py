@@ -9,8 +9,9 @@ precision (from the node's levels), the class-size histogram, the risk of the ke
 privacy model's figure, the figures of the classes closest to breaking a criterion, and the risk
 analysis. Not compared, because the release does not determine them: ARX's DM* (it counts the
 suppressed classes one by one, merged into one in the release), the per-chunk figures, the
-figures of a model comparing classes with a population table (δ-presence, exact k-map: that
-table is not released; `skald audit` re-checks them against it).
+figures of a model comparing classes with a population table (δ-presence, exact k-map) of a
+release made before it kept population_counts.json (`skald audit` re-checks them against the
+population table).
 """
 
 from __future__ import annotations
@@ -87,7 +88,10 @@ def _figures(
         for key, value in again.items():
             if key in claimed_risk and (as_manifest or key != "share_below_2k"):
                 yield f"risk.{key}", claimed_risk[key], value
-    yield from _model_figures(manifest.get("privacy_models"), policy, figures["privacy_models"])
+    counted = figures["table"].population is not None  # population_counts.json (SPEC §4e)
+    yield from _model_figures(
+        manifest.get("privacy_models"), policy, figures["privacy_models"], counted
+    )
     if isinstance(manifest.get("at_risk_classes"), list):
         again = policy.at_risk(figures["table"])
         claimed = _at_risk_figures(manifest["at_risk_classes"])
@@ -112,7 +116,7 @@ def _order(value: object) -> tuple:
 
 
 def _model_figures(
-    claimed: object, policy: PrivacyPolicy, recomputed: list[dict]
+    claimed: object, policy: PrivacyPolicy, recomputed: list[dict], population: bool = False
 ) -> Iterator[tuple[str, Any, Any]]:
     """Each model's figure against the manifest entry of the same model and attribute (the
     j-th of them; settings such as k may be overridden on the command line)."""
@@ -120,7 +124,7 @@ def _model_figures(
         return
     seen: dict[tuple, int] = {}
     for model, again in zip(policy.models, recomputed, strict=True):
-        if model.population_based:  # its figures need the population table, not released
+        if model.population_based and not population:  # needs the population's counts
             continue
         d = model.describe()
         ident = (d.get("model"), d.get("attribute"), d.get("distance"), d.get("variant"))

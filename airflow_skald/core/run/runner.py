@@ -41,6 +41,7 @@ from airflow_skald.core.privacy.dp import keys as dp_keys
 from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
 from airflow_skald.core.privacy.dp.secret import resolve as resolve_secret
 from airflow_skald.core.privacy.research_subset import released_records
+from airflow_skald.core.release import population_counts
 from airflow_skald.core.release.archive import (
     SENSITIVE_COUNTS,
     overall_attributes,
@@ -507,6 +508,9 @@ class HistogramPhase(Phase[RootCounts, Decision]):
             aggregates = P.microaggregate(run.config, plan, merged, decision)
             run.store.write_bytes(MICROAGGREGATES, aggregates_to_bytes(aggregates))
             run._cache["microaggregates"] = aggregates
+        counted = population_counts.of_run(run.config, plan, merged, decision)
+        if counted is not None:  # a research subset: what verify re-checks δ and k-map from
+            run.store.write_bytes(population_counts.POPULATION_COUNTS, counted)
         f = decision.figures
         log.info(
             "chosen node %s %s: DM*=%d, suppressed %d of %d (limit %d), %d/%d nodes evaluated",
@@ -584,6 +588,12 @@ class GeneralisePhase(Phase[Written, dict]):
                 data = sensitive_counts_bytes(plan.stats.sensitive, overall, plan.stats.n_rows)
                 write_bytes_atomic(run.staging.rstrip("/") + "/" + SENSITIVE_COUNTS, data)
                 manifest = with_sensitive_counts(manifest, data)
+            if run.store.exists(population_counts.POPULATION_COUNTS):  # a research subset
+                data = run.store.read_bytes(population_counts.POPULATION_COUNTS)
+                write_bytes_atomic(
+                    f"{run.staging.rstrip('/')}/{population_counts.POPULATION_COUNTS}", data
+                )
+                manifest = population_counts.with_population_counts(manifest, data)
             verify_release(
                 run.staging,
                 qids=config.qid_names,
