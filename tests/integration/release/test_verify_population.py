@@ -148,7 +148,8 @@ def test_altered_counts_file_is_refused(releases, tmp_path, capsys) -> None:
     out = _copy(releases["parquet"], tmp_path / "delta")
     body = _counts(out)
     # classes of at least 5 subset records now match 8 population records: δ >= 5/8 > 0.5
-    body["population"] = [8 if s >= 5 else p for s, p in zip(body["subset"], body["population"])]
+    pairs = zip(body["subset"], body["population"], strict=True)
+    body["population"] = [8 if s >= 5 else p for s, p in pairs]
     _rewrite_counts(out, body)
     code, _, err = _verify(out, capsys)
     assert code == 1, err
