@@ -57,6 +57,12 @@ class DifferentialPrivacy(PrivacyModel):
     thresholds = ("dp_epsilon", "dp_delta", "dp_search_budget", "dp_search_steps")
     manifest_models = (MODEL,)
     monotone = True
+    unverifiable = (
+        "not re-checked: that the released records are a keyed Binomial(N, beta) sample and "
+        "the node the exponential mechanism's draw; both need the secret and the input "
+        "(re-checked: every released class holds at least k records, and the release holds "
+        "the sampled records only)"
+    )
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:

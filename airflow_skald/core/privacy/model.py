@@ -130,6 +130,9 @@ class PrivacyModel(ABC):
     sample_based: ClassVar[bool] = False
     #: compares classes with a population table: reads `ClassTable.population` (SPEC §4e)
     population_based: ClassVar[bool] = False
+    #: what no count of released records can show (a randomised mechanism's draws): `skald
+    #: verify` and `skald audit` name it, with this reason, beside what they re-check
+    unverifiable: ClassVar[str | None] = None
 
     @classmethod
     @abstractmethod

@@ -87,6 +87,10 @@ def audit(config: SkaldConfig) -> dict:
                 "a release of a research subset holds no population records: its "
                 "delta-presence / exact k-map can only be audited on the population table"
             )
+    # a randomised mechanism's draws (DP's sample and node) are no property of the records
+    not_checked += [
+        {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
+    ]
     qids, attributes = config.qid_names, config.counted_attributes
     subset_columns = config.research_subset.input_columns if config.research_subset else ()
     stored = [a for a in attributes if a not in (FLAG,)]  # the flag of keys is derived

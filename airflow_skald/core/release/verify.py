@@ -355,8 +355,10 @@ def standalone_policy(
         model = rebuild(d, ctx)
         if isinstance(model, str):
             skipped.append({**d, "reason": model})
-        else:
-            models.append(model)
+            continue
+        models.append(model)
+        if model.unverifiable:  # judged, and what no count can show named (DP's draws)
+            skipped.append({**d, "reason": model.unverifiable})
     if has_k:
         models = list(with_threshold(tuple(models), "k", k))
     return PrivacyPolicy(tuple(models), Fraction(str(limit))), skipped

@@ -134,3 +134,36 @@ def test_per_chunk_is_refused(tmp_path, data) -> None:
 
     with pytest.raises(ConfigError, match="per-chunk"):
         run_per_chunk(load_config(_config(tmp_path, data)))
+
+
+def test_verify_rechecks_k_and_names_what_it_cannot(tmp_path, data, capsys) -> None:
+    """`skald verify` of a DP release re-checks k per class (and the sampled records' count),
+    and names the sample's and the node's draws as not re-checked ("partial", exit 4); a
+    class cut below k is refused."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from tests.helpers_data import run_inprocess
+
+    m = runner.run(load_config(_config(tmp_path, data)), token="run-v")
+    code, stdout, err = run_inprocess(["verify", str(tmp_path / "out")], capsys)
+    assert code == 4, err
+    report = json.loads(stdout)
+    assert report["verified"] == "partial" and report["k"] == m["differential_privacy"]["k"]
+    (entry,) = report["not_rechecked"]
+    assert entry["model"] == "differential-privacy" and "Binomial(N, beta)" in entry["reason"]
+    assert "exponential mechanism" in entry["reason"]
+    part = sorted((tmp_path / "out").glob("part-*.parquet"))[0]
+    table = pq.read_table(part)
+    cities = table.column("city").to_pylist()
+    cities[0] = "Atlantis"  # one record in a class of its own: below k
+    i = table.schema.get_field_index("city")
+    pq.write_table(table.set_column(i, "city", pa.array(cities)), part)
+    code, _, err = run_inprocess(["verify", str(tmp_path / "out")], capsys)
+    assert code == 1 and f"is not {m['differential_privacy']['k']}-anonymous" in err, err
+    from airflow_skald.core.release.audit import audit
+
+    (named,) = audit(load_config(_config(tmp_path, data)))["not_checked"]  # the input's audit
+    assert named["model"] == "differential-privacy" and "secret" in named["reason"]
