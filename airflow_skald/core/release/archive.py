@@ -71,15 +71,10 @@ def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, Sensiti
     """The overall distributions the release keeps ({} if its manifest names none): DataError
     if the file is missing or malformed, VerificationError if it is not the file the manifest
     names (another SHA-256) or counts other than the manifest's records."""
-    entry = (manifest or {}).get("sensitive_counts")
-    if not isinstance(entry, dict):
+    data = read_named(path, manifest, "sensitive_counts", SENSITIVE_COUNTS)
+    if data is None:
         return {}
     name = f"{SENSITIVE_COUNTS} of {path}"
-    data = read_archived(path, SENSITIVE_COUNTS)
-    if data is None:
-        raise DataError(f"{name} is missing (manifest.json names it)")
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
     try:
         body = json.loads(data)
         out = {
@@ -97,6 +92,21 @@ def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, Sensiti
             f"{name} counts {total} records but manifest.json says {manifest.get('n_records')}"
         )
     return out
+
+
+def read_named(path: str, manifest: dict | None, key: str, file: str) -> bytes | None:
+    """The bytes of a file the manifest names under `key` with its SHA-256 (None: it names
+    none): DataError if it is missing, VerificationError if its SHA-256 is another."""
+    entry = (manifest or {}).get(key)
+    if not isinstance(entry, dict):
+        return None
+    name = f"{file} of {path}"
+    data = read_archived(path, file)
+    if data is None:
+        raise DataError(f"{name} is missing (manifest.json names it)")
+    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
+        raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
+    return data
 
 
 def check_within(

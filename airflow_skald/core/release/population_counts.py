@@ -32,7 +32,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.research_subset import SubsetFlags
-from airflow_skald.core.release.archive import read_archived
+from airflow_skald.core.release.archive import read_named
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.manifest_schema import Manifest
 from airflow_skald.core.search.class_source import ClassSource
@@ -120,15 +120,10 @@ def with_population_counts(manifest: dict, data: bytes) -> dict:
 def read_population_counts(path: str, manifest: dict | None) -> PopulationCounts | None:
     """The counts the release keeps (None if its manifest names none): DataError if the file
     is missing or malformed, VerificationError if it is not the file the manifest names."""
-    entry = (manifest or {}).get("population_counts")
-    if not isinstance(entry, dict):
+    data = read_named(path, manifest, "population_counts", POPULATION_COUNTS)
+    if data is None:
         return None
     name = f"{POPULATION_COUNTS} of {path}"
-    data = read_archived(path, POPULATION_COUNTS)
-    if data is None:
-        raise DataError(f"{name} is missing (manifest.json names it)")
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
     try:
         body = json.loads(data)
         digest = body["labels_sha256"]
