@@ -86,6 +86,11 @@ def _parser() -> argparse.ArgumentParser:
     v.add_argument("output", help="release folder")
     _add_settings(v, only=("k", "suppression_limit"), suffix=" (default: the manifest's)")
     v.add_argument("--qids", help="comma-separated QID columns (default: from the manifest)")
+    v.add_argument(
+        "--connection",
+        help="a table release: the database URI, or the environment variable holding it "
+        "(default: the connection its manifest names)",
+    )
 
     a = sub.add_parser(
         "audit", help="check a dataset or release as it is against the config's criteria"
@@ -157,6 +162,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
         )
     }
     summary["release"] = config.output.path
+    if config.output_table is not None:
+        summary["table"] = config.output_table.qualified
     summary["manifest"] = config.output.path.rstrip("/") + "/manifest.json"
     print(json.dumps(summary, indent=2))
     return 0
@@ -218,7 +225,17 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
     given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
-    report = verify_release(args.output, given.get("k"), given.get("suppression_limit"), qids=qids)
+    from airflow_skald.core.data.database.connection import resolve_uri
+    from airflow_skald.core.release.release_reading import read_manifest
+    from airflow_skald.core.release.table_release import is_table_release, verify_table_release
+
+    limits = (given.get("k"), given.get("suppression_limit"))
+    if is_table_release(read_manifest(args.output)):
+        report = verify_table_release(
+            args.output, resolve_uri, *limits, qids=qids, connection=args.connection
+        )
+    else:
+        report = verify_release(args.output, *limits, qids=qids)
     print(json.dumps(report, indent=2))
     if report["verified"] is not True:  # "partial": criteria listed under not_rechecked
         print(

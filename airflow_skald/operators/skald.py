@@ -54,6 +54,8 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param input_table: Overrides input.table: the database table read (the config's input
         names its connection). (templated)
+    :param output_table: Overrides output.table: the table the release replaces (the config's
+        output names its connection). (templated)
     :param output_path: Overrides output.path: where the release and its manifest go. (templated)
     :param k: k of k-anonymity (an integer >= 2); empty = the config file's privacy.k. (templated)
     :param suppression_limit: Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1
@@ -128,6 +130,7 @@ class _SkaldOperator(BaseOperator):
         dp_key_variable: str | None = None,
         input_path: str | None = None,
         input_table: str | None = None,
+        output_table: str | None = None,
         output_path: str | None = None,
         k: int | str | None = None,
         suppression_limit: float | str | None = None,
@@ -171,6 +174,7 @@ class _SkaldOperator(BaseOperator):
         self.dp_key_conn_id, self.dp_key_variable = dp_key_conn_id, dp_key_variable
         self.input_path = input_path
         self.input_table = input_table
+        self.output_table = output_table
         self.output_path = output_path
         self.k = k
         self.suppression_limit = suppression_limit
@@ -246,6 +250,7 @@ class _SkaldOperator(BaseOperator):
         once, by the settings table), and the settings stated in the task's first log line."""
         from airflow_skald.core.config.run_config import load_config
         from airflow_skald.core.data.database.connection import table_uri
+        from airflow_skald.core.data.database.target import default_folder
         from airflow_skald.core.errors import ConfigError
         from airflow_skald.core.run.runner import Run
         from airflow_skald.core.settings.table import check_run_conf
@@ -267,13 +272,20 @@ class _SkaldOperator(BaseOperator):
         store = RunArtifacts.from_context(
             None if is_empty(self.artifacts) else self.artifacts, context
         )
+        table = config.output_table
+        if table is not None and not table.folder_given and is_empty(settings["output_path"]):
+            # a table release's records: in the artifacts store, {artifacts}/skald-releases/T
+            folder = default_folder(str(store.root), table)
+            config = config.with_overrides({"output_path": folder})
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}", dp_secret=self.dp_secret())
-        run.resolve_connection = connection_uri  # a database input: an Airflow connection id
+        run.resolve_connection = connection_uri  # a database's Airflow connection id
         if config.database is not None and config.database.table:
             uri = connection_uri(config.database.connection)
             self._lineage["input"] = table_uri(uri, config.database.table)
+        if table is not None:  # OpenLineage's naming of a PostgreSQL table
+            self._lineage["output"] = table_uri(connection_uri(table.connection), table.qualified)
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
         started = getattr(dag_run, "start_date", None)  # the DAG run's, not this task's
         if started is not None:
@@ -398,7 +410,8 @@ def settings_line(config) -> str:
     )
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
-        f"k={config.k} suppression_limit={decimal_text(config.suppression_limit)} "
+        + (f"table={config.output_table.qualified} " if config.output_table else "")
+        + f"k={config.k} suppression_limit={decimal_text(config.suppression_limit)} "
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
@@ -534,6 +547,12 @@ class GeneraliseOperator(_SkaldOperator):
 
         copy_release_records(run)
         out = run.config.output.path
+        table = run.config.output_table
+        if table is not None:  # the release is the table: its Asset is the table's URI
+            from airflow_skald.core.data.database.connection import table_asset_uri
+            from airflow_skald.operators.secrets import connection_uri
+
+            out = table_asset_uri(connection_uri(table.connection), table.qualified)
         self.log.info(
             "release committed at %s: node %s, DM*=%s, %s suppressed, verified=%s",
             out,
@@ -554,13 +573,14 @@ class GeneraliseOperator(_SkaldOperator):
         seen = getattr(self, "_lineage", None) or {}
         self._lineage = {
             "input": seen.get("input") or run.config.input.path,
-            "output": out,
+            "output": seen.get("output") or out,
             "manifest": manifest,
         }
         keys = ("node", "node_paper", "dm_star", "n_records", "n_suppressed")
         more = ("n_equivalence_classes", "min_class_size", "verified", "privacy_models")
         return {
             "release": out,
+            **({"release_folder": run.config.output.path} if table is not None else {}),
             "manifest": run.store.uri("manifest.json"),
             "manifest_url": links["manifest_url"],
             "artifacts": run.store.uri(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -21,6 +22,7 @@ from airflow_skald.core.data.builders.intervals import parse_interval_rule
 from airflow_skald.core.data.builders.masked import parse_masked_rule
 from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.database.source import DatabaseSource, parse_source, staged_path
+from airflow_skald.core.data.database.target import TableTarget, default_folder, parse_target
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
@@ -146,6 +148,7 @@ class SkaldConfig:
     # a population table whose flagged records are released (SPEC §4e)
     research_subset: ResearchSubset | None = None
     database: DatabaseSource | None = None  # a table or query staged into `input` (SPEC §2a)
+    output_table: TableTarget | None = None  # a table as the release; `output`: its folder
     # QIDs microaggregated with `cluster: false` (SPEC §4f): out of the lattice, released as
     # the aggregate over the classes of the other QIDs (the clustered ones stay in
     # `quasi_identifiers`, their spec's `microaggregation` set)
@@ -236,6 +239,13 @@ class SkaldConfig:
             if key == "input_path":
                 fields["input"] = replace(self.input, path=_abs(value, base_dir))
                 fields["database"] = None  # files in place of the table
+            elif key == "output_table":
+                if self.output_table is None:
+                    raise ConfigError("output_table: the config's output is not a database table")
+                fields["output_table"] = target = replace(self.output_table, table=value)
+                if not target.folder_given and "output" not in fields:  # the folder follows it
+                    folder = posixpath.join(posixpath.dirname(self.output.path), target.qualified)
+                    fields["output"] = replace(self.output, path=folder)
             elif key == "input_table":
                 if self.database is None:
                     raise ConfigError("input_table: the config's input is not a database table")
@@ -279,6 +289,7 @@ class SkaldConfig:
         return {
             "input": self.database.describe() if self.database else asdict(self.input),
             "output": asdict(self.output),
+            **({"output_table": self.output_table.describe()} if self.output_table else {}),
             "qids": [q.describe() for q in self.quasi_identifiers],
             **(
                 {"microaggregated": [q.describe() for q in self.microaggregated]}
@@ -428,7 +439,13 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
         raise ConfigError("qid_priority lists a QID twice")
-    output = _location(raw["output"], "output", base_dir)
+    output_table = None
+    if isinstance(raw["output"], dict) and "table" in raw["output"]:
+        output_table, folder = parse_target(raw["output"], "output")
+        folder = folder or default_folder(str(base_dir or Path.cwd()), output_table)
+        output = DataLocation(path=_abs(folder, base_dir), format="parquet")
+    else:
+        output = _location(raw["output"], "output", base_dir)
     database = None
     if isinstance(raw["input"], dict) and ({"table", "sql"} & set(raw["input"])):
         database = parse_source(raw["input"], "input")
@@ -439,6 +456,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         input=inp,
         output=output,
         database=database,
+        output_table=output_table,
         quasi_identifiers=tuple(qids),
         privacy=models,
         suppression_limit=_file(raw, "suppression_limit"),

@@ -148,7 +148,7 @@ def check_output_target(
         ) from None
     if identity.may_replace(existing):
         return
-    raise DataError(_replacement_message(out, existing, identity))
+    raise DataError(replacement_message(out, existing, identity))
 
 
 def _check_not_input(out: str, inp: str) -> None:
@@ -198,7 +198,7 @@ def _check_creatable(out: str, root: str) -> None:
         os.unlink(probe)
 
 
-def _replacement_message(out: str, existing: ReleaseIdentity, ours: ReleaseIdentity) -> str:
+def replacement_message(out: str, existing: ReleaseIdentity, ours: ReleaseIdentity) -> str:
     by = f"run {existing.run_token}" if existing.run_token else "an earlier run"
     k = existing.k if existing.k is not None else "?"
     config = (existing.config_sha256 or "?")[:12]
@@ -355,7 +355,12 @@ def check_not_superseded(output: str, token: str, predecessor: str | None) -> No
     the output: the release at `output` must be this run's own (`token`, a retry) or the one
     that was there when the run began (`predecessor`: its run token, None if none was).
     A stale retry of an older run never rolls a newer release back."""
-    found = release_in_place(output)
+    refuse_superseded(output, release_in_place(output), token, predecessor)
+
+
+def refuse_superseded(output: str, found: str | None, token: str, predecessor: str | None) -> None:
+    """The rule of `check_not_superseded` given the run token `found` in place (a table
+    release's comment names it)."""
     if found is None or found in (token, predecessor):
         return
     by = f"run {found}" if found else "another run"

@@ -173,6 +173,8 @@ def release_section(
         out["pseudonymised"] = list(config.pseudonymised)
     if config.output.format == "csv":
         out["output_delimiter"] = config.output.delimiter
+    if config.output_table is not None:  # the rows are in the table, the parts staged only
+        out["output_table"] = config.output_table.describe()
     return {**out, "parts": parts}
 
 

@@ -92,6 +92,18 @@ POPULATION_COUNTS = {
     **SENSITIVE_COUNTS,
     "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "population_counts.json"}},
 }
+OUTPUT_TABLE = {
+    "type": "object",
+    "required": ["table", "connection"],
+    "properties": {
+        "table": {
+            "type": "string",
+            "pattern": r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$",
+        },
+        "connection": {"type": "string", "minLength": 1},
+    },
+    "additionalProperties": False,
+}
 PARTS_LISTED = "parts must list each part file once, by name"
 
 
@@ -262,6 +274,13 @@ class Manifest:
         {"type": "string", "minLength": 1, "maxLength": 1},
         "one character",
         "a CSV release's delimiter",
+    )
+    output_table: dict = key(
+        OUTPUT_TABLE,
+        "an object naming the table and its connection",
+        "a table release (SPEC §2a): the table holding the rows (schema.name) and the name "
+        "of the connection it was written through (never a password); its comment holds this "
+        "manifest's SHA-256. The parts listed were staged and loaded into it",
     )
     parts: list = key(
         NAMES, "a list of part file names", "the part files", check=_parts, message=PARTS_LISTED

@@ -83,6 +83,12 @@ from airflow_skald.core.release.manifest import (
     now_iso,
     to_json_bytes,
 )
+from airflow_skald.core.release.table_release import (
+    check_table_not_superseded,
+    check_table_target,
+    publish_table,
+    table_in_place,
+)
 from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
 from airflow_skald.core.run import pipeline as P
@@ -231,14 +237,40 @@ class Run:
 
     def check_target(self) -> None:
         """Before phase 1: the output is not the input nor foreign data, and a release there
-        is replaced only by a retry of its run, an identical rerun, or with `overwrite`."""
+        is replaced only by a retry of its run, an identical rerun, or with `overwrite`
+        (a table release: the release its comment names)."""
         identity = ReleaseIdentity.of_run(self.config, self.chunks(), self.token)
-        check_output_target(self.config.output, self.config.input, identity, self.config.overwrite)
+        table, overwrite = self.config.output_table, self.config.overwrite
+        check_output_target(
+            self.config.output, self.config.input, None if table else identity, overwrite
+        )
+        if table is not None:
+            check_table_target(table, self.output_uri(), identity, overwrite)
         if not self.store.exists(TARGET):  # the first attempt's view: a retry keeps it
-            found = release_in_place(self.config.output.path)
+            found = self.release_in_place()
             write_json(
                 self.store, TARGET, {"output": self.config.output.path, "predecessor": found}
             )
+
+    def output_uri(self) -> str:
+        """A table release's connection as a URI (CLI: the URI or its variable; operators:
+        the Airflow connection)."""
+        return self.resolve_connection(self.config.output_table.connection)
+
+    def release_in_place(self) -> str | None:
+        """The run token of the release at the output now (`commit.release_in_place`; a
+        table release: its table's comment)."""
+        if self.config.output_table is not None:
+            return table_in_place(self.config.output_table, self.output_uri())
+        return release_in_place(self.config.output.path)
+
+    def check_not_superseded(self) -> None:
+        """`commit.check_not_superseded` for this run's output (a folder or a table)."""
+        if self.config.output_table is not None:
+            target, uri = self.config.output_table, self.output_uri()
+            check_table_not_superseded(target, uri, self.token, self.predecessor())
+        else:
+            check_not_superseded(self.config.output.path, self.token, self.predecessor())
 
     def predecessor(self) -> str | None:
         """The run token of the release that was at the output when this run began (None:
@@ -623,7 +655,7 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
     committing = False
     try:
         # the run holds the output's lease: no other run commits between this check and ours
-        check_not_superseded(run.config.output.path, run.token, run.predecessor())
+        run.check_not_superseded()
         manifest = verify()
         record = run.record
         record.timings_s["verify"] = time.perf_counter() - t0
@@ -638,6 +670,10 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
         for name, data in config_files(run.config).items():  # "from which config?"
             write_bytes_atomic(staged + name, data)
         write_bytes_atomic(staged + MANIFEST_JSON, to_json_bytes(manifest))
+        if run.config.output_table is not None:  # the rows: into a new table, swapped in
+            check = run.lease.check if run.lease is not None else None
+            args = (run.staging, manifest, to_json_bytes(manifest), run.predecessor(), check)
+            publish_table(run.config.output_table, run.output_uri(), *args)
         committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)
     except BaseException:
@@ -733,7 +769,7 @@ def check_still_current(run: Run) -> None:
     (`Run.check_target`, its first encode)."""
     if not run.store.exists(TARGET):
         return
-    check_not_superseded(run.config.output.path, run.token, run.predecessor())
+    run.check_not_superseded()
 
 
 def check_lease(run: Run, judge: Judge | None = None) -> None:

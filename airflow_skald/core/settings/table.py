@@ -167,6 +167,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Overrides input.table: the database table read (the config's input names its connection).",
     ),
     Setting(
+        "output_table",
+        ("output", "table"),
+        {"type": "string", "pattern": r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$"},
+        "a table name (name or schema.name)",
+        "Overrides output.table: the table the release replaces (the config's output names "
+        "its connection).",
+    ),
+    Setting(
         "output_path",
         ("output", "path"),
         {"type": "string", "minLength": 1},

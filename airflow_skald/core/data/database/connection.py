@@ -84,3 +84,11 @@ def table_uri(uri: str, table: str) -> str:
     ns, db = namespace(uri)
     qualified = table if "." in table else f"public.{table}"
     return f"{ns}/{db}.{qualified}"
+
+
+def table_asset_uri(uri: str, table: str) -> str:
+    """A table as an Airflow Asset names it (the postgres provider's form):
+    ``postgres://host:port/db/schema/table``."""
+    ns, db = namespace(uri)
+    schema, _, name = (table if "." in table else f"public.{table}").rpartition(".")
+    return f"{ns}/{db}/{schema}/{name}"

@@ -110,9 +110,12 @@ def extract(
     return chunks
 
 
-def write_chunks(batches: Iterable[pa.RecordBatch], chunk_rows: int, folder: str) -> list[ChunkRef]:
-    """Cut the batches into chunks of `chunk_rows` rows, one Parquet file each. A chunk is
-    written in a second thread while the next one is read (memory: two chunks)."""
+def write_chunks(
+    batches: Iterable[pa.RecordBatch], chunk_rows: int, folder: str, name: str = CHUNK_NAME
+) -> list[ChunkRef]:
+    """Cut the batches into chunks of `chunk_rows` rows, one Parquet file each (`name` with
+    the chunk's number). A chunk is written in a second thread while the next one is read
+    (memory: two chunks)."""
     chunks: list[ChunkRef] = []
     pending: list[pa.RecordBatch] = []
     held = submitted = 0
@@ -124,7 +127,9 @@ def write_chunks(batches: Iterable[pa.RecordBatch], chunk_rows: int, folder: str
             nonlocal writing, pending, held, submitted
             if writing is not None:
                 chunks.append(writing.result())
-            writing = pool.submit(_write, pending, schema, folder, submitted)
+            writing = pool.submit(
+                _write, pending, schema, folder, name.format(submitted), submitted
+            )
             pending, held, submitted = [], 0, submitted + 1
 
         for batch in batches:
@@ -168,13 +173,15 @@ def plain_types(table: pa.Table) -> pa.Table:
     return pa.Table.from_arrays(columns, schema=pa.schema(fields))
 
 
-def _write(batches: list[pa.RecordBatch], schema: pa.Schema, folder: str, i: int) -> ChunkRef:
+def _write(
+    batches: list[pa.RecordBatch], schema: pa.Schema, folder: str, name: str, i: int
+) -> ChunkRef:
     table = plain_types(pa.Table.from_batches(batches, schema))
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, row_group_size=max(table.num_rows, 1))
     data = sink.getvalue()
     fs, root = filesystem(folder)
-    path = posixpath.join(root.rstrip("/"), CHUNK_NAME.format(i))
+    path = posixpath.join(root.rstrip("/"), name)
     with fs.open(path, "wb") as fh:
         fh.write(data)
     version = "sha256:" + hashlib.sha256(data).hexdigest()

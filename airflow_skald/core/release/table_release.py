@@ -1,0 +1,240 @@
+"""A table as the release (SPEC §2a): one more release target behind the folder's commit
+protocol (ADR 0005, 0200), with the same replacement rules (`ReleaseIdentity`).
+
+The table's comment is the release's identity in the database: ``skald release {json}`` with
+the SHA-256 of the manifest (the bytes of ``manifest.json`` in the release folder), the run
+token, the config hash, the input fingerprint and k. So:
+
+- **before phase 1** (`check_table_target`): a table without a skald comment is never
+  replaced (like a folder without a manifest); a release there is replaced only by a retry
+  of its run, an identical rerun, or with ``overwrite``;
+- **at the commit** (`publish_table`, after the staged parts were verified and the manifest
+  written into the staging folder): the parts go into a new table, which is read back and
+  verified as `skald verify` verifies a release; then one transaction swaps it in, after
+  checking (under the table's advisory lock, with the run's lease) that the release in place
+  is still the one the run found when it began, or its own: a stale retry never rolls a newer
+  release back, and of two racing runs only one writes;
+- `skald verify FOLDER` of a table release (`verify_table_release`) checks that the table's
+  comment names this manifest, then verifies the table's rows.
+
+The release folder keeps the records (manifest, report, run record, config), never the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import posixpath
+import shutil
+import tempfile
+from collections.abc import Callable
+from fractions import Fraction
+
+from airflow_skald.core.data.database.release_table import (
+    TableState,
+    TableWriter,
+    comment_text,
+    read_table,
+    table_state,
+)
+from airflow_skald.core.data.database.target import TableTarget
+from airflow_skald.core.data.io import filesystem
+from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.release.archive import SENSITIVE_COUNTS
+from airflow_skald.core.release.commit import (
+    MANIFEST,
+    ReleaseIdentity,
+    refuse_superseded,
+    replacement_message,
+)
+
+log = logging.getLogger("airflow_skald")
+
+_READ_BACK_ROWS = 1_000_000  # rows per part read back (memory: two parts)
+
+
+def table_identity(manifest: dict, manifest_bytes: bytes) -> dict:
+    """What the table's comment holds: the manifest's SHA-256 and the release's identity."""
+    return {
+        "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+        "run_token": manifest.get("run_token"),
+        "config_sha256": manifest.get("config_sha256"),
+        "input_fingerprint": manifest.get("input_fingerprint"),
+        "k": manifest.get("k"),
+        **({"differential_privacy": True} if "differential_privacy" in manifest else {}),
+    }
+
+
+def _label(target: TableTarget) -> str:
+    return f"output table {target.qualified}"
+
+
+def _foreign(target: TableTarget) -> DataError:
+    return DataError(
+        f"{_label(target)} exists and is not a skald release (its comment names no skald "
+        "release); refusing to replace it"
+    )
+
+
+def found_token(target: TableTarget, state: TableState) -> str | None:
+    """The run token of the release in the table (None: no table; a foreign table refused)."""
+    if not state.exists:
+        return None
+    release = state.release
+    if release is None:
+        raise _foreign(target)
+    return str(release.get("run_token") or "")
+
+
+def check_table_target(
+    target: TableTarget, uri: str, identity: ReleaseIdentity | None, overwrite: bool
+) -> None:
+    """Before any work: the schema exists; a table there is a skald release, replaced only as
+    a folder release is (`ReleaseIdentity.may_replace`, or `overwrite`)."""
+    state = table_state(uri, target)
+    if not state.schema_exists:
+        raise DataError(f"{_label(target)}: schema {target.schema} does not exist")
+    found_token(target, state)
+    if identity is None or overwrite or not state.exists:
+        return
+    existing = ReleaseIdentity.from_manifest(state.release)
+    if not identity.may_replace(existing):
+        raise DataError(replacement_message(_label(target), existing, identity))
+
+
+def table_in_place(target: TableTarget, uri: str) -> str | None:
+    """The run token of the release in the table ("" without one), None when there is none."""
+    return found_token(target, table_state(uri, target))
+
+
+def check_table_not_superseded(
+    target: TableTarget, uri: str, token: str, predecessor: str | None
+) -> None:
+    """`check_not_superseded` for a table: the release in it is this run's or its
+    predecessor's."""
+    refuse_superseded(_label(target), table_in_place(target, uri), token, predecessor)
+
+
+def publish_table(
+    target: TableTarget,
+    uri: str,
+    staging: str,
+    manifest: dict,
+    manifest_bytes: bytes,
+    predecessor: str | None,
+    check_lease: Callable[[], None] | None = None,
+) -> None:
+    """Write, verify and swap in the table release whose parts and manifest are staged;
+    then remove the parts from the staging folder (its records go to the release folder)."""
+    token = str(manifest["run_token"])
+    parts = [staging.rstrip("/") + "/" + name for name in manifest["parts"]]
+    chunk_rows = int(manifest.get("settings", {}).get("chunk_rows") or _READ_BACK_ROWS)
+
+    def judge(state: TableState) -> None:
+        if check_lease is not None:
+            check_lease()  # a run that lost the output's lease publishes nothing
+        refuse_superseded(_label(target), found_token(target, state), token, predecessor)
+
+    with TableWriter(uri, target, token) as writer:
+        judge(writer.state())  # before the rows are written: a stale retry stops here
+        rows = writer.load(parts)
+        with _private_folder() as back:
+            copied = writer.read_back(back, min(chunk_rows, _READ_BACK_ROWS))
+            report = _verify_rows(target, back, copied, manifest, staging)
+        writer.swap(comment_text(table_identity(manifest, manifest_bytes)), judge)
+    log.info(
+        "table release %s: %d rows written, read back and verified (%s), swapped in",
+        target.qualified,
+        rows,
+        "verified" if report["verified"] is True else "verified in part",
+    )
+    fs, root = filesystem(staging)
+    for name in manifest["parts"]:
+        fs.rm(posixpath.join(root.rstrip("/"), name))
+
+
+def _verify_rows(
+    target: TableTarget,
+    folder: str,
+    parts: list[str],
+    manifest: dict,
+    records: str | None,
+    k: int | None = None,
+    suppression_limit: Fraction | float | str | None = None,
+    qids: list[str] | None = None,
+) -> dict:
+    """The table's rows (read back as `parts` in `folder`) verified against the manifest as
+    `skald verify` verifies a folder release; messages name the table, not the folder."""
+    from airflow_skald.core.release.verify import verify_release
+
+    if records is not None:  # drop mode: the input's sensitive distributions, kept beside
+        fs, root = filesystem(records)
+        source = posixpath.join(root.rstrip("/"), SENSITIVE_COUNTS)
+        if fs.exists(source):
+            with open(os.path.join(folder, SENSITIVE_COUNTS), "wb") as fh:
+                fh.write(fs.cat_file(source))
+    if not parts:
+        raise VerificationError(f"{_label(target)} holds no rows")
+    names = [posixpath.basename(p) for p in parts]
+    try:
+        return verify_release(
+            folder, k, suppression_limit, qids=qids, manifest={**manifest, "parts": names}
+        )
+    except (DataError, VerificationError) as exc:
+        text = str(exc).replace(f"the {MANIFEST} of {folder} about to be written", MANIFEST)
+        raise type(exc)(text.replace(folder, _label(target))) from None
+
+
+class _private_folder:
+    """A temporary folder only this user reads (the rows read back), removed at exit."""
+
+    def __enter__(self) -> str:
+        self.path = tempfile.mkdtemp(prefix="skald-table-")
+        return self.path
+
+    def __exit__(self, *exc_info) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def is_table_release(manifest: dict | None) -> bool:
+    return isinstance(manifest, dict) and isinstance(manifest.get("output_table"), dict)
+
+
+def verify_table_release(
+    folder: str,
+    resolve: Callable[[str], str],
+    k: int | None = None,
+    suppression_limit: Fraction | float | str | None = None,
+    qids: list[str] | None = None,
+    connection: str | None = None,
+) -> dict:
+    """`skald verify FOLDER` of a table release: the table's comment names the manifest in
+    `folder` (its SHA-256), and the table's rows pass every check of a folder release.
+    `connection` (a URI or variable name) overrides the manifest's connection name."""
+    from airflow_skald.core.release.release_reading import read_manifest
+
+    manifest = read_manifest(folder)
+    if not is_table_release(manifest):
+        raise DataError(f"{folder} is not a table release (its {MANIFEST} names no output_table)")
+    described = manifest["output_table"]
+    target = TableTarget(str(described.get("table")), str(described.get("connection")))
+    uri = resolve(connection or target.connection)
+    fs, root = filesystem(folder)
+    manifest_bytes = fs.cat_file(posixpath.join(root.rstrip("/"), MANIFEST))
+    with _private_folder() as back:
+        state, parts = read_table(uri, target, back, _READ_BACK_ROWS)
+        if not state.exists:
+            raise VerificationError(f"{_label(target)} does not exist")
+        release = state.release
+        if release is None:
+            raise VerificationError(f"{_label(target)} holds no skald release (its comment)")
+        sha = hashlib.sha256(manifest_bytes).hexdigest()
+        if release.get("manifest_sha256") != sha:
+            raise VerificationError(
+                f"{_label(target)} holds another release than the {MANIFEST} of {folder} "
+                f"(its comment names manifest sha256 {str(release.get('manifest_sha256'))[:12]}"
+                f", the file's is {sha[:12]})"
+            )
+        report = _verify_rows(target, back, parts, manifest, folder, k, suppression_limit, qids)
+    return {**report, "table": target.qualified, "manifest_sha256": sha}
