@@ -48,6 +48,7 @@ from airflow_skald.core.release.commit import (
     refuse_superseded,
     replacement_message,
 )
+from airflow_skald.core.release.population_counts import POPULATION_COUNTS
 
 log = logging.getLogger("airflow_skald")
 
@@ -168,12 +169,13 @@ def _verify_rows(
     `skald verify` verifies a folder release; messages name the table, not the folder."""
     from airflow_skald.core.release.verify import verify_release
 
-    if records is not None:  # drop mode: the input's sensitive distributions, kept beside
+    if records is not None:  # the input's distributions a check needs, kept beside
         fs, root = filesystem(records)
-        source = posixpath.join(root.rstrip("/"), SENSITIVE_COUNTS)
-        if fs.exists(source):
-            with open(os.path.join(folder, SENSITIVE_COUNTS), "wb") as fh:
-                fh.write(fs.cat_file(source))
+        for name in (SENSITIVE_COUNTS, POPULATION_COUNTS):
+            source = posixpath.join(root.rstrip("/"), name)
+            if fs.exists(source):
+                with open(os.path.join(folder, name), "wb") as fh:
+                    fh.write(fs.cat_file(source))
     if not parts:
         raise VerificationError(f"{_label(target)} holds no rows")
     names = [posixpath.basename(p) for p in parts]
