@@ -30,6 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from airflow_skald.core.privacy import distributions as S
+from airflow_skald.core.privacy.distributions import closeness, diversity
 
 # -- building both representations of one generated case ---------------------------------------
 
@@ -191,8 +192,8 @@ def test_every_criterion_matches_the_oracle(data):
         _check_all(case, ell, c, t)
     else:  # the hierarchical EMD's sorted-runs path instead of its dense table
         with pytest.MonkeyPatch.context() as mp:
-            mp.setattr(S, "_DENSE_GROUPS", 0)
-            mp.setattr(S, "_DENSE_MIN", 0)
+            mp.setattr(closeness, "_DENSE_GROUPS", 0)
+            mp.setattr(closeness, "_DENSE_MIN", 0)
             _check_all(case, ell, c, t)
 
 
@@ -233,7 +234,7 @@ def test_entropy_exact_paths_agree(counts, ell, scale):
     want = oracle.entropy_ok(dict(enumerate(counts)), ell)
     assert S.entropy_passes_exact(counts, ell) == want
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(S, "_BIGINT_BITS", 0)
+        mp.setattr(diversity, "_BIGINT_BITS", 0)
         assert S.entropy_passes_exact(counts, ell) == want
 
 
@@ -306,8 +307,8 @@ def test_recursive_many_top_values_by_sort():
 def test_hierarchical_with_many_values_and_shuffled_codes(dense, monkeypatch):
     """Codes out of the hierarchy's order (the within-class sort) and a deeper tree."""
     if not dense:
-        monkeypatch.setattr(S, "_DENSE_GROUPS", 0)
-        monkeypatch.setattr(S, "_DENSE_MIN", 0)
+        monkeypatch.setattr(closeness, "_DENSE_GROUPS", 0)
+        monkeypatch.setattr(closeness, "_DENSE_MIN", 0)
     rng = np.random.default_rng(11)
     m_all = 40
     paths = [(v % 8, v % 8 % 3, 0) for v in rng.permutation(m_all)]
