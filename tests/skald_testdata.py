@@ -10,6 +10,8 @@ import pyarrow.parquet as pq
 import yaml
 
 ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
+#: ARX 3.9.2's command line (shared/arx, beside the repository), for answers to compare with
+ARX = ADULT.parents[1] / "arx" / "arx"
 ADULT_QIDS = [
     "age",
     "education",

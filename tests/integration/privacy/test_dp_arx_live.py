@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from pathlib import Path
 
 import pytest
+from skald_testdata import ARX
 
 from airflow_skald.core.privacy.dp.parameters import anonymisation_epsilon, calculate
-
-ARX = Path(__file__).resolve().parents[3].parent / "shared" / "arx" / "arx"
 
 
 @pytest.mark.skipif(not ARX.exists(), reason="ARX 3.9.2 is not installed beside the repository")

@@ -28,6 +28,7 @@ from oracle import (
 from skald_testdata import (
     ADULT,
     ADULT_QIDS,
+    ARX,
     adult_qid_config,
     read_release,
     write_chunks,
@@ -200,9 +201,6 @@ def yaml_body(path: Path) -> dict:
     import yaml
 
     return yaml.safe_load(path.read_text())
-
-
-ARX = Path("/work/shared/arx/arx")
 
 
 @pytest.mark.skipif(not ARX.exists(), reason="ARX 3.9.2 is not installed here")

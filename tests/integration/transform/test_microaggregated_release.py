@@ -10,15 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from skald_testdata import ADULT, read_release, write_chunks, write_config
+from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run.baseline import run_per_chunk
 from airflow_skald.core.run.runner import run
-
-ARX = ADULT.parents[1] / "arx" / "arx"
 
 
 def _aggregate(function: str, values: pd.Series, integer: bool) -> float | str:

@@ -8,12 +8,11 @@ import hashlib
 import json
 import subprocess
 
-from skald_testdata import ADULT, adult_qid_config, read_release, write_config
+from skald_testdata import ADULT, ARX, adult_qid_config, read_release, write_config
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.run.runner import run
 
-ARX = ADULT.parents[1] / "arx" / "arx"
 QIDS = ["age", "sex", "race", "marital-status"]
 NODE = {"age": 1, "sex": 0, "race": 1, "marital-status": 1}
 
