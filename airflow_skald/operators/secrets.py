@@ -1,40 +1,58 @@
 """Secrets the operators read from Airflow (SPEC §2a): a database input's connection (its URI,
-password included), and a pseudonym key given as ``pseudonym_key: {connection: ID}`` (the
-connection's password, or its extra ``key``) or ``{variable: NAME}``. Read in the task, masked in its logs at once, handed to the core in
-memory only: never in XCom, artifacts, manifest, report or lineage."""
+password included), and every secret reference of the config (``core/settings/secret.py``:
+``pseudonym_key``, ``dp_key``) naming ``{connection: ID}`` (the connection's password, or its
+extra ``key``) or ``{variable: NAME}``. Read in the task, masked in its logs at once, handed
+to the core in memory only: never in XCom, artifacts, manifest, report or lineage."""
 
 from __future__ import annotations
 
 from typing import Any
 
 
-def provide_pseudonym_key(config: Any) -> None:
-    """Read the config's pseudonym key from Airflow when it names a connection or variable."""
-    from airflow_skald.core.errors import ConfigError
-    from airflow_skald.core.settings.pseudonym import AIRFLOW_SOURCES
+def provide_secrets(
+    config: Any, dp_key_conn_id: str | None = None, dp_key_variable: str | None = None
+) -> Any:
+    """The config with every secret it names in an Airflow connection or variable read and
+    handed over in memory (`SecretRef.provide`), masked in the task's logs at once. The
+    operators' dp_key_conn_id / dp_key_variable name the DP secret as ``dp_key: {connection:
+    ID}`` / ``{variable: NAME}`` would (they replace the config's dp_key)."""
+    from dataclasses import replace
 
-    key = config.pseudonym_key
-    if key is None or key.kind not in AIRFLOW_SOURCES:
-        return
-    secret = None
+    from airflow_skald.core.settings.secret import SecretRef
+
+    if dp_key_conn_id or dp_key_variable:
+        kind, name = (
+            ("connection", dp_key_conn_id) if dp_key_conn_id else ("variable", dp_key_variable)
+        )
+        config = replace(config, dp_key=SecretRef("dp_key", kind, str(name)))
+    for ref in (config.pseudonym_key, config.dp_key):
+        if ref is not None and ref.from_airflow:
+            ref.provide(airflow_secret(ref))
+    return config
+
+
+def airflow_secret(ref: Any) -> str:
+    """The secret a reference names in Airflow: a connection's password (or its extra
+    ``key``) or a variable, through the secrets backends; masked in the task's logs."""
+    from airflow_skald.core.errors import ConfigError
+
+    where = f"{ref.setting} {{{ref.kind}: {ref.name}}}"
     try:
-        if key.kind == "connection":
+        if ref.kind == "connection":
             from airflow.sdk import Connection
 
-            conn = Connection.get(key.name)
+            conn = Connection.get(ref.name)
             secret = conn.password or conn.extra_dejson.get("key")
         else:
             from airflow.sdk import Variable
 
-            secret = Variable.get(key.name, default=None)
+            secret = Variable.get(ref.name, default=None)
     except Exception as exc:  # the lookup's message names the id, never a secret
-        raise ConfigError(
-            f"pseudonym_key {{{key.kind}: {key.name}}}: not found ({type(exc).__name__})"
-        ) from None
+        raise ConfigError(f"{where}: not found ({type(exc).__name__})") from None
     if not secret:
-        raise ConfigError(f"pseudonym_key {{{key.kind}: {key.name}}} holds no key")
+        raise ConfigError(f"{where} holds no secret")
     mask(str(secret))
-    key.provide(str(secret))
+    return str(secret)
 
 
 def mask(secret: str) -> None:

@@ -255,7 +255,7 @@ class _SkaldOperator(BaseOperator):
         from airflow_skald.core.run.runner import Run
         from airflow_skald.core.settings.table import check_run_conf
         from airflow_skald.operators.artifacts import RunArtifacts
-        from airflow_skald.operators.secrets import connection_uri, provide_pseudonym_key
+        from airflow_skald.operators.secrets import connection_uri, provide_secrets
 
         dag = context.get("dag")
         dag_run = context.get("dag_run")
@@ -268,7 +268,8 @@ class _SkaldOperator(BaseOperator):
             )
         settings = {n: self.render_path(n, getattr(self, n), context) for n in OVERRIDE_KEYS}
         config = load_config(self.render_path("config", self.config, context), settings, True)
-        provide_pseudonym_key(config)  # from an Airflow connection or variable, if named
+        # secrets named in an Airflow connection or variable (pseudonym_key, dp_key)
+        config = provide_secrets(config, self.dp_key_conn_id, self.dp_key_variable)
         store = RunArtifacts.from_context(
             None if is_empty(self.artifacts) else self.artifacts, context
         )
@@ -279,7 +280,7 @@ class _SkaldOperator(BaseOperator):
             config = config.with_overrides({"output_path": folder})
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
-        run = Run(config, store, token=f"{store.dag_id}-{store.run_id}", dp_secret=self.dp_secret())
+        run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
         run.resolve_connection = connection_uri  # a database's Airflow connection id
         if config.database is not None and config.database.table:
             uri = connection_uri(config.database.connection)
@@ -291,23 +292,6 @@ class _SkaldOperator(BaseOperator):
         if started is not None:
             run.record.started_at = started.astimezone(UTC).isoformat(timespec="seconds")
         return run
-
-    def dp_secret(self) -> bytes | None:
-        """A DP run's secret from the Airflow connection's password or the variable named
-        (secrets backend), masked in every log; None: the config's dp_key is read instead."""
-        from airflow.sdk import BaseHook, Variable
-
-        from airflow_skald.operators.secrets import mask
-
-        if self.dp_key_conn_id:
-            value = BaseHook.get_connection(self.dp_key_conn_id).password or ""
-        elif self.dp_key_variable:
-            value = Variable.get(self.dp_key_variable, default="") or ""
-        else:
-            return None
-        if value:
-            mask(value)
-        return value.encode() or None
 
     def render_path(self, name: str, value: Any, context) -> Any:
         """A path setting whose value (a param or conf value) holds a template, rendered with

@@ -27,7 +27,6 @@ from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.dp.secret import KeyRef
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel
 from airflow_skald.core.privacy.registry import (
     CONFIG_KEYS,
@@ -56,12 +55,13 @@ from airflow_skald.core.settings.parse import (
     no_unknown as _no_unknown,
 )
 from airflow_skald.core.settings.pseudonym import (
-    PseudonymKey,
+    key_id,
     parse_direct_identifiers,
     parse_pseudonym_key,
 )
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
+from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import (
     BY_NAME,
     OVERRIDE_KEYS,
@@ -142,7 +142,7 @@ class SkaldConfig:
     local_recoding_steps: int | None = None
     direct_identifiers: tuple[str, ...] = ()  # dropped
     pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
-    pseudonym_key: PseudonymKey | None = field(default=None, compare=False, repr=False)
+    pseudonym_key: SecretRef | None = field(default=None, compare=False, repr=False)
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
     # a population table whose flagged records are released (SPEC §4e)
@@ -154,7 +154,7 @@ class SkaldConfig:
     # `quasi_identifiers`, their spec's `microaggregation` set)
     microaggregated: tuple[QidSpec, ...] = ()
     # where a DP run reads its secret (never the secret; not in the settings nor the hash)
-    dp_key: KeyRef | None = field(default=None, compare=False)
+    dp_key: SecretRef | None = field(default=None, compare=False)
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
     source: str = field(default="", compare=False)
 
@@ -323,7 +323,7 @@ class SkaldConfig:
         release made with another key has other settings."""
         if not self.pseudonymised:
             return {}
-        key = self.pseudonym_key.key_id() if self.pseudonym_key else None
+        key = key_id(self.pseudonym_key) if self.pseudonym_key else None
         return {"pseudonymised": list(self.pseudonymised), "pseudonym_key_id": key}
 
     def _risk_settings(self) -> dict[str, Any]:
@@ -481,7 +481,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         local_recoding_records=_file(raw, "local_recoding"),
         local_recoding_gs=_file(raw, "local_recoding_gs"),
         local_recoding_steps=_file(raw, "local_recoding_steps"),
-        dp_key=KeyRef.parse(raw.get("dp_key"), base_dir),
+        dp_key=SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
         source=source,
     )
     check_quality(config.quality, names)

@@ -9,8 +9,8 @@ DP runs with limit 1).
 
 Config (`privacy.differential_privacy`): epsilon, delta, search_budget (default 0.1, ARX's),
 search_steps (default 100: expansions, SPEC §4e), node (a fixed {qid: level}: data-independent,
-all of ε). The secret is never in the config: `dp_key: {env: NAME}` or `{file: path}` names
-where the run reads it (`dp.secret`).
+all of ε). The secret is never in the config: `dp_key` names where the run reads it, a secret
+reference (`core.settings.secret`) as the pseudonyms' key is.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ DEFAULT_BUDGET = 0.1  # ARXConfiguration's default DP search budget
 DEFAULT_STEPS = 100
 #: the quality models ARX has a DP score function for (`dp.scores`)
 OBJECTIVES = ("dm", "loss", "precision", "aecs", "nu_entropy")
+DP_KEY_MISSING = (
+    "differential privacy needs a secret: dp_key: {env: NAME} or {file: path} in the config "
+    "(operators also {connection: ID} or {variable: NAME}, or dp_key_conn_id / dp_key_variable)"
+)
 COMPOSE = (
     "Each differentially private release of the same data spends its own epsilon: releases "
     "compose, so publishing two of them gives (epsilon1 + epsilon2, delta1 + delta2)-DP."

@@ -36,10 +36,9 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
+from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
 from airflow_skald.core.privacy.dp import keys as dp_keys
 from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
-from airflow_skald.core.privacy.dp.secret import resolve as resolve_secret
 from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release import population_counts
 from airflow_skald.core.release.archive import (
@@ -160,9 +159,6 @@ class Run:
     # a database input's connection name -> its URI (CLI: the URI or its environment
     # variable; the operators: the Airflow connection)
     resolve_connection: Callable[[str], str] = field(default=resolve_uri, repr=False)
-    # a DP run's secret handed over in memory (operators: an Airflow connection or variable);
-    # else read where the config's dp_key says. Never logged nor written (SPEC §4e)
-    dp_secret: bytes | None = field(default=None, repr=False)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
@@ -182,9 +178,9 @@ class Run:
 
     def secret(self) -> bytes:
         """The DP secret (ConfigError, one line, when there is none)."""
-        if "secret" not in self._cache:
-            self._cache["secret"] = resolve_secret(self.config.dp_key, self.dp_secret)
-        return self._cache["secret"]
+        if self.config.dp_key is None:
+            raise ConfigError(DP_KEY_MISSING)
+        return self.config.dp_key.secret()
 
     def row_sample(self) -> RowSample | None:
         """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""
@@ -332,7 +328,7 @@ class Run:
         for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION, MICROAGGREGATES):
             if self.store.exists(name):
                 store.write_bytes(name, self.store.read_bytes(name))
-        return Run(self.config, store, self.token, dp_secret=self.dp_secret)
+        return Run(self.config, store, self.token)
 
     def measured(self, phase: str, seconds: float | None = None) -> None:
         """Note a phase's seconds and peak memory in the run record, then hand the memory

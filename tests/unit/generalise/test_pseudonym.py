@@ -12,7 +12,7 @@ import pytest
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
-from airflow_skald.core.settings.pseudonym import PseudonymKey
+from airflow_skald.core.settings.secret import SecretRef
 
 KEY = b"0123456789abcdef-test-key"
 
@@ -84,12 +84,12 @@ def test_key_from_env_and_file(tmp_path, monkeypatch) -> None:
 def test_missing_short_or_airflow_only_keys_are_one_line_errors(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SKALD_TEST_KEY", raising=False)
     with pytest.raises(ConfigError, match="SKALD_TEST_KEY is not set"):
-        PseudonymKey("env", "SKALD_TEST_KEY").secret()
+        SecretRef("pseudonym_key", "env", "SKALD_TEST_KEY").secret()
     monkeypatch.setenv("SKALD_TEST_KEY", "short")
     with pytest.raises(ConfigError, match="shorter than 16 bytes") as err:
-        PseudonymKey("env", "SKALD_TEST_KEY").secret()
+        SecretRef("pseudonym_key", "env", "SKALD_TEST_KEY").secret()
     assert "short'" not in str(err.value)
     with pytest.raises(ConfigError, match="read by the Airflow operators"):
-        PseudonymKey("variable", "skald_key").secret()
+        SecretRef("pseudonym_key", "variable", "skald_key").secret()
     with pytest.raises(ConfigError, match="may be 'pseudonymise' or 'drop'"):
         config_from_dict(_config(tmp_path, direct_identifiers=[{"pid": "hash"}]))

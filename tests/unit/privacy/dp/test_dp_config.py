@@ -10,7 +10,7 @@ import pytest
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.dp.secret import KeyRef, resolve
+from airflow_skald.core.settings.secret import SecretRef
 from tests.helpers_data import config_dict
 
 
@@ -27,7 +27,7 @@ def test_settings_and_limit() -> None:
     dp = config.privacy[0]
     assert (dp.epsilon, dp.delta, dp.search_budget, dp.search_steps) == (2.0, 1e-5, 0.1, 100)
     assert config.suppression_limit == Fraction(1) and config.k == 103
-    assert config.dp_key == KeyRef(env="SOME_VARIABLE")
+    assert config.dp_key == SecretRef("dp_key", "env", "SOME_VARIABLE")
     assert "SOME_VARIABLE" not in str(config.settings())  # not in the hash nor the manifest
     over = config.with_overrides({"dp_epsilon": "1", "dp_search_steps": "7"})
     assert (over.privacy[0].epsilon, over.privacy[0].search_steps, over.k) == (1.0, 7, 59)
@@ -67,11 +67,28 @@ def test_fixed_node_takes_any_objective() -> None:
 
 
 def test_secret_sources(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("SKALD_UNIT_KEY", "abc")
-    assert resolve(KeyRef(env="SKALD_UNIT_KEY")) == b"abc"
-    (tmp_path / "key").write_bytes(b"from-a-file\n")
-    assert resolve(KeyRef.parse({"file": "key"}, tmp_path)) == b"from-a-file"
-    assert resolve(None, b"given") == b"given"
-    for ref in (None, KeyRef(env="SKALD_UNSET_KEY"), KeyRef(file=str(tmp_path / "none"))):
-        with pytest.raises(ConfigError):
-            resolve(ref)
+    """dp_key is the config's one secret reference (as pseudonym_key): env and file read by
+    the core, connection and variable by the operators only; a short secret refused."""
+    monkeypatch.setenv("SKALD_UNIT_KEY", "abcdefghijklmnop")
+    assert config_from_dict(_raw()).dp_key.setting == "dp_key"
+    assert SecretRef.parse({"env": "SKALD_UNIT_KEY"}, "dp_key").secret() == b"abcdefghijklmnop"
+    (tmp_path / "key").write_bytes(b"from-a-file-0123456789\n")
+    ref = SecretRef.parse({"file": "key"}, "dp_key", tmp_path)
+    assert ref.secret() == b"from-a-file-0123456789"
+    assert "from-a-file" not in repr(ref)
+    given = SecretRef.parse({"variable": "skald_dp"}, "dp_key")
+    with pytest.raises(ConfigError, match="read by the Airflow operators"):
+        given.secret()
+    given.provide("handed-over-in-memory")
+    assert given.secret() == b"handed-over-in-memory"
+    monkeypatch.setenv("SKALD_SHORT_KEY", "abc")
+    unreadable = [
+        (SecretRef("dp_key", "env", "SKALD_UNSET_KEY"), "SKALD_UNSET_KEY is not set"),
+        (SecretRef("dp_key", "file", str(tmp_path / "none")), "cannot read the file"),
+        (SecretRef("dp_key", "env", "SKALD_SHORT_KEY"), "shorter than 16 bytes"),
+    ]
+    for ref, words in unreadable:
+        with pytest.raises(ConfigError, match=words):
+            ref.secret()
+    with pytest.raises(ConfigError, match="dp_key takes one of"):
+        config_from_dict({**_raw(), "dp_key": {"env": "A", "file": "b"}})
