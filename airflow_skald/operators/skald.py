@@ -111,6 +111,18 @@ class _SkaldOperator(BaseOperator):
         objective's. (templated)
     :param local_recoding_steps: Local recoding: the most steps; empty = unlimited (as ARX).
         (templated)
+    :param utility_target: Utility analysis: the column classifiers predict, trained on the release
+        and on the original (SPEC §5); empty = the file's (none: no classifiers). (templated)
+    :param utility_models: Utility analysis: the classifiers (comma-separated); empty = the file's
+        (default all: logistic_regression, naive_bayes, random_forest). (templated)
+    :param utility_folds: Utility analysis: cross-validation folds; empty = the file's (default
+        10). (templated)
+    :param utility_max_records: Utility analysis: records in its sample; empty = the file's
+        (default 100000). (templated)
+    :param utility_features: Utility analysis: the columns classifiers learn from
+        (comma-separated); empty = the file's (default: the QIDs). (templated)
+    :param utility_contingency: Utility analysis: QID pairs whose contingency the report shows
+        (a:b,c:d); empty = the file's. (templated)
     :param overwrite: Replace an existing release made by another run with other settings.
         (templated)
     """
@@ -160,6 +172,12 @@ class _SkaldOperator(BaseOperator):
         local_recoding: float | str | None = None,
         local_recoding_gs: float | str | None = None,
         local_recoding_steps: int | str | None = None,
+        utility_target: str | None = None,
+        utility_models: list | str | None = None,
+        utility_folds: int | str | None = None,
+        utility_max_records: int | str | None = None,
+        utility_features: list | str | None = None,
+        utility_contingency: list | str | None = None,
         overwrite: bool | str | None = None,
         **kwargs: Any,
     ) -> None:
@@ -204,6 +222,12 @@ class _SkaldOperator(BaseOperator):
         self.local_recoding = local_recoding
         self.local_recoding_gs = local_recoding_gs
         self.local_recoding_steps = local_recoding_steps
+        self.utility_target = utility_target
+        self.utility_models = utility_models
+        self.utility_folds = utility_folds
+        self.utility_max_records = utility_max_records
+        self.utility_features = utility_features
+        self.utility_contingency = utility_contingency
         self.overwrite = overwrite
         # a run that failed for good frees its output at once (defect: a 6 h lock)
         callbacks = self.on_failure_callback

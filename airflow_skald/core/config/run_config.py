@@ -74,6 +74,8 @@ from airflow_skald.core.settings.transformation import LocalRecodingSettings
 from airflow_skald.core.settings.transformation import check_models as check_recoded_models
 from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.utility import config as utility_config
+from airflow_skald.core.utility.settings import UtilitySettings
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
 
@@ -140,6 +142,7 @@ class SkaldConfig:
     local_recoding_records: Fraction | None = None
     local_recoding_gs: Fraction | None = None
     local_recoding_steps: int | None = None
+    utility: UtilitySettings | None = None  # the utility analysis (SPEC §5), off when None
     direct_identifiers: tuple[str, ...] = ()  # dropped
     pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
     pseudonym_key: SecretRef | None = field(default=None, compare=False, repr=False)
@@ -258,8 +261,15 @@ class SkaldConfig:
                 fields["local_recoding_records"] = value
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
+            elif key in utility_config.KEYS:
+                continue  # all of them at once, below
             else:
                 fields[key] = value
+        utility = utility_config.with_overrides(
+            self.utility, values, self.qid_names, self.direct_identifiers
+        )
+        if utility is not self.utility:
+            fields["utility"] = utility
         if not fields:
             return self
         out = replace(self, **fields)
@@ -316,6 +326,7 @@ class SkaldConfig:
                 if self.local_recoding is not None
                 else {}
             ),
+            **({"utility": self.utility.describe()} if self.utility else {}),
         }
 
     def _pseudonym_settings(self) -> dict[str, Any]:
@@ -482,6 +493,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         local_recoding_gs=_file(raw, "local_recoding_gs"),
         local_recoding_steps=_file(raw, "local_recoding_steps"),
         dp_key=SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
+        utility=utility_config.from_file(raw, names, direct),
         source=source,
     )
     check_quality(config.quality, names)

@@ -40,11 +40,12 @@ def bar_chart(
     title: str,
     value_label: str,
     category_label: str = "",
-    color: str = "#3b6fb6",
+    color: str | Sequence[str] = "#3b6fb6",
     horizontal: bool = False,
     width: int = 720,
 ) -> str:
-    """One bar per label, as an `<svg>` element sized `width` px wide."""
+    """One bar per label, as an `<svg>` element sized `width` px wide; `color` one colour, or
+    one per bar (repeated when shorter: a group's colours)."""
     labels = [str(x) for x in labels]
     values = [float(v) for v in values]
     ticks = nice_ticks(max(values, default=0.0))
@@ -52,6 +53,10 @@ def bar_chart(
     if horizontal:
         return _horizontal(labels, values, ticks, top, title, value_label, color, width)
     return _vertical(labels, values, ticks, top, title, value_label, category_label, color, width)
+
+
+def _fill(color: str | Sequence[str], i: int) -> str:
+    return color if isinstance(color, str) else color[i % len(color)]
 
 
 def _svg(width: int, height: int, title: str, body: list[str]) -> str:
@@ -87,7 +92,7 @@ def _vertical(labels, values, ticks, top, title, value_label, category_label, co
         cx = left + (i + 0.5) * slot
         body.append(
             f'<rect x="{x:.1f}" y="{base - h:.1f}" width="{slot * 0.7:.1f}" height="{h:.1f}" '
-            f'fill="{color}"><title>{escape(label)}: {_number(value)}</title></rect>'
+            f'fill="{_fill(color, i)}"><title>{escape(label)}: {_number(value)}</title></rect>'
             f'<text x="{cx:.1f}" y="{base - h - 4:.1f}" font-size="10" text-anchor="middle">'
             f"{_number(value)}</text>"
             f'<text x="{cx:.1f}" y="{base + 14:.1f}" font-size="11" text-anchor="end" '
@@ -129,7 +134,7 @@ def _horizontal(labels, values, ticks, top, title, value_label, color, width):
             f'<text x="{left - 6:.1f}" y="{y + row * 0.65:.1f}" text-anchor="end" '
             f'font-size="11">{escape(label[:28])}</text>'
             f'<rect x="{left:.1f}" y="{y + row * 0.15:.1f}" width="{w:.1f}" '
-            f'height="{row * 0.7:.1f}" fill="{color}"><title>{escape(label)}: '
+            f'height="{row * 0.7:.1f}" fill="{_fill(color, i)}"><title>{escape(label)}: '
             f"{_number(value)}</title></rect>"
             f'<text x="{left + w + 4:.1f}" y="{y + row * 0.65:.1f}" font-size="11">'
             f"{_number(value)}</text>"

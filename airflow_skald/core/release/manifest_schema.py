@@ -22,6 +22,7 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.release.recoding_section import SCHEMA as RECODING
+from airflow_skald.core.utility.schema import UTILITY
 
 
 class _Absent:
@@ -247,6 +248,14 @@ class Manifest:
         "node, records searched and released, and score",
     )
     at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
+    # --- what the release is still good for
+    utility: dict = key(
+        UTILITY,
+        "an object of utility figures",
+        "the utility analysis (SPEC §5, when configured): per QID the input's and the "
+        "release's figures, the release's contingency of the pairs named, and classifiers "
+        "trained on the original and on the release over the same folds of a sample",
+    )
     # --- the release's shape
     chunks: int = key(INT0, "an integer >= 0", "input chunks (one part each)")
     suppressed_records: str = key(

@@ -18,7 +18,8 @@ import contextlib
 import ctypes
 import logging
 import resource
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -241,10 +242,14 @@ def write_parts(
     progress: Progress | None = None,
     aggregates: Sequence[Aggregates] = (),
     sample: RowSample | None = None,
+    observe: Callable[[ChunkRef, pa.Table, pa.Table], Any] | None = None,
+    observed: list | None = None,
 ) -> list[str]:
     """Phase 3 for some chunks: one part per chunk into the staging folder (`aggregates`:
     the microaggregated QIDs' class labels; `sample`, a DP run: the records it left out are
-    never written)."""
+    never written). `observe(chunk, input rows, part)` (thread-safe) sees each chunk as it is
+    written; its results go to `observed`, in chunk order (the utility analysis's partials: no
+    pass of its own)."""
     columns = released_columns(config, plan.stats.columns)
     if config.keyed_subset is not None:  # the subset's flags, derived from the key columns
         columns.append(config.research_subset.column)
@@ -252,7 +257,7 @@ def write_parts(
     tick = ChunkProgress("generalise", len(chunks), progress)
     names = []
 
-    def write(chunk: ChunkRef) -> tuple[str, int]:
+    def write(chunk: ChunkRef) -> tuple[str, int, Any]:
         table = read_chunk(
             config.input,
             chunk,
@@ -266,10 +271,12 @@ def write_parts(
         part = generalise_table(config, plan, decision, table, chunk, aggregates)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)
-        return name, table.num_rows
+        return name, table.num_rows, observe(chunk, table, part) if observe else None
 
-    for i, (_, (name, rows)) in enumerate(map_ahead(write, chunks)):
+    for i, (_, (name, rows, seen)) in enumerate(map_ahead(write, chunks)):
         names.append(name)
+        if observed is not None:
+            observed.append(seen)
         tick(i + 1, rows)
     return names
 

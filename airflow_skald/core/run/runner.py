@@ -91,6 +91,7 @@ from airflow_skald.core.release.table_release import (
 from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
 from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.run import utility_step as U
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.transform.microaggregation import (
@@ -98,6 +99,7 @@ from airflow_skald.core.transform.microaggregation import (
     aggregates_from_bytes,
     aggregates_to_bytes,
 )
+from airflow_skald.core.utility.collect import UtilityPartial
 
 log = logging.getLogger("airflow_skald")
 
@@ -560,6 +562,7 @@ class Written:
 
     names: list[str]
     classes: ReleaseClasses
+    utility: UtilityPartial | None = None  # the utility analysis's share (SPEC §5)
 
 
 class GeneralisePhase(Phase[Written, dict]):
@@ -571,6 +574,8 @@ class GeneralisePhase(Phase[Written, dict]):
     def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> Written:
         fs, root = filesystem(run.staging)
         fs.makedirs(root, exist_ok=True)
+        utility = U.collector(run.config, run.plan(), run.chunks())
+        observed: list = []
         names = P.write_parts(
             run.config,
             run.plan(),
@@ -580,20 +585,32 @@ class GeneralisePhase(Phase[Written, dict]):
             run.progress,
             run.microaggregates(),
             run.row_sample(),
+            observe=utility.chunk if utility else None,
+            observed=observed,
         )
-        return Written(names, P.count_written(run.config, run.staging, names))
+        classes = P.count_written(run.config, run.staging, names)
+        return Written(names, classes, U.merged(observed) if utility else None)
 
     def merge(self, parts: Sequence[Written]) -> Written:
         return Written(
-            [n for p in parts for n in p.names], ReleaseClasses.merge([p.classes for p in parts])
+            [n for p in parts for n in p.names],
+            ReleaseClasses.merge([p.classes for p in parts]),
+            U.merged([p.utility for p in parts]),
         )
 
     def dump(self, part: Written) -> bytes:
-        return json.dumps(part.names).encode() + b"\n" + part.classes.to_bytes()
+        classes = part.classes.to_bytes()
+        head = {"names": part.names, "classes": len(classes)}
+        utility = part.utility.to_bytes() if part.utility else b""
+        return json.dumps(head).encode() + b"\n" + classes + utility
 
     def load(self, data: bytes) -> Written:
-        head, _, body = data.partition(b"\n")
-        return Written(json.loads(head), ReleaseClasses.from_bytes(body))
+        line, _, body = data.partition(b"\n")
+        head = json.loads(line)
+        size = head["classes"]
+        rest = body[size:]
+        utility = UtilityPartial.from_bytes(rest) if rest else None
+        return Written(head["names"], ReleaseClasses.from_bytes(body[:size]), utility)
 
     def finish(self, run: Run, merged: Written) -> dict:
         config, plan, decision = run.config, run.plan(), run.decision()
@@ -639,8 +656,11 @@ class GeneralisePhase(Phase[Written, dict]):
             if decision.steps:  # local recoding: each step's classes under its own models
                 args = (policy, plan.stats.sensitive, decision, plan.stats.n_rows)
                 verify_steps(merged.classes, plan.dims, *args)
-            return manifest
+            if merged.utility is None:
+                return manifest
+            return U.with_section(manifest, run, merged.utility)
 
+        U.warn_all_top(config, plan, decision)
         return publish(run, check)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
+from airflow_skald.core.utility.settings import MODELS as UTILITY_MODELS
 
 EMPTY = (None, "", "None", "null")
 
@@ -56,6 +57,22 @@ def _decimal(value: Any) -> Any:
         except (ValueError, ZeroDivisionError, OverflowError):
             # NaN and infinities (YAML .nan, .inf) are no decimals: shown as written, refused
             return str(value) if isinstance(value, float) else value
+    return value
+
+
+def _names(value: Any) -> Any:
+    """A list from comma-separated text (``"a, b"``); anything else is left to the schema."""
+    if isinstance(value, str):
+        return [v.strip() for v in value.split(",") if v.strip()]
+    return list(value) if isinstance(value, tuple) else value
+
+
+def _pairs(value: Any) -> Any:
+    """Pairs from text (``"a:b, c:d"``) or a list of two-item lists; else left to the schema."""
+    if isinstance(value, str):
+        return [[x.strip() for x in p.split(":")] for p in value.split(",") if p.strip()]
+    if isinstance(value, list | tuple):
+        return [list(p) if isinstance(p, list | tuple) else p for p in value]
     return value
 
 
@@ -419,6 +436,69 @@ SETTINGS: tuple[Setting, ...] = (
         "a positive integer",
         "Local recoding: the most steps; empty = unlimited (as ARX).",
         coerce=_integer,
+    ),
+    Setting(
+        "utility_target",
+        ("utility", "target"),
+        {"type": "string", "minLength": 1},
+        "a column name",
+        "Utility analysis: the column classifiers predict, trained on the release and on the "
+        "original (SPEC §5); empty = the file's (none: no classifiers).",
+    ),
+    Setting(
+        "utility_models",
+        ("utility", "models"),
+        {"type": "array", "minItems": 1, "items": {"enum": list(UTILITY_MODELS)}},
+        "a list of " + ", ".join(UTILITY_MODELS),
+        "Utility analysis: the classifiers (comma-separated); empty = the file's (default all: "
+        + ", ".join(UTILITY_MODELS)
+        + ").",
+        coerce=_names,
+        default=list(UTILITY_MODELS),
+    ),
+    Setting(
+        "utility_folds",
+        ("utility", "folds"),
+        {"type": "integer", "minimum": 2},
+        "an integer >= 2",
+        "Utility analysis: cross-validation folds; empty = the file's (default 10).",
+        coerce=_integer,
+        default=10,
+    ),
+    Setting(
+        "utility_max_records",
+        ("utility", "max_records"),
+        _POSITIVE,
+        "a positive integer",
+        "Utility analysis: records in its sample; empty = the file's (default 100000).",
+        coerce=_integer,
+        default=100_000,
+    ),
+    Setting(
+        "utility_features",
+        ("utility", "features"),
+        {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+        "a list of column names",
+        "Utility analysis: the columns classifiers learn from (comma-separated); empty = the "
+        "file's (default: the QIDs).",
+        coerce=_names,
+    ),
+    Setting(
+        "utility_contingency",
+        ("utility", "contingency"),
+        {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "items": {"type": "string", "minLength": 1},
+            },
+        },
+        "a list of QID pairs",
+        "Utility analysis: QID pairs whose contingency the report shows (a:b,c:d); empty = "
+        "the file's.",
+        coerce=_pairs,
     ),
     Setting(
         "overwrite",

@@ -23,6 +23,7 @@ ANNOTATION = {
     "number": "float | str | None",
     "string": "str | None",
     "boolean": "bool | str | None",
+    "array": "list | str | None",
 }
 
 

@@ -20,6 +20,7 @@ from airflow_skald.core.release.report.quality import quality_html, quality_mode
 from airflow_skald.core.release.report.recoding import recoding_html
 from airflow_skald.core.release.report.risk import risk_analysis_html, risk_html
 from airflow_skald.core.release.report.runtime import run_identity_html, timings_html
+from airflow_skald.core.release.report.utility import all_top_html, utility_html
 
 log = logging.getLogger("airflow_skald")
 
@@ -34,12 +35,14 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             header_html(m),
             cards_html(m),
             locations_html(m),
+            all_top_html(m),
             nodes_html(m),
             recoding_html(m),
             privacy_html(m),
             differential_privacy_html(m),
             quality_html(m, plots),
             quality_models_html(m),
+            utility_html(m),
             risk_html(m),
             risk_analysis_html(m, plots),
             at_risk_html(m),

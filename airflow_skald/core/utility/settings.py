@@ -1,0 +1,49 @@
+"""The `utility:` section's settings (rows of the settings table, parsed there)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+#: the classifiers the analysis trains (ARX's `ARXClassificationConfiguration` defaults)
+MODELS = ("logistic_regression", "naive_bayes", "random_forest")
+
+#: the sample's and the folds' seed: the figures are the same for the same input and settings
+SEED = 0x5EED
+
+
+@dataclass(frozen=True)
+class UtilitySettings:
+    """`target`: the column the classifiers predict (None: statistics only); `features`: the
+    columns they learn from (None: the QIDs); `pairs`: QID pairs whose contingency is shown."""
+
+    target: str | None = None
+    models: tuple[str, ...] = MODELS
+    folds: int = 10
+    max_records: int = 100_000
+    features: tuple[str, ...] | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+
+    def feature_names(self, qids: list[str]) -> list[str]:
+        """The classifiers' features: those configured, else the QIDs; never the target."""
+        names = list(self.features) if self.features is not None else list(qids)
+        return [n for n in names if n != self.target]
+
+    def columns(self, qids: list[str]) -> list[str]:
+        """The input columns the sample holds: QIDs, features and the target, in this order."""
+        wanted = [*qids, *self.feature_names(qids)]
+        if self.target:
+            wanted.append(self.target)
+        for a, b in self.pairs:
+            wanted += [a, b]
+        return list(dict.fromkeys(wanted))
+
+    def describe(self) -> dict:
+        """The settings as the manifest's config lists them."""
+        return {
+            "target": self.target,
+            "models": list(self.models),
+            "folds": self.folds,
+            "max_records": self.max_records,
+            "features": None if self.features is None else list(self.features),
+            "contingency": [list(p) for p in self.pairs],
+        }
