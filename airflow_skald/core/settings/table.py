@@ -499,6 +499,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Utility analysis: QID pairs whose contingency the report shows (a:b,c:d); empty = "
         "the file's.",
         coerce=_pairs,
+        default=[],
     ),
     Setting(
         "overwrite",

@@ -162,6 +162,10 @@ def test_the_table_places_its_keys_and_defaults_in_the_file(tmp_path) -> None:
         "privacy": {"k": 2},
     }
     config = config_from_dict(body)
+    assert config.utility is None  # its rows fill one object, made only with the section
+    with_section = config_from_dict({**body, "utility": {}}).utility.describe()
     for s in SETTINGS:
-        if s.path and s.name not in ("k", "input_path", "output_path"):
+        if s.path and s.path[0] == "utility":
+            assert with_section[s.path[1]] == s.default, s.name
+        elif s.path and s.name not in ("k", "input_path", "output_path"):
             assert getattr(config, s.name) == s.default, s.name
