@@ -36,6 +36,8 @@ FOREST_RECORDS = 5000
 #: models whose fit on distinct rows weighted by their records equals the fit on the records
 WEIGHTED = ("logistic_regression", "naive_bayes")
 NB_BINS = 10
+#: one-hot columns up to which logistic regression takes Newton steps
+NEWTON_COLUMNS = 256
 
 
 @dataclass(frozen=True)
@@ -115,7 +117,10 @@ def _model(kind: str, features: Features, seed: int):
     if kind == "logistic_regression":
         from sklearn.linear_model import LogisticRegression
 
-        return LogisticRegression(solver="newton-cholesky", max_iter=200), features.onehot
+        # Newton steps solve a (features x features) system: cheap for few one-hot columns;
+        # many (a QID of thousands of released labels) take the gradient-only solver
+        solver = "newton-cholesky" if features.onehot.shape[1] <= NEWTON_COLUMNS else "lbfgs"
+        return LogisticRegression(solver=solver, max_iter=200), features.onehot
     if kind == "naive_bayes":
         from sklearn.naive_bayes import CategoricalNB
 
