@@ -75,7 +75,8 @@ def section(
 
 def warn_all_top(config: SkaldConfig, plan: Plan, decision: Decision) -> list[str]:
     """Log one warning naming the QIDs generalised to the top for every released record."""
-    names = all_top([plan.levels(decision.node)], plan.levels(plan.tops))
+    nodes = [decision.node, *(s.node for s in decision.steps if s.released)]
+    names = all_top([plan.levels(n) for n in nodes], plan.levels(plan.tops))
     if names:
         log.warning("%s", advice(names, config.objective))
     return names

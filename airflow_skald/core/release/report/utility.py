@@ -30,7 +30,9 @@ def all_top_html(m: Mapping) -> str:
     node, tops = m.get("node"), m.get("top_node")
     if not isinstance(node, Mapping) or not isinstance(tops, Mapping) or m.get("mode"):
         return ""
-    names = all_top([node], tops)
+    steps = ((m.get("local_recoding") or {}).get("steps")) or []
+    nodes = [node, *(s["node"] for s in steps if isinstance(s, Mapping) and s.get("released"))]
+    names = all_top([n for n in nodes if isinstance(n, Mapping)], tops)
     if not names:
         return ""
     objective = (m.get("quality_models") or {}).get("objective")
