@@ -383,23 +383,50 @@ def exhaustive_search(
     prepared = _prepare(df, qids)
     criteria = Criteria(l_diversity, t_closeness, df)
     coded = {a: Coded(df[a].tolist()) for a in criteria.attributes}
-    tops = {name: p["top"] for name, p in prepared.items()}
-    order = _priority_order(qids, qid_priority)
     n = len(df)
     allowed = max_suppressed(suppression_limit, n)
+
+    def judge(node: dict, ids: list[int]):
+        sizes = np.bincount(ids).tolist() if ids else []
+        dists = {a: _class_distributions(ids, len(sizes), coded[a]) for a in criteria.attributes}
+        kept_ids, s = _judge(sizes, dists, k, criteria)
+        kept = [sizes[i] for i in kept_ids]
+        return (
+            kept,
+            s,
+            lambda: {
+                "min_class_size": min(kept, default=0),
+                "dm_star_arx": sum(x * x for x in sizes),
+                "dm": sum(x * x for x in kept) + n * s,
+                "figures": criteria.figures(
+                    [{a: d[i] for a, d in dists.items()} for i in kept_ids]
+                ),
+            },
+        )
+
+    result, evaluated, passing = search_nodes(prepared, qids, qid_priority, root, allowed, judge)
+    result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
+    return result
+
+
+def search_nodes(prepared: dict, qids, qid_priority, root, allowed: int, judge):
+    """The exhaustive search's bookkeeping, whatever judges the classes: every node above
+    `root`, its classes judged by `judge(node, class ids)` -> (kept class sizes, suppressed
+    records, the best node's other figures when asked); a node passes iff suppressed <=
+    `allowed`; best = minimal DM* = sum of kept sizes squared + s^2, then higher precision,
+    then levels in qid_priority order (finer first). Returns (best or {"node": None},
+    nodes evaluated, nodes passing)."""
+    tops = {name: p["top"] for name, p in prepared.items()}
+    order = _priority_order(qids, qid_priority)
     best, best_key = None, None
     evaluated = passing = 0
     for node in _lattice(tops, root):
         evaluated += 1
-        ids = _class_ids(prepared, node)
-        sizes = np.bincount(ids).tolist() if ids else []
-        dists = {a: _class_distributions(ids, len(sizes), coded[a]) for a in criteria.attributes}
-        kept_ids, s = _judge(sizes, dists, k, criteria)
+        kept, s, figures = judge(node, _class_ids(prepared, node))
         if s > allowed:
             continue
         passing += 1
-        kept = [sizes[i] for i in kept_ids]
-        dm_star = sum(x * x for x in kept) + s * s
+        dm_star = sum(int(x) * int(x) for x in kept) + s * s
         prec = precision(node, tops)
         key = (dm_star, -prec, tuple(node[q] for q in order))
         if best_key is None or key < best_key:
@@ -409,17 +436,10 @@ def exhaustive_search(
                 "dm_star": dm_star,
                 "n_suppressed": s,
                 "n_classes": len(kept),
-                "min_class_size": min(kept, default=0),
                 "precision": prec,
-                "dm_star_arx": sum(x * x for x in sizes),
-                "dm": sum(x * x for x in kept) + n * s,
-                "figures": criteria.figures(
-                    [{a: d[i] for a, d in dists.items()} for i in kept_ids]
-                ),
+                **figures(),
             }
-    result = best or {"node": None}
-    result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
-    return result
+    return best or {"node": None}, evaluated, passing
 
 
 def nonempty_bins(df, qids, node: dict[str, int], l_diversity=(), t_closeness=()) -> int:

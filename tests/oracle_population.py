@@ -10,21 +10,17 @@ from __future__ import annotations
 from fractions import Fraction
 
 import numpy as np
-from oracle import _class_ids, _lattice, _prepare, _priority_order, max_suppressed, precision
+from oracle import _prepare, max_suppressed, search_nodes
 
 
 def subset_search(df, subset, qids, k, limit, priority, delta=None, kmap=None, root=None) -> dict:
     """The best node above `root` (DM* = sum of kept subset classes squared + s^2, then
     precision, then qid_priority levels, as SPEC §4), with its figures."""
-    prepared = _prepare(df, qids)
-    tops = {name: p["top"] for name, p in prepared.items()}
-    order = _priority_order(qids, priority)
     flags = np.asarray(subset, dtype=bool)
     n = int(flags.sum())
-    allowed = max_suppressed(limit, n)
-    best, best_key = None, None
-    for node in _lattice(tops, root):
-        ids = np.asarray(_class_ids(prepared, node))
+
+    def judge(node: dict, ids: list[int]):
+        ids = np.asarray(ids)
         pop = np.bincount(ids)
         sub = np.bincount(ids[flags], minlength=pop.size)
         released = sub > 0
@@ -37,19 +33,15 @@ def subset_search(df, subset, qids, k, limit, priority, delta=None, kmap=None, r
         if kmap is not None:
             ok &= pop >= kmap
         s = int(sub[released & ~ok].sum())
-        if s > allowed:
-            continue
-        kept = sub[ok]
-        dm_star = int((kept.astype(object) ** 2).sum()) + s * s
-        key = (dm_star, -precision(node, tops), tuple(node[q] for q in order))
-        if best_key is None or key < best_key:
-            best_key = key
-            best = {
-                "node": node,
-                "dm_star": dm_star,
-                "n_suppressed": s,
-                "n_classes": int(ok.sum()),
+        return (
+            sub[ok].tolist(),
+            s,
+            lambda: {
                 "min_population_count": int(pop[ok].min()) if ok.any() else 0,
                 "n_records": n,
-            }
-    return best or {"node": None}
+            },
+        )
+
+    prepared = _prepare(df, qids)
+    allowed = max_suppressed(limit, n)
+    return search_nodes(prepared, qids, priority, root, allowed, judge)[0]

@@ -11,7 +11,7 @@ from typing import Any
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.privacy.policy import PrivacyPolicy
 from airflow_skald.core.privacy.registry import bind_models
-from airflow_skald.core.privacy.research_subset import SubsetFlags
+from airflow_skald.core.privacy.research_subset import flags_of
 
 
 def describe_privacy(config: SkaldConfig) -> list[dict]:
@@ -28,10 +28,5 @@ def build_policy(
     attribute need phase 1's statistics of it (`DomainStats.sensitive`), k-map with a
     population size the input's records."""
     models = bind_models(config.privacy, sensitive, n_records)
-    subset = None
-    if config.research_subset is not None:
-        column = config.research_subset.column
-        if sensitive is None or column not in sensitive:
-            raise ValueError("a research subset needs phase 1's statistics of its column")
-        subset = SubsetFlags.of(column, sensitive[column].values)
+    subset = flags_of(config.research_subset, sensitive)
     return PrivacyPolicy(models, config.suppression_limit, subset)

@@ -128,16 +128,18 @@ def generalise_table(
     table: pa.Table,
     chunk: ChunkRef,
     aggregates: Sequence[Aggregates] = (),
+    subset: SubsetFlags | None = None,
 ) -> pa.Table:
     """The release part of one chunk (`table` holds the released columns; text columns may be
     dictionary-encoded). Every dictionary of the result lists only values its rows hold.
     With a research subset only its records are released, without its column (SPEC §4e).
-    A microaggregated QID (`aggregates`, SPEC §4f) gets its class's aggregate instead."""
+    A microaggregated QID (`aggregates`, SPEC §4f) gets its class's aggregate instead.
+    `subset`: the research subset's flags (`research_subset.flags_of`, built once a pass)."""
     if config.research_subset is not None:
-        column = config.research_subset.column
-        stats = plan.stats.sensitive[column]
-        flags = SubsetFlags.of(column, stats.values).mask
-        table = subset_rows(table, column, stats.codes(table.column(column)), flags)
+        if subset is None:
+            raise ValueError("phase 3 of a research subset needs its flags (flags_of)")
+        codes = plan.stats.sensitive[subset.column].codes(table.column(subset.column))
+        table = subset_rows(table, subset.column, codes, subset.mask)
     node_codes = []
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))

@@ -99,14 +99,23 @@ class SubsetFlags:
         return np.asarray(self.in_subset, dtype=bool)
 
 
-def released_records(subset: ResearchSubset | None, n_rows: int, sensitive: Any) -> int:
+def flags_of(subset: ResearchSubset | None, sensitive: Any) -> SubsetFlags | None:
+    """The subset's flags from phase 1's statistics of its column (None: no subset): built
+    once where a pass, the policy or the check needs them, never per chunk."""
+    if subset is None:
+        return None
+    if sensitive is None or subset.column not in sensitive:
+        raise ValueError("a research subset needs phase 1's statistics of its column")
+    return SubsetFlags.of(subset.column, sensitive[subset.column].values)
+
+
+def released_records(flags: SubsetFlags | None, n_rows: int, sensitive: Any) -> int:
     """The records a release is made of, as phase 1 counted them: every input record, or the
     research subset's (its flagged values' counts)."""
-    if subset is None:
+    if flags is None:
         return n_rows
-    stats = sensitive[subset.column]
-    flags = SubsetFlags.of(subset.column, stats.values).mask
-    return int(np.asarray(stats.counts, dtype=np.int64)[flags].sum())
+    counts = np.asarray(sensitive[flags.column].counts, dtype=np.int64)
+    return int(counts[flags.mask].sum())
 
 
 def check_subset_models(models: Sequence[PrivacyModel]) -> None:

@@ -31,7 +31,7 @@ from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.privacy.research_subset import SubsetFlags
+from airflow_skald.core.privacy.research_subset import SubsetFlags, flags_of
 from airflow_skald.core.release.archive import read_named
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.manifest_schema import Manifest
@@ -177,9 +177,8 @@ def with_population(
 
 def of_run(config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision) -> bytes | None:
     """The file's bytes for a run with a research subset (None: the run has none)."""
-    subset = config.research_subset
-    if subset is None:
+    flags = flags_of(config.research_subset, plan.stats.sensitive)
+    if flags is None:
         return None
-    flags = SubsetFlags.of(subset.column, plan.stats.sensitive[subset.column].values)
     dropped = config.suppressed_records == "drop"
     return at_node(plan, counts, decision, flags, dropped).to_bytes()

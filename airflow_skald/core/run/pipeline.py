@@ -40,6 +40,7 @@ from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
 from airflow_skald.core.privacy.dp.decide import dp_decision
 from airflow_skald.core.privacy.dp.sampler import RowSample
+from airflow_skald.core.privacy.research_subset import flags_of
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.commit import (
@@ -256,6 +257,7 @@ def write_parts(
     types = csv_types(config)
     tick = ChunkProgress("generalise", len(chunks), progress)
     names = []
+    subset = flags_of(config.research_subset, plan.stats.sensitive)  # once, not per chunk
 
     def write(chunk: ChunkRef) -> tuple[str, int, Any]:
         table = read_chunk(
@@ -268,7 +270,7 @@ def write_parts(
         )
         if sample is not None:
             table = table.filter(pa.array(sample.keeps(chunk, table.num_rows)))
-        part = generalise_table(config, plan, decision, table, chunk, aggregates)
+        part = generalise_table(config, plan, decision, table, chunk, aggregates, subset)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)
         return name, table.num_rows, observe(chunk, table, part) if observe else None

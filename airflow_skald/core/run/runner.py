@@ -642,9 +642,7 @@ class GeneralisePhase(Phase[Written, dict]):
             verify_release(
                 run.staging,
                 qids=config.qid_names,
-                n_records=released_records(
-                    config.research_subset, plan.stats.n_rows, plan.stats.sensitive
-                ),
+                n_records=released_records(policy.subset, plan.stats.n_rows, plan.stats.sensitive),
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
