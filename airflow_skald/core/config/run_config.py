@@ -24,6 +24,7 @@ from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.database.source import DatabaseSource, parse_source, staged_path
 from airflow_skald.core.data.database.target import TableTarget, default_folder, parse_target
 from airflow_skald.core.data.hierarchies import Hierarchy
+from airflow_skald.core.data.hierarchies import hierarchy_of as _hierarchy
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
 from airflow_skald.core.errors import ConfigError
@@ -41,9 +42,6 @@ from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettin
 from airflow_skald.core.settings.microaggregation import Microaggregation, parse_microaggregation
 from airflow_skald.core.settings.parse import (
     choice as _choice,
-)
-from airflow_skald.core.settings.parse import (
-    hierarchy as _hierarchy,
 )
 from airflow_skald.core.settings.parse import (
     mapping as _mapping,

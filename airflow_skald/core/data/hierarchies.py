@@ -296,3 +296,14 @@ def _without_repeated_rows(where: str, table: np.ndarray, numbers: list[int]) ->
         more,
     )
     return table[keep]
+
+
+def hierarchy_of(item: dict, name: str, base_dir: Path | None) -> Hierarchy:
+    """A QID's hierarchy as its config entry gives it: inline (`hierarchy`) or an ARX hierarchy
+    file (`hierarchy_file`, relative to the config's folder)."""
+    if "hierarchy" in item:
+        return Hierarchy.from_mapping(name, item["hierarchy"])
+    hfile = Path(str(item["hierarchy_file"]))
+    if not hfile.is_absolute() and base_dir is not None:
+        hfile = base_dir / hfile
+    return Hierarchy.from_file(name, hfile)

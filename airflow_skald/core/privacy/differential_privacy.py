@@ -3,8 +3,8 @@
 The model is k-anonymity over a β-sample of the input: k and β come from ε (less the search
 budget when the node is searched) and δ by ARX's ``ParameterCalculation``
 (`dp.parameters`), the sample from the run's keyed stream (`dp.sampler`), the node from a fixed
-generalisation or SafePub's search (`dp.search`). Records outside the sample are never released
-and classes of fewer than k sampled records are suppressed; no suppression limit applies (ARX's
+generalisation or SafePub's search (`core.search.safepub`). Records outside the sample are never
+released and classes of fewer than k sampled records are suppressed; no suppression limit applies (ARX's
 DP runs with limit 1).
 
 Config (`privacy.differential_privacy`): epsilon, delta, search_budget (default 0.1, ARX's),
@@ -35,7 +35,7 @@ from airflow_skald.core.settings.table import BY_NAME
 MODEL = "differential-privacy"
 DEFAULT_BUDGET = 0.1  # ARXConfiguration's default DP search budget
 DEFAULT_STEPS = 100
-#: the quality models ARX has a DP score function for (`dp.scores`)
+#: the quality models ARX has a DP score function for (`search.safepub.scores`)
 OBJECTIVES = ("dm", "loss", "precision", "aecs", "nu_entropy")
 DP_KEY_MISSING = (
     "differential privacy needs a secret: dp_key: {env: NAME} or {file: path} in the config "

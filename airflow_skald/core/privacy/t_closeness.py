@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.data.hierarchies import Hierarchy
+from airflow_skald.core.data.hierarchies import Hierarchy, hierarchy_of
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
@@ -27,7 +27,6 @@ from airflow_skald.core.privacy.model import (
 from airflow_skald.core.settings.parse import (
     choice,
     criteria_list,
-    hierarchy,
     no_repeats,
     no_unknown,
 )
@@ -77,7 +76,7 @@ class TCloseness(PrivacyModel):
                         f"{at}: hierarchical distance needs exactly one of 'hierarchy' or "
                         "'hierarchy_file'"
                     )
-                source = hierarchy(item, item["attribute"], ctx.base_dir)
+                source = hierarchy_of(item, item["attribute"], ctx.base_dir)
             elif given:
                 raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
             digest = source.sha256 if source is not None else None

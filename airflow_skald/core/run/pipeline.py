@@ -38,7 +38,6 @@ from airflow_skald.core.encode.domain import scan_domain as _scan_domain
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
-from airflow_skald.core.privacy.dp.decide import dp_decision
 from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.privacy.research_subset import flags_of
 from airflow_skald.core.progress import ChunkProgress, Progress
@@ -51,6 +50,7 @@ from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
 from airflow_skald.core.search.recoded import local_recoding
+from airflow_skald.core.search.safepub.decide import dp_decision
 from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at
 
 log = logging.getLogger("airflow_skald")
@@ -231,7 +231,11 @@ def microaggregate(
     2's counts: no pass over the data."""
     if counts.node is not None and tuple(counts.node) != tuple(plan.root):
         plan = plan.with_root(counts.node)
-    return aggregates_at(plan, counts, decision.node, config.microaggregations)
+    functions = config.microaggregations
+    if not functions:
+        return []
+    keys, table = ClassSource(plan, counts, list(functions)).keyed(tuple(decision.node))
+    return aggregates_at(plan, keys, table, functions)
 
 
 def write_parts(

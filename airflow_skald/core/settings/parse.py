@@ -3,10 +3,8 @@ config loader and by each privacy model, which parses its own entries."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
 
 
@@ -32,16 +30,6 @@ def choice(value: Any, choices: tuple[str, ...], where: str) -> str:
     if value not in choices:
         raise ConfigError(f"{where} must be one of {', '.join(choices)}")
     return value
-
-
-def hierarchy(item: dict, name: str, base_dir: Path | None) -> Hierarchy:
-    """An inline hierarchy or an ARX hierarchy file (relative to the config's folder)."""
-    if "hierarchy" in item:
-        return Hierarchy.from_mapping(name, item["hierarchy"])
-    hfile = Path(str(item["hierarchy_file"]))
-    if not hfile.is_absolute() and base_dir is not None:
-        hfile = base_dir / hfile
-    return Hierarchy.from_file(name, hfile)
 
 
 def criteria_list(raw: Any, where: str, sensitive: list[str]) -> list[tuple[str, dict]]:

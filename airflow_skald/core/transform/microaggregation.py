@@ -35,12 +35,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
-from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
-from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.settings.microaggregation import Microaggregation
 
 LOOKUP_LIMIT = 1 << 24  # class keys below this are looked up in a table (<= 64 MiB of int32)
@@ -265,19 +264,15 @@ def aggregates_from_bytes(data: bytes) -> list[Aggregates]:
 # ---------------------------------------------------------------- at the chosen node
 def aggregates_at(
     plan: Plan,
-    counts: RootCounts,
-    node: Sequence[int],
+    keys: np.ndarray,
+    table: ClassTable,
     functions: Mapping[str, Microaggregation],
 ) -> list[Aggregates]:
-    """Each microaggregated attribute's labels per class of `node`, from phase 2's (root
-    class, value) tables rolled up to the node (`plan` is at the counts' node)."""
-    if not functions:
-        return []
-    names = list(functions)
-    source = ClassSource(plan, counts, names)
-    keys, table = source.keyed(tuple(node))
+    """Each microaggregated attribute's labels per class of the chosen node: `keys` and `table`
+    are the node's classes with the (class, value) tables of the attributes in `functions`
+    (`ClassSource.keyed`, rolled up from phase 2's counts), `plan` the counts' plan."""
     out = []
-    for name in names:
+    for name in functions:
         domain = ValueDomain.of_stats(plan.stats.sensitive[name])
         index, labels = aggregate_labels(functions[name].function, table.values[name], domain)
         out.append(Aggregates(name, keys, index, labels))

@@ -12,14 +12,14 @@ from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice
 from airflow_skald.core.privacy import Judgement, PrivacyPolicy
 from airflow_skald.core.privacy.differential_privacy import COMPOSE, DifferentialPrivacy
-from airflow_skald.core.privacy.dp.scores import OBJECTIVES, NodeClasses, scorer
-from airflow_skald.core.privacy.dp.search import safepub_search
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision, node_fields, quality_figures
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.search.safepub.pivots import safepub_search
+from airflow_skald.core.search.safepub.scores import OBJECTIVES, NodeClasses, scorer
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from airflow_skald.core.privacy.dp import keys, mechanism
-from airflow_skald.core.privacy.dp.scores import NodeClasses, predecessors
+from airflow_skald.core.search.safepub.scores import NodeClasses, predecessors
 
 Node = tuple[int, ...]
 

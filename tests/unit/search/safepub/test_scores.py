@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from airflow_skald.core.privacy.dp.scores import NodeClasses, predecessors, scorer
+from airflow_skald.core.search.safepub.scores import NodeClasses, predecessors, scorer
 
 # classes at node (1, 2): keys = code0 * 3 + code1; sizes 6, 5, 2 (suppressed: < k), 3
 KEYS = np.array([0, 4, 5, 7])
