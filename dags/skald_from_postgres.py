@@ -1,14 +1,18 @@
-"""DAG ``skald_from_postgres``: a PostgreSQL table k-anonymised, read through an Airflow
-connection (SPEC §2a). A DAG to copy: the config names the table and the connection id,
+"""DAG ``skald_from_postgres``: a PostgreSQL table k-anonymised into a table, both through
+Airflow connections (SPEC §2a). A DAG to copy: the config names the tables and connection ids,
 
-    input: {table: clinic.patients, connection: clinic_db, order_by: [patient_id]}
+    input:  {table: clinic.patients, connection: clinic_db, order_by: [patient_id]}
+    output: {table: research.patients_k10, connection: warehouse}   # or {path: ...}: files
     direct_identifiers: [{patient_id: pseudonymise}, name]
     pseudonym_key: {variable: skald_pseudonym_key}      # or {connection: ...}
 
-and the params choose k, the table (``input_table``) and the release folder (``output_path``)
-per run. The encode task reads the table once (ADBC, COPY binary) into staged Parquet chunks
-beside the release; the three phases read those; they are deleted once the release is
-committed (or the run failed for good).
+and the params choose k and the tables per run (``input_table``, ``output_table``). The encode
+task reads the table once (ADBC, COPY binary) into staged Parquet chunks; the generalise task
+writes the verified release into a new table, reads it back and verifies it, and swaps it in
+for the old one in one transaction (the old one stays intact if anything fails), the
+manifest's SHA-256 in the table's comment; the manifest and report go to the release folder
+``{[skald] artifacts}/skald-releases/{schema.table}`` (or ``output.path``). The release's
+Asset is the table's URI, ``postgres://host:port/db/schema/table``.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from airflow_skald.operators import EncodeOperator, GeneraliseOperator, Histogra
 from airflow_skald.operators.dag_params import PARAMS, RELEASE, SETTINGS
 
 DOC = """
-### SKALD: a PostgreSQL table, k-anonymised
+### SKALD: a PostgreSQL table, k-anonymised into a table
 
-The config (param `config`) names the source: `input: {table: schema.name, connection: ID}`,
-`ID` an Airflow connection (Admin > Connections, type Postgres, or the environment variable
-`AIRFLOW_CONN_ID='postgresql://user:password@host:5432/db'`). Its password stays in Airflow:
-never in logs, XCom, artifacts, manifest or report. Params: `k`, `input_table` (another table
-behind the same connection), `output_path` (the release folder; manifest.json and report.html
-beside the parts). The encode task's log states the rows extracted and their order.
+The config (param `config`) names the source, `input: {table: schema.name, connection: ID}`,
+and the release, `output: {table: schema.name, connection: ID}`; each `ID` an Airflow
+connection (Admin > Connections, type Postgres; the REST API; or the environment variable
+`AIRFLOW_CONN_ID='postgresql://user:password@host:5432/db'`). Passwords stay in Airflow: never
+in logs, XCom, artifacts, manifest, report or lineage. Params: `k`, `input_table`,
+`output_table` (other tables behind the same connections), `overwrite` (replace a release made
+with other settings). The release table is replaced in one transaction after the new rows were
+verified; its comment holds the manifest's SHA-256; manifest.json and report.html are in
+`{artifacts}/skald-releases/{schema.table}/` and linked from the generalise task.
 """
 
 with DAG(

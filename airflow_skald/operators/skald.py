@@ -533,6 +533,8 @@ class GeneraliseOperator(_SkaldOperator):
             written = R.GENERALISE.run_group(run, group, chunk_ids)
             return {"group": group, "parts": written.names}
         manifest = R.already_published(run) if self.mode == "merge" else None
+        if manifest is None and run.config.database is not None:  # the staged input went at
+            manifest = R.already_published(run, own=True)  # the commit: a cleared task re-publishes
         if manifest is None:
             with R.claim_output(run, LEASE_TTL_S, release="on_success", judge=dag_run_gone):
                 if self.mode == "all":

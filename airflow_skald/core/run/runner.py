@@ -701,9 +701,13 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
     return manifest
 
 
-def already_published(run: Run) -> dict | None:
+def already_published(run: Run, own: bool = False) -> dict | None:
     """The manifest at the output if this run (same config, input and node) committed it:
-    a cleared merge task re-publishes instead of failing."""
+    a cleared merge task re-publishes instead of failing. `own`: only a release this very run
+    made (its token; a table release: the one its table holds), e.g. a task cleared after a
+    database input's staged chunks were deleted at the commit."""
+    if own and run.release_in_place() != run.token:
+        return None
     fs, root = filesystem(run.staging)
     if fs.exists(root):
         return None

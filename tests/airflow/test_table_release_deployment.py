@@ -1,0 +1,203 @@
+"""A table released as a table by ``skald_from_postgres`` in the session's real deployment
+(fixture ``dep``: api-server, scheduler, dag-processor, LocalExecutor), SPEC §2a:
+
+- the connection is created through the REST API (its password stands for one that must never
+  show: trust authentication ignores it); one DAG run reads ``clinic.patients`` and replaces
+  ``research.patients_k3``;
+- the table holds the release (its comment: the manifest's SHA-256), the manifest and report
+  are in ``{artifacts}/skald-releases/research.patients_k3``, ``skald verify`` accepts it;
+- the asset event is on the table's URI, the OpenLineage event names both tables as
+  OpenLineage names PostgreSQL tables;
+- a retry (the generalise task cleared) writes the same manifest bytes and rows, no second
+  asset event;
+- the password is in no XCom, task log, artifact, manifest, report or lineage event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+pytestmark = pytest.mark.deployment
+
+DAG_ID = "skald_from_postgres"
+PASSWORD = "pw-never-shown-7731"
+TABLE = "research.patients_k3"
+
+
+@pytest.fixture
+def warehouse():
+    """A database of its own (dropped after) with clinic.patients and an empty research."""
+    import uuid
+
+    import psycopg2
+    import pyarrow as pa
+    from helpers_data import make_table
+    from helpers_postgres import execute, load_table
+
+    name = f"skald_tbl_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect("postgresql://postgres@127.0.0.1:5432/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    try:
+        uri = f"postgresql://postgres@127.0.0.1:5432/{name}"
+        people = pa.concat_tables([make_table(40, seed=i, start=i * 40) for i in range(3)])
+        load_table(uri, "clinic.patients", people, key=["pid"])
+        execute(uri, "CREATE SCHEMA research")
+        yield name
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
+def _query(uri: str, sql: str) -> list[tuple]:
+    import adbc_driver_postgresql.dbapi as pg
+
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetchall()
+
+
+def _clear(dep, run_id: str, task_id: str) -> None:
+    dep.api(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": run_id,
+            "task_ids": [task_id],
+            "only_failed": False,
+            "reset_dag_runs": True,
+        },
+    )
+
+
+def _log(dep, run_id: str, task_id: str, try_number: int) -> str:
+    import urllib.parse
+
+    quoted = urllib.parse.quote(run_id, safe="")
+    return json.dumps(
+        dep.api(
+            "GET",
+            f"/dags/{DAG_ID}/dagRuns/{quoted}/taskInstances/{task_id}/logs/{try_number}"
+            "?full_content=true",
+        )["content"]
+    )
+
+
+def test_table_release_through_a_rest_api_connection(dep, deployment_workdir, warehouse, capsys):
+    from helpers_data import config_dict, run_inprocess, write_config
+
+    from airflow_skald.operators.dag_params import PARAMS
+
+    dep.api(
+        "POST",
+        "/connections",
+        {
+            "connection_id": "skald_it_warehouse",
+            "conn_type": "postgres",
+            "host": "127.0.0.1",
+            "port": 5432,
+            "login": "postgres",
+            "password": PASSWORD,
+            "schema": warehouse,
+        },
+    )
+    work = deployment_workdir / "table-release"
+    body = config_dict(work / "unused", work / "unused-out", chunk_rows=50)
+    body["input"] = {"table": "clinic.patients", "connection": "skald_it_warehouse"}
+    body["output"] = {"table": "research.other", "connection": "skald_it_warehouse"}
+    body["memory"] = {"histogram_bins": 10**6}
+    cfg = write_config(work / "skald.yaml", body)
+    conf = {name: param.value for name, param in PARAMS.items()}
+    conf.update({"config": str(cfg), "k": 3, "output_table": TABLE})  # the param wins
+    run_id = dep.trigger(DAG_ID, conf=conf)
+    state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
+    tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, run_id)}
+    assert state == "success", {k: t["state"] for k, t in tis.items()}
+
+    uri = f"postgresql://postgres@127.0.0.1:5432/{warehouse}"
+    folder = deployment_workdir / "artifacts" / "skald-releases" / TABLE
+    manifest_bytes = (folder / "manifest.json").read_bytes()
+    manifest = json.loads(manifest_bytes)
+    assert manifest["k"] == 3 and manifest["n_records"] == 120
+    assert manifest["output_table"] == {"table": TABLE, "connection": "skald_it_warehouse"}
+    (comment,) = _query(uri, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")[0]
+    identity = json.loads(comment.removeprefix("skald release "))
+    assert identity["manifest_sha256"] == hashlib.sha256(manifest_bytes).hexdigest()
+    columns = [r[0] for r in _query(uri, "SELECT column_name::text FROM information_schema."
+                                    "columns WHERE table_name = 'patients_k3'")]  # fmt: skip
+    assert "pid" not in columns and "name" not in columns and "city" in columns
+    assert _query(uri, f"SELECT count(*) FROM {TABLE}")[0][0] == 120
+    assert not _query(uri, "SELECT 1 FROM pg_class WHERE relname LIKE 'patients_k3__skald%'")
+
+    asset_uri = f"postgres://127.0.0.1:5432/{warehouse}/research/patients_k3"
+    result = dep.xcom(DAG_ID, run_id, "generalise")
+    assert result["release"] == asset_uri and result["release_folder"] == str(folder)
+    events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")["asset_events"]
+    ours = [e for e in events if e["source_run_id"] == run_id]
+    assert [e["uri"] for e in ours] == [asset_uri]
+    assert ours[0]["extra"]["config_sha256"] == manifest["config_sha256"]
+
+    lineage = deployment_workdir / "openlineage.jsonl"
+    namespace = "postgres://127.0.0.1:5432"
+    deadline, done = time.monotonic() + 60, []
+    while not done:  # the listener writes after the task finished
+        assert time.monotonic() < deadline
+        time.sleep(1)
+        lines = lineage.read_text().splitlines() if lineage.exists() else []
+        done = [
+            e
+            for e in map(json.loads, lines)
+            if e.get("eventType") == "COMPLETE"
+            and e["job"]["name"] == f"{DAG_ID}.generalise"
+            and e["run"]["facets"].get("skald_release")
+            and e["outputs"]
+            and e["outputs"][0]["name"] == f"{warehouse}.{TABLE}"
+        ]
+    assert [(d["namespace"], d["name"]) for d in done[0]["outputs"]] == [
+        (namespace, f"{warehouse}.{TABLE}")
+    ]
+    assert [(d["namespace"], d["name"]) for d in done[0]["inputs"]] == [
+        (namespace, f"{warehouse}.clinic.patients")
+    ]
+
+    # a retry: the generalise task cleared writes the same release again, no second event
+    rows = _query(uri, f"SELECT * FROM {TABLE} ORDER BY 1, 2, 3, 4")
+    _clear(dep, run_id, "generalise")
+    state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
+    assert state == "success", [
+        (e.get("event"), str(e.get("error_detail"))[:1500])
+        for e in json.loads(_log(dep, run_id, "generalise", 2))
+        if e.get("level") == "error"
+    ]
+    tis = {t["task_id"]: t for t in dep.task_instances(DAG_ID, run_id)}
+    assert tis["generalise"]["try_number"] == 2
+    assert (folder / "manifest.json").read_bytes() == manifest_bytes
+    assert _query(uri, f"SELECT * FROM {TABLE} ORDER BY 1, 2, 3, 4") == rows
+    events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")["asset_events"]
+    assert len([e for e in events if e["source_run_id"] == run_id]) == 1
+
+    # skald verify of the table release, the connection's URI given by the command line
+    code, out, err = run_inprocess(["verify", str(folder), "--connection", uri], capsys)
+    assert code == 0 and json.loads(out)["table"] == TABLE, err
+
+    # the password nowhere
+    logs = [_log(dep, run_id, t, n) for t in tis for n in range(1, tis[t]["try_number"] + 1)]
+    xcoms = [json.dumps(dep.xcom(DAG_ID, run_id, t)) for t in tis]
+    written = [p.read_bytes() for p in (deployment_workdir / "artifacts").rglob("*") if p.is_file()]
+    assert any("research.patients_k3" in text for text in logs)  # the logs were read
+    assert not [t for t in logs + xcoms if PASSWORD in t]
+    assert not [w for w in written if PASSWORD.encode() in w]
+    assert PASSWORD not in lineage.read_text()
