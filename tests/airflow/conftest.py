@@ -101,6 +101,26 @@ def dep(deployment_workdir):
 _SHARED: list = []  # the shared deployment while it runs
 
 
+@pytest.fixture
+def pg_db():
+    """A PostgreSQL database of its own (its name), dropped after the test."""
+    import uuid
+
+    import psycopg2
+
+    name = f"skald_dag_{uuid.uuid4().hex[:10]}"
+    admin = psycopg2.connect("postgresql://postgres@127.0.0.1:5432/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield name
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
+
+
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "stops_shared_deployment: stops `dep` (runs after every other test on it)"

@@ -404,6 +404,20 @@ class Deployment:
             f"\n{self.logs()}"
         )
 
+    def clear(self, dag_id: str, run_id: str, task_id: str) -> None:
+        """Clear one task of a run (it runs again, its try number one up)."""
+        self.api(
+            "POST",
+            f"/dags/{dag_id}/clearTaskInstances",
+            {
+                "dry_run": False,
+                "dag_run_id": run_id,
+                "task_ids": [task_id],
+                "only_failed": False,
+                "reset_dag_runs": True,
+            },
+        )
+
     def run(self, dag_id: str, run_id: str) -> dict:
         return self.api("GET", f"/dags/{dag_id}/dagRuns/{urllib.parse.quote(run_id)}")
 

@@ -10,31 +10,10 @@ import json
 import sys
 from pathlib import Path
 
-import pytest
-
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))
 
 KEY = "airflow-variable-key-0123456789"
-
-
-@pytest.fixture
-def pg_db():
-    import uuid
-
-    import psycopg2
-
-    name = f"skald_dag_{uuid.uuid4().hex[:10]}"
-    admin = psycopg2.connect("postgresql://postgres@127.0.0.1:5432/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield name
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 def test_table_through_a_connection_released_by_the_dag(airflow_home, tmp_path, monkeypatch, pg_db):

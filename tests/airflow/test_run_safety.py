@@ -306,17 +306,7 @@ def test_one_event_per_release_and_a_retry_writes_the_same_bytes(dep, releases):
 
 # ------------------------------------------------- issue 18: stale retry, a failed run's lease
 def clear(dep: Deployment, run_id: str, task_id: str) -> None:
-    dep.api(
-        "POST",
-        f"/dags/{DAG_ID}/clearTaskInstances",
-        {
-            "dry_run": False,
-            "dag_run_id": run_id,
-            "task_ids": [task_id],
-            "only_failed": False,
-            "reset_dag_runs": True,
-        },
-    )
+    dep.clear(DAG_ID, run_id, task_id)
 
 
 def sha256s(folder: Path) -> dict[str, str]:

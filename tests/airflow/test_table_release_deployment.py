@@ -35,30 +35,17 @@ TABLE = "research.patients_k3"
 
 
 @pytest.fixture
-def warehouse():
-    """A database of its own (dropped after) with clinic.patients and an empty research."""
-    import uuid
-
-    import psycopg2
+def warehouse(pg_db):
+    """clinic.patients and an empty schema research in a database of its own."""
     import pyarrow as pa
     from helpers_data import make_table
     from helpers_postgres import execute, load_table
 
-    name = f"skald_tbl_{uuid.uuid4().hex[:10]}"
-    admin = psycopg2.connect("postgresql://postgres@127.0.0.1:5432/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        uri = f"postgresql://postgres@127.0.0.1:5432/{name}"
-        people = pa.concat_tables([make_table(40, seed=i, start=i * 40) for i in range(3)])
-        load_table(uri, "clinic.patients", people, key=["pid"])
-        execute(uri, "CREATE SCHEMA research")
-        yield name
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    uri = f"postgresql://postgres@127.0.0.1:5432/{pg_db}"
+    people = pa.concat_tables([make_table(40, seed=i, start=i * 40) for i in range(3)])
+    load_table(uri, "clinic.patients", people, key=["pid"])
+    execute(uri, "CREATE SCHEMA research")
+    return pg_db
 
 
 def _query(uri: str, sql: str) -> list[tuple]:
@@ -67,20 +54,6 @@ def _query(uri: str, sql: str) -> list[tuple]:
     with pg.connect(uri) as conn, conn.cursor() as cur:
         cur.execute(sql)
         return cur.fetchall()
-
-
-def _clear(dep, run_id: str, task_id: str) -> None:
-    dep.api(
-        "POST",
-        f"/dags/{DAG_ID}/clearTaskInstances",
-        {
-            "dry_run": False,
-            "dag_run_id": run_id,
-            "task_ids": [task_id],
-            "only_failed": False,
-            "reset_dag_runs": True,
-        },
-    )
 
 
 def _log(dep, run_id: str, task_id: str, try_number: int) -> str:
@@ -175,7 +148,7 @@ def test_table_release_through_a_rest_api_connection(dep, deployment_workdir, wa
 
     # a retry: the generalise task cleared writes the same release again, no second event
     rows = _query(uri, f"SELECT * FROM {TABLE} ORDER BY 1, 2, 3, 4")
-    _clear(dep, run_id, "generalise")
+    dep.clear(DAG_ID, run_id, "generalise")
     state = dep.wait_for_run(DAG_ID, run_id, timeout=240)
     assert state == "success", [
         (e.get("event"), str(e.get("error_detail"))[:1500])
