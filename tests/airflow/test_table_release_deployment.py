@@ -162,6 +162,19 @@ def test_table_release_through_a_rest_api_connection(dep, deployment_workdir, wa
     events = dep.api("GET", f"/assets/events?source_dag_id={DAG_ID}&limit=100")["asset_events"]
     assert len([e for e in events if e["source_run_id"] == run_id]) == 1
 
+    # the generalise task's link serves the release's manifest (from the run's artifacts)
+    import urllib.parse
+    import urllib.request
+
+    quoted = urllib.parse.quote(run_id, safe="")
+    links = dep.api("GET", f"/dags/{DAG_ID}/dagRuns/{quoted}/taskInstances/generalise/links")
+    req = urllib.request.Request(
+        links["extra_links"]["SKALD manifest"],
+        headers={"Authorization": f"Bearer {dep.token()}"},
+    )
+    with urllib.request.urlopen(req, timeout=60) as resp:
+        assert resp.read() == manifest_bytes
+
     # skald verify of the table release, the connection's URI given by the command line
     code, out, err = run_inprocess(["verify", str(folder), "--connection", uri], capsys)
     assert code == 0 and json.loads(out)["table"] == TABLE, err
