@@ -3,7 +3,7 @@
 - a table released equals the same rows released from Parquet files, however chunked; the
   staged chunks are cut at chunk_rows and hold the rows in key order;
 - Adult loaded into PostgreSQL gives the node and the released rows (in key order) of Adult
-  released from ARX's CSV;
+  released from ARX's CSV, released as files or as a table;
 - refusals (no order, a password in the config, a missing variable) are one line, exit 2,
   never quoting a password; the staged chunks are gone once the run is over, and what a
   killed run left is replaced, never read.
@@ -125,11 +125,25 @@ def test_adult_from_postgres_equals_adult_from_csv(tmp_path, pg_uri, monkeypatch
         "direct_identifiers": ["row_id"],
         "chunk_rows": 6000,
     }
+    to_table = {
+        **from_db,
+        "output": {"table": "research.adult_k10", "connection": "SKALD_TEST_DB",
+                   "path": str(tmp_path / "table-release")},
+    }  # fmt: skip
     a = runner.run(config_from_dict(from_csv))
     b = runner.run(config_from_dict(from_db))
     assert b["node"] == a["node"] and b["dm_star"] == a["dm_star"]
     assert b["n_suppressed"] == a["n_suppressed"]
     assert release_rows(tmp_path / "db-out") == release_rows(tmp_path / "csv-out")
+    # released as a table (SPEC §2a): the same rows, in the same (key) order
+    execute(pg_uri, "CREATE SCHEMA research")
+    c = runner.run(config_from_dict(to_table))
+    assert c["node"] == a["node"] and c["dm_star"] == a["dm_star"]
+    import adbc_driver_postgresql.dbapi as pg
+
+    with pg.connect(pg_uri) as conn, conn.cursor() as cur:
+        cur.execute("SELECT * FROM research.adult_k10")  # a fresh table: read in write order
+        assert cur.fetch_arrow_table().to_pylist() == release_rows(tmp_path / "csv-out")
 
 
 def test_refusals_are_one_line_and_never_show_a_password(tmp_path, pg_uri, monkeypatch, capsys):
