@@ -153,3 +153,48 @@ def test_zayatz_hypergeometric_is_scipy_stats():
         good[:20], drawn[20:40] = 1, total
         expected = stats.hypergeom.pmf(1, total, good, drawn)
         assert np.array_equal(hypergeom_one(total, good, drawn), expected, equal_nan=True)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_size_sums_are_the_digamma_differences(seed):
+    """Pitman's sums over class sizes by the recurrence and a power series (|alpha| <= 1)
+    equal the digamma and trigamma differences (scipy's polygamma, to rounding); outside,
+    they are those differences as ARX writes them."""
+    from scipy import special
+
+    from airflow_skald.core.privacy.risk.estimators import SizeSums, trigamma
+
+    rng = np.random.default_rng(seed)
+    sizes = np.unique(rng.geometric(0.02, size=60) + 1)
+    counts = rng.integers(1, 50, size=sizes.size)
+    for a, tri in ((np.linspace(-1, 0.999, 41), lambda x: special.polygamma(1, x)),
+                   (np.array([-3.7, 1.5, 2.25]), trigamma)):  # fmt: skip
+        psi_sum, tri_sum = SizeSums(sizes, counts)(a)
+        shifted = sizes[None, :] - a[:, None]
+        want_psi = (counts * (special.digamma(shifted) - special.digamma(1 - a)[:, None])).sum(1)
+        want_tri = (counts * (tri(1 - a)[:, None] - tri(shifted))).sum(1)
+        assert psi_sum == pytest.approx(want_psi, rel=1e-12)
+        assert tri_sum == pytest.approx(want_tri, rel=1e-12)
+    assert SizeSums(np.zeros(0, np.int64), np.zeros(0))(a)[0].tolist() == [0.0] * a.size
+
+
+def test_newton_tries_in_arx_order_across_waves():
+    """The model's start value first, then ARX's prepared tries in their order: each problem's
+    answer is its first converging try, whichever wave of tries it falls in. Here a try fails
+    (NaN) where x0 is below the problem's threshold and otherwise lands on (q, q), q = x0
+    rounded to 0.01: the point shows which try won."""
+    from airflow_skald.core.privacy.risk.estimators import solve_batch
+
+    threshold = np.array([-np.inf, 0.2, 0.5, 0.9, 1.5])
+
+    def system(x, rows):
+        q = np.round(x[0] * 100) / 100
+        bad = x[0] < threshold[rows]
+        f = np.stack([np.where(bad, np.nan, x[0] - q), np.where(bad, np.nan, x[1] - q)])
+        jac = np.broadcast_to(np.eye(2)[:, :, None], (2, 2, x.shape[1]))
+        return f, jac
+
+    start = np.full((2, threshold.size), -1.0)
+    got = solve_batch(system, start)
+    assert got[0].tolist()[:4] == [-1.0, 0.33, 0.66, 0.99]
+    assert np.isnan(got[:, 4]).all()

@@ -26,6 +26,9 @@ ITERATIONS_PER_TRY = 1000  # ... getDefaultIterationsPerTry
 # A try whose next point equals one of its last CYCLE points (bit for bit) is in a cycle of
 # points that did not converge: it would run to ITERATIONS_PER_TRY and fail, so it fails now.
 CYCLE = 8
+# ARX's prepared tries run in waves of this many ranks (its start values' rows of equal d1):
+# on Adult the second or third try wins nearly always, so the twelve after them mostly never run
+WAVE = 4
 
 
 def _start_values() -> list[tuple[float, float]]:
@@ -130,25 +133,30 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
     functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
     The answer of a problem is its first try, in ARX's order (the given start value (2, B),
     then START_VALUES), that converges. The model's own start value is tried first for every
-    problem (it usually converges); only the problems it fails get the prepared tries, side by
-    side, the earliest converging one winning. ARX's cap of (tries x 1000) iterations in all
-    never cuts a try short (16 failed tries take at most 16 x 1001), so it needs no counting
-    here. NaN where no try converges."""
+    problem (it usually converges); only the problems it fails get the prepared tries, WAVE
+    ranks side by side at a time, the earliest converging one winning; a later wave only for
+    the problems no earlier try solved (each try's steps are its own: the same answer as all
+    sixteen side by side, without running the later ranks while an early one converges).
+    ARX's cap of (tries x 1000) iterations in all never cuts a try short (16 failed tries
+    take at most 16 x 1001), so it needs no counting here. NaN where no try converges."""
     n_problems = start.shape[1]
     result = _newton(system, start, np.arange(n_problems), np.zeros(n_problems), constraint)
     left = np.flatnonzero(np.isnan(result).any(axis=0))
-    if not left.size:
-        return result
     starts = np.asarray(START_VALUES, dtype=np.float64).T  # (2, tries)
-    n_tries = starts.shape[1]
-    x = np.repeat(starts[:, None, :], left.size, axis=1).reshape(2, -1)
-    problem = np.repeat(left, n_tries)  # try t of left[i] at i * n_tries + t
-    attempt = np.tile(np.arange(n_tries), left.size)
-    found = _newton(system, x, problem, attempt, constraint).reshape(2, left.size, n_tries)
-    ok = ~np.isnan(found).any(axis=0)  # (left, tries)
-    first = np.argmax(ok, axis=1)
-    hit = ok.any(axis=1)
-    result[:, left[hit]] = found[:, np.flatnonzero(hit), first[hit]]
+    for first in range(0, starts.shape[1], WAVE):
+        if not left.size:
+            break
+        wave = starts[:, first : first + WAVE]
+        n_tries = wave.shape[1]
+        x = np.repeat(wave[:, None, :], left.size, axis=1).reshape(2, -1)
+        problem = np.repeat(left, n_tries)  # try t of left[i] at i * n_tries + t
+        attempt = np.tile(np.arange(n_tries), left.size)
+        found = _newton(system, x, problem, attempt, constraint).reshape(2, left.size, n_tries)
+        ok = ~np.isnan(found).any(axis=0)  # (left, tries)
+        first_ok = np.argmax(ok, axis=1)
+        hit = ok.any(axis=1)
+        result[:, left[hit]] = found[:, np.flatnonzero(hit), first_ok[hit]]
+        left = left[~hit]
     return result
 
 
@@ -225,6 +233,61 @@ def zayatz(h: Histograms) -> np.ndarray:
         return c1 * uniqueness / h.fraction
 
 
+# Pitman's sums over class sizes, for |alpha| <= 1: the terms i < NEAR directly, the rest as a
+# power series in alpha of TERMS terms (each term of it at most 1/NEAR of the one before)
+NEAR, TERMS = 8, 20
+
+
+class SizeSums:
+    """For classes of integer sizes s_j >= 2 (`counts` c_j of each, `sizes` ascending), as
+    functions of alpha: psi_sum(a) = sum_j c_j (psi(s_j - a) - psi(1 - a)) and
+    trigamma_sum(a) = sum_j c_j (psi'(1 - a) - psi'(s_j - a)). By psi(x + 1) = psi(x) + 1/x
+    they are sum_{i >= 1} G_i / (i - a) and sum_i G_i / (i - a)^2, G_i the classes of size
+    > i: the terms i < NEAR directly, the others by 1/(i - a) = sum_k a^k / i^(k+1), their
+    moments M_k = sum_{i >= NEAR} G_i / i^(k+1) summed once per histogram (truncated after
+    TERMS: below 1e-18 of the sum for |a| <= 1). No special function per class size and step;
+    the same values to rounding. Elsewhere (a Newton try's stray steps) the digamma and
+    trigamma differences, as ARX writes them."""
+
+    def __init__(self, sizes: np.ndarray, counts: np.ndarray) -> None:
+        self.sizes, self.counts = sizes.astype(np.float64), counts.astype(np.float64)
+        top = int(sizes[-1]) if sizes.size else 1
+        i = np.arange(1, max(top, NEAR + 1), dtype=np.int64)
+        cum = np.r_[0.0, np.cumsum(self.counts)]
+        g = cum[-1] - cum[np.searchsorted(sizes, i, side="right")]  # classes of size > i
+        self.i_near, self.g_near = i[: NEAR - 1].astype(np.float64), g[: NEAR - 1]
+        far, inv = g[NEAR - 1 :], 1.0 / i[NEAR - 1 :].astype(np.float64)
+        moments, power = [], inv.copy()
+        for _ in range(TERMS + 1):
+            moments.append((far * power).sum())
+            power *= inv
+        m = np.asarray(moments)  # M_0 .. M_TERMS
+        self.psi_terms = m[1:]  # of a^1 .. a^TERMS (M_0 added alone)
+        self.tri_terms = np.arange(2, TERMS + 1) * m[2:]  # (k+1) M_(k+1) of a^1 .. a^(TERMS-1)
+        self.m0, self.m1 = m[0], m[1]
+
+    def __call__(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(psi_sum(a), trigamma_sum(a)) for each a (row by row: a batch's other rows never
+        change a row's value)."""
+        powers = np.cumprod(np.broadcast_to(a[:, None], (a.size, TERMS)), axis=1)
+        r = 1.0 / (self.i_near[None, :] - a[:, None])
+        psi_sum = (powers * self.psi_terms).sum(axis=1) + self.m0 + (r * self.g_near).sum(axis=1)
+        tri_sum = (powers[:, : TERMS - 1] * self.tri_terms).sum(axis=1) + self.m1
+        tri_sum += (r * r * self.g_near).sum(axis=1)
+        stray = ~(np.abs(a) <= 1)
+        if stray.any() and self.sizes.size:
+            from scipy import special
+
+            b = a[stray]
+            shifted = (self.sizes[None, :] - b[:, None]).ravel()
+            di = special.digamma(np.concatenate([1 - b, shifted]))
+            tri = trigamma(np.concatenate([1 - b, shifted]))
+            k = b.size
+            psi_sum[stray] = (self.counts * (di[k:].reshape(k, -1) - di[:k, None])).sum(axis=1)
+            tri_sum[stray] = (self.counts * (tri[:k, None] - tri[k:].reshape(k, -1))).sum(axis=1)
+        return psi_sum, tri_sum
+
+
 def pitman(h: Histograms) -> np.ndarray:
     """Pitman's model (Hoshino 2001), ModelPitman: theta and alpha by Newton-Raphson from ARX's
     start value (closed forms with polygamma functions, theta >= 0), then the uniques."""
@@ -237,28 +300,33 @@ def pitman(h: Histograms) -> np.ndarray:
         t = (n * u * c - c1 * (n - 1) * (2 * u + c)) / (2 * c1 * u + c1 * c - n * c)
         a = (t * (c1 - n) + (n - 1) * c1) / (n * u)
     big = h.sizes != 1
-    sizes, counts = h.sizes[big].astype(np.float64), h.counts[:, big].astype(np.float64)
+    sizes, counts = h.sizes[big], h.counts[:, big]
     # the prefixes the search asks about remove classes of size 1 only: one shared row
-    shared = counts[0] if len(counts) and (counts == counts[0]).all() else None
+    if len(counts) and (counts == counts[0]).all():
+        sums = SizeSums(sizes, counts[0])
+        rows_sums = None
+    else:
+        sums, rows_sums = None, [SizeSums(sizes, row) for row in counts]
+
+    def size_sums(a: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if sums is not None:
+            return sums(a)
+        out = np.empty((2, a.size))
+        for r in np.unique(rows):
+            at = rows == r
+            out[:, at] = rows_sums[r](a[at])
+        return out[0], out[1]
 
     def system(x: np.ndarray, rows: np.ndarray):
         t, a = x
         uu, nn = u[rows], n[rows]
-        cc = counts[rows] if shared is None else shared
         m = t.size
         val0 = uu - 1
         # every digamma and trigamma of the step in one call each (the same values)
-        shifted = sizes[None, :] - a[:, None]
-        tri = trigamma(
-            np.concatenate(
-                [(a + t + a * val0) / a, t / a + 1, t + 1, nn + t, 1 - a, shifted.ravel()]
-            )
-        )
-        val2, val3, tri_t1, tri_nt, tri_1a = tri[: 5 * m].reshape(5, m)
-        di = special.digamma(
-            np.concatenate([val0 + t / a + 1, t / a + 1, nn + t, t + 1, 1 - a, shifted.ravel()])
-        )
-        val1, val4, di_nt, di_t1, di_1a = di[: 5 * m].reshape(5, m)
+        tri = trigamma(np.concatenate([(a + t + a * val0) / a, t / a + 1, t + 1, nn + t]))
+        val2, val3, tri_t1, tri_nt = tri.reshape(4, m)
+        di = special.digamma(np.concatenate([val0 + t / a + 1, t / a + 1, nn + t, t + 1]))
+        val1, val4, di_nt, di_t1 = di.reshape(4, m)
         val5 = a * a
         d1 = (val3 - val2) / val5
         d5 = (a * val1 + t * val2 - a * val4 - t * val3) / (val5 * a)
@@ -269,8 +337,7 @@ def pitman(h: Histograms) -> np.ndarray:
         o3 = (-t * val1 + a * val0 + t * val4) / (a * a)
         o2 = di_nt - di_t1
         d2 = tri_t1 - tri_nt
-        d4 = (cc * (tri_1a[:, None] - tri[5 * m :].reshape(shifted.shape))).sum(axis=1)
-        o4 = (cc * (di[5 * m :].reshape(shifted.shape) - di_1a[:, None])).sum(axis=1)
+        o4, d4 = size_sums(a, rows)
         f = np.stack([o1 - o2, o3 - o4])
         jac = np.array([[d2 - d1, -d5], [-d5, -d3 - d4]])
         return f, jac
