@@ -350,8 +350,8 @@ def test_tampered_staging_part_is_caught(tmp_path: Path, capsys, monkeypatch) ->
     _, out, config, _ = setup_run(tmp_path, n_files=3, rows=40)
     real = pipeline.write_parts
 
-    def then_tamper(config, plan, decision, chunks, staging, *rest):
-        names = real(config, plan, decision, chunks, staging, *rest)
+    def then_tamper(config, plan, decision, chunks, staging, *rest, **options):
+        names = real(config, plan, decision, chunks, staging, *rest, **options)
         part = Path(staging) / names[1]
         table = pq.read_table(part)
         ages = table.column("age").to_pylist()

@@ -1,0 +1,74 @@
+"""The one class-counting step: counted tuples become the `ClassTable`s the privacy models
+judge, the all-"*" class (suppressed records) and the other classes with their (class, value)
+counts (the release check, `skald verify`, `skald audit` and the per-chunk baseline)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from airflow_skald.core.count.histogram import keys_of
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.privacy import ClassTable
+from airflow_skald.core.privacy.distributions import ClassValues
+
+NONE = np.zeros(0, dtype=np.int64)
+
+
+def class_tables(
+    labels: Sequence[Sequence],
+    codes: np.ndarray,
+    sizes: np.ndarray,
+    n_qids: int,
+    attributes: Sequence[str],
+    sensitive: Mapping[str, SensitiveStats],
+    unknown: Callable[[str], Exception],
+) -> tuple[ClassTable, ClassTable]:
+    """The all-"*" class and the other classes of counted tuples, as the privacy models see
+    them: the tuples' first `n_qids` columns make a class, the next ones are the `attributes`,
+    coded as `sensitive` codes them (a CSV release holds them as text). `codes` is (tuples,
+    columns) into per-column `labels`; `sizes` the tuples' records. A value `sensitive` does
+    not know raises `unknown(attribute)`. The one class-counting step of the release check,
+    `skald verify`, `skald audit` and the per-chunk baseline."""
+    qlabels = labels[:n_qids]
+    radices = [max(len(x), 1) for x in qlabels]
+    keys = keys_of(list(codes[:, :n_qids].T), radices) if sizes.size else NONE
+    star_key = -1
+    if all(TOP in x for x in qlabels):
+        star_key = int(keys_of([np.asarray([x.index(TOP)]) for x in qlabels], radices)[0])
+    uniq, cls = np.unique(keys, return_inverse=True)
+    values = {}
+    for j, a in enumerate(attributes):
+        index = {v: i for i, v in enumerate(sensitive[a].values)}
+        # a CSV release holds the values as text: numbers as written, a null as an empty cell
+        text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
+        try:
+            lookup = np.asarray(
+                [index[v] if v in index else text[v] for v in labels[n_qids + j]],
+                dtype=np.int64,
+            )
+        except (KeyError, TypeError):  # TypeError: an unhashable value
+            raise unknown(a) from None
+        values[a] = lookup[codes[:, n_qids + j]] if lookup.size else NONE
+
+    def table(select: np.ndarray) -> ClassTable:
+        renumber = np.full(uniq.size, -1, dtype=np.int64)
+        renumber[select] = np.arange(int(select.sum()))
+        c = renumber[cls.reshape(-1)]
+        rows = c >= 0
+        n = int(select.sum())
+        w = sizes[rows]
+        size = np.bincount(c[rows], weights=w, minlength=n).astype(np.int64)
+        pairs = {a: ClassValues.from_pairs(n, c[rows], values[a][rows], w) for a in attributes}
+        return ClassTable(size, pairs)
+
+    star = uniq == star_key
+    return table(star), table(~star)
+
+
+def _as_text(value: object) -> str:
+    """A sensitive value as a CSV release writes it (pyarrow's text of a number)."""
+    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
