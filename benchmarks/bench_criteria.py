@@ -1,4 +1,5 @@
-"""What l-diversity and t-closeness cost end to end (issue 11, "Speed").
+"""What l-diversity, t-closeness, differential privacy and δ-presence cost end to end (issues
+11 and 32, "Speed").
 
     python benchmarks/bench_criteria.py [--chunks 125] [--chunk-rows 1000000] [--repeats 2]
         [--old-commit 7eefe06] [--work /tmp/skald-crit]
@@ -10,6 +11,13 @@ sensitive attribute), runs `skald run` in a fresh process under `/usr/bin/time -
 - b: k=50 + distinct l=3;
 - c: k=50 + entropy l=3, suppression 0.01;
 - d: k=50 + t-closeness, equal distance, t=0.2, suppression 0.01;
+
+- dp: (ε, δ)-differential privacy in place of k (ε = 2, δ = 1e-5, SafePub's search with the
+  default budget and steps, objective dm; the secret from SKALD_BENCH_DP_KEY, a random one
+  when unset);
+- delta: k=50 + δ-presence [0, 0.5] over a research subset (every tenth record, as make
+  bench-arx's rows): the same chunks with a boolean column `in_study` added (written once
+  beside the data, `{data}-subset`);
 
 all with the default (adaptive) root, plus two k-only references: `a_paper` (this code with
 `--root paper`) and `a_old` (the same run with the code of `--old-commit`, before the criteria
@@ -30,6 +38,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import shutil
 import signal
 import statistics
@@ -43,6 +52,8 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SENSITIVE = "health_condition"
 TARGETS = {"b": 1.5, "c": 3.0, "d": 3.0}
+CPU_TARGETS = {"dp": 1.2, "delta": 1.2}  # CPU (user + system) over k-only's (issue 32)
+SUBSET_COLUMN = "in_study"
 
 
 def configurations(k: int) -> dict[str, dict]:
@@ -68,6 +79,16 @@ def configurations(k: int) -> dict[str, dict]:
                 "t_closeness": [{"attribute": SENSITIVE, "t": 0.2, "distance": "equal"}],
             }
         },
+        "dp": {
+            "privacy": {"differential_privacy": {"epsilon": 2.0, "delta": 1e-5}},
+            "quality": {"objective": "dm"},
+            "dp_key": {"env": "SKALD_BENCH_DP_KEY"},
+        },
+        "delta": {
+            "privacy": {**base, "delta_presence": {"min": 0, "max": 0.5}},
+            "research_subset": {"column": SUBSET_COLUMN},
+            "subset_data": True,
+        },
         "a_paper": {"privacy": base, "root": "paper"},
         "a_old": {"privacy": base, "old": True},
     }
@@ -79,6 +100,30 @@ def _generate(rows: int, chunk_rows: int, out: Path) -> None:
         cmd = [sys.executable, "-m", "airflow_skald.cli", "generate", "--rows", str(rows)]
         cmd += ["--chunk-rows", str(chunk_rows), "--seed", "1", "--out", str(out), "--overwrite"]
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+
+
+def _with_subset(data: Path) -> Path:
+    """The same chunks with `in_study` (global row number % 10 == 0) added, written once in a
+    child process (this one stays small)."""
+    out = data.with_name(data.name + "-subset")
+    if (out / "skald.yaml").exists():
+        return out
+    code = f"""
+import shutil
+from pathlib import Path
+import pyarrow as pa, pyarrow.parquet as pq
+src, out = Path({str(data)!r}), Path({str(out)!r})
+out.mkdir(parents=True, exist_ok=True)
+start = 0
+for f in sorted(src.glob("chunk-*.parquet")):
+    t = pq.read_table(f)
+    flags = pa.array([(start + i) % 10 == 0 for i in range(t.num_rows)])
+    pq.write_table(t.append_column({SUBSET_COLUMN!r}, flags), out / f.name)
+    start += t.num_rows
+shutil.copy(src / "skald.yaml", out / "skald.yaml")
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    return out
 
 
 def _old_source(commit: str, work: Path) -> Path:
@@ -112,6 +157,11 @@ def write_configs(data: Path, work: Path, k: int) -> dict[str, Path]:
     paths = {}
     for name, spec in configurations(k).items():
         body = {**base, "privacy": spec["privacy"]}
+        for key in ("quality", "dp_key", "research_subset"):
+            if key in spec:
+                body[key] = spec[key]
+        if spec.get("subset_data"):
+            body["input"] = {**base["input"], "path": str(data.with_name(data.name + "-subset"))}
         body["output"] = {**base["output"], "path": str(work / f"out-{data.name}-{name}")}
         if spec.get("root"):
             body["memory"] = {**base.get("memory", {}), "root": spec["root"]}
@@ -303,9 +353,12 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     data = work / f"paper-{args.chunks}x{args.chunk_rows}"
     _generate(args.chunks * args.chunk_rows, args.chunk_rows, data)
-    configs = write_configs(data, work, args.k)
     specs = configurations(args.k)
     names = [n for n in (args.only.split(",") if args.only else specs) if n]
+    if any(specs[n].get("subset_data") for n in names):
+        _with_subset(data)
+    os.environ.setdefault("SKALD_BENCH_DP_KEY", secrets.token_hex(32))  # the runs inherit it
+    configs = write_configs(data, work, args.k)
     if not args.old_commit:
         names = [n for n in names if not specs[n].get("old")]
     old_src = _old_source(args.old_commit, work) if "a_old" in names else None
@@ -349,6 +402,15 @@ def main() -> int:
             med = statistics.median(r["wall_s"] for r in runs[name] if r.get("exit") == 0)
             base = statistics.median(r["wall_s"] for r in runs["a"] if r.get("exit") == 0)
             print(f"{name}: median wall / median (a) = {med / base:.2f} (target <= {limit})")
+    for name, limit in CPU_TARGETS.items():
+        ok = {r["round"]: r["cpu_s"] for r in runs.get(name, []) if r.get("exit") == 0}
+        base = {r["round"]: r["cpu_s"] for r in runs.get("a", []) if r.get("exit") == 0}
+        ratios = [ok[i] / base[i] for i in ok if i in base]
+        if ratios:
+            print(
+                f"{name}: CPU / CPU of (a), per round {min(ratios):.2f}-{max(ratios):.2f} "
+                f"(target <= {limit})"
+            )
     return 0
 
 
