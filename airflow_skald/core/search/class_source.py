@@ -19,7 +19,7 @@ from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
-from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_view
+from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_classes, subset_view
 from airflow_skald.core.search.rollups import RollUps
 
 
@@ -48,7 +48,14 @@ class ClassSource:
         # a research subset: its column's (class, flag) table gives each node's classes as
         # the subset's, with their population counts (`research_subset.subset_view`)
         self.subset = subset
-        if subset is not None:
+        self.subset_rollups: RollUps | None = None
+        if subset is not None and not attributes:
+            # the subset's classes and the population's, each rolled up as class sizes (as
+            # a k-only run's): a node's subset classes are the population classes holding a
+            # subset record, so the two align by key (`_subset_table`)
+            subset_hist = subset_classes(counts.values[subset.column], subset.mask)
+            self.subset_rollups = RollUps(plan, subset_hist)
+        elif subset is not None:
             attributes = (*attributes, subset.column)
             self._mask = subset.mask
         self.attributes = tuple(dict.fromkeys(attributes))
@@ -65,6 +72,8 @@ class ClassSource:
         """A lower bound of the node's class count, counted until it exceeds `enough`, when
         that is much cheaper than the node's classes (`RollUps.fewest_classes`), else None.
         With criteria, from the first (class, value) table with the value merged."""
+        if self.subset_rollups is not None:  # the subset's classes are those released
+            return self.subset_rollups.fewest_classes(node, enough)
         if self.sizes_only:
             return self.rollups.fewest_classes(node, enough)
         if self.subset is not None:
@@ -73,11 +82,15 @@ class ClassSource:
         return rollups.fewest_classes((*node, 0), enough, ignore=(len(node),))
 
     def table(self, node: tuple[int, ...]) -> ClassTable:
+        if self.subset_rollups is not None:
+            return self.keyed(node)[1]
         if self.sizes_only:
             return ClassTable(self.rollups.sizes(node))
         return self.keyed(node)[1]
 
     def keyed(self, node: tuple[int, ...]) -> tuple[np.ndarray, ClassTable]:
+        if self.subset_rollups is not None:
+            return self._subset_table(node)
         if self.sizes_only:
             hist = self.rollups.get(node)
             return hist.keys, ClassTable(hist.counts)
@@ -98,6 +111,15 @@ class ClassSource:
         if self.subset is None:
             return keys, table
         return subset_view(keys, table, self.subset.column, self._mask)
+
+    def _subset_table(self, node: tuple[int, ...]) -> tuple[np.ndarray, ClassTable]:
+        """A node's subset classes (sizes = subset records), each with its population
+        records: the population class of the same key (`research_subset.subset_view`'s
+        table, from two class-size roll-ups)."""
+        sub = self.subset_rollups.get(node)
+        pop = self.rollups.get(node)
+        population = pop.counts[np.searchsorted(pop.keys, sub.keys)].astype(np.int64)
+        return sub.keys, ClassTable(sub.counts.astype(np.int64), population=population)
 
 
 def chunk_distribution(counts: RootCounts) -> Mapping[str, np.ndarray]:
