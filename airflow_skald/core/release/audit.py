@@ -79,7 +79,9 @@ def audit(config: SkaldConfig) -> dict:
     not_checked = []
     if manifest is not None and config.research_subset is not None:
         # a release holds the subset's records only: the population is not in it (SPEC §4e)
-        not_checked = [m.describe() for m in config.privacy if m.population_based]
+        not_checked = [
+            {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
+        ]
         kept_models = tuple(m for m in config.privacy if not m.population_based)
         config = replace(config, research_subset=None, privacy=kept_models)
         if not kept_models:
@@ -128,6 +130,12 @@ def audit(config: SkaldConfig) -> dict:
         **({"not_checked": not_checked} if not_checked else {}),
         "seconds": round(time.perf_counter() - start, 3),
     }
+
+
+NOT_AUDITED = (
+    "not checked: a release holds no population record; skald verify re-checks it from the "
+    "release's population_counts.json, skald audit CONFIG on the population table"
+)
 
 
 def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool = False) -> dict:

@@ -199,6 +199,7 @@ def test_audit_reports_delta_and_population_counts(tmp_path):
     )
     assert released["release"] and released["n_records"] == manifest["n_records"]
     assert [m["model"] for m in released["not_checked"]] == ["delta-presence"]
+    assert "population_counts.json" in released["not_checked"][0]["reason"]
 
 
 def test_per_chunk_refuses_a_research_subset(tmp_path):
