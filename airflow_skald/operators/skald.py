@@ -42,10 +42,11 @@ class _SkaldOperator(BaseOperator):
         (templated)
     :param mode: ``all``, ``partial`` (with ``chunk_group``) or ``merge``
     :param chunk_group: ``{"group": i, "chunk_ids": [...]}`` of a mapped task (templated)
-    :param dp_key_conn_id: differential privacy: the Airflow connection whose password is the
-        secret (secrets backend); never logged, nor in XCom or artifacts
-    :param dp_key_variable: differential privacy: the Airflow variable holding the secret, in
-        place of a connection
+    :param dp_key_conn_id: differential privacy: the Airflow connection whose password (or
+        extra ``key``) is the secret, as the config's ``dp_key: {connection: ID}`` (secrets
+        backend, `operators.secrets.provide_secrets`); never logged, nor in XCom or artifacts
+    :param dp_key_variable: differential privacy: the Airflow variable holding the secret, as
+        ``dp_key: {variable: NAME}``, in place of a connection
 
     The per-run settings, one keyword per row of ``core.settings.table.SETTINGS`` (empty or
     None: the config file's value; tests/unit/operators checks these against the table):
