@@ -17,7 +17,7 @@ sensitive attribute), runs `skald run` in a fresh process under `/usr/bin/time -
   when unset);
 - delta: k=50 + δ-presence [0, 0.5] over a research subset (every tenth record, as make
   bench-arx's rows): the same chunks with a boolean column `in_study` added (written once
-  beside the data, `{data}-subset`);
+  beside the data, `{data}-subset`: as much disk again as the data);
 
 all with the default (adaptive) root, plus two k-only references: `a_paper` (this code with
 `--root paper`) and `a_old` (the same run with the code of `--old-commit`, before the criteria
@@ -111,13 +111,13 @@ def _with_subset(data: Path) -> Path:
     code = f"""
 import shutil
 from pathlib import Path
-import pyarrow as pa, pyarrow.parquet as pq
+import numpy as np, pyarrow as pa, pyarrow.parquet as pq
 src, out = Path({str(data)!r}), Path({str(out)!r})
 out.mkdir(parents=True, exist_ok=True)
 start = 0
 for f in sorted(src.glob("chunk-*.parquet")):
     t = pq.read_table(f)
-    flags = pa.array([(start + i) % 10 == 0 for i in range(t.num_rows)])
+    flags = pa.array(np.arange(start, start + t.num_rows) % 10 == 0)
     pq.write_table(t.append_column({SUBSET_COLUMN!r}, flags), out / f.name)
     start += t.num_rows
 shutil.copy(src / "skald.yaml", out / "skald.yaml")
