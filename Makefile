@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast chromium lint format bench bench-rules bench-arx bytecode profile paper airflow airflow-cli clean
+.PHONY: demo test test-fast chromium lint format bench bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -61,6 +61,10 @@ bench-criteria: $(STAMP)
 
 bench-rules: $(STAMP)
 	@$(BIN)/python benchmarks/bench_rules.py
+
+# PostgreSQL in and out (SPEC 2a): extraction vs COPY, a run from a table, a table release
+bench-database: $(STAMP)
+	@$(BIN)/python benchmarks/bench_database.py
 
 # CUP-, FARS-shaped tables and Adult end to end against ARX's CPU (issue 23)
 bench-arx: bytecode

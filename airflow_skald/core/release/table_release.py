@@ -28,6 +28,7 @@ import os
 import posixpath
 import shutil
 import tempfile
+import time
 from collections.abc import Callable
 from fractions import Fraction
 
@@ -137,18 +138,26 @@ def publish_table(
             check_lease()  # a run that lost the output's lease publishes nothing
         refuse_superseded(_label(target), found_token(target, state), token, predecessor)
 
+    seconds = []
     with TableWriter(uri, target, token) as writer:
         judge(writer.state())  # before the rows are written: a stale retry stops here
+        t0 = time.perf_counter()
         rows = writer.load(parts)
+        seconds.append(time.perf_counter() - t0)
         with _private_folder() as back:
             copied = writer.read_back(back, min(chunk_rows, _READ_BACK_ROWS))
+            seconds.append(time.perf_counter() - t0 - sum(seconds))
             report = _verify_rows(target, back, copied, manifest, staging)
+            seconds.append(time.perf_counter() - t0 - sum(seconds))
         writer.swap(comment_text(table_identity(manifest, manifest_bytes)), judge)
+        seconds.append(time.perf_counter() - t0 - sum(seconds))
     log.info(
-        "table release %s: %d rows written, read back and verified (%s), swapped in",
+        "table release %s: %d rows written, read back and verified (%s), swapped in "
+        "(%.1f + %.1f + %.1f + %.1f s)",
         target.qualified,
         rows,
         "verified" if report["verified"] is True else "verified in part",
+        *seconds,
     )
     fs, root = filesystem(staging)
     for name in manifest["parts"]:
