@@ -264,7 +264,11 @@ class SkaldConfig:
             else:
                 fields[key] = value
         utility = utility_config.with_overrides(
-            self.utility, values, self.qid_names, self.direct_identifiers
+            self.utility,
+            values,
+            self.qid_names,
+            self.direct_identifiers,
+            self.research_subset is not None,
         )
         if utility is not self.utility:
             fields["utility"] = utility

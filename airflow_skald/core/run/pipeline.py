@@ -247,14 +247,14 @@ def write_parts(
     progress: Progress | None = None,
     aggregates: Sequence[Aggregates] = (),
     sample: RowSample | None = None,
-    observe: Callable[[ChunkRef, pa.Table, pa.Table], Any] | None = None,
+    observe: Callable[[ChunkRef, pa.Table, pa.Table, np.ndarray | None], Any] | None = None,
     observed: list | None = None,
 ) -> list[str]:
     """Phase 3 for some chunks: one part per chunk into the staging folder (`aggregates`:
     the microaggregated QIDs' class labels; `sample`, a DP run: the records it left out are
-    never written). `observe(chunk, input rows, part)` (thread-safe) sees each chunk as it is
-    written; its results go to `observed`, in chunk order (the utility analysis's partials: no
-    pass of its own)."""
+    never written). `observe(chunk, input rows, part, kept)` (thread-safe) sees each chunk as
+    it is written (`kept`: a DP run's sample of the input rows, else None); its results go to
+    `observed`, in chunk order (the utility analysis's partials: no pass of its own)."""
     columns = released_columns(config, plan.stats.columns)
     if config.keyed_subset is not None:  # the subset's flags, derived from the key columns
         columns.append(config.research_subset.column)
@@ -272,12 +272,14 @@ def write_parts(
             text_as_dictionary=True,
             subset=config.keyed_subset,
         )
+        source, kept = table, None
         if sample is not None:
-            table = table.filter(pa.array(sample.keeps(chunk, table.num_rows)))
+            kept = sample.keeps(chunk, table.num_rows)
+            table = table.filter(pa.array(kept))
         part = generalise_table(config, plan, decision, table, chunk, aggregates, subset)
         name = part_name(chunk.chunk_id, config.output.format)
         write_part_atomic(part, config.output, staging, name)
-        return name, table.num_rows, observe(chunk, table, part) if observe else None
+        return name, table.num_rows, observe(chunk, source, part, kept) if observe else None
 
     for i, (_, (name, rows, seen)) in enumerate(map_ahead(write, chunks)):
         names.append(name)

@@ -23,6 +23,8 @@ from airflow_skald.core.utility.sample import Sample, key_bound
 from airflow_skald.core.utility.settings import SEED, UtilitySettings
 from airflow_skald.core.utility.summary import Counts
 
+#: the sample's column of a DP run: whether the release holds the record
+RELEASED = "__released"
 #: between the two labels of a contingency cell's key (never in a label the release holds)
 PAIR_SEPARATOR = "\x1f"
 
@@ -138,11 +140,19 @@ class Collector:
     def empty(self) -> UtilityPartial:
         return UtilityPartial(Sample.empty(self.settings.max_records, SEED, self.bound))
 
-    def chunk(self, chunk: ChunkRef, table: pa.Table, part: pa.Table) -> UtilityPartial:
-        """One chunk's share: `table` its input rows (released columns), `part` its release."""
+    def chunk(
+        self, chunk: ChunkRef, table: pa.Table, part: pa.Table, kept: np.ndarray | None = None
+    ) -> UtilityPartial:
+        """One chunk's share: `table` its input rows (released columns), `part` its release;
+        `kept` (a DP run): the input rows the release holds, the others released as none (the
+        sample records them as RELEASED false, as ARX suppresses the records SafePub leaves
+        out)."""
         t0 = time.thread_time()
         out = self.empty()
-        out.sample.offer(self.offsets[chunk.file] + chunk.row_start, table.select(self.columns))
+        sampled = table.select(self.columns)
+        if kept is not None:
+            sampled = sampled.append_column(RELEASED, pa.array(kept, pa.bool_()))
+        out.sample.offer(self.offsets[chunk.file] + chunk.row_start, sampled)
         out.before = {q: Counts.of(table.column(q)) for q in self.qids}
         out.after = {q: Counts.of(part.column(q)) for q in self.qids}
         out.pairs = {pair_name(a, b): _pair_counts(part, a, b) for a, b in self.settings.pairs}

@@ -77,13 +77,20 @@ def test_fixed_node_spends_all_of_epsilon(tmp_path, data) -> None:
 
 
 def test_sample_does_not_depend_on_chunks_or_workers(tmp_path, data) -> None:
-    a = load_config(_config(tmp_path, data, "a"))
-    b = load_config(_config(tmp_path, data, "b")).with_overrides({"chunk_rows": 400})
+    """... nor does the utility analysis, whose models learn from the records the release
+    holds only (those the sample left out are released as none, as ARX suppresses them)."""
+    utility = {"utility_target": "disease", "utility_folds": 2, "utility_models": ["naive_bayes"]}
+    a = load_config(_config(tmp_path, data, "a")).with_overrides(utility)
+    b = load_config(_config(tmp_path, data, "b")).with_overrides({"chunk_rows": 400, **utility})
     ma = runner.run(a, token="same-run")
     mb = runner.run(b, token="same-run", workers=2)
     assert ma["chunks"] == 6 and mb["chunks"] == 12
     assert ma["differential_privacy"] == mb["differential_privacy"]
     assert release_rows(tmp_path / "a") == release_rows(tmp_path / "b")
+    assert ma["utility"] == mb["utility"]
+    learnt = ma["utility"]["classification"]
+    assert learnt["records"] == 4500  # every input record is in the utility's sample
+    assert learnt["released_for_training"] == len(release_rows(tmp_path / "a"))
 
 
 def test_retry_reproduces_another_run_draws_afresh(tmp_path, data) -> None:

@@ -75,3 +75,11 @@ def test_bad_flag_values_are_refused_like_the_file():
         config().with_overrides({"utility_folds": "1"})
     with pytest.raises(ConfigError, match="utility_models must be a list of"):
         config().with_overrides({"utility_models": "logistic_regression,svm"})
+
+
+def test_a_research_subset_is_refused_by_either_route():
+    subset = {"research_subset": {"column": "in_study"}, "privacy": {"k_map": {"k": 3}}}
+    with pytest.raises(ConfigError, match="cannot be combined with a research_subset"):
+        config({}, **subset)
+    with pytest.raises(ConfigError, match="cannot be combined with a research_subset"):
+        config(**subset).with_overrides({"utility_target": "disease"})
