@@ -15,6 +15,10 @@ sensitive attribute), runs `skald run` in a fresh process under `/usr/bin/time -
 - dp: (ε, δ)-differential privacy in place of k (ε = 2, δ = 1e-5, SafePub's search with the
   default budget and steps, objective dm; the secret from SKALD_BENCH_DP_KEY, a random one
   when unset);
+- lr: k=50 with local recoding (`transformation.local_recoding.records = 0.01`, SPEC §4f): the
+  records the node suppresses released again, step by step, from phase 2's counts;
+- micro: k=50 with age released as the mean of its class (`microaggregation: {function: mean,
+  cluster: true}`, SPEC §4f);
 - delta: k=50 + δ-presence [0, 0.5] over a research subset (every tenth record, as make
   bench-arx's rows): the same chunks with a boolean column `in_study` added (written once
   beside the data, `{data}-subset`: as much disk again as the data);
@@ -52,7 +56,9 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SENSITIVE = "health_condition"
 TARGETS = {"b": 1.5, "c": 3.0, "d": 3.0}
-CPU_TARGETS = {"dp": 1.2, "delta": 1.2}  # CPU (user + system) over k-only's (issue 32)
+# CPU (user + system) over k-only's: issue 32 (dp, delta) and issue 31 (lr, micro)
+CPU_TARGETS = {"dp": 1.2, "delta": 1.2, "lr": 1.3, "micro": 1.2}
+MICRO_QID = "age"  # the generated data's numerical QID released as its class's mean (micro)
 SUBSET_COLUMN = "in_study"
 
 
@@ -84,6 +90,8 @@ def configurations(k: int) -> dict[str, dict]:
             "quality": {"objective": "dm"},
             "dp_key": {"env": "SKALD_BENCH_DP_KEY"},
         },
+        "lr": {"privacy": base, "transformation": {"local_recoding": {"records": 0.01}}},
+        "micro": {"privacy": base, "microaggregate": {"function": "mean", "cluster": True}},
         "delta": {
             "privacy": {**base, "delta_presence": {"min": 0, "max": 0.5}},
             "research_subset": {"column": SUBSET_COLUMN},
@@ -157,9 +165,14 @@ def write_configs(data: Path, work: Path, k: int) -> dict[str, Path]:
     paths = {}
     for name, spec in configurations(k).items():
         body = {**base, "privacy": spec["privacy"]}
-        for key in ("quality", "dp_key", "research_subset"):
+        for key in ("quality", "dp_key", "research_subset", "transformation"):
             if key in spec:
                 body[key] = spec[key]
+        if "microaggregate" in spec:
+            body["quasi_identifiers"] = [
+                {**q, "microaggregation": spec["microaggregate"]} if q["name"] == MICRO_QID else q
+                for q in base["quasi_identifiers"]
+            ]
         if spec.get("subset_data"):
             body["input"] = {**base["input"], "path": str(data.with_name(data.name + "-subset"))}
         body["output"] = {**base["output"], "path": str(work / f"out-{data.name}-{name}")}
