@@ -126,9 +126,12 @@ def test_table_release_holds_the_folder_release_and_verifies(tmp_path, warehouse
 
 def test_replacement_rules_of_a_folder_release(tmp_path, warehouse, capsys):
     first = runner.run(config_from_dict(_config(tmp_path)))
+    execute(warehouse, f"GRANT SELECT ON {TABLE} TO PUBLIC")  # readers keep their access
     again = runner.run(config_from_dict(_config(tmp_path)))  # an identical rerun
     assert again["run_token"] != first["run_token"]
     assert _comment(warehouse)["run_token"] == again["run_token"]
+    (acl,) = _query(warehouse, f"SELECT relacl::text FROM pg_class WHERE oid = '{TABLE}'::regclass")
+    assert "=r/" in acl[0]  # PUBLIC's SELECT, granted on the table it replaced
     with pytest.raises(DataError, match=f"output table {TABLE} holds a release made with k=3"):
         runner.run(config_from_dict(_config(tmp_path, k=5)))
     assert _comment(warehouse)["run_token"] == again["run_token"]

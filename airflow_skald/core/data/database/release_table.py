@@ -137,6 +137,13 @@ class TableWriter:
         try:
             self.conn = connect(self.uri)
             with self.conn.cursor() as cur:
+                # a killed writer's backend gives up within a second, even while it waits
+                # for a lock (PostgreSQL 14+; older servers ignore it)
+                cur.execute(
+                    "SELECT set_config('client_connection_check_interval', '1000', false) "
+                    "WHERE current_setting('server_version_num')::int >= 140000"
+                )
+                cur.fetchall()
                 cur.execute("SELECT pg_try_advisory_lock(hashtext($1))", (_lock_key(self.target),))
                 locked = bool(cur.fetchone()[0])
             self.conn.commit()
@@ -245,6 +252,8 @@ class TableWriter:
 
         def step(cur) -> None:
             judge(_state(cur, self.target))
+            for grant in _grants(cur, quoted(schema, name), quoted(schema, self.new)):
+                cur.execute(grant)  # who could read the old table can read the new one
             cur.execute(f"DROP TABLE IF EXISTS {quoted(schema, name)}")
             cur.execute(f"ALTER TABLE {quoted(schema, self.new)} RENAME TO {quote_ident(name)}")
             literal = comment.replace("'", "''")
@@ -252,6 +261,22 @@ class TableWriter:
 
         self._run(step, "cannot swap the new table in")
         self.swapped = True
+
+
+def _grants(cur, old: str, new: str) -> list[str]:
+    """GRANT statements giving the new table the old one's privileges (its ACL)."""
+    cur.execute(
+        "SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END, "
+        "a.privilege_type, a.is_grantable "
+        "FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a "
+        "LEFT JOIN pg_roles r ON r.oid = a.grantee "
+        "WHERE c.oid = to_regclass($1) AND a.grantee <> c.relowner",
+        (old,),
+    )
+    return [
+        f"GRANT {privilege} ON {new} TO {grantee}" + (" WITH GRANT OPTION" if grantable else "")
+        for grantee, privilege, grantable in cur.fetchall()
+    ]
 
 
 def _parquet(part: str) -> pq.ParquetFile:
