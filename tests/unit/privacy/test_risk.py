@@ -187,12 +187,11 @@ def test_newton_tries_in_arx_order_across_waves():
 
     threshold = np.array([-np.inf, 0.2, 0.5, 0.9, 1.5])
 
-    def system(x, rows):
-        q = np.round(x[0] * 100) / 100
-        bad = x[0] < threshold[rows]
-        f = np.stack([np.where(bad, np.nan, x[0] - q), np.where(bad, np.nan, x[1] - q)])
-        jac = np.broadcast_to(np.eye(2)[:, :, None], (2, 2, x.shape[1]))
-        return f, jac
+    def system(x0, x1, rows):
+        q = np.round(x0 * 100) / 100
+        bad = x0 < threshold[rows]
+        one, zero = np.ones_like(x0), np.zeros_like(x0)
+        return np.where(bad, np.nan, x0 - q), np.where(bad, np.nan, x1 - q), one, zero, zero, one
 
     start = np.full((2, threshold.size), -1.0)
     got = solve_batch(system, start)

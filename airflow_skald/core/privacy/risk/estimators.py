@@ -64,17 +64,29 @@ def _trigamma_positive(x: np.ndarray) -> np.ndarray:
             ol[small] += 1.0 / (xl[small] * xl[small])
             xl[small] += 1.0
         x[low], out[low] = xl, ol
+    return out + _trigamma_series(x)
+
+
+def _trigamma_series(x: np.ndarray) -> np.ndarray:
+    """The asymptotic series of psi'(x), for x >= 6."""
     inv = 1.0 / x
     inv2 = inv * inv
-    series = inv * (
+    return inv * (
         1 + inv * (0.5 + inv * (1 / 6 + inv2 * (-1 / 30 + inv2 * (1 / 42 + inv2 * (-1 / 30)))))
     )
-    return out + series
 
 
 def trigamma(x: np.ndarray) -> np.ndarray:
     """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is."""
     x = np.asarray(x, dtype=np.float64)
+    large = x >= 6  # the series alone (the same values as below)
+    if large.all():
+        return _trigamma_series(x)
+    if large.any():
+        out = np.empty(x.shape)
+        out[large] = _trigamma_series(x[large])
+        out[~large] = trigamma(x[~large])
+        return out
     out = np.full(x.shape, np.nan)
     with np.errstate(all="ignore"):
         pos = x > 0
@@ -93,44 +105,49 @@ def _newton(
     (m,), `attempt` (m,) each try's rank among its problem's. A try runs up to
     ITERATIONS_PER_TRY steps, converged when both object functions are within ACCURACY of zero,
     ended on a NaN or a broken constraint, and stopped once a try of lower rank of its problem
-    converged (it cannot be the answer). Returns the converged points (NaN elsewhere)."""
-    x = np.array(x, dtype=np.float64)
+    converged (it cannot be the answer). Returns the converged points (NaN elsewhere).
+    The tries still running are kept packed (their points, problems, ranks and last CYCLE
+    points), repacked only when some end: a step costs as many array operations whether
+    thousands of tries run or the last few that neither converge nor fail."""
     found = np.full(x.shape, np.nan)
     won = np.full(int(problem.max(initial=-1)) + 1, np.iinfo(np.int64).max)
     at = np.arange(x.shape[1])
-    seen = np.full((CYCLE, *x.shape), np.nan)  # the last CYCLE points of each try
+    t, a = np.array(x[0], dtype=np.float64), np.array(x[1], dtype=np.float64)
+    prob, rank = problem, attempt
+    seen = np.full((CYCLE, 2, at.size), np.nan)  # the last CYCLE points of each try
     steps = 0
-    while at.size:
-        xs = x[:, at]
-        with np.errstate(all="ignore"):
-            f, j = system(xs, problem[at])
-        done = (np.abs(f[0]) <= ACCURACY) & (np.abs(f[1]) <= ACCURACY)
-        if done.any():
-            hit = at[done]
-            found[:, hit] = xs[:, done]
-            np.minimum.at(won, problem[hit], attempt[hit])
-        go = ~done
-        at, xs, f, j = at[go], xs[:, go], f[:, go], j[:, :, go]
-        with np.errstate(all="ignore"):
-            det = j[0, 0] * j[1, 1] - j[0, 1] * j[1, 0]
-            dx = (j[1, 1] * f[0] - j[0, 1] * f[1]) / det
-            dy = (-j[1, 0] * f[0] + j[0, 0] * f[1]) / det
-            xs = np.stack([xs[0] - dx, xs[1] - dy])
-            failed = np.isnan(xs).any(axis=0) | (steps >= ITERATIONS_PER_TRY)
-            if constraint is not None:
-                failed |= ~constraint(xs)
+    with np.errstate(all="ignore"):
+        while at.size:
+            f0, f1, j00, j01, j10, j11 = system(t, a, prob)
+            done = (np.abs(f0) <= ACCURACY) & (np.abs(f1) <= ACCURACY)
+            if done.any():
+                hit = at[done]
+                found[0, hit], found[1, hit] = t[done], a[done]
+                np.minimum.at(won, prob[done], rank[done])
+            det = j00 * j11 - j01 * j10
+            dx = (j11 * f0 - j01 * f1) / det
+            dy = (-j10 * f0 + j00 * f1) / det
+            nt, na = t - dx, a - dy
+            slot = seen[steps % CYCLE]
+            slot[0], slot[1] = t, a
             # a point met before (bit for bit) repeats the cycle since: never converges
-            seen[steps % CYCLE][:, at] = x[:, at]
-            failed |= ((seen[:, :, at] == xs[None]).all(axis=1)).any(axis=0)
-        x[:, at] = xs
-        at = at[~failed & (attempt[at] < won[problem[at]])]
-        steps += 1
+            cycle = ((seen[:, 0] == nt) & (seen[:, 1] == na)).any(axis=0)
+            failed = done | np.isnan(nt) | np.isnan(na) | cycle | (steps >= ITERATIONS_PER_TRY)
+            if constraint is not None:
+                failed |= ~constraint(nt, na)
+            t, a = nt, na
+            if failed.any():  # (a try of lower rank converges only then: `won` changes)
+                keep = ~failed & (rank < won[prob])
+                at, t, a, prob, rank = at[keep], t[keep], a[keep], prob[keep], rank[keep]
+                seen = seen[:, :, keep]
+            steps += 1
     return found
 
 
 def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
-    """ARX's NewtonRaphson2D over a batch of problems: `system(x, rows)` returns the object
-    functions F (2, m) and the Jacobian J (2, 2, m) at points x (2, m) of the problems `rows`.
+    """ARX's NewtonRaphson2D over a batch of problems: `system(x0, x1, rows)` returns the
+    object functions F0, F1 and the Jacobian's J00, J01, J10, J11 (each (m,)) at the points
+    (x0, x1) of the problems `rows`; `constraint(x0, x1)` whether a step's point is allowed.
     The answer of a problem is its first try, in ARX's order (the given start value (2, B),
     then START_VALUES), that converges. The model's own start value is tried first for every
     problem (it usually converges); only the problems it fails get the prepared tries, WAVE
@@ -317,32 +334,29 @@ def pitman(h: Histograms) -> np.ndarray:
             out[:, at] = rows_sums[r](a[at])
         return out[0], out[1]
 
-    def system(x: np.ndarray, rows: np.ndarray):
-        t, a = x
+    def system(t: np.ndarray, a: np.ndarray, rows: np.ndarray):
         uu, nn = u[rows], n[rows]
         m = t.size
         val0 = uu - 1
+        ta = t / a
         # every digamma and trigamma of the step in one call each (the same values)
-        tri = trigamma(np.concatenate([(a + t + a * val0) / a, t / a + 1, t + 1, nn + t]))
+        tri = trigamma(np.concatenate([(a + t + a * val0) / a, ta + 1, t + 1, nn + t]))
         val2, val3, tri_t1, tri_nt = tri.reshape(4, m)
-        di = special.digamma(np.concatenate([val0 + t / a + 1, t / a + 1, nn + t, t + 1]))
+        di = special.digamma(np.concatenate([val0 + ta + 1, ta + 1, nn + t, t + 1]))
         val1, val4, di_nt, di_t1 = di.reshape(4, m)
         val5 = a * a
         d1 = (val3 - val2) / val5
         d5 = (a * val1 + t * val2 - a * val4 - t * val3) / (val5 * a)
-        d3 = (val5 * val0 - t * t * val2 + t * t * val3 - 2 * a * t * val1 + 2 * a * t * val4) / (
+        tt = t * t
+        d3 = (val5 * val0 - tt * val2 + tt * val3 - 2 * a * t * val1 + 2 * a * t * val4) / (
             val5 * val5
         )
         o1 = (val1 - val4) / a
-        o3 = (-t * val1 + a * val0 + t * val4) / (a * a)
-        o2 = di_nt - di_t1
-        d2 = tri_t1 - tri_nt
+        o3 = (-t * val1 + a * val0 + t * val4) / val5
         o4, d4 = size_sums(a, rows)
-        f = np.stack([o1 - o2, o3 - o4])
-        jac = np.array([[d2 - d1, -d5], [-d5, -d3 - d4]])
-        return f, jac
+        return o1 - (di_nt - di_t1), o3 - o4, (tri_t1 - tri_nt) - d1, -d5, -d5, -d3 - d4
 
-    t, a = solve_batch(system, np.stack([t, a]), constraint=lambda x: x[0] >= 0)
+    t, a = solve_batch(system, np.stack([t, a]), constraint=lambda t, a: t >= 0)
     p = h.population
     with np.errstate(all="ignore"):
         ok = ~np.isnan(t) & ~np.isnan(a) & (a != 0)
@@ -378,8 +392,7 @@ def snb(h: Histograms) -> np.ndarray:
         var4 = (s * ff * np.power(1 - ff, s - 1) * cnt).sum(axis=1)
         k = u + c1 * (var1 / var2) * (var3 / var4) * (var3 / var4)
 
-    def system(x: np.ndarray, rows: np.ndarray):
-        a, b = x
+    def system(a: np.ndarray, b: np.ndarray, rows: np.ndarray):
         kk, fr, n1, n2 = k[rows], f[rows], c1[rows], c2[rows]
         dv = (1 - fr) * (1 - b)
         fx = kk * fr * np.power(b / (1 - dv), a) * ((a * dv) / (1 - dv) + 1) - n1
@@ -423,7 +436,7 @@ def snb(h: Histograms) -> np.ndarray:
             - (a * val7 * val18 * val17) / val10
             - (a * val7 * val20 * (a + 2) * val0) / (2 * np.power(val2, a + 3))
         )
-        return np.stack([fx, fy]), np.array([[x1, x2], [y1, y2]])
+        return fx, fy, x1, x2, y1, y2
 
     a, b = solve_batch(system, np.ones((2, len(h))))
     with np.errstate(all="ignore"):
