@@ -202,6 +202,8 @@ class Run:
         database input is read here, once, into the staged chunks the passes read."""
         if self.config.pseudonym_key is not None:  # no key: refused before any read
             self.config.pseudonym_key.secret()
+        if self.config.output_table is not None:  # no schema, a foreign table: before a read
+            check_table_target(self.config.output_table, self.output_uri(), None, False)
         chunks = self.extract() if self.config.database else P.list_chunks(self.config)
         ids = [c.chunk_id for c in chunks]
         size = max(1, int(chunks_per_group))

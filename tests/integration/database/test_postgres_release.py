@@ -124,7 +124,7 @@ def test_table_release_holds_the_folder_release_and_verifies(tmp_path, warehouse
     assert code == 1 and "holds another release than the manifest.json" in err
 
 
-def test_replacement_rules_of_a_folder_release(tmp_path, warehouse, capsys):
+def test_replacement_rules_of_a_folder_release(tmp_path, warehouse, capsys, monkeypatch):
     first = runner.run(config_from_dict(_config(tmp_path)))
     execute(warehouse, f"GRANT SELECT ON {TABLE} TO PUBLIC")  # readers keep their access
     again = runner.run(config_from_dict(_config(tmp_path)))  # an identical rerun
@@ -151,6 +151,15 @@ def test_replacement_rules_of_a_folder_release(tmp_path, warehouse, capsys):
     assert code == 2 and err.strip() == (
         "skald: error: output table nowhere.people: schema nowhere does not exist"
     )
+    # a connection that fails: one line, never its password, nothing read or written
+    bad_uri = warehouse.replace("postgres@", "postgres:s3cret-pw@") + "_nodb"
+    monkeypatch.setenv("SKALD_BAD_DB", bad_uri)
+    bad = _config(tmp_path, path=str(tmp_path / "bad-release"))
+    bad["output"]["connection"] = "SKALD_BAD_DB"
+    code, _, err = run_inprocess(["run", str(write_config(tmp_path / "bad.yaml", bad))], capsys)
+    assert code == 2 and "cannot read output table research.people_k3" in err, err
+    assert "s3cret-pw" not in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "bad-release").exists()
 
 
 def test_stale_retry_and_a_second_writer_are_refused(tmp_path, warehouse):
