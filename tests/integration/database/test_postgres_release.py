@@ -83,11 +83,18 @@ def warehouse(tmp_path, pg_uri, monkeypatch) -> str:
     return pg_uri
 
 
-def test_table_release_holds_the_folder_release_and_verifies(tmp_path, warehouse, capsys):
+def test_table_release_holds_the_folder_release_and_verifies(
+    tmp_path, warehouse, capsys, monkeypatch
+):
+    monkeypatch.setenv("SKALD_TEST_KEY", "table-release-key-0123456789")
+    pseudonyms = {
+        "direct_identifiers": [{"pid": "pseudonymise"}, "name", "address"],
+        "pseudonym_key": {"env": "SKALD_TEST_KEY"},
+    }
     folder_cfg = config_dict(tmp_path / "people.parquet", tmp_path / "as-folder", chunk_rows=50)
-    folder_cfg["memory"] = {"histogram_bins": 10**6}
+    folder_cfg.update(memory={"histogram_bins": 10**6}, **pseudonyms)
     expected = runner.run(config_from_dict(folder_cfg))
-    body = _config(tmp_path)
+    body = {**_config(tmp_path), **pseudonyms}
     del body["output"]["path"]
     cfg = write_config(tmp_path / "skald.yaml", body)
     code, out, err = run_inprocess(["run", str(cfg), "-q"], capsys)
@@ -102,6 +109,10 @@ def test_table_release_holds_the_folder_release_and_verifies(tmp_path, warehouse
     assert (folder / "report.html").exists() and not list(folder.glob("part-*"))
     rows = _rows(warehouse)
     assert rows == sorted(tuple(r.values()) for r in release_rows(tmp_path / "as-folder"))
+    columns = [r[0] for r in _query(warehouse, "SELECT column_name::text FROM information_schema"
+                                    ".columns WHERE table_name = 'people_k3' ORDER BY ordinal_position")]  # fmt: skip
+    assert "name" not in columns and "address" not in columns and columns[0] == "pid"
+    assert all(len(r[0]) == 64 and not r[0].startswith("P0") for r in rows)  # pseudonyms only
     comment = _comment(warehouse)
     assert comment["manifest_sha256"] == hashlib.sha256(manifest_bytes).hexdigest()
     assert comment["run_token"] == manifest["run_token"] and comment["k"] == 3
