@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast chromium lint format bench bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
+.PHONY: demo test test-fast chromium lint format bench bench-utility bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -58,6 +58,9 @@ bench-search: $(STAMP)
 
 bench-criteria: $(STAMP)
 	@$(BIN)/python benchmarks/bench_criteria.py
+
+bench-utility: $(STAMP)
+	@$(BIN)/python benchmarks/bench_utility.py
 
 bench-rules: $(STAMP)
 	@$(BIN)/python benchmarks/bench_rules.py

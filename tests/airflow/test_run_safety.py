@@ -39,7 +39,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deploy import Deployment, DeploymentError  # noqa: E402
-from test_releases_page import CHROMIUM, PAGE_TEXT, Browser  # noqa: E402
+from helpers_browser import CHROMIUM, PAGE_TEXT, Browser  # noqa: E402
 
 pytestmark = pytest.mark.deployment
 
