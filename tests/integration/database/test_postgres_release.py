@@ -247,3 +247,20 @@ def _waits_in_swap(uri: str) -> bool:
             "AND query LIKE 'DROP TABLE%people_k3%'",
         )
     )
+
+
+def test_drop_mode_with_t_closeness_and_per_chunk_table_releases_verify(tmp_path, warehouse):
+    from airflow_skald.core.data.database.connection import resolve_uri
+    from airflow_skald.core.release.table_release import verify_table_release
+    from airflow_skald.core.run.baseline import run_per_chunk
+
+    body = _config(tmp_path, path=str(tmp_path / "dropped"))
+    body["suppressed_records"] = "drop"  # verify needs the input's distributions: kept beside
+    body["privacy"]["t_closeness"] = [{"attribute": "disease", "t": 0.6, "distance": "equal"}]
+    manifest = runner.run(config_from_dict(body))
+    assert len(_rows(warehouse)) == 120 - manifest["n_suppressed"]
+    assert verify_table_release(str(tmp_path / "dropped"), resolve_uri)["verified"] is True
+    per_chunk = _config(tmp_path, path=str(tmp_path / "per-chunk"), table="research.per_chunk")
+    run_per_chunk(config_from_dict(per_chunk))
+    assert verify_table_release(str(tmp_path / "per-chunk"), resolve_uri)["verified"] is True
+    assert len(_rows(warehouse, "research.per_chunk")) == 120
