@@ -20,25 +20,18 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any
 
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
-from airflow_skald.core.data.database.connection import resolve_uri
-from airflow_skald.core.data.database.extract import extract, remove_staged
 from airflow_skald.core.data.io import ChunkRef, filesystem
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
-from airflow_skald.core.privacy.dp import keys as dp_keys
-from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
+from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release import population_counts
 from airflow_skald.core.release.archive import (
@@ -49,17 +42,12 @@ from airflow_skald.core.release.archive import (
 )
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
-    ReleaseIdentity,
-    check_not_superseded,
     check_output_target,
-    cli_token,
     commit,
     discard,
     part_name,
     prepare_staging,
-    release_in_place,
     remove_stale_staging,
-    staging_path,
     write_bytes_atomic,
 )
 from airflow_skald.core.release.lease import (
@@ -75,7 +63,6 @@ from airflow_skald.core.release.manifest import (
     MANIFEST_JSON,
     REPORT_HTML,
     RUN_JSON,
-    RunRecord,
     build_manifest,
     effective_json_bytes,
     input_fingerprint,
@@ -83,346 +70,31 @@ from airflow_skald.core.release.manifest import (
     to_json_bytes,
 )
 from airflow_skald.core.release.table_release import (
-    check_table_not_superseded,
-    check_table_target,
     publish_table,
-    table_in_place,
 )
 from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run import utility_step as U
-from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.run.phase import Phase
+from airflow_skald.core.run.state import Run
+from airflow_skald.core.run.store import (
+    DECISION,
+    DOMAIN_STATS,
+    HISTOGRAM,
+    MICROAGGREGATES,
+    PLAN,
+    TARGET,
+    TIMINGS,
+    write_json,
+)
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.transform.microaggregation import (
-    Aggregates,
-    aggregates_from_bytes,
     aggregates_to_bytes,
 )
 from airflow_skald.core.utility.collect import UtilityPartial
 
 log = logging.getLogger("airflow_skald")
-
-# Artifact names inside a run's store (documented in docs/adr/0101).
-CHUNKS = "chunks.json"  # chunk layout and groups (file paths, offsets, row counts)
-TARGET = "target.json"  # the output and the release in place when the run began (its run token)
-DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERSONAL DATA
-PLAN = "plan.json"  # phase 1's decision: the RAM root and its figures (no values)
-HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
-DECISION = "decision.json"  # chosen node, figures, suppressed class keys (codes, no values)
-MICROAGGREGATES = "microaggregates.bin"  # class aggregates at the node: PERSONAL DATA (§4f)
-TIMINGS = "timings/"  # wall-clock seconds per task: the only artifacts a retry changes
-
-
-class Store(Protocol):
-    """Where a run keeps its partials and phase results."""
-
-    def read_bytes(self, name: str) -> bytes: ...
-    def write_bytes(self, name: str, data: bytes) -> Any: ...
-    def exists(self, name: str) -> bool: ...
-
-
-class MemoryStore:
-    """A store for one process (a CLI run): nothing is written anywhere."""
-
-    persistent = False  # artifacts kept only for a later task's retry are not kept here
-
-    def __init__(self) -> None:
-        self.items: dict[str, bytes] = {}
-
-    def read_bytes(self, name: str) -> bytes:
-        return self.items[name]
-
-    def write_bytes(self, name: str, data: bytes) -> None:
-        self.items[name] = data
-
-    def exists(self, name: str) -> bool:
-        return name in self.items
-
-
-def read_json(store: Store, name: str) -> Any:
-    return json.loads(store.read_bytes(name))
-
-
-def write_json(store: Store, name: str, body: Any) -> None:
-    store.write_bytes(name, json.dumps(body, sort_keys=True, indent=1).encode() + b"\n")
-
-
-@dataclass
-class Run:
-    """One run: its settings, its store, its staging token and what it has measured."""
-
-    config: SkaldConfig
-    store: Store = field(default_factory=MemoryStore)
-    token: str = ""
-    progress: P.Progress | None = None
-    record: RunRecord | None = None
-    lease: Lease | None = None  # held while this process writes the output
-    # a database input's connection name -> its URI (CLI: the URI or its environment
-    # variable; the operators: the Airflow connection)
-    resolve_connection: Callable[[str], str] = field(default=resolve_uri, repr=False)
-    _cache: dict = field(default_factory=dict, repr=False)
-
-    def __post_init__(self) -> None:
-        if not self.token:
-            self.token = cli_token()
-        if self.record is None:
-            self.record = RunRecord(self.token, config=self.config.source)
-
-    @property
-    def staging(self) -> str:
-        return staging_path(self.config.output.path, self.token)
-
-    # ------------------------------------------------------------------ differential privacy
-    @property
-    def dp(self) -> DifferentialPrivacy | None:
-        return dp_of(self.config)
-
-    def secret(self) -> bytes:
-        """The DP secret (ConfigError, one line, when there is none)."""
-        if self.config.dp_key is None:
-            raise ConfigError(DP_KEY_MISSING)
-        return self.config.dp_key.secret()
-
-    def row_sample(self) -> RowSample | None:
-        """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""
-        if self.dp is None:
-            return None
-        sampler = Sampler.of(self.secret(), self.token, self.dp.beta)
-        return RowSample(sampler, row_offsets(self.chunks()))
-
-    def search_key(self) -> int | None:
-        if self.dp is None:
-            return None
-        return dp_keys.stream_key(self.secret(), self.token, dp_keys.SEARCH)
-
-    # ------------------------------------------------------------------ chunk layout
-    def layout(self, chunks_per_group: int = 1) -> list[dict]:
-        """List the chunks once (phase 0) and cut them into groups for mapped tasks; a
-        database input is read here, once, into the staged chunks the passes read."""
-        if self.config.pseudonym_key is not None:  # no key: refused before any read
-            self.config.pseudonym_key.secret()
-        if self.config.output_table is not None:  # no schema, a foreign table: before a read
-            check_table_target(self.config.output_table, self.output_uri(), None, False)
-        chunks = self.extract() if self.config.database else P.list_chunks(self.config)
-        ids = [c.chunk_id for c in chunks]
-        size = max(1, int(chunks_per_group))
-        groups = [
-            {"group": g, "chunk_ids": ids[i : i + size]}
-            for g, i in enumerate(range(0, len(ids), size))
-        ]
-        write_json(self.store, CHUNKS, {"chunks": [c.to_dict() for c in chunks], "groups": groups})
-        return groups
-
-    def extract(self) -> list[ChunkRef]:
-        """The database input read into staged Parquet chunks (any earlier run's replaced)."""
-        db = self.config.database
-        uri = self.resolve_connection(db.connection)
-        return extract(db, uri, self.config.chunk_rows, self.config.input.path)
-
-    def remove_extract(self) -> None:
-        """Delete a database input's staged chunks (personal data): committed or abandoned."""
-        if self.config.database is not None:
-            remove_staged(self.config.input.path)
-
-    def chunks(self, chunk_ids: Sequence[int] | None = None) -> list[ChunkRef]:
-        refs = [ChunkRef.from_dict(c) for c in read_json(self.store, CHUNKS)["chunks"]]
-        if chunk_ids is None:
-            return refs
-        wanted = set(chunk_ids)
-        return [c for c in refs if c.chunk_id in wanted]
-
-    def groups(self) -> list[dict]:
-        return read_json(self.store, CHUNKS)["groups"]
-
-    def check_target(self) -> None:
-        """Before phase 1: the output is not the input nor foreign data, and a release there
-        is replaced only by a retry of its run, an identical rerun, or with `overwrite`
-        (a table release: the release its comment names)."""
-        identity = ReleaseIdentity.of_run(self.config, self.chunks(), self.token)
-        table, overwrite = self.config.output_table, self.config.overwrite
-        check_output_target(
-            self.config.output, self.config.input, None if table else identity, overwrite
-        )
-        if table is not None:
-            check_table_target(table, self.output_uri(), identity, overwrite)
-        if not self.store.exists(TARGET):  # the first attempt's view: a retry keeps it
-            found = self.release_in_place()
-            write_json(
-                self.store, TARGET, {"output": self.config.output.path, "predecessor": found}
-            )
-
-    def output_uri(self) -> str:
-        """A table release's connection as a URI (CLI: the URI or its variable; operators:
-        the Airflow connection)."""
-        return self.resolve_connection(self.config.output_table.connection)
-
-    def release_in_place(self) -> str | None:
-        """The run token of the release at the output now (`commit.release_in_place`; a
-        table release: its table's comment)."""
-        if self.config.output_table is not None:
-            return table_in_place(self.config.output_table, self.output_uri())
-        return release_in_place(self.config.output.path)
-
-    def check_not_superseded(self) -> None:
-        """`commit.check_not_superseded` for this run's output (a folder or a table)."""
-        if self.config.output_table is not None:
-            target, uri = self.config.output_table, self.output_uri()
-            check_table_not_superseded(target, uri, self.token, self.predecessor())
-        else:
-            check_not_superseded(self.config.output.path, self.token, self.predecessor())
-
-    def predecessor(self) -> str | None:
-        """The run token of the release that was at the output when this run began (None:
-        none was); only that release or this run's own may be replaced by its commit."""
-        if not self.store.exists(TARGET):
-            return None
-        return read_json(self.store, TARGET).get("predecessor")
-
-    # ------------------------------------------------------------------ persisted results
-    def plan(self) -> Plan:
-        """Phase 1's plan, read back: the dimensions from the domain statistics, the root
-        as phase 1 chose it."""
-        if "plan" not in self._cache:
-            self._cache["plan"] = self._read_plan()
-        return self._cache["plan"]
-
-    def _read_plan(self) -> Plan:
-        stats = DomainStats.from_bytes(self.store.read_bytes(DOMAIN_STATS))
-        saved = read_json(self.store, PLAN)
-        if saved["config_sha256"] != self.config.fingerprint():
-            raise ConfigError(
-                "the SKALD config or params changed since the encode task (phase 1) of this run "
-                f"(config sha256 {saved['config_sha256'][:12]} -> "
-                f"{self.config.fingerprint()[:12]}); clear the whole run instead of single tasks"
-            )
-        return Plan(
-            stats=stats,
-            dims=build_dimensions(self.config.quasi_identifiers, stats.qids),
-            n_ram=saved["histogram_bins"],
-            n_ram_derived=saved["histogram_bins_derived"],
-            root=tuple(saved["root_levels"]),
-            root_bins=saved["root_bins"],
-            lattice_nodes=saved["root_lattice"]["nodes"],
-            root_evaluated=saved["root_lattice"]["evaluated"],
-            root_complying=saved["root_lattice"]["complying"],
-            value_factor=saved.get("value_factor", 1),
-            root_mode=saved.get("root_mode", "paper"),
-            paper_root=tuple(saved.get("paper_root_levels", saved["root_levels"])),
-            chain=tuple(tuple(n) for n in saved.get("root_chain", ())),
-            root_bins_nonempty=saved.get("root_bins_nonempty"),
-        )
-
-    def decision(self) -> Decision:
-        if "decision" not in self._cache:
-            self._cache["decision"] = Decision.from_bytes(self.store.read_bytes(DECISION))
-        return self._cache["decision"]
-
-    def microaggregates(self) -> list[Aggregates]:
-        """The microaggregated QIDs' labels per class of the node (none: [])."""
-        if "microaggregates" not in self._cache:
-            found = self.store.exists(MICROAGGREGATES)
-            data = self.store.read_bytes(MICROAGGREGATES) if found else None
-            self._cache["microaggregates"] = aggregates_from_bytes(data) if data else []
-        return self._cache["microaggregates"]
-
-    def for_worker(self) -> Run:
-        """What a worker process needs of this run (not the root histogram)."""
-        store = MemoryStore()
-        for name in (CHUNKS, DOMAIN_STATS, PLAN, DECISION, MICROAGGREGATES):
-            if self.store.exists(name):
-                store.write_bytes(name, self.store.read_bytes(name))
-        return Run(self.config, store, self.token)
-
-    def measured(self, phase: str, seconds: float | None = None) -> None:
-        """Note a phase's seconds and peak memory in the run record, then hand the memory
-        the phase freed back to the OS."""
-        if seconds is not None:
-            self.record.timings_s[phase] = seconds
-        P.phase_done(self.record.peak_rss_bytes_by_phase, phase)
-
-    def timed(self, phase: str, seconds: float, group: int | None = None) -> None:
-        name = phase if group is None else f"{phase}-group-{group:05d}"
-        write_json(self.store, f"{TIMINGS}{name}.json", {"seconds": seconds})
-
-    def seconds(self, phase: str, groups: Sequence[int] | None = None) -> float:
-        names = [phase] if groups is None else [f"{phase}-group-{g:05d}" for g in groups]
-        return sum(
-            read_json(self.store, f"{TIMINGS}{n}.json")["seconds"]
-            for n in names
-            if self.store.exists(f"{TIMINGS}{n}.json")
-        )
-
-
-A = TypeVar("A")  # a phase's partial (additive) result
-R = TypeVar("R")  # what the phase's finish returns
-
-
-class Phase(Generic[A, R]):
-    """One pass over the chunks: partial per group, exact merge, finish."""
-
-    name = ""
-
-    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> A:
-        raise NotImplementedError
-
-    def merge(self, parts: Sequence[A]) -> A:
-        raise NotImplementedError
-
-    def merge_in(self, run: Run, parts: Sequence[A]) -> A:
-        """The merge, given the run (a phase whose merge needs phase 1's plan overrides it)."""
-        return self.merge(parts)
-
-    def finish(self, run: Run, merged: A) -> R:
-        raise NotImplementedError
-
-    def dump(self, part: A) -> bytes:
-        raise NotImplementedError
-
-    def load(self, data: bytes) -> A:
-        raise NotImplementedError
-
-    # ------------------------------------------------------------------ drivers
-    def partial_name(self, group: int) -> str:
-        return f"partials/{self.name}/group-{group:05d}.bin"
-
-    def run_group(self, run: Run, group: int, chunk_ids: Sequence[int]) -> A:
-        """A mapped task instance: one group's partial, stored for the merge."""
-        t0 = time.perf_counter()
-        part = self.partial(run, run.chunks(chunk_ids))
-        run.store.write_bytes(self.partial_name(group), self.dump(part))
-        run.timed(self.name, time.perf_counter() - t0, group)
-        return part
-
-    def run_merge(self, run: Run) -> R:
-        """The merge task: every group's stored partial, merged exactly, then finished."""
-        groups = [g["group"] for g in run.groups()]
-        parts = [self.load(run.store.read_bytes(self.partial_name(g))) for g in groups]
-        t0 = time.perf_counter()
-        merged = self.merge_in(run, parts)
-        seconds = run.seconds(self.name, groups) + time.perf_counter() - t0
-        run.timed(self.name, seconds)
-        run.measured(self.name, seconds)
-        return self.finish(run, merged)
-
-    def run_all(self, run: Run, workers: int = 1) -> R:
-        """The whole phase in this process (`workers` > 1: one process per chunk group)."""
-        t0 = time.perf_counter()
-        chunks = run.chunks()
-        if workers > 1 and len(chunk_groups(chunks, workers)) > 1:
-            parts = map_groups(_partial_in_worker, (self, run.for_worker()), chunks, workers)
-            merged = self.merge_in(run, [self.load(p) for p in parts])
-        else:
-            merged = self.partial(run, chunks)
-        seconds = time.perf_counter() - t0
-        run.timed(self.name, seconds)
-        run.measured(self.name, seconds)
-        return self.finish(run, merged)
-
-
-def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
-    """A worker process's share (forked from the fork server; the partial comes back in its byte form)."""
-    return phase.dump(phase.partial(run, chunks))
 
 
 class EncodePhase(Phase[DomainStats, Plan]):

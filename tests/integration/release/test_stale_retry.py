@@ -23,9 +23,10 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.release import lease as leases
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.run import runner as R
+from airflow_skald.core.run import store as run_store
 
 
-class Store(R.MemoryStore):
+class Store(run_store.MemoryStore):
     """A run's artifact folder that outlives its tasks (like RunArtifacts)."""
 
     persistent = True
@@ -96,7 +97,7 @@ def test_a_run_records_the_release_it_found(tmp_path: Path) -> None:
     inp, out = str(tmp_path / "in"), str(tmp_path / "out")
     a = Store()
     _encode_and_search(_config(inp, out, 3), a, "dag-A")
-    assert R.read_json(a, R.TARGET) == {"output": out, "predecessor": None}
+    assert run_store.read_json(a, R.TARGET) == {"output": out, "predecessor": None}
     _generalise(_config(inp, out, 3), a, "dag-A")
     _encode_and_search(_config(inp, out, 3), a, "dag-A")  # a clear of the whole run
     assert R.Run(_config(inp, out, 3), a, "dag-A").predecessor() is None

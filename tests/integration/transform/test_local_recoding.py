@@ -295,11 +295,12 @@ def test_mapped_tasks_give_the_serial_release(tmp_path):
     artifacts (the decision, its steps, read back from their bytes), then the merges."""
     from airflow_skald.core.release.lease import output_lease
     from airflow_skald.core.run import runner as R
+    from airflow_skald.core.run import store as run_store
 
     df = dataset(2, 150)
     serial = run(load_config(config(tmp_path / "a", df, 4, 0.05, 0.05, chunks=(17, 40, 33))))
     cfg = load_config(config(tmp_path / "b", df, 4, 0.05, 0.05, chunks=(17, 40, 33)))
-    store = R.MemoryStore()
+    store = run_store.MemoryStore()
     first = R.Run(cfg, store)
     R.check_output_target(cfg)
     with output_lease(cfg.output, first.token) as lease:
