@@ -70,10 +70,10 @@ from airflow_skald.core.settings.table import (
 )
 from airflow_skald.core.settings.transformation import LocalRecodingSettings
 from airflow_skald.core.settings.transformation import check_models as check_recoded_models
+from airflow_skald.core.settings.utility import UtilitySettings
 from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.text import decimal_text
 from airflow_skald.core.utility import config as utility_config
-from airflow_skald.core.utility.settings import UtilitySettings
 
 __all__ = ["OVERRIDE_KEYS", "DataLocation", "QidSpec", "SkaldConfig", "load_config"]
 

@@ -21,7 +21,7 @@ from typing import Any
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
-from airflow_skald.core.utility.settings import MODELS as UTILITY_MODELS
+from airflow_skald.core.settings.utility import MODELS as UTILITY_MODELS
 
 EMPTY = (None, "", "None", "null")
 

@@ -18,6 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_skald.core.settings.utility import SEED, UtilitySettings
 from airflow_skald.core.utility import classify as C
 from airflow_skald.core.utility.collect import (
     PAIR_SEPARATOR,
@@ -25,7 +26,6 @@ from airflow_skald.core.utility.collect import (
     UtilityPartial,
     pair_name,
 )
-from airflow_skald.core.utility.settings import SEED, UtilitySettings
 from airflow_skald.core.utility.summary import TOP, Counts, figures, release_figures
 
 log = logging.getLogger("airflow_skald")

@@ -19,8 +19,8 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.settings.utility import SEED, UtilitySettings
 from airflow_skald.core.utility.sample import Sample, key_bound
-from airflow_skald.core.utility.settings import SEED, UtilitySettings
 from airflow_skald.core.utility.summary import Counts
 
 #: the sample's column of a DP run: whether the release holds the record

@@ -8,7 +8,7 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.table import BY_NAME, SETTINGS, file_keys, read_file_setting
-from airflow_skald.core.utility.settings import UtilitySettings
+from airflow_skald.core.settings.utility import UtilitySettings
 
 #: the settings table's rows of the section, by their setting name
 KEYS = tuple(s.name for s in SETTINGS if s.path and s.path[0] == "utility")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_skald.core.utility.settings import MODELS
+from airflow_skald.core.settings.utility import MODELS
 
 _INT0 = {"type": "integer", "minimum": 0}
 _NUMBER = {"type": "number"}

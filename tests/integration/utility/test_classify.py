@@ -16,9 +16,9 @@ from sklearn.model_selection import KFold
 from sklearn.naive_bayes import CategoricalNB
 from sklearn.preprocessing import MinMaxScaler, OneHotEncoder, OrdinalEncoder
 
+from airflow_skald.core.settings.utility import SEED, UtilitySettings
 from airflow_skald.core.utility.analyse import classification
 from airflow_skald.core.utility.classify import FOREST
-from airflow_skald.core.utility.settings import SEED, UtilitySettings
 
 N, FOLDS = 700, 4
 QIDS = ["age", "city", "sex"]

@@ -8,7 +8,7 @@ from helpers_data import config_dict
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.utility.settings import MODELS, UtilitySettings
+from airflow_skald.core.settings.utility import MODELS, UtilitySettings
 
 
 def config(utility=None, **changes):
