@@ -50,6 +50,13 @@ def _code_dtype(size: int) -> type:
     return np.uint32 if size <= 1 << 32 else np.int64
 
 
+def _take(table: np.ndarray, codes: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """table[codes] into `out`. The codes are always within the table, so mode "clip" never
+    clips; unlike the default "raise" it neither buffers `out` nor converts small index types
+    to intp first (~5x faster on uint8/uint16 codes)."""
+    return np.take(table, codes, out=out, mode="clip")
+
+
 class _BlockTables:
     """Block tables (`_Source._block_lut`) shared by the sources of one `RollUps`: a block of
     the same QIDs at the same levels maps to the same table from whichever source. At most
@@ -176,22 +183,18 @@ class _Source:
         stay small and cache-resident."""
         hi = self.n_bins if hi is None else min(hi, self.n_bins)
         active = [(t, c) for t, c in zip(luts, self.block_codes, strict=True) if t is not None]
-        if out is None and hi - lo <= _SLICE and active:  # one slice: no copy into `out`
-            keys = np.take(active[0][0], active[0][1][lo:hi])
-            for lut, codes in active[1:]:
-                keys += np.take(lut, codes[lo:hi])
-            return keys
         out = np.empty(hi - lo, dtype=np.int64) if out is None else out[: hi - lo]
         if not active:
             out[:] = 0
             return out
         (first, first_codes), rest = active[0], active[1:]
+        tmp = np.empty(min(_SLICE, hi - lo), dtype=np.int64) if rest else out
         for a in range(lo, hi, _SLICE):
             b = min(hi, a + _SLICE)
             part = out[a - lo : b - lo]
-            np.take(first, first_codes[a:b], out=part)
+            _take(first, first_codes[a:b], part)
             for lut, codes in rest:
-                part += np.take(lut, codes[a:b])
+                part += _take(lut, codes[a:b], tmp[: b - a])
         return out
 
     def _keys(
