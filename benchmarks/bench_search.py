@@ -195,14 +195,20 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
 
     Written plainly but not wastefully: a depth-first walk in which each node's histogram is
     rolled up from its parent's (one QID raised by one level), so most roll-ups are small; each
-    node judged by the config's policy and scored by the objective, as the search does.
+    node judged by the config's policy and scored by the config's objective (an exact loss of
+    the reported ones: DM*, ARX's DM*, DM), as the search does. Returns (loss, node).
     """
     from dataclasses import replace
 
     from airflow_skald.core.privacy import ClassTable
     from airflow_skald.core.quality.metric import Scored
-    from airflow_skald.core.quality.reported import OBJECTIVE
+    from airflow_skald.core.quality.reported import REPORTED
     from airflow_skald.core.search.rollups import roll_up
+
+    name = config.quality.objective
+    metric = next((m for m in REPORTED if m.name == name and name != "precision"), None)
+    if metric is None:
+        raise SystemExit(f"exhaustive: objective {name} is none of dm_star, dm_star_arx, dm")
 
     root_hist = getattr(hist, "classes", hist)  # phase 2's counts, or a plain Histogram
     root = tuple(getattr(hist, "node", None) or plan.root)
@@ -214,7 +220,7 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
         table = ClassTable(counts)
         judgement = policy.judge(table)
         if judgement.passes:
-            loss = OBJECTIVE.value(Scored(table, judgement, node, tops))
+            loss = metric.value(Scored(table, judgement, node, tops))
             cost = sum(lv * (lcm // t) for lv, t in zip(node, tops, strict=True) if t)
             key = (loss, cost, tuple(node[p] for p in priority))
             if best[0] is None or key < best[0][0]:
@@ -260,10 +266,13 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
         search_cpu.append(time.process_time() - c)
         if with_exhaustive and r == 0:  # once: minutes; timed right after a search
             t, c = time.perf_counter(), time.process_time()
-            dm, node = exhaustive(config, plan, hist)
+            loss, node = exhaustive(config, plan, hist)
             exhaustives.append(time.perf_counter() - t)
             exhaustive_cpu.append(time.process_time() - c)
-            assert node == decision.node and dm == decision.figures.dm_star, (node, decision.node)
+            same = (
+                node == decision.node and loss == decision.figures.quality[config.quality.objective]
+            )
+            assert same, (node, decision.node)
     out.update(
         plan_root_s=_range(plans),
         search_s=_range(searches),
