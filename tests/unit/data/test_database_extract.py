@@ -26,6 +26,29 @@ def test_chunks_do_not_depend_on_batch_sizes(tmp_path) -> None:
     assert pa.concat_tables([pq.read_table(c.file) for c in a]).equals(table)
 
 
+def test_chunk_bytes_do_not_depend_on_batch_sizes_across_pages(tmp_path) -> None:
+    """Chunks of several Parquet pages: the writer cuts pages where its input's arrays end,
+    so each chunk is written from contiguous columns, whatever the driver's batches were."""
+    n = 60_000
+    table = pa.table(
+        {
+            "id": pa.array(range(n), pa.int64()),
+            "name": [f"patient-{i * 7919 % n:08d}-{'x' * (i % 37)}" for i in range(n)],
+            "group": [("A", "B", "AB", "O")[i % 4] for i in range(n)],
+        }
+    )
+    versions = []
+    for size in (777, 50_000):
+        (tmp_path / str(size)).mkdir()
+        refs = write_chunks(_batches(table, size), 40_000, str(tmp_path / str(size)))
+        assert [c.n_rows for c in refs] == [40_000, 20_000]
+        name = pq.ParquetFile(refs[0].file).metadata.row_group(0).column(1)
+        assert name.total_uncompressed_size > 2**20  # more than one 1 MiB page
+        versions.append([c.version for c in refs])
+    assert versions[0] == versions[1]
+    assert pa.concat_tables([pq.read_table(c.file) for c in refs]).equals(table)
+
+
 def test_numeric_with_precision_is_staged_exactly() -> None:
     opaque = pa.opaque(pa.string(), "numeric", "PostgreSQL")
     storage = pa.array(["1.5", "-2.0", None])

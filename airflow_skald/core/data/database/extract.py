@@ -3,9 +3,13 @@
 ADBC's PostgreSQL driver runs the query as ``COPY (...) TO STDOUT (FORMAT binary)`` and hands
 the rows over as Arrow record batches: no row passes through a Python object. The batches are
 cut into chunks of exactly `chunk_rows` rows (the last one shorter), each written as one
-Parquet file of one row group, so the staged chunks are the same bytes whatever batch sizes
-the driver chose. A chunk's `version` is the SHA-256 of its bytes: the chunks' fingerprint
-(the run's input fingerprint) names the rows read, in their order, not when they were read.
+Parquet file of one row group from contiguous columns, so the staged chunks are the same bytes
+whatever batch sizes the driver chose (the Parquet writer cuts pages where its input's arrays
+end). A chunk's `version` is the SHA-256 of its bytes, hashed as they are written: the chunks'
+fingerprint (the run's input fingerprint) names the rows read, in their order, not when they
+were read. The chunks are temporary (deleted at commit) and read by three passes: written
+without statistics (no pass asks for them) and, on local disk, without compression (the
+passes read them as fast; snappy elsewhere, where bytes cost transfer).
 Memory: two chunks (one read while the other is written) and one batch.
 """
 
@@ -23,7 +27,7 @@ import pyarrow.parquet as pq
 
 from airflow_skald.core.data.database.connection import redacted, scrub
 from airflow_skald.core.data.database.source import DatabaseSource, quote_ident
-from airflow_skald.core.data.io import ChunkRef, _full, filesystem
+from airflow_skald.core.data.io import ChunkRef, _full, filesystem, local_path
 from airflow_skald.core.errors import DataError
 
 log = logging.getLogger("airflow_skald")
@@ -176,16 +180,42 @@ def plain_types(table: pa.Table) -> pa.Table:
 def _write(
     batches: list[pa.RecordBatch], schema: pa.Schema, folder: str, name: str, i: int
 ) -> ChunkRef:
-    table = plain_types(pa.Table.from_batches(batches, schema))
-    sink = pa.BufferOutputStream()
-    pq.write_table(table, sink, row_group_size=max(table.num_rows, 1))
-    data = sink.getvalue()
+    table = pa.Table.from_batches(batches, schema)
+    batches.clear()  # the chunk is held once, as `table`
+    table = plain_types(table).combine_chunks()
     fs, root = filesystem(folder)
     path = posixpath.join(root.rstrip("/"), name)
+    digest = hashlib.sha256()
     with fs.open(path, "wb") as fh:
-        fh.write(data)
-    version = "sha256:" + hashlib.sha256(data).hexdigest()
-    return ChunkRef(i, _full(fs, path), 0, table.num_rows, version)
+        pq.write_table(
+            table,
+            _Hashing(fh, digest),
+            row_group_size=max(table.num_rows, 1),
+            compression="none" if local_path(folder) is not None else "snappy",
+            write_statistics=False,
+        )
+    return ChunkRef(i, _full(fs, path), 0, table.num_rows, "sha256:" + digest.hexdigest())
+
+
+class _Hashing:
+    """A file that hashes what is written to it (the bytes once, not read back)."""
+
+    def __init__(self, fh, digest) -> None:
+        self.fh, self.digest, self.at, self.closed = fh, digest, 0, False
+
+    def write(self, data) -> int:
+        self.digest.update(data)
+        self.at += len(data)
+        return self.fh.write(data)
+
+    def tell(self) -> int:
+        return self.at
+
+    def flush(self) -> None:
+        self.fh.flush()
+
+    def close(self) -> None:
+        self.closed = True
 
 
 def remove_staged(folder: str) -> None:
