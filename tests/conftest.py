@@ -17,6 +17,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from skald_testdata import ADULT  # noqa: E402
 
 
+def pytest_addoption(parser) -> None:
+    parser.addoption(
+        "--cpu-durations",
+        metavar="FILE",
+        help="record each test's CPU (user + sys) in FILE and list the top ones (cpu_durations.py)",
+    )
+
+
+def pytest_configure(config) -> None:
+    if config.getoption("cpu_durations"):
+        from cpu_durations import CpuDurations
+
+        config.pluginmanager.register(CpuDurations(config.getoption("cpu_durations")))
+
+
 @pytest.fixture(autouse=True)
 def skald_logger_as_configured():
     """The product's logger as a fresh process has it: a worker process also runs Airflow's

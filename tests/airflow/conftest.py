@@ -128,11 +128,15 @@ def pytest_configure(config) -> None:
 
 
 def pytest_collection_modifyitems(items) -> None:
-    """The test that stops the shared deployment as a Ctrl-C would runs last of its tests
-    (one worker runs them in collection order, tests/conftest.py)."""
+    """The shared deployment's tests run one after another, last, and the test that stops it
+    as a Ctrl-C would runs last of them (one worker runs them in collection order,
+    tests/conftest.py; without workers the deployment would otherwise be stopped after its
+    first test, see pytest_runtest_teardown)."""
     last = [item for item in items if item.get_closest_marker("stops_shared_deployment")]
-    if last:
-        items[:] = [item for item in items if item not in last] + last
+    on_dep = [item for item in items if "dep" in item.fixturenames and item not in last]
+    if on_dep or last:
+        shared = set(on_dep + last)
+        items[:] = [item for item in items if item not in shared] + on_dep + last
 
 
 def pytest_runtest_teardown(item, nextitem) -> None:

@@ -162,6 +162,10 @@ class Deployment:
                 "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.sql_alchemy_conn
                 or f"sqlite:///{self.home / 'airflow.db'}",
                 "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                # the DAG files do not change while a test deployment runs: re-parsing each one
+                # every 30 s (the default) was its largest idle cost, ~8 CPU-s a minute (new
+                # files are still parsed at once; a parse reads only the environment)
+                "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "600",
                 "AIRFLOW__SCHEDULER__ENABLE_HEALTH_CHECK": "False",
                 # a worker's call to the Execution API (default 5 s) timed out on a loaded
                 # 2-core machine: the task failed before it started (httpx.ReadTimeout)

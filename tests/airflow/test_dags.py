@@ -246,23 +246,33 @@ def test_selects_label_the_empty_choice_and_settings_read_as_people_write(tmp_pa
     assert " suppression_limit=0.1 " in line and "1/10" not in line
 
 
-@pytest.mark.parametrize(
-    ("bad", "rule"),
-    [
-        ({"k": "abc"}, "k"),
-        ({"k": 1}, "k must be an integer >= 2"),
-        ({"k": 2.5}, "k must be an integer >= 2"),
-        ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1"),
-        ({"suppression_limit": -0.1}, "suppression_limit must be a number between 0 and 1"),
-        ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2"),
-    ],
-)
-def test_wrong_types_and_out_of_range_values_are_refused_at_trigger(dagbag, bad, rule):
-    """No run is made: the params' schemas refuse them (issue 18 item 13)."""
-    from airflow.sdk.exceptions import ParamValidationError
+REFUSED_AT_TRIGGER = [
+    ({"k": "abc"}, "k"),
+    ({"k": 1}, "k must be an integer >= 2"),
+    ({"k": 2.5}, "k must be an integer >= 2"),
+    ({"suppression_limit": 5}, "suppression_limit must be a number between 0 and 1"),
+    ({"suppression_limit": -0.1}, "suppression_limit must be a number between 0 and 1"),
+    ({"histogram_bins": 1}, "histogram_bins must be an integer >= 2"),
+]
 
+
+def test_wrong_types_and_out_of_range_values_are_refused_at_trigger(dagbag):
+    """No run is made: the params' schemas refuse them (issue 18 item 13). Each value as the
+    trigger checks it (the DAG as the scheduler holds it, serialized and back, its params
+    merged with the conf and validated: what ``dag.test()`` and the REST API's trigger run
+    before a run exists), and one through ``dag.test()`` itself (each call re-parses and
+    stores every DAG of the folder first: ~3 CPU-s)."""
+    from airflow.sdk.exceptions import ParamValidationError
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    dag = dagbag.dags["skald_anonymise"]
+    served = DagSerialization.deserialize_dag(DagSerialization.serialize_dag(dag))
+    for bad, rule in REFUSED_AT_TRIGGER:
+        with pytest.raises(ParamValidationError, match=rule):
+            served.params.deep_merge({**bad, "config": "/nonexistent.yaml"}).validate()
+    bad, rule = REFUSED_AT_TRIGGER[1]
     with pytest.raises(ParamValidationError, match=rule):
-        dagbag.dags["skald_anonymise"].test(run_conf={**bad, "config": "/nonexistent.yaml"})
+        dag.test(run_conf={**bad, "config": "/nonexistent.yaml"})
 
 
 @pytest.mark.parametrize(
@@ -351,7 +361,7 @@ def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp
     from airflow_skald.core.config.run_config import load_config
     from airflow_skald.core.run.runner import run
 
-    outs = {}
+    outs, artifacts = {}, {}
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):
         out = tmp_path / f"release-{dag_id}"
         conf = {"config": str(generated), "output_path": str(out), "k": 10}
@@ -360,8 +370,15 @@ def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp
         assert result["verified"] is True
         assert Path(result["manifest"].removeprefix("file://")).exists()
         assert "/skald/releases/" in result["manifest_url"]
-        outs[dag_id] = out
+        outs[dag_id], artifacts[dag_id] = out, result["artifacts"]
     a, b = (outs["skald_anonymise"], outs["skald_anonymise_mapped"])
+
+    # runs keep separate artifacts: the same conf again is another run, its own folder
+    conf = {"config": str(generated), "output_path": str(a), "k": 10}
+    again = return_value(run_dag(dagbag, "skald_anonymise", conf), "generalise")["artifacts"]
+    assert again != artifacts["skald_anonymise"]
+    for uri in (again, artifacts["skald_anonymise"]):
+        assert (Path(uri.removeprefix("file://")) / "manifest.json").exists()
     assert release_files(a) == release_files(b)
     assert len(release_files(a)) == 4
     assert stable(manifest(a)) == stable(manifest(b))
@@ -498,16 +515,6 @@ def test_rerun_reproduces_identical_artifacts(dagbag, artifacts_root, generated,
     # no staging folder or temporary file is left behind
     leftovers = [p.name for p in out.parent.iterdir() if "staging" in p.name or p.suffix == ".tmp"]
     assert leftovers == []
-
-
-def test_runs_keep_separate_artifacts(dagbag, artifacts_root, generated, tmp_path):
-    out = tmp_path / "release"
-    conf = {"config": str(generated), "output_path": str(out), "k": 10}
-    a = return_value(run_dag(dagbag, "skald_anonymise", conf), "generalise")["artifacts"]
-    b = return_value(run_dag(dagbag, "skald_anonymise", conf), "generalise")["artifacts"]
-    assert a != b
-    for uri in (a, b):
-        assert (Path(uri.removeprefix("file://")) / "manifest.json").exists()
 
 
 # ------------------------------------------------------------- rule-built hierarchies

@@ -100,7 +100,10 @@ def by_component(dep) -> dict[str, list[psutil.Process]]:
     """The processes `make airflow`'s launcher started, by what they are."""
     out: dict[str, list[psutil.Process]] = {}
     for proc in dep.members()[1:]:
-        cmd = " ".join(proc.cmdline()).replace("api_server", "api-server")  # its title
+        try:
+            cmd = " ".join(proc.cmdline()).replace("api_server", "api-server")  # its title
+        except (psutil.NoSuchProcess, psutil.ZombieProcess):  # a task or parse that just ended
+            continue
         if cmd.startswith("airflow worker -- LocalExecutor"):
             name = "local-worker"
         elif "serve_logs.log_server" in cmd:
