@@ -12,7 +12,7 @@ from airflow.sdk.definitions.param import ParamValidationError
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.table import SETTINGS
-from airflow_skald.operators.dag_params import PARAMS
+from airflow_skald.operators.dag_params import DRAFT, PARAMS
 
 BOUNDS = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
 NUMERIC = [s for s in SETTINGS if s.param and s.schema["type"] in ("integer", "number")]
@@ -37,8 +37,9 @@ def run_accepts(setting, value) -> bool:
 
 
 def trigger_accepts(setting, value) -> bool:
+    assert {**setting.param_schema(), **DRAFT} == PARAMS[setting.name].schema  # the DAGs' own
     try:
-        Param(None, **setting.param_schema()).resolve(value)
+        Param(None, **PARAMS[setting.name].schema).resolve(value)
     except ParamValidationError as exc:
         assert f"{setting.name} must be {setting.expects}" in str(exc)
         return False
