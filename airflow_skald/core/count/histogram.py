@@ -251,6 +251,16 @@ class HistogramAccumulator:
         else:
             self.add(Histogram(self.radices, *grouped(keys, None, _product(self.radices))))
 
+    def add_weighted(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        """Add each row's whole-number weight >= 0 to its key's bin (a table of sums)."""
+        if self._dense is not None and self._dense.size <= keys.size:
+            table = np.bincount(keys, weights=weights, minlength=self._dense.size)
+            self._dense += table.astype(np.int64)  # exact: sums below 2^53 (class_sums)
+        elif self._dense is not None:
+            np.add.at(self._dense, keys, weights)
+        else:
+            self.add(Histogram(self.radices, *grouped(keys, weights, _product(self.radices))))
+
     def add(self, hist: Histogram) -> None:
         if self._dense is not None and hist._dense is not None:
             self._dense += hist._dense

@@ -6,6 +6,10 @@ axis, the attribute's value code, innermost (key = class key * m + code). Counts
 so partials counted over any chunks merge exactly. A k-only run has no value tables, and its
 byte form is the class histogram's own (unchanged).
 
+`sums`: per microaggregated QID counted as sums (`encode.class_sums`), a table over the class
+bins whose "counts" are the sums of the bins' value offsets (a bin summing to 0 is absent);
+additive and rolled up as the class counts are.
+
 `node` is the lattice node the counts are at (the root in paper mode; in adaptive mode a node
 of phase 1's root chain, ADR 0012), so partials counted at different nodes can be merged by
 rolling them up (`adaptive_root.merge_on_chain`). It prefixes the byte form when set.
@@ -25,6 +29,7 @@ class RootCounts:
     classes: Histogram
     values: Mapping[str, Histogram] = field(default_factory=dict)
     node: tuple[int, ...] | None = None
+    sums: Mapping[str, Histogram] = field(default_factory=dict)
 
     @property
     def n_records(self) -> int:
@@ -54,6 +59,7 @@ class RootCounts:
             Histogram.merge([p.classes for p in parts]),
             {a: Histogram.merge([p.values[a] for p in parts]) for a in names},
             node=parts[0].node,
+            sums={a: Histogram.merge([p.sums[a] for p in parts]) for a in parts[0].sums},
         )
 
     def compact(self) -> RootCounts:
@@ -61,6 +67,7 @@ class RootCounts:
             self.classes.compact(),
             {a: h.compact() for a, h in self.values.items()},
             self.node,
+            {a: h.compact() for a, h in self.sums.items()},
         )
 
     def to_bytes(self) -> bytes:
@@ -70,10 +77,13 @@ class RootCounts:
         return b"SKALDRN1" + json.dumps(list(self.node)).encode() + b"\n" + body
 
     def _body(self) -> bytes:
-        if not self.values:
+        if not self.values and not self.sums:
             return self.classes.to_bytes()
-        blobs = [self.classes.to_bytes(), *(h.to_bytes() for h in self.values.values())]
+        tables = [*self.values.values(), *self.sums.values()]
+        blobs = [self.classes.to_bytes(), *(h.to_bytes() for h in tables)]
         head = {"values": list(self.values), "sizes": [len(b) for b in blobs]}
+        if self.sums:
+            head["sums"] = list(self.sums)
         return b"SKALDRC1" + json.dumps(head).encode() + b"\n" + b"".join(blobs)
 
     @classmethod
@@ -91,7 +101,8 @@ class RootCounts:
         for size in meta["sizes"]:
             blobs.append(body[at : at + size])
             at += size
-        values = {
-            a: Histogram.from_bytes(b) for a, b in zip(meta["values"], blobs[1:], strict=True)
-        }
-        return cls(Histogram.from_bytes(blobs[0]), values)
+        tables = [Histogram.from_bytes(b) for b in blobs[1:]]
+        n = len(meta["values"])
+        values = dict(zip(meta["values"], tables[:n], strict=True))
+        sums = dict(zip(meta.get("sums", []), tables[n:], strict=True))
+        return cls(Histogram.from_bytes(blobs[0]), values, sums=sums)

@@ -230,7 +230,9 @@ class ChainCounts:
 
     It holds the tables N_RAM bounds: one (class, value) table per attribute that criteria
     name, or the class table in a k-only run. With criteria the class counts are not counted
-    separately: they are the (class, value) counts summed over the values (`result`).
+    separately: they are the (class, value) counts summed over the values (`result`). Beside
+    them, per QID in `sums` (`encode.class_sums`), a table of value sums over the class bins:
+    it follows every roll-up but is not what N_RAM bounds (its keys are the classes').
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
@@ -242,12 +244,19 @@ class ChainCounts:
     has at most DENSE_LIMIT possible bins, with no sort per chunk.
     """
 
-    def __init__(self, plan: Plan, chain: Sequence[Node], values: Mapping[str, int]):
+    def __init__(
+        self,
+        plan: Plan,
+        chain: Sequence[Node],
+        values: Mapping[str, int],
+        sums: Sequence[str] = (),
+    ):
         self.dims = plan.dims
         self.chain = [tuple(n) for n in chain]
         self.where = {n: i for i, n in enumerate(self.chain)}
         self.limit = plan.n_ram - 1
         self.m = dict(values)  # attribute -> number of value codes ({}: the class table)
+        self.sums = tuple(sums)  # their tables are named ("sum", attribute)
         self.position = 0
         self.tables = {
             t: _Buckets.of(Histogram.empty(self._radices(t, self.node))) for t in self._names()
@@ -256,12 +265,12 @@ class ChainCounts:
         if len(self.chain) == 1:
             self._open_top()
 
-    def _names(self) -> list[str | None]:
-        return list(self.m) or [None]  # None: the class table
+    def _names(self) -> list:
+        return [*(list(self.m) or [None]), *(("sum", a) for a in self.sums)]  # None: classes
 
-    def _radices(self, table: str | None, node: Node) -> tuple[int, ...]:
+    def _radices(self, table: str | tuple | None, node: Node) -> tuple[int, ...]:
         radices = self.radices(node)
-        return radices if table is None else (*radices, self.m[table])
+        return (*radices, self.m[table]) if isinstance(table, str) else radices
 
     @property
     def node(self) -> Node:
@@ -279,8 +288,9 @@ class ChainCounts:
                 self.top[t].add(Histogram(table.radices, keys, counts))
         self.tables = {}
 
-    def _tables_of(self, counts: RootCounts) -> dict[str | None, Histogram]:
-        return dict(counts.values) if self.m else {None: counts.classes}
+    def _tables_of(self, counts: RootCounts) -> dict:
+        tables = dict(counts.values) if self.m else {None: counts.classes}
+        return {**tables, **{("sum", a): counts.sums[a] for a in self.sums}}
 
     def _next(self, node: Node) -> tuple[Node, int, np.ndarray, int]:
         """The chain node after `node`, the QID that rises, its level map and new card."""
@@ -309,24 +319,42 @@ class ChainCounts:
             self._rise()
         self.add_chunk(counts.node, self._tables_of(counts))
 
-    def chunk_tables(self, node: Node, keys: np.ndarray, values: Mapping[str, np.ndarray]) -> dict:
-        """One chunk's records, given their keys at `node` (class keys; key * m + code), as
-        what `add_chunk` takes: the keys themselves at the chain's top (counted densely
-        there), else their sorted counts. Safe to call from reading threads."""
-        chunk = {t: keys if t is None else values[t] for t in self._names()}
+    def chunk_tables(
+        self,
+        node: Node,
+        keys: np.ndarray,
+        values: Mapping[str, np.ndarray],
+        weights: Mapping[str, np.ndarray] | None = None,
+    ) -> dict:
+        """One chunk's records, given their keys at `node` (class keys; key * m + code; the
+        `sums` QIDs' weights per record), as what `add_chunk` takes: the keys themselves at
+        the chain's top (counted densely there; (keys, weights) for a sum table), else their
+        sorted counts. Safe to call from reading threads."""
+        chunk = {}
+        for t in self._names():
+            if isinstance(t, tuple):
+                chunk[t] = (keys, weights[t[1]])
+            else:
+                chunk[t] = keys if t is None else values[t]
         if node == self.chain[-1]:
             return chunk
         out = {}
-        for t, keys in chunk.items():
+        for t, rows in chunk.items():
             radices = self._radices(t, node)
-            out[t] = Histogram(radices, *grouped(keys, None, math.prod(radices)))
+            rows, w = rows if isinstance(rows, tuple) else (rows, None)
+            out[t] = Histogram(radices, *grouped(rows, w, math.prod(radices)))
         return out
 
     def add_chunk(self, node: Node, tables: dict) -> None:
         """Add what `chunk_tables` made at `node` (at or below the current node)."""
-        if node == self.chain[-1] and any(isinstance(k, np.ndarray) for k in tables.values()):
+        if node == self.chain[-1] and any(
+            isinstance(k, np.ndarray | tuple) for k in tables.values()
+        ):
             for t, keys in tables.items():
-                self.top[t].add_keys(keys)
+                if isinstance(keys, tuple):
+                    self.top[t].add_weighted(*keys)
+                else:
+                    self.top[t].add_keys(keys)
             return
         while self.where[node] < self.position:
             tables, node = self.step(tables, node)
@@ -340,17 +368,18 @@ class ChainCounts:
             self._rise()
 
     def _fill(self) -> int:
-        return sum(t.n_bins for t in self.tables.values())
+        return sum(t.n_bins for name, t in self.tables.items() if not isinstance(name, tuple))
 
     def result(self) -> RootCounts:
         if self.top is not None:
             tables = {t: acc.result() for t, acc in self.top.items()}
         else:
             tables = {t: table.histogram() for t, table in self.tables.items()}
+        sums = {a: tables.pop(("sum", a)) for a in self.sums}
         if not self.m:
-            return RootCounts(tables[None], {}, node=self.node)
+            return RootCounts(tables[None], {}, node=self.node, sums=sums)
         classes = tables[next(iter(self.m))].sum_last_axis()
-        return RootCounts(classes, tables, node=self.node)
+        return RootCounts(classes, tables, node=self.node, sums=sums)
 
 
 def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:
@@ -358,7 +387,8 @@ def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:
     the highest of them, then up the chain while the sum overflows N_RAM."""
     if not plan.chain or any(p.node not in plan.chain for p in parts):
         return RootCounts.merge(parts)  # a fixed root (paper mode): all counted there
-    acc = ChainCounts(plan, plan.chain, {a: int(h.radices[-1]) for a, h in parts[0].values.items()})
+    values = {a: int(h.radices[-1]) for a, h in parts[0].values.items()}
+    acc = ChainCounts(plan, plan.chain, values, list(parts[0].sums))
     for part in sorted(parts, key=lambda p: -acc.where[p.node]):  # the highest first
         acc.add(part)
     return acc.result()

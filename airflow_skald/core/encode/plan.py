@@ -27,6 +27,11 @@ class Plan:
     paper_root: tuple[int, ...] = ()  # paper mode's root P (adaptive: the upper bound)
     chain: tuple[tuple[int, ...], ...] = ()  # adaptive: phase 2's chain of nodes up to P
     root_bins_nonempty: int | None = None  # the bins N_RAM bounds, as phase 2 counted them
+    summed: tuple[str, ...] = ()  # microaggregated QIDs counted as a sum per bin (class_sums)
+
+    def value_attributes(self, counted: tuple[str, ...]) -> tuple[str, ...]:
+        """Of the attributes counted per class, those counted as (class, value) tables."""
+        return tuple(a for a in counted if a not in self.summed)
 
     def counting_chain(self) -> tuple[tuple[int, ...], ...]:
         """The nodes phase 2 may count at, in order: the chain up to the root (phase 1's

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.adaptive_root import root_chain
+from airflow_skald.core.encode.class_sums import summed_attributes
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
@@ -40,8 +41,10 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
-    factor = sum(stats.sensitive[a].m for a in config.counted_attributes) or 1
-    probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0, factor)
+    summed = summed_attributes(config, stats)  # no value axis: counted as sums per bin
+    tables = [a for a in config.counted_attributes if a not in summed]
+    factor = sum(stats.sensitive[a].m for a in tables) or 1
+    probe = Plan(stats, dims, n_ram, derived, (), 0, len(lattice), 0, 0, factor, summed=summed)
     # N_data = prod_i cards_i * factor + 1 <= n_ram, for every node in one array op
     complying = fitting_nodes(lattice, [d.cards for d in dims], (n_ram - 1) // factor)
     root_index = best_by_precision(

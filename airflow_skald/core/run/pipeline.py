@@ -32,6 +32,7 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data import io as skald_io
 from airflow_skald.core.data.io import ChunkRef, map_ahead, read_chunk
 from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.encode import class_sums
 from airflow_skald.core.encode.adaptive_root import ChainCounts
 from airflow_skald.core.encode.domain import DomainStats, counting_types, csv_types
 from airflow_skald.core.encode.domain import scan_domain as _scan_domain
@@ -50,8 +51,9 @@ from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
 from airflow_skald.core.search.recoded import local_recoding
+from airflow_skald.core.search.rollups import roll_up
 from airflow_skald.core.search.safepub.decide import dp_decision
-from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at
+from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at, class_means
 
 log = logging.getLogger("airflow_skald")
 
@@ -119,22 +121,26 @@ def count_histogram(
     rolling the counts up whenever their non-empty bins outgrow N_RAM; the result's `node`
     says where it ended."""
     chain = plan.counting_chain()
-    sensitive = {a: plan.stats.sensitive[a] for a in config.counted_attributes}
-    columns = list(dict.fromkeys([*config.qid_names, *sensitive]))
+    stats = plan.stats.sensitive
+    sensitive = {a: stats[a] for a in plan.value_attributes(config.counted_attributes)}
+    offsets = {a: class_sums.offsets(stats[a]) for a in plan.summed}  # weight per value code
+    columns = list(dict.fromkeys([*config.qid_names, *sensitive, *offsets]))
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
-    acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()})
+    acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()}, plan.summed)
 
     def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
         node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
         table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
+        weights = {a: w[stats[a].codes(table.column(a))] for a, w in offsets.items()}
         if sample is not None:
             keep = sample.keeps(chunk, table.num_rows)
             keys, values = keys[keep], {a: v[keep] for a, v in values.items()}
-        return node, acc.chunk_tables(node, keys, values), table.num_rows
+            weights = {a: w[keep] for a, w in weights.items()}
+        return node, acc.chunk_tables(node, keys, values, weights), table.num_rows
 
     for i, (_, (node, tables, n_rows)) in enumerate(map_ahead(counted_at, chunks)):
         acc.add_chunk(node, tables)
@@ -234,8 +240,14 @@ def microaggregate(
     functions = config.microaggregations
     if not functions:
         return []
-    keys, table = ClassSource(plan, counts, list(functions)).keyed(tuple(decision.node))
-    return aggregates_at(plan, keys, table, functions)
+    node, stats = tuple(decision.node), plan.stats.sensitive
+    tabled = [a for a in functions if a not in plan.summed]
+    keys, table = ClassSource(plan, counts, tabled).keyed(node)
+    out = aggregates_at(plan, keys, table, {a: functions[a] for a in tabled})
+    for a in plan.summed:  # an integer mean from the sums per class (`encode.class_sums`)
+        sums, smallest = roll_up(plan, counts.sums[a], node), class_sums.smallest(stats[a])
+        out.append(class_means(a, keys, table.sizes, sums, smallest))
+    return sorted(out, key=lambda a: list(functions).index(a.name))
 
 
 def write_parts(

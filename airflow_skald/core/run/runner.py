@@ -153,6 +153,7 @@ def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
         "paper_root_levels": list(plan.paper_root or plan.root),
         "root_chain": [list(n) for n in plan.chain],
         "root_bins_nonempty": plan.root_bins_nonempty,
+        **({"summed_attributes": list(plan.summed)} if plan.summed else {}),
         "root_lattice": {
             "nodes": plan.lattice_nodes,
             "evaluated": plan.root_evaluated,

@@ -221,6 +221,7 @@ class Run:
             paper_root=tuple(saved.get("paper_root_levels", saved["root_levels"])),
             chain=tuple(tuple(n) for n in saved.get("root_chain", ())),
             root_bins_nonempty=saved.get("root_bins_nonempty"),
+            summed=tuple(saved.get("summed_attributes", ())),
         )
 
     def decision(self) -> Decision:

@@ -7,7 +7,9 @@ as it counts a sensitive attribute's for l-diversity (a (class, value) histogram
 additive over chunks and rolled up the root chain with the class counts). After the search the
 table is rolled up to the chosen node (`class_source.ClassSource`), which gives every class's
 value histogram, so every function is exact and no pass over the data is added: phase 3 looks
-each record's class key up in the per-class labels (`Aggregates`).
+each record's class key up in the per-class labels (`Aggregates`). An integer mean is counted
+as an exact sum per class bin instead (`encode.class_sums`, `class_means`): no value axis, so
+the root and the search are the k-only run's.
 
 ARX's definitions, over the class's non-null values (ARX's `create...()` functions ignore
 missing values; a class of nulls only gets ARX's `NULL`):
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
@@ -277,6 +280,25 @@ def aggregates_at(
         index, labels = aggregate_labels(functions[name].function, table.values[name], domain)
         out.append(Aggregates(name, keys, index, labels))
     return out
+
+
+def class_means(
+    name: str, keys: np.ndarray, sizes: np.ndarray, sums: Histogram, smallest: int
+) -> Aggregates:
+    """The labels of a QID counted as sums (`encode.class_sums`: an integer mean, no nulls)
+    per class of the chosen node: `keys` and `sizes` the node's classes, `sums` the value
+    offsets (value - `smallest`) summed per class at the node (a class summing to 0 may be
+    absent). Exact: smallest + floor((2S + n) / 2n) rounds S/n half up as Java's `Math.round`
+    does, and ARX's double mean is the same number (its error is far below the 1/(2n) that
+    separates a mean of n whole numbers from a half)."""
+    total = np.zeros(keys.size, dtype=np.int64)
+    if sums.n_bins:
+        total[np.searchsorted(keys, sums.keys)] = sums.counts
+    n = np.asarray(sizes, dtype=np.int64)
+    means = (2 * total + n) // (2 * n) + smallest
+    uniq, inv = np.unique(means, return_inverse=True)
+    labels = [str(int(v)) for v in uniq.tolist()]
+    return Aggregates(name, keys, inv.reshape(-1).astype(np.int32), labels)
 
 
 def release_column(aggregates: Aggregates, keys: np.ndarray, masked: np.ndarray) -> pa.Array:

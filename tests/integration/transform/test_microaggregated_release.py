@@ -131,6 +131,8 @@ def _expected(table: pd.DataFrame, node: dict, name: str, function: str, integer
         ("height", "mode", False),
         ("height", "interval", True),
         ("height", "median", True),
+        ("height", "mean", True),  # an integer mean: counted as sums per class, no value axis
+        ("height", "mean", False),
     ],
 )
 def test_matches_the_oracle_however_chunked(tmp_path, name, function, cluster):
@@ -150,6 +152,10 @@ def test_matches_the_oracle_however_chunked(tmp_path, name, function, cluster):
     entry = {"function": function, "cluster": cluster, "data_type": data_type}
     assert manifest["microaggregation"] == {name: entry}
     assert main(["verify", str(tmp_path / "out-1200")]) == 0
+    if (name, function, cluster) == ("height", "mean", True):  # sums per class, no value
+        k_only = run(load_config(_config(tmp_path, "k-only", inp, {}, 1200)))  # axis: the
+        for key in ("root_node", "root_bins", "root_bins_nonempty", "node"):  # k-only root
+            assert manifest[key] == k_only[key], key
     lattice = [q for q in ("weight", "height", "sex", "zip") if q in node]
     suppressed = (release[lattice] == "*").all(axis=1)
     assert int(suppressed.sum()) == manifest["n_suppressed"]

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.distributions import ClassValues
@@ -20,6 +21,7 @@ from airflow_skald.core.transform.microaggregation import (
     aggregate_labels,
     aggregates_from_bytes,
     aggregates_to_bytes,
+    class_means,
     java_double_text,
     java_round,
 )
@@ -101,6 +103,25 @@ def test_even_median_and_mean_round_half_up() -> None:
     assert mean == ["21", "-2", "2"]
     mode, _ = _labels("mode", cls, values)
     assert mode == ["20", "-3", "1"]  # ties: the smallest value
+
+
+def test_means_from_sums_equal_the_value_tables() -> None:
+    # phase 2's sums per class (value - smallest) give the labels the (class, value) table
+    # gives, halves rounded up, negatives included; a class summing to 0 is absent
+    rng = np.random.default_rng(11)
+    cls = rng.integers(0, 400, 5000)
+    values = rng.integers(-40, 60, cls.size)
+    values[cls == 7] = -40  # a class whose offsets sum to 0
+    cls = np.r_[cls, 401, 401, 402, 402]
+    values = np.r_[values, 20, 21, -3, -2]  # 20.5 -> 21, -2.5 -> -2
+    want, _ = _labels("mean", cls, values.tolist())
+    keys, sizes = np.unique(cls, return_counts=True)
+    sums = np.bincount(cls, weights=values + 40).astype(np.int64)
+    present = np.flatnonzero(sums)
+    a = class_means("age", keys, sizes, Histogram((403,), present, sums[present]), -40)
+    got = dict(zip(keys.tolist(), (a.labels[i] for i in a.index), strict=True))
+    assert got[7] == "-40" and got[401] == "21" and got[402] == "-2"
+    assert [got[c] for c in keys.tolist()] == [want[c] for c in keys.tolist()]
 
 
 def test_a_class_of_nulls_is_null() -> None:
