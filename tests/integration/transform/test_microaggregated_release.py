@@ -67,7 +67,9 @@ def _table(n: int = 1200, seed: int = 5) -> pd.DataFrame:
 ZIPS = {z: [z[:3] + "*", z[0] + "***"] for z in ["1001", "1002", "2001", "2002", "3001"]}
 
 
-def _config(tmp_path: Path, name: str, inp: Path, microagg: dict, chunk_rows: int) -> Path:
+def _config(
+    tmp_path: Path, name: str, inp: Path, microagg: dict, chunk_rows: int, bins: int = 10**6
+) -> Path:
     weights = sorted(set(_table()["weight"]))
     micro = {q: {"microaggregation": m} for q, m in microagg.items()}
     body = {
@@ -87,7 +89,7 @@ def _config(tmp_path: Path, name: str, inp: Path, microagg: dict, chunk_rows: in
             {"name": "zip", "type": "categorical", "hierarchy": ZIPS},
         ],
         "privacy": {"k": 6, "suppression_limit": 0.02},
-        "memory": {"histogram_bins": 10**6},  # one root whatever the chunk size
+        "memory": {"histogram_bins": bins},  # 10**6: one root whatever the chunk size
     }
     return write_config(tmp_path / f"{name}.yaml", body)
 
@@ -166,6 +168,26 @@ def test_matches_the_oracle_however_chunked(tmp_path, name, function, cluster):
         assert got.astype(float).to_numpy() == pytest.approx(expected.to_numpy(float), rel=1e-12)
     else:
         assert got.tolist() == expected.tolist()
+
+
+def test_sums_roll_up_the_chain_and_merge_from_workers(tmp_path):
+    # an integer mean counted as sums per class: with a small N_RAM phase 2 rolls the counts
+    # (and the sums) up the root chain while counting, and workers' partials counted at
+    # different chain nodes merge there; the release is the oracle's however it was counted
+    table = _table()
+    inp = write_chunks(table, tmp_path / "in", [300, 500, 100])
+    micro = {"height": {"function": "mean", "cluster": True}}
+    written = []
+    for rows, workers in ((100, 1), (100, 2), (1200, 1)):
+        name = f"out-{rows}-{workers}"
+        cfg = _config(tmp_path, name, inp, micro, rows, bins=200)
+        manifest = run(load_config(cfg), workers=workers)
+        written.append(read_release(tmp_path / name)["height"].tolist())
+    assert written[0] == written[1] == written[2]
+    assert any(manifest["root_node"].values())  # the chain rose above level 0
+    suppressed = np.asarray(written[2]) == "*"
+    expected = _expected(table, manifest["node"], "height", "mean", integer=True)[~suppressed]
+    assert np.asarray(written[2])[~suppressed].tolist() == expected.tolist()
 
 
 def test_per_chunk_refuses_microaggregation(tmp_path):

@@ -61,3 +61,27 @@ def test_counts_at_different_nodes_are_not_summed():
     b = RootCounts(_hist(RADICES, np.array([1])), node=(1, 0))
     with pytest.raises(ValueError, match="different nodes"):
         RootCounts.merge([a, b])
+
+
+@pytest.mark.parametrize("with_values", [False, True])
+def test_sums_per_class_merge_and_survive_bytes(with_values):
+    # a microaggregated integer mean's sums per class bin (encode/class_sums): additive, carried
+    # beside the class counts (and any (class, value) tables), not what N_RAM bounds
+    rng = np.random.default_rng(4)
+    keys, weights = rng.integers(0, 12, 200), rng.integers(0, 40, 200)
+    parts = []
+    for k, w in zip(np.split(keys, [50, 120]), np.split(weights, [50, 120]), strict=True):
+        distinct = np.unique(k)
+        sums = Histogram(RADICES, distinct, np.bincount(k, w, minlength=12)[distinct].astype(int))
+        part = _partial(k, k % M, node=(0, 0)) if with_values else RootCounts(_hist(RADICES, k))
+        part.sums = {"age": sums}
+        parts.append(RootCounts.from_bytes(part.compact().to_bytes()))
+    merged = RootCounts.merge(parts)
+    want = np.bincount(keys, weights, minlength=12)
+    got = merged.sums["age"]
+    assert dict(zip(got.keys.tolist(), got.counts.tolist(), strict=True)) == {
+        k: int(want[k]) for k in np.unique(keys).tolist()
+    }
+    classes = len(set(keys.tolist()))
+    assert merged.bounded_bins == (merged.values["sens"].n_bins if with_values else classes)
+    assert list(merged.values) == (["sens"] if with_values else [])
