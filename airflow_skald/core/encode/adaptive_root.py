@@ -23,7 +23,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from airflow_skald.core.count.histogram import Histogram, HistogramAccumulator, grouped
+from airflow_skald.core.count.histogram import (
+    Histogram,
+    HistogramAccumulator,
+    grouped,
+    run_starts,
+)
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import Dimension
 
@@ -75,18 +80,14 @@ def possible_bins(dims: Sequence[Dimension], node: Node) -> int:
     return math.prod(d.cards[level] for d, level in zip(dims, node, strict=True))
 
 
-def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> Histogram:
-    """`hist` with QID `axis` mapped by `level_map` to a level of `card` bins: one key
-    rewrite in place (new key = key + (high * (card - old) + map[code] - code) * low_size, so
-    the high and low digits are never split out) and one grouping, vectorised. Temporaries:
-    about three arrays of the histogram's size."""
-    radices = list(hist.radices)
+def raised_keys(keys: np.ndarray, radices: Sequence[int], axis: int, level_map, card: int):
+    """Sorted-or-not keys with QID `axis` mapped by `level_map` to a level of `card` bins: one
+    key rewrite (new key = key + (high * (card - old) + map[code] - code) * low_size, so the
+    high and low digits are never split out); returns the new keys and radices."""
+    radices = list(radices)
     low_size = math.prod(radices[axis + 1 :])
     old = radices[axis]
     radices[axis] = card
-    if hist.n_bins == 0:
-        return Histogram.empty(radices)
-    keys = hist.keys
     shift = keys // low_size if low_size > 1 else keys.copy()  # high * old + code
     code = shift % old
     shift //= old  # high
@@ -97,7 +98,40 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
     if low_size > 1:
         shift *= low_size
     shift += keys  # the new keys
-    return Histogram(radices, *grouped(shift, hist.counts, math.prod(radices), owned=True))
+    return shift, tuple(radices)
+
+
+def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> Histogram:
+    """`hist` with QID `axis` mapped by `level_map` to a level of `card` bins: one key
+    rewrite and one grouping, vectorised. Temporaries: about three arrays of its size."""
+    if hist.n_bins == 0:
+        radices = list(hist.radices)
+        radices[axis] = card
+        return Histogram.empty(radices)
+    keys, radices = raised_keys(hist.keys, hist.radices, axis, level_map, card)
+    return Histogram(radices, *grouped(keys, hist.counts, math.prod(radices), owned=True))
+
+
+def grouped_columns(keys: np.ndarray, columns: Sequence[np.ndarray]) -> tuple:
+    """Distinct keys (sorted) and the sum of each int64 column per key (a class table with
+    its sums per bin: one sort shared by every column; bins summing to 0 are kept)."""
+    if keys.size == 0:
+        return (keys.astype(np.int64), *(np.asarray(c, dtype=np.int64) for c in columns))
+    if np.any(keys[1:] < keys[:-1]):
+        order = np.argsort(keys, kind="stable")
+        keys = keys[order]
+        columns = [c[order] for c in columns]
+    starts = run_starts(keys)
+    return (keys[starts], *(_run_sums(c, starts) for c in columns))
+
+
+def _run_sums(column: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """`np.add.reduceat(column, starts)` from one cumulative sum (int64, exact): several
+    times faster over many short runs."""
+    total = np.cumsum(column, dtype=np.int64)
+    out = total[np.r_[starts[1:], column.size] - 1]
+    out[1:] -= out[:-1].copy()
+    return out
 
 
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
@@ -108,16 +142,23 @@ def add_sorted(a: Histogram, b: Histogram) -> Histogram:
         return a
     if a.n_bins == 0:
         return b
-    keys = np.concatenate([a.keys, b.keys])
+    keys, counts = _add_sorted((a.keys, a.counts), (b.keys, b.counts))
+    return Histogram(a.radices, keys, counts)
+
+
+def _add_sorted(a: tuple, b: tuple) -> tuple:
+    """`add_sorted` over (keys, column, ...) tuples: every column summed per key."""
+    keys = np.concatenate([a[0], b[0]])
     order = np.argsort(keys, kind="stable")
     keys = keys[order]
-    counts = np.concatenate([a.counts, b.counts])[order]
+    columns = [np.concatenate([x, y])[order] for x, y in zip(a[1:], b[1:], strict=True)]
     del order
     twice = np.flatnonzero(keys[1:] == keys[:-1])
-    counts[twice] += counts[twice + 1]
     keep = np.ones(keys.size, dtype=bool)
     keep[twice + 1] = False
-    return Histogram(a.radices, keys[keep], counts[keep])
+    for c in columns:
+        c[twice] += c[twice + 1]
+    return (keys[keep], *(c[keep] for c in columns))
 
 
 # A sparse table is cut by key range into buckets of about this many bins, so that merging a
@@ -127,101 +168,113 @@ BUCKET_BINS = 1 << 18
 
 class _Buckets:
     """One table's counts at a sparse chain node, cut by key range into buckets: bucket i
-    holds the sorted unique keys in [bounds[i-1], bounds[i]) and their counts. A chunk's
-    sorted keys are cut at the same bounds and each piece merged into its bucket (a linear
-    merge of two small runs); together the buckets are the whole table in key order, so the
-    non-empty bins are the sum of their sizes, exactly."""
+    holds the sorted unique keys in [bounds[i-1], bounds[i]) and their counts (and, for the
+    class table of a run with QIDs counted as sums, their sums per bin: more columns that
+    follow the keys). A chunk's sorted keys are cut at the same bounds and each piece merged
+    into its bucket (a linear merge of two small runs); together the buckets are the whole
+    table in key order, so the non-empty bins are the sum of their sizes, exactly."""
 
-    def __init__(self, radices: tuple[int, ...], parts: list[tuple[np.ndarray, np.ndarray]]):
+    def __init__(self, radices: tuple[int, ...], parts: list[tuple], width: int = 2):
         self.radices = radices
-        self.parts = [p for p in parts if p[0].size] or [(_EMPTY, _EMPTY)]
-        self.bounds = np.asarray([k[0] for k, _ in self.parts[1:]], dtype=np.int64)
-        self.n_bins = sum(int(k.size) for k, _ in self.parts)
+        self.width = width  # keys, counts, then one column per sum
+        self.parts = [p for p in parts if p[0].size] or [(_EMPTY,) * width]
+        self.bounds = np.asarray([p[0][0] for p in self.parts[1:]], dtype=np.int64)
+        self.n_bins = sum(int(p[0].size) for p in self.parts)
 
     @classmethod
-    def of(cls, hist: Histogram) -> _Buckets:
-        return cls(hist.radices, _cut(hist.keys, hist.counts))
+    def empty(cls, radices: tuple[int, ...], width: int = 2) -> _Buckets:
+        return cls(radices, [], width)
 
-    def add(self, hist: Histogram) -> None:
-        if not hist.n_bins:
+    def add(self, table: tuple) -> None:
+        """Add sorted unique (keys, counts, sums...) at this node."""
+        keys = table[0]
+        if not keys.size:
             return
-        cuts = np.r_[0, np.searchsorted(hist.keys, self.bounds), hist.n_bins]
+        cuts = np.r_[0, np.searchsorted(keys, self.bounds), keys.size]
         for i, (a, b) in enumerate(zip(cuts[:-1].tolist(), cuts[1:].tolist(), strict=True)):
             if a == b:
                 continue
-            keys, counts = self.parts[i]
-            if not keys.size:  # copies: a view would keep the chunk's whole arrays alive
-                self.parts[i] = (hist.keys[a:b].copy(), hist.counts[a:b].copy())
+            old = self.parts[i]
+            piece = tuple(c[a:b] for c in table)
+            if not old[0].size:  # copies: a view would keep the chunk's whole arrays alive
+                self.parts[i] = tuple(c.copy() for c in piece)
                 self.n_bins += b - a
                 continue
-            merged = add_sorted(
-                Histogram(self.radices, keys, counts),
-                Histogram(self.radices, hist.keys[a:b], hist.counts[a:b]),
-            )
-            self.n_bins += merged.n_bins - int(keys.size)
-            self.parts[i] = (merged.keys, merged.counts)
-        if max(k.size for k, _ in self.parts) > 4 * BUCKET_BINS:
-            self.parts = _cut(*self._joined())  # re-cut into even buckets: O(bins), rarely
-            self.bounds = np.asarray([k[0] for k, _ in self.parts[1:]], dtype=np.int64)
+            merged = _add_sorted(old, piece)
+            self.n_bins += int(merged[0].size) - int(old[0].size)
+            self.parts[i] = merged
+        if max(p[0].size for p in self.parts) > 4 * BUCKET_BINS:
+            self.parts = _cut(self._joined())  # re-cut into even buckets: O(bins), rarely
+            self.bounds = np.asarray([p[0][0] for p in self.parts[1:]], dtype=np.int64)
 
-    def _joined(self) -> tuple[np.ndarray, np.ndarray]:
+    def _joined(self) -> tuple:
         if len(self.parts) == 1:
             return self.parts[0]
-        keys = np.concatenate([k for k, _ in self.parts])
-        counts = np.concatenate([c for _, c in self.parts])
-        return keys, counts
+        return tuple(np.concatenate([p[j] for p in self.parts]) for j in range(self.width))
 
     def histogram(self) -> Histogram:
-        return Histogram(self.radices, *self._joined())
+        keys, counts = self._joined()[:2]
+        return Histogram(self.radices, keys, counts)
+
+    def columns(self) -> tuple:
+        """The sums' columns (aligned with `histogram()`'s keys)."""
+        return self._joined()[2:]
 
     def raised(self, axis: int, level_map: np.ndarray, card: int) -> _Buckets:
         """These counts one level up in QID `axis`, bucket by bucket (the temporaries stay
         small); the buckets' pieces are re-cut by key range and merged where they meet."""
         pieces = []
-        while self.parts:  # each old bucket goes as its raised piece comes
-            keys, counts = self.parts.pop(0)
-            up = raise_one(Histogram(self.radices, keys, counts), axis, level_map, card)
-            pieces.append((up.keys, up.counts))
-        radices = up.radices
-        pieces = [p for p in pieces if p[0].size]
-        if all(a[0][-1] < b[0][0] for a, b in zip(pieces[:-1], pieces[1:], strict=True)):
-            return _Buckets(radices, pieces)  # still in order (e.g. the last QID rose)
+        radices = list(self.radices)
+        radices[axis] = card
+        radices = tuple(radices)
         n_possible = math.prod(radices)
-        sample = np.sort(np.concatenate([k[:: max(1, k.size // 64)] for k, _ in pieces]))
-        n = sum(int(k.size) for k, _ in pieces)
+        while self.parts:  # each old bucket goes as its raised piece comes
+            part = self.parts.pop(0)
+            if not part[0].size:
+                continue
+            keys, _ = raised_keys(part[0], self.radices, axis, level_map, card)
+            if self.width == 2:
+                pieces.append(grouped(keys, part[1], n_possible, owned=True))
+            else:
+                pieces.append(grouped_columns(keys, part[1:]))
+        if all(a[0][-1] < b[0][0] for a, b in zip(pieces[:-1], pieces[1:], strict=True)):
+            return _Buckets(radices, pieces, self.width)  # still in order (the last QID rose)
+        sample = np.sort(np.concatenate([p[0][:: max(1, p[0].size // 64)] for p in pieces]))
+        n = sum(int(p[0].size) for p in pieces)
         n_buckets = max(1, -(-n // BUCKET_BINS))
         bounds = np.unique(sample[(np.arange(1, n_buckets) * sample.size) // n_buckets])
         split = []
         while pieces:  # copies, so each piece is freed once it is cut: peak ~ one table
-            keys, counts = pieces.pop(0)
-            cuts = np.r_[0, np.searchsorted(keys, bounds), keys.size].tolist()
+            piece = pieces.pop(0)
+            cuts = np.r_[0, np.searchsorted(piece[0], bounds), piece[0].size].tolist()
             split.append(
                 [
-                    (keys[a:b].copy(), counts[a:b].copy())
+                    tuple(c[a:b].copy() for c in piece)
                     for a, b in zip(cuts[:-1], cuts[1:], strict=True)
                 ]
             )
-            del keys, counts
+            del piece
         parts = []
         for i in range(bounds.size + 1):
-            keys = np.concatenate([s[i][0] for s in split])
-            counts = np.concatenate([s[i][1] for s in split])
+            cols = [np.concatenate([s[i][j] for s in split]) for j in range(self.width)]
             for s in split:
-                s[i] = (_EMPTY, _EMPTY)
-            parts.append(grouped(keys, counts, n_possible, owned=True))
-        return _Buckets(radices, parts)
+                s[i] = (_EMPTY,) * self.width
+            if self.width == 2:
+                parts.append(grouped(cols[0], cols[1], n_possible, owned=True))
+            else:
+                parts.append(grouped_columns(cols[0], cols[1:]))
+        return _Buckets(radices, parts, self.width)
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
-def _cut(keys: np.ndarray, counts: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Sorted unique keys (and counts) cut into buckets of about BUCKET_BINS (copies)."""
-    n_buckets = max(1, -(-keys.size // BUCKET_BINS))
-    cuts = [(i * keys.size) // n_buckets for i in range(n_buckets + 1)]
-    return [
-        (keys[a:b].copy(), counts[a:b].copy()) for a, b in zip(cuts[:-1], cuts[1:], strict=True)
-    ]
+def _cut(table: tuple) -> list[tuple]:
+    """Sorted unique keys (and their columns) cut into buckets of about BUCKET_BINS (copies)."""
+    size = table[0].size
+    n_buckets = max(1, -(-size // BUCKET_BINS))
+    cuts = [(i * size) // n_buckets for i in range(n_buckets + 1)]
+    return [tuple(c[a:b].copy() for c in table) for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
 
 
 class ChainCounts:
@@ -230,14 +283,16 @@ class ChainCounts:
 
     It holds the tables N_RAM bounds: one (class, value) table per attribute that criteria
     name, or the class table in a k-only run. With criteria the class counts are not counted
-    separately: they are the (class, value) counts summed over the values (`result`). Beside
-    them, per QID in `sums` (`encode.class_sums`), a table of value sums over the class bins:
-    it follows every roll-up but is not what N_RAM bounds (its keys are the classes').
+    separately: they are the (class, value) counts summed over the values (`result`). QIDs in
+    `sums` (`encode.class_sums`, runs without criteria) add a column of value sums per class
+    bin to the class table: it follows the keys through every merge and roll-up (one sort for
+    both) and is not what N_RAM bounds.
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
     A chunk's records come in two steps: `chunk_tables` (its counts, in a reading thread) and
-    `add_chunk` (into the accumulator).
+    `add_chunk` (into the accumulator). A class table with sums goes between them as
+    (class histogram, sums aligned with its keys), or at the top as (keys, weights).
 
     At the chain's top (paper mode's root P, whose possible bins fit N_RAM, so no count can
     roll further) chunks are counted as paper mode counts its root: into a dense array when P
@@ -256,21 +311,26 @@ class ChainCounts:
         self.where = {n: i for i, n in enumerate(self.chain)}
         self.limit = plan.n_ram - 1
         self.m = dict(values)  # attribute -> number of value codes ({}: the class table)
-        self.sums = tuple(sums)  # their tables are named ("sum", attribute)
+        self.sums = tuple(sums)  # columns of the class table (dense at the top: ("sum", a))
+        if self.sums and self.m:
+            raise ValueError("sums per class are counted only beside the class table")
         self.position = 0
         self.tables = {
-            t: _Buckets.of(Histogram.empty(self._radices(t, self.node))) for t in self._names()
+            t: _Buckets.empty(self._radices(t, self.node), self._width(t)) for t in self._names()
         }
-        self.top: dict[str | None, HistogramAccumulator] | None = None
+        self.top: dict | None = None
         if len(self.chain) == 1:
             self._open_top()
 
-    def _names(self) -> list:
-        return [*(list(self.m) or [None]), *(("sum", a) for a in self.sums)]  # None: classes
+    def _names(self) -> list[str | None]:
+        return list(self.m) or [None]  # None: the class table
 
-    def _radices(self, table: str | tuple | None, node: Node) -> tuple[int, ...]:
+    def _width(self, table: str | None) -> int:
+        return 2 + (len(self.sums) if table is None else 0)
+
+    def _radices(self, table: str | None, node: Node) -> tuple[int, ...]:
         radices = self.radices(node)
-        return (*radices, self.m[table]) if isinstance(table, str) else radices
+        return radices if table is None else (*radices, self.m[table])
 
     @property
     def node(self) -> Node:
@@ -283,14 +343,25 @@ class ChainCounts:
         """From here on, count as paper mode counts at its root (the chain's last node)."""
         self.top = {}
         for t, table in self.tables.items():
-            self.top[t] = HistogramAccumulator(table.radices)
-            for keys, counts in table.parts:
-                self.top[t].add(Histogram(table.radices, keys, counts))
+            names = [t, *(("sum", a) for a in self.sums)] if t is None else [t]
+            for j, name in enumerate(names):
+                self.top[name] = HistogramAccumulator(table.radices)
+                for part in table.parts:
+                    self.top[name].add(Histogram(table.radices, part[0], part[1 + j]))
         self.tables = {}
 
     def _tables_of(self, counts: RootCounts) -> dict:
-        tables = dict(counts.values) if self.m else {None: counts.classes}
-        return {**tables, **{("sum", a): counts.sums[a] for a in self.sums}}
+        if self.m:
+            return dict(counts.values)
+        if not self.sums:
+            return {None: counts.classes}
+        keys = counts.classes.keys
+        aligned = []
+        for a in self.sums:
+            column = np.zeros(keys.size, dtype=np.int64)
+            column[np.searchsorted(keys, counts.sums[a].keys)] = counts.sums[a].counts
+            aligned.append(column)
+        return {None: (counts.classes, tuple(aligned))}
 
     def _next(self, node: Node) -> tuple[Node, int, np.ndarray, int]:
         """The chain node after `node`, the QID that rises, its level map and new card."""
@@ -302,7 +373,16 @@ class ChainCounts:
     def step(self, tables: dict, node: Node) -> tuple[dict, Node]:
         """`tables` (at chain node `node`) rolled to the next chain node (one QID, one level)."""
         dst, axis, level_map, card = self._next(node)
-        return {t: raise_one(h, axis, level_map, card) for t, h in tables.items()}, dst
+        out = {}
+        for t, item in tables.items():
+            if isinstance(item, Histogram):
+                out[t] = raise_one(item, axis, level_map, card)
+                continue
+            hist, sums = item
+            keys, radices = raised_keys(hist.keys, hist.radices, axis, level_map, card)
+            keys, counts, *sums = grouped_columns(keys, [hist.counts, *sums])
+            out[t] = (Histogram(radices, keys, counts), tuple(sums))
+        return out, dst
 
     def _rise(self) -> None:
         _, axis, level_map, card = self._next(self.node)
@@ -328,58 +408,92 @@ class ChainCounts:
     ) -> dict:
         """One chunk's records, given their keys at `node` (class keys; key * m + code; the
         `sums` QIDs' weights per record), as what `add_chunk` takes: the keys themselves at
-        the chain's top (counted densely there; (keys, weights) for a sum table), else their
-        sorted counts. Safe to call from reading threads."""
-        chunk = {}
-        for t in self._names():
-            if isinstance(t, tuple):
-                chunk[t] = (keys, weights[t[1]])
-            else:
-                chunk[t] = keys if t is None else values[t]
+        the chain's top (counted densely there), else their sorted counts (and sums). Safe
+        to call from reading threads."""
+        chunk = {t: keys if t is None else values[t] for t in self._names()}
+        w = tuple(weights[a] for a in self.sums) if self.sums else ()
         if node == self.chain[-1]:
-            return chunk
+            return {**chunk, None: (keys, w)} if w else chunk
         out = {}
         for t, rows in chunk.items():
             radices = self._radices(t, node)
-            rows, w = rows if isinstance(rows, tuple) else (rows, None)
-            out[t] = Histogram(radices, *grouped(rows, w, math.prod(radices)))
+            if t is None and w:
+                k, counts, *sums = _grouped_rows(rows, w, math.prod(radices))
+                out[t] = (Histogram(radices, k, counts), tuple(sums))
+            else:
+                out[t] = Histogram(radices, *grouped(rows, None, math.prod(radices)))
         return out
 
     def add_chunk(self, node: Node, tables: dict) -> None:
         """Add what `chunk_tables` made at `node` (at or below the current node)."""
-        if node == self.chain[-1] and any(
-            isinstance(k, np.ndarray | tuple) for k in tables.values()
-        ):
-            for t, keys in tables.items():
-                if isinstance(keys, tuple):
-                    self.top[t].add_weighted(*keys)
-                else:
-                    self.top[t].add_keys(keys)
+        if node == self.chain[-1] and any(_is_rows(k) for k in tables.values()):
+            for t, rows in tables.items():
+                if isinstance(rows, tuple):
+                    rows, w = rows
+                    for a, weights in zip(self.sums, w, strict=True):
+                        self.top[("sum", a)].add_weighted(rows, weights)
+                self.top[t].add_keys(rows)
             return
         while self.where[node] < self.position:
             tables, node = self.step(tables, node)
-        if self.top is not None:
-            for t, hist in tables.items():
+        for t, item in tables.items():
+            hist, sums = (item, ()) if isinstance(item, Histogram) else item
+            if self.top is not None:
                 self.top[t].add(hist)
-            return
-        for t, hist in tables.items():
-            self.tables[t].add(hist)
+                for a, column in zip(self.sums if sums else (), sums, strict=True):
+                    self.top[("sum", a)].add(Histogram(hist.radices, hist.keys, column))
+            else:
+                self.tables[t].add((hist.keys, hist.counts, *sums))
         while self.position < len(self.chain) - 1 and self._fill() > self.limit:
             self._rise()
 
     def _fill(self) -> int:
-        return sum(t.n_bins for name, t in self.tables.items() if not isinstance(name, tuple))
+        return sum(t.n_bins for t in self.tables.values())
 
     def result(self) -> RootCounts:
         if self.top is not None:
             tables = {t: acc.result() for t, acc in self.top.items()}
+            sums = {a: tables.pop(("sum", a)) for a in self.sums}
         else:
             tables = {t: table.histogram() for t, table in self.tables.items()}
-        sums = {a: tables.pop(("sum", a)) for a in self.sums}
+            sums = {}
+            if self.sums:
+                classes = tables[None]
+                for a, column in zip(self.sums, self.tables[None].columns(), strict=True):
+                    sums[a] = Histogram(classes.radices, classes.keys, column)
         if not self.m:
             return RootCounts(tables[None], {}, node=self.node, sums=sums)
         classes = tables[next(iter(self.m))].sum_last_axis()
-        return RootCounts(classes, tables, node=self.node, sums=sums)
+        return RootCounts(classes, tables, node=self.node)
+
+
+def _is_rows(item) -> bool:
+    """What `chunk_tables` gives at the chain's top: record keys (and weights), not counts."""
+    return isinstance(item, np.ndarray) or (
+        isinstance(item, tuple) and isinstance(item[0], np.ndarray)
+    )
+
+
+def _grouped_rows(keys: np.ndarray, weights: Sequence[np.ndarray], n_possible: int) -> tuple:
+    """A chunk's class keys grouped: (distinct keys, records, sum of each weight), with one
+    sort (the weights packed below the keys when one fits) or count tables when few bins."""
+    if n_possible <= max(1 << 10, 2 * keys.size):
+        counts = np.bincount(keys, minlength=n_possible)
+        nz = np.flatnonzero(counts)
+        sums = [np.bincount(keys, w, minlength=n_possible)[nz].astype(np.int64) for w in weights]
+        return (nz.astype(np.int64), counts[nz].astype(np.int64), *sums)  # exact below 2^53
+    if len(weights) == 1 and keys.size:
+        bits = max(1, int(weights[0].max()).bit_length())
+        if (n_possible - 1).bit_length() + bits <= 63:
+            packed = keys << bits
+            packed |= weights[0]
+            packed.sort()
+            k = packed >> bits
+            starts = run_starts(k)
+            packed &= (1 << bits) - 1
+            counts = np.diff(np.r_[starts, k.size])
+            return k[starts], counts, _run_sums(packed, starts)
+    return grouped_columns(keys, [np.ones(keys.size, dtype=np.int64), *weights])
 
 
 def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:

@@ -8,8 +8,9 @@ weight is a whole number >= 0 and a bin's sum is exact in int64 and in a float64
 which holds whole numbers exactly below 2^53). No value axis is counted, so the root, the
 search and the node are the k-only run's.
 
-Taken when phase 1 shows it is exact: the function is `mean`, no criterion names the
-attribute (its (class, value) table is counted anyway), every value is a whole number, none is
+Taken when phase 1 shows it is exact and the class table is what phase 2 counts: the function
+is `mean`, no criterion names any attribute (its (class, value) tables are counted instead of
+the class table, so the QID is counted as one of them), every value is a whole number, none is
 null, and (largest - smallest) * records < 2^53. Otherwise (a decimal QID, nulls, the median,
 the mode, the geometric mean, the interval) the (class, value) table is counted as before.
 """
@@ -28,6 +29,8 @@ EXACT_LIMIT = 1 << 53  # a float64 count table holds whole numbers exactly below
 def summed_attributes(config: SkaldConfig, stats: DomainStats) -> tuple[str, ...]:
     """The microaggregated QIDs whose class aggregate phase 2 counts as a sum per bin."""
     out = []
+    if config.criteria_attributes:  # (class, value) tables are counted: the class table is not
+        return ()
     for name, micro in config.microaggregations.items():
         if micro.function != "mean" or name in config.criteria_attributes:
             continue
