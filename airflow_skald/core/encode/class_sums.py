@@ -2,11 +2,11 @@
 (SPEC §4f, ADR 0022's amendment).
 
 An integer QID's mean over a class is fixed by two additive figures: the class's records and
-the sum of its values. Phase 2 then counts, beside the class sizes, one more table over the
-same bins: the sum of each bin's values, offset by the domain's smallest value (so every
-weight is a whole number >= 0 and a bin's sum is exact in int64 and in a float64 count table,
-which holds whole numbers exactly below 2^53). No value axis is counted, so the root, the
-search and the node are the k-only run's.
+the sum of its values. Phase 2 then counts, beside each class bin's records, the sum of its
+values offset by the domain's smallest (a column of the class table, `adaptive_root.
+ChainCounts`): every weight is a whole number >= 0, so a bin's sum is exact in int64 and in a
+float64 count table (whole numbers are exact there below 2^53). No value axis is counted, so
+the root, the search and the node are the k-only run's.
 
 Taken when phase 1 shows it is exact and the class table is what phase 2 counts: the function
 is `mean`, no criterion names any attribute (its (class, value) tables are counted instead of
