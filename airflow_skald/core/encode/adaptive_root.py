@@ -117,17 +117,19 @@ def grouped_columns(keys: np.ndarray, columns: Sequence[np.ndarray]) -> tuple:
     its sums per bin: one sort shared by every column; bins summing to 0 are kept)."""
     if keys.size == 0:
         return (keys.astype(np.int64), *(np.asarray(c, dtype=np.int64) for c in columns))
-    if np.any(keys[1:] < keys[:-1]):
+    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
+    if descents:
+        kind = "stable" if descents * 4 < keys.size else None  # few sorted runs: a merge sort
         bits = int(keys.size - 1).bit_length()
         if int(keys.max()).bit_length() + bits <= 63:  # the order packed below the keys:
             packed = keys << bits  # one in-place sort instead of an argsort and a gather
             packed |= np.arange(keys.size, dtype=np.int64)
-            packed.sort()
+            packed.sort(kind=kind)
             order = packed & ((1 << bits) - 1)
             packed >>= bits
             keys = packed
         else:
-            order = np.argsort(keys, kind="stable")
+            order = np.argsort(keys, kind=kind)
             keys = keys[order]
         columns = [c[order] for c in columns]
     starts = run_starts(keys)
