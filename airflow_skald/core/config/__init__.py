@@ -1,2 +1,3 @@
-"""The run configuration as a whole (`run_config`: the validated config a run reads, from YAML,
-a dict or per-run overrides) and the privacy policy it asks for (`policy`)."""
+"""The run configuration as a whole (`run_config`: the YAML file read and validated into a
+`SkaldConfig`, `skald_config`, with per-run overrides; its `qids` and `locations` sections) and
+the privacy policy it asks for (`policy`)."""

@@ -1,0 +1,298 @@
+"""`SkaldConfig`, the validated run configuration (SPEC §2): what a run reads, its per-run
+overrides (CLI flags, DAG params) and its effective settings, which the manifest lists and
+`fingerprint` hashes. Built from a YAML file by `run_config.load_config`."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import posixpath
+from dataclasses import asdict, dataclass, field, replace
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from airflow_skald.core.config.dp_rules import apply_dp_rules
+from airflow_skald.core.config.locations import absolute_path
+from airflow_skald.core.config.qids import QidSpec
+from airflow_skald.core.data.database.source import DatabaseSource, staged_path
+from airflow_skald.core.data.database.target import TableTarget
+from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.subset_keys import KeyedSubset
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import PrivacyModel
+from airflow_skald.core.privacy.registry import (
+    THRESHOLDS,
+    archived_settings_of,
+    settings_of,
+    with_threshold,
+)
+from airflow_skald.core.privacy.research_subset import ResearchSubset
+from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
+from airflow_skald.core.settings.microaggregation import Microaggregation
+from airflow_skald.core.settings.pseudonym import key_id
+from airflow_skald.core.settings.quality import QualitySettings
+from airflow_skald.core.settings.quality import check as check_quality
+from airflow_skald.core.settings.secret import SecretRef
+from airflow_skald.core.settings.table import BY_NAME, parse_overrides
+from airflow_skald.core.settings.transformation import LocalRecodingSettings
+from airflow_skald.core.settings.transformation import check_models as check_recoded_models
+from airflow_skald.core.settings.utility import UtilitySettings
+from airflow_skald.core.utility import config as utility_config
+
+
+@dataclass(frozen=True)
+class SkaldConfig:
+    """A validated configuration. Paths are absolute or fsspec URLs."""
+
+    input: DataLocation
+    output: DataLocation
+    quasi_identifiers: tuple[QidSpec, ...]
+    privacy: tuple[PrivacyModel, ...]
+    # the settings table's rows (their defaults live there: settings/table.py)
+    suppression_limit: Fraction
+    chunk_rows: int
+    histogram_bins: int | None
+    suppressed_records: str
+    root: str
+    objective: str = "dm_star"
+    gs_factor: Fraction = Fraction(1, 2)
+    aggregate: str | None = None
+    quality_weights: tuple[tuple[str, Fraction], ...] = ()
+    # the risk analysis (SPEC §4c: risk.threshold, risk.sampling_fraction, risk.population)
+    risk_threshold: Fraction = Fraction(1, 5)
+    risk_sampling_fraction: Fraction | None = None
+    risk_population: int | None = None
+    # local recoding (SPEC §4f: transformation.local_recoding; None: off)
+    local_recoding_records: Fraction | None = None
+    local_recoding_gs: Fraction | None = None
+    local_recoding_steps: int | None = None
+    utility: UtilitySettings | None = None  # the utility analysis (SPEC §5), off when None
+    direct_identifiers: tuple[str, ...] = ()  # dropped
+    pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
+    pseudonym_key: SecretRef | None = field(default=None, compare=False, repr=False)
+    sensitive_attributes: tuple[str, ...] = ()
+    qid_priority: tuple[str, ...] = ()
+    # a population table whose flagged records are released (SPEC §4e)
+    research_subset: ResearchSubset | None = None
+    database: DatabaseSource | None = None  # a table or query staged into `input` (SPEC §2a)
+    output_table: TableTarget | None = None  # a table as the release; `output`: its folder
+    # QIDs microaggregated with `cluster: false` (SPEC §4f): out of the lattice, released as
+    # the aggregate over the classes of the other QIDs (the clustered ones stay in
+    # `quasi_identifiers`, their spec's `microaggregation` set)
+    microaggregated: tuple[QidSpec, ...] = ()
+    # where a DP run reads its secret (never the secret; not in the settings nor the hash)
+    dp_key: SecretRef | None = field(default=None, compare=False)
+    overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
+    source: str = field(default="", compare=False)
+
+    @property
+    def input_table(self) -> str | None:
+        """The database table read (None: files, or a query)."""
+        return self.database.table if self.database else None
+
+    @property
+    def qid_names(self) -> list[str]:
+        return [q.name for q in self.quasi_identifiers]
+
+    @property
+    def criteria_attributes(self) -> tuple[str, ...]:
+        """Sensitive attributes that privacy criteria name (their distributions are counted)."""
+        return tuple(dict.fromkeys(m.attribute for m in self.privacy if m.attribute))
+
+    @property
+    def microaggregations(self) -> dict[str, Microaggregation]:
+        """Every microaggregated QID (in the lattice or not) and its function."""
+        return {
+            q.name: q.microaggregation
+            for q in (*self.quasi_identifiers, *self.microaggregated)
+            if q.microaggregation is not None
+        }
+
+    @property
+    def keyed_subset(self) -> KeyedSubset | None:
+        """A research subset given by a dataset of keys (its flag is derived when read)."""
+        return self.research_subset.keyed if self.research_subset else None
+
+    @property
+    def counted_attributes(self) -> tuple[str, ...]:
+        """What phases 1 and 2 count per class besides sizes: the criteria's attributes, the
+        research subset's column (its flags, SPEC §4e), which is never released, and the
+        microaggregated QIDs (SPEC §4f)."""
+        subset = (self.research_subset.column,) if self.research_subset else ()
+        return tuple(dict.fromkeys([*self.criteria_attributes, *subset, *self.microaggregations]))
+
+    @property
+    def k(self) -> int:
+        """The smallest class the models let through (k of k-anonymity)."""
+        return max((m.min_class_size for m in self.privacy), default=1)
+
+    @property
+    def risk_settings(self) -> RiskSettings:
+        """The risk analysis's threshold and population (SPEC §4c `risk:`)."""
+        population = PopulationModel(self.risk_population, self.risk_sampling_fraction)
+        return RiskSettings(self.risk_threshold, population)
+
+    @property
+    def quality(self) -> QualitySettings:
+        """The objective and its settings (SPEC §4d)."""
+        return QualitySettings(
+            self.objective, self.gs_factor, dict(self.quality_weights), self.aggregate
+        )
+
+    @property
+    def local_recoding(self) -> LocalRecodingSettings | None:
+        """`transformation.local_recoding` (SPEC §4f), or None when off."""
+        if self.local_recoding_records is None:
+            return None
+        return LocalRecodingSettings(
+            self.local_recoding_records, self.local_recoding_gs, self.local_recoding_steps
+        )
+
+    def priority_order(self) -> list[int]:
+        """QID indices in tie-break order: qid_priority first, then the rest in config order."""
+        names = self.qid_names
+        listed = [names.index(n) for n in self.qid_priority]
+        return listed + [i for i in range(len(names)) if i not in listed]
+
+    def with_overrides(
+        self, overrides: dict[str, Any] | None, base_dir: Path | None = None
+    ) -> SkaldConfig:
+        """Apply CLI flags / DAG params (empty values keep the file's) and validate them.
+        A relative input_path/output_path resolves against `base_dir` (DAG params: the
+        config file's folder, as the file's own paths), else the working directory (CLI)."""
+        values = parse_overrides(overrides or {})
+        fields: dict[str, Any] = {}
+        for key, value in values.items():
+            if key == "input_path":
+                fields["input"] = replace(self.input, path=absolute_path(value, base_dir))
+                fields["database"] = None  # files in place of the table
+            elif key == "output_table":
+                if self.output_table is None:
+                    raise ConfigError("output_table: the config's output is not a database table")
+                fields["output_table"] = target = replace(self.output_table, table=value)
+                if not target.folder_given and "output" not in fields:  # the folder follows it
+                    folder = posixpath.join(posixpath.dirname(self.output.path), target.qualified)
+                    fields["output"] = replace(self.output, path=folder)
+            elif key == "input_table":
+                if self.database is None:
+                    raise ConfigError("input_table: the config's input is not a database table")
+                fields["database"] = replace(self.database, table=value, sql=None)
+            elif key == "output_path":
+                fields["output"] = replace(self.output, path=absolute_path(value, base_dir))
+                if self.database is not None and "input" not in fields:  # staged beside it
+                    fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
+            elif key == "local_recoding":
+                fields["local_recoding_records"] = value
+            elif key in THRESHOLDS:
+                fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
+            elif key in utility_config.KEYS:
+                continue  # all of them at once, below
+            else:
+                fields[key] = value
+        utility = utility_config.with_overrides(
+            self.utility,
+            values,
+            self.qid_names,
+            self.direct_identifiers,
+            self.research_subset is not None,
+        )
+        if utility is not self.utility:
+            fields["utility"] = utility
+        if not fields:
+            return self
+        out = replace(self, **fields)
+        check_quality(out.quality, out.qid_names)
+        check_transformation(out)
+        return apply_dp_rules(out, "suppression_limit" in values)
+
+    def effective(self) -> dict:
+        """The effective settings in full (hierarchies as tables), for the run's archive."""
+        body = json.loads(json.dumps(self.settings()))  # a deep copy
+        for spec, qid in zip(self.quasi_identifiers, body["qids"], strict=True):
+            if spec.hierarchy is not None:
+                qid["hierarchy"] = spec.hierarchy.table.tolist()
+        body.update(archived_settings_of(self.privacy))  # a t-closeness hierarchy's table
+        body["overwrite"] = self.overwrite
+        body["source"] = self.source
+        return body
+
+    def fingerprint(self) -> str:
+        """SHA-256 of the effective settings (`json.dumps(settings(), sort_keys=True)`), so an
+        auditor can tell two runs' configs apart and recompute it from the manifest."""
+        return hashlib.sha256(json.dumps(self.settings(), sort_keys=True).encode()).hexdigest()
+
+    def settings(self) -> dict[str, Any]:
+        """The effective settings, JSON-safe (hierarchies by their hash): what the manifest
+        lists and `fingerprint` hashes."""
+        return {
+            "input": self.database.describe() if self.database else asdict(self.input),
+            "output": asdict(self.output),
+            **({"output_table": self.output_table.describe()} if self.output_table else {}),
+            "qids": [q.describe() for q in self.quasi_identifiers],
+            **(
+                {"microaggregated": [q.describe() for q in self.microaggregated]}
+                if self.microaggregated
+                else {}
+            ),
+            **settings_of(self.privacy),
+            "suppression_limit": str(self.suppression_limit),
+            "chunk_rows": self.chunk_rows,
+            "direct_identifiers": list(self.direct_identifiers),
+            "sensitive_attributes": list(self.sensitive_attributes),
+            "histogram_bins": self.histogram_bins,
+            "qid_priority": list(self.qid_priority),
+            **(
+                {"research_subset": self.research_subset.describe()} if self.research_subset else {}
+            ),
+            "suppressed_records": self.suppressed_records,
+            "root": self.root,
+            **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
+            **self._risk_settings(),
+            **self._pseudonym_settings(),
+            **(
+                {"transformation": {"local_recoding": self.local_recoding.describe()}}
+                if self.local_recoding is not None
+                else {}
+            ),
+            **({"utility": self.utility.describe()} if self.utility else {}),
+        }
+
+    def _pseudonym_settings(self) -> dict[str, Any]:
+        """Pseudonymised columns and the key's check value (never the key), when any: a
+        release made with another key has other settings."""
+        if not self.pseudonymised:
+            return {}
+        key = key_id(self.pseudonym_key) if self.pseudonym_key else None
+        return {"pseudonymised": list(self.pseudonymised), "pseudonym_key_id": key}
+
+    def _risk_settings(self) -> dict[str, Any]:
+        """The risk analysis's settings, listed only when set (so configs without them keep
+        their hash)."""
+        risk: dict[str, Any] = {}
+        if self.risk_threshold != BY_NAME["risk_threshold"].default:
+            risk["threshold"] = str(self.risk_threshold)
+        if self.risk_sampling_fraction is not None:
+            risk["sampling_fraction"] = str(self.risk_sampling_fraction)
+        if self.risk_population is not None:
+            risk["population"] = self.risk_population
+        return {"risk": risk} if risk else {}
+
+
+def check_transformation(config: SkaldConfig) -> None:
+    """Local recoding's settings without records, or with a model ARX does not recode."""
+    if config.local_recoding is None:
+        if config.local_recoding_gs is not None or config.local_recoding_steps is not None:
+            raise ConfigError("local_recoding_gs and local_recoding_steps need local_recoding")
+        return
+    if config.microaggregations:  # a step's records would need their own class aggregates
+        raise ConfigError(
+            "transformation.local_recoding and microaggregation cannot be combined yet "
+            "(the aggregates are per class of the global node)"
+        )
+    if config.research_subset is not None:  # delta-presence, exact k-map: ARX refuses them
+        raise ConfigError(
+            "transformation.local_recoding does not apply with a research_subset (ARX allows "
+            "it with k, l, t, b-likeness, d-disclosure, average risk and estimated k-map only)"
+        )
+    check_recoded_models(config.privacy)
