@@ -3,7 +3,7 @@ hierarchy builders of SPEC §3a: date of birth and admission time (dates), ZIP c
 leading zeros and ICD-10 diagnosis codes (masked codes), length of stay (intervals), sex; the
 sensitive attribute is the discharge outcome.
 
-Like the paper's generator (generate.py) rows are drawn with numpy from streams keyed by
+Like the paper's table (paper_table.py, random_streams.py) rows are drawn with numpy from streams keyed by
 `(seed, block)`, a block being a fixed run of `_BLOCK_ROWS` rows, so a row depends only on the
 seed and its global row number: the same rows whatever the chunking, no Python per row.
 """

@@ -19,13 +19,13 @@ from airflow_skald.core.data.generate import (
     HEALTH_CONDITION_HIERARCHY,
     HEALTH_CONDITIONS,
     PROFESSION_HIERARCHY,
-    _Sampler,
     chunk_table,
     example_criteria,
     generate_dataset,
     paper_config_dict,
     pin_code_pool,
 )
+from airflow_skald.core.data.random_streams import Sampler
 
 BLOOD_GROUPS = {"A+", "A-", "B+", "B-", "AB+", "AB-", "O+", "O-"}
 
@@ -245,7 +245,7 @@ def test_other_columns_are_unchanged_by_the_condition_model() -> None:
 def test_sampler_is_exact_inverse_cdf(shape: tuple[int, ...]) -> None:
     rng = np.random.default_rng(0)
     weights = rng.pareto(1.0, shape) + 1e-4  # skewed, with tiny weights sharing guide cells
-    sampler = _Sampler(weights, cells=1 << 6)
+    sampler = Sampler(weights, cells=1 << 6)
     cdf = sampler.cdf.reshape(-1, shape[-1])
     for seg, row in enumerate(cdf):
         u = np.r_[0.0, row[:-1], np.nextafter(row, 0.0), rng.random(2_000)]
