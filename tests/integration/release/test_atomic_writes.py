@@ -38,7 +38,7 @@ from helpers_data import (
 )
 
 from airflow_skald.core.release import commit as release
-from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.run import phase_generalise, pipeline, publish, runner
 
 # ------------------------------------------------------------------------------ helpers
 
@@ -135,7 +135,8 @@ class Killed(BaseException):
 
 
 def _no_cleanup(monkeypatch) -> None:
-    monkeypatch.setattr(runner, "discard", lambda staging: None)
+    for module in (runner, publish):  # the run's and the publish step's cleanup
+        monkeypatch.setattr(module, "discard", lambda staging: None)
 
 
 def _kill_at_part(n: int, before_rename: bool):
@@ -192,11 +193,11 @@ KILL_POINTS = {
     ),
     "between-parts": lambda mp: mp.setattr(pipeline, "write_part_atomic", _kill_at_part(7, False)),
     "all-parts-before-verify": lambda mp: mp.setattr(
-        runner, "verify_release", _kill_before(runner.verify_release)
+        phase_generalise, "verify_release", _kill_before(phase_generalise.verify_release)
     ),
-    "after-verify": lambda mp: mp.setattr(runner, "now_iso", _kill_before(runner.now_iso)),
+    "after-verify": lambda mp: mp.setattr(publish, "now_iso", _kill_before(publish.now_iso)),
     "manifest-written-before-commit": lambda mp: mp.setattr(
-        runner, "commit", _kill_before(runner.commit)
+        publish, "commit", _kill_before(publish.commit)
     ),
     "old-release-moved-aside": lambda mp: mp.setattr(
         release, "Path", _rename_killer(lambda src, dst: dst.endswith(".skald-old"))

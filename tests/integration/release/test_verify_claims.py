@@ -126,9 +126,9 @@ def test_run_refuses_a_part_with_an_identifier_column(tmp_path, capsys, monkeypa
 
 
 def test_run_refuses_a_manifest_whose_figures_disagree(tmp_path, capsys, monkeypatch) -> None:
-    from airflow_skald.core.run import runner
+    from airflow_skald.core.run import phase_generalise
 
-    real = runner.build_manifest
+    real = phase_generalise.build_manifest
 
     def wrong_figure(*args, **kwargs):
         manifest = real(*args, **kwargs)
@@ -136,7 +136,7 @@ def test_run_refuses_a_manifest_whose_figures_disagree(tmp_path, capsys, monkeyp
         return manifest
 
     _, out, config, _ = setup_run(tmp_path, n_files=3, rows=40)
-    monkeypatch.setattr(runner, "build_manifest", wrong_figure)
+    monkeypatch.setattr(phase_generalise, "build_manifest", wrong_figure)
     code, _, err = run_inprocess(["run", str(config), "-q"], capsys)
     assert code == 1, err
     assert "manifest says privacy_models[0].min_class_size=" in _one_line(err)

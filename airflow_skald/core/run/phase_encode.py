@@ -1,0 +1,92 @@
+"""Phase 1, encode: domain statistics per chunk group, merged exactly; then the RAM root chosen
+and persisted (``plan.json``), which the later phases read back, never re-derive."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.domain import DomainStats
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.run.phase import Phase
+from airflow_skald.core.run.state import Run
+from airflow_skald.core.run.store import (
+    DOMAIN_STATS,
+    PLAN,
+    write_json,
+)
+
+log = logging.getLogger("airflow_skald")
+
+
+class EncodePhase(Phase[DomainStats, Plan]):
+    """Phase 1: domain statistics per chunk group, merged; then the RAM root, persisted."""
+
+    name = "encode"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> DomainStats:
+        return P.scan_domain(run.config, chunks, run.progress)
+
+    def merge(self, parts: Sequence[DomainStats]) -> DomainStats:
+        return DomainStats.merge(list(parts))
+
+    def dump(self, part: DomainStats) -> bytes:
+        return part.to_bytes()
+
+    def load(self, data: bytes) -> DomainStats:
+        return DomainStats.from_bytes(data)
+
+    def finish(self, run: Run, merged: DomainStats) -> Plan:
+        plan = plan_root(run.config, merged)
+        run.store.write_bytes(DOMAIN_STATS, merged.to_bytes())
+        write_json(run.store, PLAN, plan_summary(run.config, plan))
+        run._cache["plan"] = plan
+        if plan.root_mode == "adaptive":  # the root used is chosen in phase 2 (logged there)
+            log.info(
+                "adaptive root: phase 2 picks it on a chain of %d nodes from %s (N_RAM=%d) "
+                "over %d records",
+                len(plan.chain) or 1,
+                plan.levels(plan.root),
+                plan.n_ram,
+                merged.n_rows,
+            )
+        else:
+            log.info(
+                "RAM root %s (%d possible bins, N_RAM=%d) over %d records",
+                plan.levels(plan.root),
+                plan.root_bins,
+                plan.n_ram,
+                merged.n_rows,
+            )
+        return plan
+
+
+def plan_summary(config: SkaldConfig, plan: Plan) -> dict:
+    """Phase 1's decision as persisted (and returned to XCom): levels and counts only."""
+    return {
+        "n_rows": plan.stats.n_rows,
+        "root_node": plan.levels(plan.root),
+        "root_levels": list(plan.root),
+        "root_bins": plan.root_bins,
+        "histogram_bins": plan.n_ram,
+        "histogram_bins_derived": plan.n_ram_derived,
+        "value_factor": plan.value_factor,
+        "root_mode": plan.root_mode,
+        "paper_root_levels": list(plan.paper_root or plan.root),
+        "root_chain": [list(n) for n in plan.chain],
+        "root_bins_nonempty": plan.root_bins_nonempty,
+        **({"summed_attributes": list(plan.summed)} if plan.summed else {}),
+        "root_lattice": {
+            "nodes": plan.lattice_nodes,
+            "evaluated": plan.root_evaluated,
+            "complying": plan.root_complying,
+        },
+        "config_sha256": config.fingerprint(),
+    }
+
+
+ENCODE = EncodePhase()

@@ -1,0 +1,100 @@
+"""Phase 2, histogram: the root node's class counts per chunk group, summed exactly; then the
+search of the lattice above the root (``decision.json``), and what the release needs from the
+counts (microaggregates, a research subset's population counts)."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.adaptive_root import merge_on_chain
+from airflow_skald.core.release import population_counts
+from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.run.phase import Phase
+from airflow_skald.core.run.phase_encode import plan_summary
+from airflow_skald.core.run.state import Run
+from airflow_skald.core.run.store import (
+    DECISION,
+    HISTOGRAM,
+    MICROAGGREGATES,
+    PLAN,
+    write_json,
+)
+from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.microaggregation import aggregates_to_bytes
+
+log = logging.getLogger("airflow_skald")
+
+
+class HistogramPhase(Phase[RootCounts, Decision]):
+    """Phase 2: root-node class counts per chunk group, summed; then the lattice search.
+
+    Adaptive mode (ADR 0012): partials may sit at different nodes of phase 1's chain; the
+    merge rolls them up to one, and `finish` persists the root it ended at (``plan.json``),
+    which phase 3 and the manifest read back."""
+
+    name = "histogram"
+
+    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> RootCounts:
+        return P.count_histogram(run.config, run.plan(), chunks, run.progress, run.row_sample())
+
+    def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
+        return RootCounts.merge(list(parts))
+
+    def merge_in(self, run: Run, parts: Sequence[RootCounts]) -> RootCounts:
+        return merge_on_chain(run.plan(), list(parts))
+
+    def dump(self, part: RootCounts) -> bytes:
+        return part.compact().to_bytes()
+
+    def load(self, data: bytes) -> RootCounts:
+        return RootCounts.from_bytes(data)
+
+    def finish(self, run: Run, merged: RootCounts) -> Decision:
+        if getattr(run.store, "persistent", True):  # for a retried search task; a CLI run
+            run.store.write_bytes(HISTOGRAM, merged.to_bytes())  # would only hold N_RAM twice
+        plan = run.plan()
+        plan = plan.with_root(merged.node or plan.root, merged.bounded_bins)
+        write_json(run.store, PLAN, plan_summary(run.config, plan))
+        run._cache["plan"] = plan
+        if plan.root_mode == "adaptive":
+            log.info(
+                "adaptive root %s: %d non-empty bins (N_RAM=%d); paper mode's root %s",
+                plan.levels(plan.root),
+                plan.root_bins_nonempty,
+                plan.n_ram,
+                plan.levels(plan.paper_root),
+            )
+        t0, c0 = time.perf_counter(), time.thread_time()
+        decision = P.search_lattice(run.config, plan, merged, search_key=run.search_key())
+        run.record.cpu_s["search"] = time.thread_time() - c0
+        run.timed("search", time.perf_counter() - t0)
+        run.measured("search", time.perf_counter() - t0)
+        run.store.write_bytes(DECISION, decision.to_bytes())
+        run._cache["decision"] = decision
+        if run.config.microaggregations:
+            aggregates = P.microaggregate(run.config, plan, merged, decision)
+            run.store.write_bytes(MICROAGGREGATES, aggregates_to_bytes(aggregates))
+            run._cache["microaggregates"] = aggregates
+        counted = population_counts.of_run(run.config, plan, merged, decision)
+        if counted is not None:  # a research subset: what verify re-checks δ and k-map from
+            run.store.write_bytes(population_counts.POPULATION_COUNTS, counted)
+        f = decision.figures
+        log.info(
+            "chosen node %s %s: DM*=%d, suppressed %d of %d (limit %d), %d/%d nodes evaluated",
+            decision.levels,
+            decision.node_paper,
+            f.dm_star,
+            f.n_suppressed,
+            f.n_records,
+            f.max_suppressed,
+            decision.lattice["evaluated"],
+            decision.lattice["nodes"],
+        )
+        return decision
+
+
+HISTOGRAM_PHASE = HistogramPhase()
