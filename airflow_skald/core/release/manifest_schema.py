@@ -93,6 +93,10 @@ POPULATION_COUNTS = {
     **SENSITIVE_COUNTS,
     "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "population_counts.json"}},
 }
+RECODING_STEPS = {
+    **SENSITIVE_COUNTS,
+    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "recoding_steps.json"}},
+}
 OUTPUT_TABLE = {
     "type": "object",
     "required": ["table", "connection"],
@@ -307,6 +311,13 @@ class Manifest:
         "a research subset: the file keeping each released class's population and subset "
         "record counts (counts only), so that verify re-checks delta-presence and exact k-map; "
         "its SHA-256",
+    )
+    recoding_steps: dict = key(
+        RECODING_STEPS,
+        "an object naming recoding_steps.json and its sha256",
+        "local recoding: the file keeping which step released how many records of each "
+        "released class (counts) and each step's distribution of the attributes its models "
+        "compare with, so that verify re-checks every step's models; its SHA-256",
     )
     # --- provenance
     verified: bool = key(FLAG, "true or false", "the written release passed verification")

@@ -50,6 +50,7 @@ from airflow_skald.core.release.commit import (
     replacement_message,
 )
 from airflow_skald.core.release.population_counts import POPULATION_COUNTS
+from airflow_skald.core.release.recoding_steps import RECODING_STEPS
 
 log = logging.getLogger("airflow_skald")
 
@@ -180,7 +181,7 @@ def _verify_rows(
 
     if records is not None:  # the input's distributions a check needs, kept beside
         fs, root = filesystem(records)
-        for name in (SENSITIVE_COUNTS, POPULATION_COUNTS):
+        for name in (SENSITIVE_COUNTS, POPULATION_COUNTS, RECODING_STEPS):
             source = posixpath.join(root.rstrip("/"), name)
             if fs.exists(source):
                 with open(os.path.join(folder, name), "wb") as fh:

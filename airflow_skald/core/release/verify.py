@@ -71,6 +71,7 @@ from airflow_skald.core.release.population_counts import (
     read_population_counts,
     with_population,
 )
+from airflow_skald.core.release.recoding_steps import read_recoding_steps
 from airflow_skald.core.release.release_reading import (
     check_manifest,
     listed_parts,
@@ -79,6 +80,7 @@ from airflow_skald.core.release.release_reading import (
 from airflow_skald.core.release.verify_figures import compare_with_manifest
 from airflow_skald.core.release.verify_pseudonyms import pseudonyms_well_formed
 from airflow_skald.core.release.verify_steps import standalone as recoded_standalone
+from airflow_skald.core.release.verify_steps import verify_recorded
 
 
 def class_figures(
@@ -206,6 +208,7 @@ def verify_release(
     overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions
     population = read_population_counts(path, manifest)  # a research subset's (SPEC §4e)
     skipped: list[dict] = []
+    recorded = None  # a locally recoded release's steps, judged one by one (SPEC §4f)
     if policy is None:
         ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
         sensitive = release_sensitive(classes, len(qids), attributes, ordered)
@@ -214,7 +217,9 @@ def verify_release(
         policy, skipped = standalone_policy(
             path, manifest, k, suppression_limit, sensitive, frozenset(overall), population
         )
+        full = policy
         policy, skipped = recoded_standalone(manifest, policy, skipped)  # SPEC §4f
+        recorded = read_recoding_steps(path, manifest, classes, len(qids), sensitive)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
@@ -240,6 +245,10 @@ def verify_release(
     }
     if skipped:
         report["not_rechecked"] = skipped
+    if recorded is not None:
+        report["steps_checked"] = verify_recorded(
+            classes, len(qids), full, sensitive, recorded, n_records
+        )
     if manifest is not None:
         as_manifest = (k is None or k == manifest.get("k")) and (
             suppression_limit is None or Fraction(str(suppression_limit)) == policy_limit(manifest)

@@ -23,8 +23,10 @@ from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.encode.dimensions import TOP, Dimension
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.registry import bind_models
 from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.release.recoding_steps import RecordedStep
 from airflow_skald.core.transform.local_recoding import step_sensitive
 
 #: models that judge a class by itself: the whole release is checked against them at once
@@ -84,12 +86,29 @@ def verify_steps(
     _, kept = classes.tables(n_qids, policy.attributes, sensitive)
     order = _kept_order(classes, n_qids, star)  # `kept`'s classes among the written tuples
     fits = fits[:, ~star][:, order]
-    policies = [policy] + [_bound(policy.models, sensitive, s, n_records) for s in steps]
+    dists = [s.distributions for s in steps]
+    policies = [policy] + [_bound(policy.models, sensitive, d, n_records) for d in dists]
+    figures = judge_steps(kept, fits, policies, nodes, dists)
+    return {"steps_checked": figures, "released": released, "suppressed": suppressed}
+
+
+def judge_steps(
+    kept: ClassTable,
+    fits: np.ndarray,
+    policies: Sequence[PrivacyPolicy],
+    nodes: Sequence[Any],
+    distributions: Sequence[Mapping[str, Sequence[int]]],
+) -> list[dict]:
+    """Judge each step's classes under its own models: `fits` (steps, kept classes) says
+    which step released records of which class (step 0: the global node), `distributions`
+    each later step's records per value. A class passes when one of its steps keeps it;
+    VerificationError naming the step and the model for the first that does not."""
+    fits = fits.copy()
     passes = np.zeros(kept.n_classes, dtype=bool)
     figures = []
-    for s, step in enumerate(steps, start=1):  # a class holds at most its step's records
-        for a, dist in step.distributions.items():
-            cv, limit = kept.values[a], np.asarray(dist, dtype=np.int64)
+    for s, dist in enumerate(distributions, start=1):  # a class holds at most its step's records
+        for a, counts in dist.items():
+            cv, limit = kept.values[a], np.asarray(counts, dtype=np.int64)
             over = cv.count > limit[cv.value]
             fits[s] &= np.bincount(cv.cls[over], minlength=kept.n_classes) == 0
     for s, (node, step_policy) in enumerate(zip(nodes, policies, strict=True)):
@@ -97,20 +116,44 @@ def verify_steps(
         table = kept.subset(fits[s])
         judged = PrivacyPolicy(step_policy.models, Fraction(1)).judge(table)
         passes[index[judged.kept]] = True
-        figures.append({"step": s, "node": list(node), "classes": int(index.size)})
+        figures.append({"step": s, "node": _shown(node), "classes": int(index.size)})
     if not passes.all():  # the first failing class, judged by its first step: the reason
         c = int(np.flatnonzero(~passes)[0])
         s = int(np.flatnonzero(fits[:, c])[0]) if fits[:, c].any() else 0
-        where = f"local recoding step {s} (node {list(nodes[s])})"
+        where = f"local recoding step {s} (node {_shown(nodes[s])})"
         one = kept.subset(np.arange(kept.n_classes) == c)
         broken = policies[s].check_release(one, where) or [f"{where}: a class fails its models"]
         raise VerificationError(f"{broken[0]} ({int((~passes).sum())} class(es) in all)")
-    return {"steps_checked": figures, "released": released, "suppressed": suppressed}
+    return figures
 
 
-def _bound(privacy: Sequence[Any], sensitive: Mapping[str, Any], step: Any, n: int):
+def _shown(node: Any) -> Any:
+    return dict(node) if isinstance(node, Mapping) else [int(x) for x in node]
+
+
+def verify_recorded(
+    classes: ReleaseClasses,
+    n_qids: int,
+    policy: PrivacyPolicy,
+    sensitive: Mapping[str, Any],
+    recorded: Sequence[RecordedStep],
+    n_records: int,
+) -> list[dict]:
+    """`skald verify` of a locally recoded release from the steps it keeps
+    (`recoding_steps.json`): every step's classes under the run's models bound to that
+    step's records, as the run checked them."""
+    _, kept = classes.tables(n_qids, policy.attributes, sensitive)
+    fits = np.zeros((len(recorded), kept.n_classes), dtype=bool)
+    for s, step in enumerate(recorded):
+        fits[s, step.classes] = True
+    dists = [step.distributions for step in recorded[1:]]
+    policies = [policy] + [_bound(policy.models, sensitive, d, n_records) for d in dists]
+    return judge_steps(kept, fits, policies, [r.node for r in recorded], dists)
+
+
+def _bound(privacy: Sequence[Any], sensitive: Mapping[str, Any], distributions: Mapping, n: int):
     """The configured models bound to a step's records (its distributions)."""
-    bound = bind_models(tuple(privacy), step_sensitive(sensitive, step.distributions), n)
+    bound = bind_models(tuple(privacy), step_sensitive(sensitive, distributions), n)
     return PrivacyPolicy(bound, Fraction(1))
 
 
@@ -133,10 +176,11 @@ def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
     return star
 
 
-#: why `skald verify` leaves a step-relative model to the run's own check
+#: why `skald verify` leaves a step-relative model of an older release to the run's check
 STEP_RELATIVE = (
-    "local recoding judges it per step against that step's records, which the release alone "
-    "does not tell apart; the run checked every step's classes before it published"
+    "local recoding judges it per step against that step's records, and the release was made "
+    "before it kept them (recoding_steps.json); the run checked every step's classes before "
+    "it published"
 )
 
 
@@ -144,9 +188,13 @@ def standalone(
     manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
 ) -> tuple[PrivacyPolicy, list[dict]]:
     """`skald verify` of a locally recoded release: the models that judge a class alone are
-    re-checked over every class; the step-relative ones are listed as not re-checked."""
+    re-checked over every class; the step-relative ones step by step from the steps the
+    release keeps (`verify_recorded`), or, for a release made before it kept them, listed as
+    not re-checked."""
     if not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
         return policy, skipped
+    if isinstance(manifest.get("recoding_steps"), Mapping):
+        return class_local(policy), skipped
     relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
     listed = [{**m.describe(), "reason": STEP_RELATIVE} for m in relative]
     return class_local(policy), [*skipped, *listed]

@@ -12,7 +12,7 @@ from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.data.io import ChunkRef, filesystem
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy.research_subset import released_records
-from airflow_skald.core.release import population_counts
+from airflow_skald.core.release import population_counts, recoding_steps
 from airflow_skald.core.release.archive import (
     SENSITIVE_COUNTS,
     overall_attributes,
@@ -133,6 +133,9 @@ class GeneralisePhase(Phase[Written, dict]):
             if decision.steps:  # local recoding: each step's classes under its own models
                 args = (policy, plan.stats.sensitive, decision, plan.stats.n_rows)
                 verify_steps(merged.classes, plan.dims, *args)
+                manifest = recoding_steps.kept(
+                    run.staging, manifest, merged.classes, plan, decision, policy
+                )
             if merged.utility is None:
                 return manifest
             return U.with_section(manifest, run, merged.utility)

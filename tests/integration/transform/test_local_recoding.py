@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 from fractions import Fraction
 from pathlib import Path
@@ -255,7 +256,8 @@ def test_adult_equals_arx(tmp_path):
 
 def test_per_chunk_and_standalone_verify(tmp_path, capsys):
     """--per-chunk recodes within each chunk (each part checked step by step); `skald verify`
-    re-checks k over every class and lists t-closeness as judged per step by the run."""
+    re-checks k over every class and t-closeness step by step from recoding_steps.json, and
+    refuses a release whose steps file, class labels or step figures were altered."""
     df = dataset(5, 400)
     cfg = config(tmp_path, df, 3, 0.1, 0.02, chunks=(130, 140), t="0.4")
     assert main(["run", str(cfg), "--quiet", "--per-chunk"]) == 0
@@ -267,10 +269,39 @@ def test_per_chunk_and_standalone_verify(tmp_path, capsys):
     cfg = config(tmp_path, df, 3, 0.1, 0.02, t="0.4", out="global")
     assert main(["run", str(cfg), "--quiet"]) == 0
     capsys.readouterr()
-    assert main(["verify", str(tmp_path / "global")]) == VERIFIED_IN_PART
+    release = tmp_path / "global"
+    assert main(["verify", str(release)]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["verified"] == "partial"
-    assert [d["model"] for d in report["not_rechecked"]] == ["t-closeness"]
+    assert report["verified"] is True and "not_rechecked" not in report
+    m = json.loads((release / "manifest.json").read_text())
+    steps = [s for s in m["local_recoding"]["steps"] if not s["at_top"]]
+    assert [s["step"] for s in report["steps_checked"]] == list(range(len(steps) + 1))
+    kept = json.loads((release / "recoding_steps.json").read_text())
+    assert sum(sum(s["released"]) for s in kept["steps"]) == m["n_records"] - m["n_suppressed"]
+    # the file holds counts and the compared attribute's distribution, no QID value
+    assert set(kept["distributions"]) == {"s"} and all(
+        f'"{v}"' not in json.dumps(kept) for v in HIERARCHIES["a"]
+    )
+    for tamper, code in [
+        (lambda b: b["steps"][0]["released"].__setitem__(0, b["steps"][0]["released"][0] + 1), 1),
+        (lambda b: b["steps"][-1].__setitem__("records", b["steps"][-1]["records"] + 1), 1),
+        (lambda b: b["steps"][1]["classes"].__setitem__(0, 10**6), 2),
+        # a step's records said to hold one value only: its classes break t-closeness
+        (lambda b: b["distributions"]["s"]["counts"][1].__setitem__(slice(None), [0, 0, 10**4]), 1),
+    ]:
+        copy = tmp_path / f"copy-{code}-{id(tamper)}"
+        shutil.copytree(release, copy)
+        body = json.loads((copy / "recoding_steps.json").read_text())
+        tamper(body)
+        data = (json.dumps(body, indent=1) + "\n").encode()
+        (copy / "recoding_steps.json").write_bytes(data)
+        assert main(["verify", str(copy)]) == 1  # not the file the manifest names
+        capsys.readouterr()
+        mf = json.loads((copy / "manifest.json").read_text())  # and with its hash mended
+        mf["recoding_steps"]["sha256"] = hashlib.sha256(data).hexdigest()
+        (copy / "manifest.json").write_text(json.dumps(mf))
+        assert main(["verify", str(copy)]) == code
+        capsys.readouterr()
 
 
 def test_l_diversity_release_is_verified_in_full(tmp_path, capsys):

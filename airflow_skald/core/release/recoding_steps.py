@@ -1,0 +1,256 @@
+"""What a locally recoded release keeps so that `skald verify` re-checks every step from the
+release alone (SPEC §4f): ``recoding_steps.json``, which step released how many records of
+each released class, and, for the models that compare a class with its step's records
+(t-closeness, b-likeness, d-disclosure), each step's distribution of their attributes.
+
+Without it a step-relative model cannot be re-checked: the release does not tell which
+records a step searched. The file holds counts; the distributions name their values (as
+``sensitive_counts.json`` does, and only for attributes the release or that file already
+hold). Its classes are the release's non-"*" classes in one canonical order, the order of
+their QID label tuples, named by one SHA-256 of those sorted tuples (`labels_digest`, as
+``population_counts.json`` names them), so verify finds each count's class from the parts and
+knows when a part's labels were altered. The manifest names the file with its SHA-256
+(``recoding_steps``: ``{"file", "sha256"}``); verify refuses a file other than that one, and
+one whose counts are not the release's class sizes or the manifest's steps.
+
+Counted from the written release's classes and the steps' kept classes (no pass over the
+data): a class's records at step s >= 1 are the records of that step's kept class with its
+labels; the global node's (step 0) are the rest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.count.histogram import keys_of
+from airflow_skald.core.encode.dimensions import TOP, Dimension
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.release.archive import overall_attributes, read_named
+from airflow_skald.core.release.class_tables import _as_text
+from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.release.commit import write_bytes_atomic
+from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.population_counts import labels_digest
+
+RECODING_STEPS = "recoding_steps.json"
+MANIFEST_WHERE = "the manifest about to be written"
+
+
+@dataclass(frozen=True)
+class RecordedStep:
+    """One step as the file keeps it: its node, the records it searched, and per released
+    class (index into the canonical order) the records it released there; `distributions`:
+    per attribute, the step's records per value, in the verifying side's value order."""
+
+    node: dict[str, int]  # the level per QID, as the manifest names a node
+    n_records: int
+    classes: np.ndarray
+    sizes: np.ndarray
+    distributions: dict[str, list[int]]
+
+
+def kept_tuples(classes: ReleaseClasses, n_qids: int) -> tuple[list[tuple[str, ...]], np.ndarray]:
+    """The release's non-"*" classes as `ReleaseClasses.tables` orders its kept table (by QID
+    key): their label tuples and sizes."""
+    if not classes.sizes.size:
+        return [], np.zeros(0, np.int64)
+    qlabels = classes.labels[:n_qids]
+    radices = [max(len(x), 1) for x in qlabels]
+    keys = keys_of(list(classes.codes[:, :n_qids].T), radices)
+    if all(TOP in x for x in qlabels):
+        star = keys_of([np.asarray([x.index(TOP)]) for x in qlabels], radices)[0]
+        keep = keys != star
+        keys, sizes = keys[keep], classes.sizes[keep]
+    else:
+        sizes = classes.sizes
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    totals = np.bincount(inverse, weights=sizes, minlength=uniq.size).astype(np.int64)
+    digits = np.unravel_index(uniq, tuple(radices)) if uniq.size else ()
+    columns = [[qlabels[j][c] for c in d.tolist()] for j, d in enumerate(digits)]
+    return list(zip(*columns, strict=True)) if uniq.size else [], totals
+
+
+def of_run(
+    classes: ReleaseClasses,
+    dims: Sequence[Dimension],
+    decision: Any,
+    sensitive: Mapping[str, SensitiveStats],
+    attributes: Sequence[str],
+) -> bytes:
+    """The file's bytes for a locally recoded run (deterministic: a retry writes the same).
+    `classes`: the written release's; `attributes`: those whose step distributions a
+    step-relative model compares with."""
+    n_qids = len(dims)
+    tuples, totals = kept_tuples(classes, n_qids)
+    order = sorted(range(len(tuples)), key=tuples.__getitem__)
+    position = {tuples[i]: p for p, i in enumerate(order)}
+    left = totals[np.asarray(order, dtype=np.int64)] if order else totals
+    steps = [s for s in decision.steps if not s.at_top]
+    body_steps = []
+    for step in steps:
+        digits = np.unravel_index(step.kept_keys, tuple(step.radices))
+        columns = [
+            d.labels(int(level), np.asarray(c, dtype=np.int64))
+            for d, level, c in zip(dims, step.node, digits, strict=True)
+        ]
+        at = np.asarray([position[t] for t in zip(*columns, strict=True)], dtype=np.int64)
+        np.subtract.at(left, at, step.kept_sizes)
+        body_steps.append(_step_body(step.levels, step.n_records, at, step.kept_sizes))
+    if (left < 0).any():
+        raise VerificationError("local recoding: a step released more records than written")
+    first = np.flatnonzero(left)
+    n_first = int(decision.figures.n_records)
+    body_steps.insert(0, _step_body(decision.levels, n_first, first, left[first]))
+    dists = {
+        a: {
+            "values": list(sensitive[a].values),
+            "counts": [
+                [int(c) for c in sensitive[a].counts],
+                *([int(c) for c in s.distributions[a]] for s in steps),
+            ],
+        }
+        for a in attributes
+    }
+    body = {
+        "order": "the release's non-'*' classes sorted by their QID labels (manifest.node's order)",
+        "labels_sha256": labels_digest([tuples[i] for i in order]),
+        "classes": len(order),
+        "steps": body_steps,
+        "distributions": dists,
+    }
+    return json.dumps(body, indent=1).encode() + b"\n"
+
+
+def _step_body(node: Mapping[str, int], records: int, at: np.ndarray, sizes: np.ndarray) -> dict:
+    order = np.argsort(at, kind="stable")
+    return {
+        "node": dict(node),
+        "records": int(records),
+        "classes": at[order].tolist(),
+        "released": np.asarray(sizes, dtype=np.int64)[order].tolist(),
+    }
+
+
+def with_recoding_steps(manifest: dict, data: bytes) -> dict:
+    """The manifest naming the file and its SHA-256, in the schema's order."""
+    entry = {"file": RECODING_STEPS, "sha256": hashlib.sha256(data).hexdigest()}
+    return Manifest.parse({**manifest, "recoding_steps": entry}, MANIFEST_WHERE).to_dict()
+
+
+def read_recoding_steps(
+    path: str,
+    manifest: dict | None,
+    classes: ReleaseClasses,
+    n_qids: int,
+    sensitive: Mapping[str, SensitiveStats],
+) -> list[RecordedStep] | None:
+    """The steps the release keeps, each class index mapped to the kept table's order (None:
+    its manifest names no file). DataError if the file is missing or malformed;
+    VerificationError if it is not the file the manifest names, its classes are not the
+    release's, or its steps are not the manifest's."""
+    data = read_named(path, manifest, "recoding_steps", RECODING_STEPS)
+    if data is None:
+        return None
+    name = f"{RECODING_STEPS} of {path}"
+    try:
+        body = json.loads(data)
+        digest = body["labels_sha256"]
+        raw = [
+            (
+                {str(q): int(x) for q, x in s["node"].items()},
+                int(s["records"]),
+                np.asarray([int(c) for c in s["classes"]], dtype=np.int64),
+                np.asarray([int(c) for c in s["released"]], dtype=np.int64),
+            )
+            for s in body["steps"]
+        ]
+        dists = {
+            a: (list(d["values"]), [[int(c) for c in row] for row in d["counts"]])
+            for a, d in body["distributions"].items()
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise DataError(f"{name} is not a valid steps file") from None
+    tuples, totals = kept_tuples(classes, n_qids)
+    order = sorted(range(len(tuples)), key=tuples.__getitem__)
+    if digest != labels_digest([tuples[i] for i in order]):
+        raise VerificationError(f"{name}: the release's classes are not the file's (labels)")
+    index = np.asarray(order, dtype=np.int64)
+    counted = np.zeros(len(order), dtype=np.int64)
+    steps = []
+    for s, (node, records, at, sizes) in enumerate(raw):
+        if at.size != sizes.size or (at.size and (at.min() < 0 or at.max() >= len(order))):
+            raise DataError(f"{name} is not a valid steps file")
+        if (sizes <= 0).any():
+            raise VerificationError(f"{name}: step {s} releases an empty class")
+        np.add.at(counted, at, sizes)
+        per_step = {
+            a: _aligned(values, rows[s], sensitive[a], name)
+            for a, (values, rows) in dists.items()
+            if s < len(rows)
+        }
+        steps.append(RecordedStep(node, records, index[at], sizes, per_step))
+    if not np.array_equal(counted, totals[index] if index.size else totals):
+        raise VerificationError(f"{name}: its steps' records are not the release's class sizes")
+    _as_manifest(steps, manifest, name)
+    return steps
+
+
+def _aligned(values: list, counts: list[int], stats: SensitiveStats, name: str) -> list[int]:
+    """A step's counts per value, in `stats`' value order (the release's own, or the input's
+    when the release drops suppressed records)."""
+    index = {v: i for i, v in enumerate(stats.values)}
+    text = {_as_text(v): i for i, v in enumerate(stats.values)}
+    out = [0] * len(stats.values)
+    if len(values) != len(counts):
+        raise DataError(f"{name} is not a valid steps file")
+    for v, c in zip(values, counts, strict=True):
+        i = index.get(v) if v in index else text.get(_as_text(v))
+        if i is None:
+            if c:
+                raise VerificationError(f"{name}: a step counts a value the release does not hold")
+            continue
+        out[i] += c
+    return out
+
+
+def _as_manifest(steps: list[RecordedStep], manifest: Mapping | None, name: str) -> None:
+    """The file's steps are the manifest's: the global node, then each step not at the top,
+    with the records searched and released."""
+    recoding = (manifest or {}).get("local_recoding") or {}
+    listed = [s for s in recoding.get("steps", []) if not s.get("at_top")]
+    if len(steps) != len(listed) + 1 or steps[0].node != (manifest or {}).get("node"):
+        raise VerificationError(f"{name}: its steps are not manifest.json's")
+    for s, m in zip(steps[1:], listed, strict=True):
+        if (
+            s.node != m.get("node")
+            or s.n_records != m.get("records")
+            or int(s.sizes.sum()) != m.get("released")
+        ):
+            raise VerificationError(f"{name}: its steps are not manifest.json's")
+
+
+def kept(
+    staging: str,
+    manifest: dict,
+    classes: ReleaseClasses,
+    plan: Any,
+    decision: Any,
+    policy: PrivacyPolicy,
+) -> dict:
+    """Write the file beside the staged release and name it in the manifest; read it back as
+    `skald verify` will (the run's own proof that verify finds every step in it)."""
+    attributes = overall_attributes(policy.models, "drop")  # compared with a distribution
+    sensitive = plan.stats.sensitive
+    data = of_run(classes, plan.dims, decision, sensitive, attributes)
+    write_bytes_atomic(f"{staging.rstrip('/')}/{RECODING_STEPS}", data)
+    manifest = with_recoding_steps(manifest, data)
+    read_recoding_steps(staging, manifest, classes, len(plan.dims), sensitive)
+    return manifest
