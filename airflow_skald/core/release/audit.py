@@ -49,6 +49,7 @@ from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.release_reading import release_parts
 from airflow_skald.core.release.tuples import count_tuples
+from airflow_skald.core.release.verify_steps import CLASS_LOCAL
 from airflow_skald.core.text import decimal_text
 
 log = logging.getLogger("airflow_skald")
@@ -93,6 +94,12 @@ def audit(config: SkaldConfig) -> dict:
     not_checked += [
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
     ]
+    if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
+        # SPEC §4f: a step judged them against its own records, not the whole release's
+        relative = [m for m in config.privacy if m.name not in CLASS_LOCAL]
+        not_checked += [{**m.describe(), "reason": BY_STEP} for m in relative]
+        local = tuple(m for m in config.privacy if m.name in CLASS_LOCAL)
+        config = replace(config, privacy=local)
     qids, attributes = config.qid_names, config.counted_attributes
     subset_columns = config.research_subset.input_columns if config.research_subset else ()
     stored = [a for a in attributes if a not in (FLAG,)]  # the flag of keys is derived
@@ -132,6 +139,11 @@ def audit(config: SkaldConfig) -> dict:
     }
 
 
+BY_STEP = (
+    "not checked: local recoding judged it per step against that step's records, which the "
+    "release's rows alone do not tell apart; skald verify re-checks every step from the "
+    "release's recoding_steps.json"
+)
 NOT_AUDITED = (
     "not checked: a release holds no population record; skald verify re-checks it from the "
     "release's population_counts.json, skald audit CONFIG on the population table"

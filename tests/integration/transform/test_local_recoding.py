@@ -36,7 +36,7 @@ from skald_testdata import (
     write_config,
 )
 
-from airflow_skald.cli import VERIFIED_IN_PART, main
+from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run.runner import run
@@ -276,6 +276,11 @@ def test_per_chunk_and_standalone_verify(tmp_path, capsys):
     m = json.loads((release / "manifest.json").read_text())
     steps = [s for s in m["local_recoding"]["steps"] if not s["at_top"]]
     assert [s["step"] for s in report["steps_checked"]] == list(range(len(steps) + 1))
+    # `skald audit` of the release: k over its classes; t-closeness named as judged per step
+    assert main(["audit", str(cfg), "--input", str(release)]) == 0
+    audited = json.loads(capsys.readouterr().out)
+    assert [m["model"] for m in audited["privacy_models"]] == ["k-anonymity"]
+    assert [d["model"] for d in audited["not_checked"]] == ["t-closeness"]
     kept = json.loads((release / "recoding_steps.json").read_text())
     assert sum(sum(s["released"]) for s in kept["steps"]) == m["n_records"] - m["n_suppressed"]
     # the file holds counts and the compared attribute's distribution, no QID value
