@@ -10,7 +10,10 @@
   OpenLineage names PostgreSQL tables;
 - a retry (the generalise task cleared) writes the same manifest bytes and rows, no second
   asset event;
-- the password is in no XCom, task log, artifact, manifest, report or lineage event.
+- the password is in no XCom, task log, artifact, manifest, report or lineage event;
+- ``skald_anonymise_mapped`` (the extraction in list_chunks, the chunks read by mapped tasks)
+  from the same table into another table: the rows, manifest (the same input fingerprint) and
+  Asset of ``skald_from_postgres``'s release.
 """
 
 from __future__ import annotations
@@ -56,16 +59,34 @@ def _query(uri: str, sql: str) -> list[tuple]:
         return cur.fetchall()
 
 
-def _log(dep, run_id: str, task_id: str, try_number: int) -> str:
+def _log(dep, run_id: str, task_id: str, try_number: int, dag_id: str = DAG_ID) -> str:
     import urllib.parse
 
     quoted = urllib.parse.quote(run_id, safe="")
     return json.dumps(
         dep.api(
             "GET",
-            f"/dags/{DAG_ID}/dagRuns/{quoted}/taskInstances/{task_id}/logs/{try_number}"
+            f"/dags/{dag_id}/dagRuns/{quoted}/taskInstances/{task_id}/logs/{try_number}"
             "?full_content=true",
         )["content"]
+    )
+
+
+def _connection(dep, connection_id: str, database: str) -> None:
+    """A PostgreSQL connection made through the REST API, with a password that must never show
+    (trust authentication ignores it)."""
+    dep.api(
+        "POST",
+        "/connections",
+        {
+            "connection_id": connection_id,
+            "conn_type": "postgres",
+            "host": "127.0.0.1",
+            "port": 5432,
+            "login": "postgres",
+            "password": PASSWORD,
+            "schema": database,
+        },
     )
 
 
@@ -74,19 +95,7 @@ def test_table_release_through_a_rest_api_connection(dep, deployment_workdir, wa
 
     from airflow_skald.operators.dag_params import PARAMS
 
-    dep.api(
-        "POST",
-        "/connections",
-        {
-            "connection_id": "skald_it_warehouse",
-            "conn_type": "postgres",
-            "host": "127.0.0.1",
-            "port": 5432,
-            "login": "postgres",
-            "password": PASSWORD,
-            "schema": warehouse,
-        },
-    )
+    _connection(dep, "skald_it_warehouse", warehouse)
     work = deployment_workdir / "table-release"
     body = config_dict(work / "unused", work / "unused-out", chunk_rows=50)
     body["input"] = {"table": "clinic.patients", "connection": "skald_it_warehouse"}
@@ -187,3 +196,70 @@ def test_table_release_through_a_rest_api_connection(dep, deployment_workdir, wa
     assert not [t for t in logs + xcoms if PASSWORD in t]
     assert not [w for w in written if PASSWORD.encode() in w]
     assert PASSWORD not in lineage.read_text()
+
+
+def test_mapped_dag_releases_the_table_of_the_unmapped_one(dep, deployment_workdir, warehouse):
+    """``skald_anonymise_mapped`` from the same table into a table release (its chunks read by
+    mapped tasks, extracted once by list_chunks): the rows, the manifest and the Asset of the
+    unmapped DAG's release of the same table, the staged chunks gone after the commit."""
+    from helpers_data import config_dict, write_config
+    from test_dags import stable
+
+    from airflow_skald.operators.dag_params import PARAMS
+
+    connection = "skald_it_mapped"
+    _connection(dep, connection, warehouse)
+    work = deployment_workdir / "mapped-table-release"
+    body = config_dict(work / "unused", work / "unused-out", chunk_rows=50)  # 3 chunks
+    body["input"] = {"table": "clinic.patients", "connection": connection}
+    body["output"] = {"table": "research.unused", "connection": connection}
+    body["memory"] = {"histogram_bins": 10**6}
+    cfg = write_config(work / "skald.yaml", body)
+    conf = {name: param.value for name, param in PARAMS.items()}
+    conf.update({"config": str(cfg), "k": 3})
+    tables = {"skald_from_postgres": "research.plain_k3", "skald_anonymise_mapped": "research.mapped_k3"}  # fmt: skip
+    runs = {d: dep.trigger(d, conf={**conf, "output_table": t}) for d, t in tables.items()}
+    for dag_id, run_id in runs.items():
+        state = dep.wait_for_run(dag_id, run_id, timeout=300)
+        tis = dep.task_instances(dag_id, run_id)
+        assert state == "success", [(t["task_id"], t["map_index"], t["state"]) for t in tis]
+    mapped = [t for t in dep.task_instances("skald_anonymise_mapped", runs["skald_anonymise_mapped"])
+              if t["task_id"] == "generalise_chunks"]  # fmt: skip
+    assert sorted(t["map_index"] for t in mapped) == [0, 1, 2]
+
+    uri = f"postgresql://postgres@127.0.0.1:5432/{warehouse}"
+    releases = deployment_workdir / "artifacts" / "skald-releases"
+    manifests, rows = {}, {}
+    for dag_id, table in tables.items():
+        folder = releases / table
+        data = (folder / "manifest.json").read_bytes()
+        manifests[dag_id] = json.loads(data)
+        (comment,) = _query(uri, f"SELECT obj_description('{table}'::regclass, 'pg_class')")[0]
+        assert json.loads(comment.removeprefix("skald release "))["manifest_sha256"] == (
+            hashlib.sha256(data).hexdigest()
+        )
+        rows[dag_id] = _query(uri, f"SELECT * FROM {table} ORDER BY 1, 2, 3, 4")
+        assert not (releases / f".{table}.skald-extract").exists()  # the staged input: gone
+        asset_uri = "postgres://127.0.0.1:5432/{}/{}".format(warehouse, table.replace(".", "/"))
+        assert dep.xcom(dag_id, runs[dag_id], "generalise")["release"] == asset_uri
+        events = dep.api("GET", f"/assets/events?source_dag_id={dag_id}&limit=100")
+        ours = [e for e in events["asset_events"] if e["source_run_id"] == runs[dag_id]]
+        assert [e["uri"] for e in ours] == [asset_uri]
+        assert PASSWORD not in json.dumps(dep.xcom(dag_id, runs[dag_id], "generalise"))
+    assert len(rows["skald_from_postgres"]) == 120
+    assert rows["skald_anonymise_mapped"] == rows["skald_from_postgres"]
+    a, b = (manifests[d] for d in tables)
+    assert a["output_table"]["table"] == "research.plain_k3"
+    assert b["output_table"] == {"table": "research.mapped_k3", "connection": connection}
+    assert a["chunks"] == b["chunks"] == 3 and b["verified"] is True
+    # the same input fingerprint and staged chunks (by name and version) though each run
+    # staged them beside its own release folder; every figure the same
+    assert [f["file"] for f in b["input_files"]] == [f"chunk-0000{i}.parquet" for i in range(3)]
+    assert a["input_fingerprint"] == b["input_fingerprint"]
+    for m in (a, b):  # each names its own table
+        del m["output_table"], m["settings"]["output_table"]
+    assert stable(a) == stable(b)
+    for dag_id, run_id in runs.items():  # the password in no task log of either run
+        for t in dep.task_instances(dag_id, run_id):
+            if t["map_index"] == -1:
+                assert PASSWORD not in _log(dep, run_id, t["task_id"], t["try_number"], dag_id)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import posixpath
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from datetime import UTC, datetime
 from airflow_skald import __version__
 from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
@@ -41,9 +43,19 @@ CONFIG_YAML = "skald.yaml"  # the config file as written, when the run read one
 def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
     """Hash of what the run read: each chunk's file, offset and row count, and the version of
     its file (size, modification time, entity tag: `io.file_version`), so a rewritten input
-    does not pass for the one an existing release was made from."""
-    body = json.dumps([c.to_dict() for c in chunks], sort_keys=True)
+    does not pass for the one an existing release was made from. A database input's staged
+    chunk is named by its name in the staging folder (whose place follows the output's), its
+    version the SHA-256 of its bytes: the fingerprint names the rows read, in their order,
+    whatever the output (SPEC §2a)."""
+    body = json.dumps([_identity(c) for c in chunks], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
+
+
+def _identity(chunk: ChunkRef) -> dict:
+    out = chunk.to_dict()
+    if is_staged(chunk.file):
+        out["file"] = posixpath.basename(chunk.file)
+    return out
 
 
 def to_json_bytes(body: dict) -> bytes:
@@ -186,7 +198,8 @@ def provenance_section(
     run, the version."""
     files: dict[str, dict] = {}
     for c in chunks:
-        entry = files.setdefault(c.file, {"file": c.file, "rows": 0, "version": c.version})
+        name = _identity(c)["file"]  # a database input's staged chunk: its name
+        entry = files.setdefault(name, {"file": name, "rows": 0, "version": c.version})
         entry["rows"] += c.n_rows
     return {
         "verified": verified,

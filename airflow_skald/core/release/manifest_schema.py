@@ -323,7 +323,12 @@ class Manifest:
     verified: bool = key(FLAG, "true or false", "the written release passed verification")
     settings: dict = key(OBJECT, "an object", "the effective settings config_sha256 hashes")
     config_sha256: str = key(TEXT, "text", "SHA-256 of the effective settings")
-    input_files: list = key(LIST, "a list", "input files with rows and versions")
+    input_files: list = key(
+        LIST,
+        "a list",
+        "input files with rows and versions (a database input: its staged chunks by name, "
+        "each version the SHA-256 of its bytes)",
+    )
     input_fingerprint: str = key(TEXT, "text", "SHA-256 of the chunks read")
     run_token: str = key(TEXT, "text", "the run that made the release")
     version: str = key(TEXT, "text", "the product version")

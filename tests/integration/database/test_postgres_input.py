@@ -184,6 +184,13 @@ def test_what_a_killed_run_staged_is_replaced_not_read(tmp_path, pg_uri, monkeyp
     assert not left.exists()
     again = runner.run(config_from_dict(_table_config(tmp_path, "out", "SKALD_TEST_DB", 50)))
     assert again["input_fingerprint"] == manifest["input_fingerprint"]  # an identical rerun
+    # into another output: staged elsewhere, the same input (its chunks by name and version)
+    other = runner.run(config_from_dict(_table_config(tmp_path, "other", "SKALD_TEST_DB", 50)))
+    assert other["input_fingerprint"] == manifest["input_fingerprint"]
+    assert other["input_files"] == manifest["input_files"]
+    assert [f["file"] for f in manifest["input_files"]] == [
+        f"chunk-0000{i}.parquet" for i in range(3)
+    ]
     execute(pg_uri, "DELETE FROM clinic.patients WHERE pid = 'P000000'")  # the source changed
     with pytest.raises(DataError, match="this run has another input"):
         runner.run(config_from_dict(_table_config(tmp_path, "out", "SKALD_TEST_DB", 50)))

@@ -95,3 +95,9 @@ def staged_path(output_path: str) -> str:
     """Where a run stages the extracted chunks: beside its output, named after it."""
     parent, name = posixpath.split(output_path.rstrip("/"))
     return posixpath.join(parent, f".{name}{STAGED_SUFFIX}")
+
+
+def is_staged(file: str) -> bool:
+    """A chunk file in a staging folder of `staged_path`'s (a database input's)."""
+    folder = posixpath.basename(posixpath.dirname(file.rstrip("/")))
+    return folder.startswith(".") and folder.endswith(STAGED_SUFFIX)
