@@ -22,6 +22,11 @@ Same answer: the node (every QID's level) and the number of suppressed records m
 both sides, except where a case says the product's answer is the better one (population
 uniqueness: the shortest fulfilling prefix, which ARX's binary search can miss; SPEC §4c):
 there the product's DM* must be no worse than ARX's, with the figures printed.
+This round's models have rows of their own: local recoding (`adult-lr-5`: every step's node and
+records released must be ARX's), microaggregation (`adult-micro-5`: node and suppressed
+records; the released means are compared with ARX's in tests/) and differential privacy
+(`adult-dp`: SafePub's node and sample are random draws on both sides, so the derived k and
+beta are the answer compared).
 
 Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
 `run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
@@ -62,6 +67,12 @@ class Case:
     no_k: bool = False
     better: bool = False  # the product may find a better node than ARX (DM* no worse)
     subset: bool = False  # Adult as a population table, every tenth record the research subset
+    body: dict = field(default_factory=dict)  # merged into the config (transformation, dp_key)
+    qid: dict = field(default_factory=dict)  # per QID name, keys merged into its config entry
+    # what "same answer" compares: the node and suppressed records ("node"); local recoding's
+    # steps, each one's node and records released ("steps"); DP's derived k and beta ("dp":
+    # its node and sample are random draws)
+    answer: str = "node"
 
 
 PU = {"max": 0.01, "model": "pitman", "sampling_fraction": 0.1}
@@ -115,6 +126,34 @@ CASES: dict[str, Case] = {
         ("--kmap", "5:ztp:0.1"),
     ),
 }
+DP_ENV = "SKALD_BENCH_DP_KEY"  # the DP case's secret (a benchmark's, not a real key)
+CASES.update(
+    {
+        "adult-lr-5": Case(
+            "adult",
+            0.05,
+            arx=("--local-recoding", "0.01"),
+            body={"transformation": {"local_recoding": {"records": 0.01}}},
+            answer="steps",
+        ),
+        "adult-micro-5": Case(
+            "adult",
+            0.05,
+            arx=("--datatype", "age=integer", "--microagg", "age=arithmetic_mean:cluster"),
+            qid={"age": {"microaggregation": {"function": "mean", "cluster": True}}},
+        ),
+        "adult-dp": Case(
+            "adult",
+            1.0,
+            {"differential_privacy": {"epsilon": 2.0, "delta": 1e-5, "search_steps": 100}},
+            ("--dp", "2:1e-5:0.1:100:expansions"),
+            objective="loss",
+            no_k=True,
+            body={"dp_key": {"env": DP_ENV}, "suppressed_records": "drop"},
+            answer="dp",
+        ),
+    }
+)
 ARX_METRIC = {"dm_star_arx": "dmstar", "loss": "loss", "dm": "dm", "aecs": "aecs"}
 
 
@@ -197,6 +236,9 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[st
             body["privacy"].pop("k", None)
         body["privacy"].update(case.privacy)
         body["quality"] = {"objective": case.objective}
+        body.update(case.body)
+        for q in body["quasi_identifiers"]:
+            q.update(case.qid.get(q["name"], {}))
         if case.subset:  # the population table: Adult with its research-subset flag
             population = work / "adult-population.csv"
             if not population.exists():
@@ -215,9 +257,11 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[st
     return out
 
 
-def _child(cmd: list[str], stdout=subprocess.DEVNULL) -> tuple[float, float, float, int]:
+def _child(
+    cmd: list[str], stdout=subprocess.DEVNULL, env: dict | None = None
+) -> tuple[float, float, float, int]:
     start = time.perf_counter()
-    child = subprocess.Popen(cmd, stdout=stdout)
+    child = subprocess.Popen(cmd, stdout=stdout, env=env)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, status
@@ -229,7 +273,8 @@ def run_product(config: Path) -> dict:
     out = Path(body["output"]["path"])
     cmd = [sys.executable, "-m", "airflow_skald.cli", "run", str(config), "--quiet"]
     cmd += ["--overwrite"] if out.exists() else []
-    cpu, wall, rss, status = _child(cmd)
+    env = {**os.environ, DP_ENV: "bench-dp-secret-0123456789abcdef"}
+    cpu, wall, rss, status = _child(cmd, env=env)
     if status != 0:
         raise SystemExit(f"{config.name}: skald run failed ({status})")
     manifest = json.loads((out / "manifest.json").read_text())
@@ -244,6 +289,12 @@ def run_product(config: Path) -> dict:
         "n_suppressed": manifest["n_suppressed"],
         "evaluated": manifest["lattice"]["evaluated"],
         "nodes": manifest["lattice"]["nodes"],
+        "dm_star": manifest["dm_star"],
+        "steps": [
+            (s["node_levels"], s["released"])
+            for s in (manifest.get("local_recoding") or {}).get("steps", [])
+        ],
+        "dp": [(manifest.get("differential_privacy") or {}).get(x) for x in ("k", "beta")],
     }
 
 
@@ -265,6 +316,11 @@ def run_arx(args: list[str], out: Path) -> dict:
         "dm_star": got.get("arx_information_loss_value"),
         "suppressed": stats.get("suppressed_records"),
         "checked": got.get("transformations_checked"),
+        "steps": [
+            (s["node"], s["records_transformed"])
+            for s in (got.get("local_recoding") or {}).get("steps", [])
+        ],
+        "dp": [(got.get("dp") or {}).get(x) for x in ("derived_k", "beta")],
     }
 
 
@@ -277,6 +333,15 @@ def exhaustive_cpu(config: Path, limit: float) -> dict:
 
 
 def _same_answer(name: str, product: dict, arx: dict) -> str:
+    kind = CASES[name].answer
+    if kind == "steps":  # local recoding: every step's node and records released
+        if product["node"] == arx["node"] and product["steps"] == arx["steps"]:
+            return f"yes ({len(arx['steps'])} steps)"
+        raise SystemExit(f"{name}: steps {product['steps']} are not ARX's {arx['steps']}")
+    if kind == "dp":  # random draws: the derived k and beta are the comparable answer
+        if product["dp"][0] == arx["dp"][0] and abs(product["dp"][1] - arx["dp"][1]) < 1e-12:
+            return f"k, beta equal ({product['dp'][0]}, {product['dp'][1]:.6f}); node drawn"
+        raise SystemExit(f"{name}: k, beta {product['dp']} are not ARX's {arx['dp']}")
     if product["node"] == arx["node"] and product["n_suppressed"] == arx["suppressed"]:
         return "yes"
     if CASES[name].better and product["dm_star_arx"] <= float(arx["dm_star"]):
