@@ -1,4 +1,4 @@
-"""Airflow operators for SKALD: thin shells over ``airflow_skald.core.run.pipeline``.
+"""Airflow operators for SKALD: thin shells over ``airflow_skald.core.run.runner``.
 
 Importing this package imports Airflow's task SDK but not the core (pandas, pyarrow, numpy):
 the core is imported inside ``execute`` only, so DAG parsing stays fast.

@@ -232,8 +232,8 @@ def test_selects_label_the_empty_choice_and_settings_read_as_people_write(tmp_pa
     """Issue 18 item 8: the form's selects name the empty choice (not "null"); the settings
     line states suppression_limit as the decimal people write (the manifest keeps it exact)."""
     from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.operators.base import settings_line
     from airflow_skald.operators.dag_params import PARAMS
-    from airflow_skald.operators.skald import settings_line
 
     selects = {n: p.schema for n, p in PARAMS.items() if "enum" in p.schema}
     assert {"suppressed_records", "root"} <= set(selects)

@@ -62,6 +62,7 @@ __all__ = [
     "Run",
     "already_published",
     "archive_config",
+    "begin_run",
     "check_lease",
     "check_output_target",
     "check_still_current",
@@ -95,6 +96,29 @@ def claim_output(
     ) as lease:
         run.lease = lease
         yield lease
+
+
+def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int) -> list[dict]:
+    """A run of several task processes (Airflow), before phase 1: the output checked, the
+    output's lease taken for its later tasks (`claim_output`), the config archived and the chunks
+    listed in groups (returned, for mapped tasks); refused, the run frees the output at once."""
+    # the output is not the input, a file or foreign data: checked before the lease or
+    # the artifacts create anything (a refusal writes nothing)
+    check_output_target(run.config)
+    check_still_current(run)  # a cleared stale run: refused before phase 1
+    try:
+        with claim_output(run, ttl_s, judge=judge):  # for later tasks
+            archive_config(run)
+            groups = run.layout(chunks_per_group)
+            run.check_target()
+    except BaseException:
+        # refused before phase 1 (a release it may not replace, foreign data): free the
+        # output now, or the next run (even with overwrite) would wait out `ttl_s`
+        if run.lease is not None:
+            run.remove_extract()
+            run.lease.release()
+        raise
+    return groups
 
 
 def check_still_current(run: Run) -> None:

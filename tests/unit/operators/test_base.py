@@ -1,7 +1,7 @@
 """The operators' keywords are the settings table's rows, written out (issue 19 item 6).
 
 Each setting of `core.settings.table.SETTINGS` is an explicit, typed, keyword-only argument
-of `_SkaldOperator.__init__` (default None: the file's value), in the table's order, with a
+of `SkaldBaseOperator.__init__` (default None: the file's value), in the table's order, with a
 `:param name: <the table's description> (templated)` line in the class docstring, and is a
 template field. Read from the source (no Airflow import: this is the unit layer), so a setting
 added to the table without its keyword fails here, with the lines to paste.
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from airflow_skald.core.settings.table import SETTINGS
 
-SOURCE = Path(__file__).resolve().parents[3] / "airflow_skald" / "operators" / "skald.py"
+SOURCE = Path(__file__).resolve().parents[3] / "airflow_skald" / "operators" / "base.py"
 #: a templated value may be a Jinja string whatever the setting's type
 ANNOTATION = {
     "integer": "int | str | None",
@@ -29,7 +29,9 @@ ANNOTATION = {
 
 def _operator() -> ast.ClassDef:
     tree = ast.parse(SOURCE.read_text(encoding="utf-8"))
-    return next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "_SkaldOperator")
+    return next(
+        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SkaldBaseOperator"
+    )
 
 
 def _init(cls: ast.ClassDef) -> ast.FunctionDef:
