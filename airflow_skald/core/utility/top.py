@@ -15,8 +15,9 @@ def all_top(nodes: Iterable[Mapping[str, int]], tops: Mapping[str, int]) -> list
     return [q for q, top in tops.items() if all(node.get(q) == top for node in nodes)]
 
 
-def advice(names: list[str], objective: str | None = None) -> str:
-    """One plain sentence: which QIDs are lost, and three ways to keep them."""
+def advice(names: list[str], objective: str | None = None, recoded: bool = False) -> str:
+    """One plain sentence: which QIDs are lost, and the ways to keep them (local recoding
+    only when the run did not recode already)."""
     if not names:
         return ""
     quoted = ", ".join(f"'{n}'" for n in names)
@@ -31,6 +32,10 @@ def advice(names: list[str], objective: str | None = None) -> str:
         f"{'QID' if one else 'QIDs'} {quoted} {'is' if one else 'are'} generalised to the top "
         f"('*') for every released record: the release keeps nothing of {'it' if one else 'them'}. "
         f"To keep {'it' if one else 'them'}: a larger weight (quality.weights: {{{weight}}}), "
-        f"{other}, or local recoding of the suppressed records "
-        "(transformation.local_recoding)."
+        + (
+            f"or {other}."
+            if recoded
+            else f"{other}, or local recoding of the suppressed records "
+            "(transformation.local_recoding)."
+        )
     )

@@ -24,14 +24,45 @@ def _level_meaning(q: Mapping, level: object, top: object, paper: str) -> str:
     if isinstance(level, list):
         return "varies by chunk: levels " + ", ".join(str(v) for v in level)
     if level == 0:
-        width = f" (bins of width {paper})" if kind == "numerical" and paper else ""
+        width = f" (bins of width {paper})" if _group(q) == "numerical" and paper else ""
         return "original values" + width
     if top is not None and level == top:
         return "fully generalised (one value: '*' or the whole domain)"
+    rule = q.get("rule")
+    if isinstance(rule, Mapping) and isinstance(level, int):
+        return _rule_level(rule, level)
     if kind == "categorical":
         return f"hierarchy level {level} (paper level {paper})"
     unit = " encoded ranks" if q.get("encode") else ""
     return f"bins of width {paper}{unit}"
+
+
+def _rule_level(rule: Mapping, level: int) -> str:
+    """What level `level` (0 < level < top) of a rule-built hierarchy (SPEC §3a) holds."""
+    kind = rule.get("type")
+    if kind == "date":
+        unit = (rule.get("levels") or [])[level : level + 1]
+        if unit and isinstance(unit[0], Mapping):
+            (name, n), *_ = unit[0].items()
+            return f"dates in spans of {n} {name}"
+        return f"dates to the {unit[0]}" if unit else f"date level {level}"
+    if kind == "masked":
+        steps = rule.get("steps") or []
+        n = steps[level - 1] if len(steps) >= level else level
+        side = "last" if rule.get("from", "right") == "right" else "first"
+        return f"the {side} {n} character{'s' if n != 1 else ''} masked ('*')"
+    if kind == "intervals":
+        if level == 1:
+            return "the rule's intervals (cut points " + ", ".join(rule.get("bins") or []) + ")"
+        groups = (rule.get("group") or [])[: level - 1]
+        return "the rule's intervals merged in runs of " + " then ".join(str(g) for g in groups)
+    return f"hierarchy level {level}"
+
+
+def _group(q: Mapping) -> str:
+    """The paper notation's group of a QID: hierarchies (categorical, every rule-built one)
+    first, then numerical bin widths."""
+    return "categorical" if q.get("type") == "categorical" or q.get("rule") else "numerical"
 
 
 def node_in_words(manifest: dict, levels: dict, node_paper: str) -> list[dict]:
@@ -43,7 +74,7 @@ def node_in_words(manifest: dict, levels: dict, node_paper: str) -> list[dict]:
     for q in qids:
         name, kind = q["name"], q.get("type", "?")
         level, top = levels.get(name), tops.get(name)
-        widths = paper_of.get(kind)
+        widths = paper_of.get(_group(q))
         paper = widths.pop(0) if widths else ""
         meaning = _level_meaning(q, level, top, paper)
         rows.append(

@@ -36,7 +36,7 @@ def all_top_html(m: Mapping) -> str:
     if not names:
         return ""
     objective = (m.get("quality_models") or {}).get("objective")
-    return f'<p class="bad">Warning: {esc(advice(names, objective))}</p>'
+    return f'<p class="bad">Warning: {esc(advice(names, objective, bool(steps)))}</p>'
 
 
 def _accuracy_chart(c: Mapping) -> str:
