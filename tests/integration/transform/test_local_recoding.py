@@ -248,6 +248,11 @@ def test_adult_equals_arx(tmp_path):
     # Loss of the global node alone is its score; local recoding lowers it
     assert got["before"]["loss"] == m["quality_models"]["scores"]["loss"]
     assert got["after"]["loss"] < got["before"]["loss"]
+    # the report scores the release as written, and names the scores of the global node alone
+    html = (tmp_path / "out" / "report.html").read_text()
+    table = html.split("score of the release", 1)[1].split("</table>", 1)[0]
+    assert f"{1_408_552:,}" in table and f"{3_050_154:,}" not in table
+    assert "average equivalence class size (global node)" in table
     # the written release's partition, read back independently
     release = read_release(tmp_path / "out")
     sizes = release.groupby(qids).size()

@@ -63,10 +63,13 @@ def quality_models_html(m: Mapping) -> str:
         return ""
     scores = q.get("scores") or {}
     objective = q.get("objective")
+    recoded = _recoded_scores(m)
     rows = [
         [
-            esc(label) + (" <b>(objective)</b>" if name == objective else ""),
-            fmt_num(scores.get(name)),
+            esc(label)
+            + (" <b>(objective)</b>" if name == objective else "")
+            + (" (global node)" if recoded and name not in recoded else ""),
+            fmt_num(recoded.get(name, scores.get(name))),
         ]
         for name, label in QUALITY_MODELS
         if name in scores
@@ -90,10 +93,27 @@ def quality_models_html(m: Mapping) -> str:
         "<h2>Quality models</h2>"
         f'<p class="muted">The search minimised <b>{esc(objective)}</b> ({settings}); ties by '
         "smaller sum of levels, then precision, then qid_priority (DM*: precision first).</p>"
-        + table(rows, ["model", "score at the chosen node"])
+        + (
+            '<p class="muted">Local recoding: DM*, DM and Loss score the release as written '
+            "(every step's classes); the models marked score the global node alone.</p>"
+            if recoded
+            else ""
+        )
+        + table(rows, ["model", "score of the release" if recoded else "score at the chosen node"])
         + table(per_qid, ["QID", "level", "loss", "NU-entropy (bits)", "labels"])
         + charts
     )
+
+
+def _recoded_scores(m: Mapping) -> dict:
+    """A locally recoded release's own scores (those its manifest holds after the steps)."""
+    after = (m.get("local_recoding") or {}).get("after")
+    if not isinstance(after, Mapping):
+        return {}
+    out = {key: after[key] for key in ("dm_star", "dm", "loss") if key in after}
+    if "dm_star_arx" in m:
+        out["dm_star_arx"] = m["dm_star_arx"]
+    return out
 
 
 def _distribution_charts(row: Mapping) -> str:
