@@ -253,6 +253,7 @@ def test_adult_equals_arx(tmp_path):
     table = html.split("score of the release", 1)[1].split("</table>", 1)[0]
     assert f"{1_408_552:,}" in table and f"{3_050_154:,}" not in table
     assert "average equivalence class size (global node)" in table
+    assert "age at the global node (level 0), before local recoding" in html
     # the written release's partition, read back independently
     release = read_release(tmp_path / "out")
     sizes = release.groupby(qids).size()

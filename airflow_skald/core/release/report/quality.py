@@ -88,7 +88,7 @@ def quality_models_html(m: Mapping) -> str:
         ]
         for r in q.get("qids") or []
     ]
-    charts = "".join(_distribution_charts(r) for r in q.get("qids") or [])
+    charts = "".join(_distribution_charts(r, bool(recoded)) for r in q.get("qids") or [])
     return (
         "<h2>Quality models</h2>"
         f'<p class="muted">The search minimised <b>{esc(objective)}</b> ({settings}); ties by '
@@ -116,14 +116,21 @@ def _recoded_scores(m: Mapping) -> dict:
     return out
 
 
-def _distribution_charts(row: Mapping) -> str:
+def _distribution_charts(row: Mapping, recoded: bool = False) -> str:
+    """A QID's distribution before and after; with local recoding "after" is the global
+    node's (the steps' records are in the Local recoding section), and says so."""
     dist = row.get("distribution")
     if not isinstance(dist, Mapping):
         return ""
     out = []
+    after = (
+        f"{row.get('name')} at the global node (level {row.get('level')}), before local recoding"
+        if recoded
+        else f"{row.get('name')} after (level {row.get('level')})"
+    )
     for part, title, color in (
         ("before", f"{row.get('name')} before (level {dist.get('before_level')})", "#8a94a6"),
-        ("after", f"{row.get('name')} after (level {row.get('level')})", "#3b6fb6"),
+        ("after", after, "#3b6fb6"),
     ):
         d = dist.get(part) or {}
         labels = [str(lab) for lab, _ in d.get("labels") or []]
