@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -55,6 +57,35 @@ def adult_qid_config(names: list[str] = ADULT_QIDS) -> list[dict]:
         }
         for n in names
     ]
+
+
+def adult_config(
+    output: Path,
+    *,
+    k: int,
+    suppression_limit: float,
+    qids: Sequence[str] = ADULT_QIDS,
+    sensitive: Sequence[str] = ("salary-class",),
+    fmt: str = "parquet",
+    chunk_rows: int | None = 8000,
+    **sections: Any,
+) -> dict:
+    """A config body over the Adult dataset: adult.csv as it is, `qids` with their hierarchy
+    files, `sensitive` (salary-class; empty: none), k-anonymity with `suppression_limit`, the
+    release at `output` in `fmt`, `chunk_rows` (None: the default). `sections` adds top-level
+    sections (memory, quality, ...); a `privacy` section adds its criteria to k's."""
+    body: dict[str, Any] = {
+        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "output": {"path": str(output), "format": fmt},
+    }
+    if chunk_rows is not None:
+        body["chunk_rows"] = chunk_rows
+    if sensitive:
+        body["sensitive_attributes"] = list(sensitive)
+    body["quasi_identifiers"] = adult_qid_config(list(qids))
+    criteria = sections.pop("privacy", {})
+    body["privacy"] = {"k": k, "suppression_limit": suppression_limit, **criteria}
+    return {**body, **sections}
 
 
 def adult_oracle_qids(names: list[str] = ADULT_QIDS) -> list[dict]:

@@ -398,18 +398,13 @@ def test_generated_mapped_equals_unmapped(dagbag, artifacts_root, generated, tmp
 
 
 def _adult_config(tmp_path: Path) -> Path:
-    from skald_testdata import adult_qid_config
+    from skald_testdata import adult_config
 
     names = ["age", "education", "marital-status", "occupation", "race", "sex", "workclass"]
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / "adult-out"), "format": "parquet"},
-        "chunk_rows": 8000,
-        "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": adult_qid_config(names),
-        "privacy": {"k": 5, "suppression_limit": 0.02},
-        "memory": {"histogram_bins": 10**9},
-    }
+    memory = {"histogram_bins": 10**9}
+    body = adult_config(
+        tmp_path / "adult-out", k=5, suppression_limit=0.02, qids=names, memory=memory
+    )
     path = tmp_path / "adult.yaml"
     path.write_text(yaml.safe_dump(body, sort_keys=False))
     return path

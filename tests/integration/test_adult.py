@@ -7,10 +7,9 @@ import json
 import pytest
 from oracle import check_release, exhaustive_search
 from skald_testdata import (
-    ADULT,
     ADULT_QIDS,
+    adult_config,
     adult_oracle_qids,
-    adult_qid_config,
     read_release,
     write_config,
 )
@@ -21,15 +20,11 @@ from airflow_skald.core.run.runner import run
 
 
 def _adult_config(tmp_path, k, limit, qids=ADULT_QIDS, chunk_rows=8000, bins=None):
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / f"out-{k}-{limit}"), "format": "parquet"},
-        "chunk_rows": chunk_rows,
-        "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": adult_qid_config(qids),
-        "privacy": {"k": k, "suppression_limit": limit},
-        "memory": {"histogram_bins": bins},
-    }
+    out = tmp_path / f"out-{k}-{limit}"
+    memory = {"histogram_bins": bins}
+    body = adult_config(
+        out, k=k, suppression_limit=limit, qids=qids, chunk_rows=chunk_rows, memory=memory
+    )
     return write_config(tmp_path / f"adult-{k}-{limit}.yaml", body)
 
 

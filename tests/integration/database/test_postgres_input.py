@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers_data import config_dict, make_table, release_rows, run_inprocess, write_config
 from helpers_postgres import execute, load_table
-from skald_testdata import ADULT, ADULT_QIDS, adult_qid_config
+from skald_testdata import ADULT, adult_config
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.database.extract import extract
@@ -106,20 +106,10 @@ def test_adult_from_postgres_equals_adult_from_csv(tmp_path, pg_uri, monkeypatch
         pg_uri, "public.adult", keyed.take(pa.array(range(adult.num_rows - 1, -1, -1))), ["row_id"]
     )
     monkeypatch.setenv("SKALD_TEST_DB", pg_uri)
-    body = {
-        "output": {"path": str(tmp_path / "csv-out")},
-        "chunk_rows": 8000,
-        "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": adult_qid_config(ADULT_QIDS),
-        "privacy": {"k": 10, "suppression_limit": 0.05},
-        "memory": {"histogram_bins": 10**9},
-    }
-    from_csv = {
-        **body,
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-    }
+    memory = {"histogram_bins": 10**9}
+    from_csv = adult_config(tmp_path / "csv-out", k=10, suppression_limit=0.05, memory=memory)
     from_db = {
-        **body,
+        **from_csv,
         "input": {"table": "adult", "connection": "SKALD_TEST_DB"},
         "output": {"path": str(tmp_path / "db-out")},
         "direct_identifiers": ["row_id"],

@@ -17,8 +17,8 @@ from oracle import Criteria, check_release, exhaustive_search, ram_root
 from skald_testdata import (
     ADULT,
     ADULT_QIDS,
+    adult_config,
     adult_oracle_qids,
-    adult_qid_config,
     read_release,
     write_config,
 )
@@ -52,15 +52,15 @@ FIGURES = ("min_distinct", "min_entropy_l", "max_recursive_ratio", "max_distance
 
 def adult_criteria_config(tmp_path, case: str, limit, bins: int | None) -> tuple:
     out = tmp_path / f"out-{case}-{limit}"
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(out), "format": "parquet"},
-        "chunk_rows": 8000,
-        "sensitive_attributes": ["occupation", "salary-class"],
-        "quasi_identifiers": adult_qid_config(QIDS),
-        "privacy": {"k": K, "suppression_limit": limit, **CASES[case]},
-        "memory": {"histogram_bins": bins, "root": "paper"},
-    }
+    body = adult_config(
+        out,
+        k=K,
+        suppression_limit=limit,
+        qids=QIDS,
+        sensitive=["occupation", "salary-class"],
+        privacy=CASES[case],
+        memory={"histogram_bins": bins, "root": "paper"},
+    )
     return write_config(tmp_path / f"adult-{case}-{limit}.yaml", body), out
 
 

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import pytest
 from oracle_risk import uniques
-from skald_testdata import ADULT, ADULT_QIDS, adult_qid_config, read_release, write_config
+from skald_testdata import ADULT_QIDS, adult_config, read_release, write_config
 
 from airflow_skald.cli import main
 
@@ -18,14 +18,8 @@ from airflow_skald.cli import main
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("risk")
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp / "out"), "format": "parquet"},
-        "chunk_rows": 8000,
-        "quasi_identifiers": adult_qid_config(ADULT_QIDS),
-        "privacy": {"k": 5, "suppression_limit": 0.05},
-        "risk": {"sampling_fraction": 0.1, "threshold": 0.25},
-    }
+    risk = {"sampling_fraction": 0.1, "threshold": 0.25}
+    body = adult_config(tmp / "out", k=5, suppression_limit=0.05, sensitive=(), risk=risk)
     cfg = write_config(tmp / "c.yaml", body)
     assert main(["run", str(cfg)]) == 0
     return tmp, cfg

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from oracle import exhaustive_search
-from skald_testdata import ADULT, adult_qid_config, write_chunks, write_config
+from skald_testdata import adult_config, write_chunks, write_config
 from strategies import criteria_config, criteria_datasets, datasets, write_input
 
 from airflow_skald.core.config.run_config import load_config
@@ -228,15 +228,10 @@ def test_criteria_decisions_do_not_depend_on_the_roll_up_paths(
 
 
 def _adult(tmp_path, k: int, limit: float, criteria: dict | None = None):
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / "out")},
-        "chunk_rows": 8000,
-        "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": adult_qid_config(),
-        "privacy": {"k": k, "suppression_limit": limit, **(criteria or {})},
-        "memory": {"histogram_bins": 10**9},
-    }
+    memory = {"histogram_bins": 10**9}
+    body = adult_config(
+        tmp_path / "out", k=k, suppression_limit=limit, privacy=criteria or {}, memory=memory
+    )
     return load_config(write_config(tmp_path / "adult.yaml", body))
 
 

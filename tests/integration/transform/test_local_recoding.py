@@ -30,7 +30,7 @@ from skald_testdata import (
     ADULT,
     ADULT_QIDS,
     ARX,
-    adult_qid_config,
+    adult_config,
     read_release,
     write_chunks,
     write_config,
@@ -221,16 +221,15 @@ def test_adult_equals_arx(tmp_path):
         capture_output=True, text=True, check=True, env={**os.environ},
     )  # fmt: skip
     want = json.loads(arx.stdout)["local_recoding"]
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / "out"), "format": "csv"},
-        "chunk_rows": 8000,
-        "sensitive_attributes": ["salary-class"],
-        "quasi_identifiers": adult_qid_config(qids),
-        "privacy": {"k": 5, "suppression_limit": 0.05},
-        "quality": {"objective": "dm_star_arx"},
-        "transformation": {"local_recoding": {"records": 0.01}},
-    }
+    body = adult_config(
+        tmp_path / "out",
+        k=5,
+        suppression_limit=0.05,
+        qids=qids,
+        fmt="csv",
+        quality={"objective": "dm_star_arx"},
+        transformation={"local_recoding": {"records": 0.01}},
+    )
     m = run(load_config(write_config(tmp_path / "adult.yaml", body)))
     got = m["local_recoding"]
     assert [s["node_levels"] for s in got["steps"]] == [s["node"] for s in want["steps"]]

@@ -8,7 +8,7 @@ import hashlib
 import json
 import subprocess
 
-from skald_testdata import ADULT, ARX, adult_qid_config, read_release, write_config
+from skald_testdata import ADULT, ARX, adult_config, read_release, write_config
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.run.runner import run
@@ -25,15 +25,11 @@ ARX_MEAN_SHA256 = "60f38ffd07d86ccc300f54bad6f41a1ec6b665f24e557400ed21b773fb7d4
 
 
 def _skald(tmp_path, function: str) -> list[str]:
-    qids = adult_qid_config(QIDS)
-    qids[0]["microaggregation"] = {"function": function, "cluster": True}
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / function), "format": "csv"},
-        "chunk_rows": 7000,
-        "quasi_identifiers": qids,
-        "privacy": {"k": 100, "suppression_limit": 0.02},
-    }
+    out = tmp_path / function
+    body = adult_config(
+        out, k=100, suppression_limit=0.02, qids=QIDS, sensitive=(), fmt="csv", chunk_rows=7000
+    )
+    body["quasi_identifiers"][0]["microaggregation"] = {"function": function, "cluster": True}
     manifest = run(load_config(write_config(tmp_path / f"{function}.yaml", body)))
     assert manifest["node"] == NODE
     assert manifest["n_suppressed"] == 508

@@ -12,21 +12,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers_browser import CHROMIUM, PAGE_TEXT, Browser
-from skald_testdata import ADULT, ADULT_QIDS, adult_qid_config, read_release, write_config
+from skald_testdata import ADULT, adult_config, read_release, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.release.manifest_schema import Manifest
 
 
 def _run(tmp_path, name, chunk_rows):
-    body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
-        "output": {"path": str(tmp_path / name), "format": "parquet"},
-        "chunk_rows": chunk_rows,
-        "quasi_identifiers": adult_qid_config(ADULT_QIDS),
-        "privacy": {"k": 5, "suppression_limit": 0.05},
-        "utility": {"max_records": 3000, "folds": 3},
-    }
+    utility = {"max_records": 3000, "folds": 3}
+    out = tmp_path / name
+    body = adult_config(
+        out, k=5, suppression_limit=0.05, sensitive=(), chunk_rows=chunk_rows, utility=utility
+    )
     cfg = write_config(tmp_path / f"{name}.yaml", body)
     flags = ["--utility-target", "salary-class", "--utility-contingency", "marital-status:age"]
     assert main(["run", str(cfg), "--quiet", *flags, *flags_extra(name)]) == 0
