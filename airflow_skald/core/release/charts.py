@@ -14,6 +14,7 @@ from html import escape
 
 FONT = "font-family:system-ui,-apple-system,'Segoe UI',sans-serif"
 _CHAR_W = 6.2  # px per character at 11 px, for label room
+_LABEL = 30  # characters of a slanted category label shown (the bar's tooltip has it whole)
 
 
 def nice_ticks(top: float, count: int = 5) -> list[float]:
@@ -72,8 +73,11 @@ def _svg(width: int, height: int, title: str, body: list[str]) -> str:
 
 def _vertical(labels, values, ticks, top, title, value_label, category_label, color, width):
     longest = max((len(x) for x in labels), default=1)
-    bottom = 28 + min(longest, 24) * _CHAR_W * 0.72  # labels at 45 degrees
-    left, plot_h, top_y = 64, 190, 32
+    reach = min(longest, _LABEL) * _CHAR_W * 0.72  # labels at 45 degrees: as far left as down
+    bottom = 28 + reach
+    plot_h, top_y = 190, 32
+    # the first label ends under its bar's centre and runs down-left: room for it to the left
+    left = max(64.0, reach + 8 - (width - 80) / max(len(labels), 1) / 2)
     height = int(top_y + plot_h + bottom + (18 if category_label else 0))
     plot_w = width - left - 16
     slot = plot_w / max(len(labels), 1)
@@ -96,7 +100,7 @@ def _vertical(labels, values, ticks, top, title, value_label, category_label, co
             f'<text x="{cx:.1f}" y="{base - h - 4:.1f}" font-size="10" text-anchor="middle">'
             f"{_number(value)}</text>"
             f'<text x="{cx:.1f}" y="{base + 14:.1f}" font-size="11" text-anchor="end" '
-            f'transform="rotate(-45 {cx:.1f} {base + 14:.1f})">{escape(label[:24])}</text>'
+            f'transform="rotate(-45 {cx:.1f} {base + 14:.1f})">{escape(label[:_LABEL])}</text>'
         )
     body.append(
         f'<line x1="{left}" x2="{left + plot_w}" y1="{base}" y2="{base}" stroke="#333"/>'
