@@ -14,8 +14,9 @@ from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.policy import PrivacyPolicy
 from airflow_skald.core.privacy.population_uniqueness import PopulationUniqueness
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, analyse
-from airflow_skald.core.privacy.risk.estimators import Histograms, estimate, pitman
+from airflow_skald.core.privacy.risk.estimators import Histograms, estimate
 from airflow_skald.core.privacy.risk.kmap import derived_k
+from airflow_skald.core.privacy.risk.pitman import pitman
 from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
 from airflow_skald.core.quality.dm_star import DMStar
 
@@ -162,7 +163,7 @@ def test_size_sums_are_the_digamma_differences(seed):
     they are those differences as ARX writes them."""
     from scipy import special
 
-    from airflow_skald.core.privacy.risk.estimators import SizeSums, trigamma
+    from airflow_skald.core.privacy.risk.pitman import SizeSums, trigamma
 
     rng = np.random.default_rng(seed)
     sizes = np.unique(rng.geometric(0.02, size=60) + 1)
@@ -183,7 +184,7 @@ def test_newton_tries_in_arx_order_across_waves():
     answer is its first converging try, whichever wave of tries it falls in. Here a try fails
     (NaN) where x0 is below the problem's threshold and otherwise lands on (q, q), q = x0
     rounded to 0.01: the point shows which try won."""
-    from airflow_skald.core.privacy.risk.estimators import solve_batch
+    from airflow_skald.core.privacy.risk.newton import solve_batch
 
     threshold = np.array([-np.inf, 0.2, 0.5, 0.9, 1.5])
 
