@@ -89,6 +89,7 @@ class PrivacyPolicy:
         top: bool = False,
         within: Within | None = None,
         verdict_only: bool = False,
+        any_prefix: bool = False,
     ) -> Judgement:
         """The node's classes judged; `top`: the node is the top node (its one class is left
         out of what the sample-based models see). `within` (the search, when the node's loss
@@ -100,7 +101,9 @@ class PrivacyPolicy:
         k-anonymity at that size is monotone), and it fails when a model's suppression floor
         (`PrivacyModel.judged`: t-closeness) exceeds the limit. `verdict_only` (the search): a
         node failing the monotone test is not judged further; its `kept` and `n_suppressed`
-        are then the monotone test's."""
+        are then the monotone test's. `any_prefix` (the search, when the loss does not depend on
+        what is suppressed): the last sample-based model suppresses some prefix that makes it
+        hold, not necessarily the shortest (`passes` is the same; `kept` may differ)."""
         n = table.n_records
         allowed = max_suppressed(self.suppression_limit, n)
         monotone = np.ones(table.n_classes, dtype=bool)
@@ -126,7 +129,9 @@ class PrivacyPolicy:
                 floor = max(floor, least)
         cut, tie_size = False, 0
         if sampled:
-            kept, cut, tie_size = enforce_within(sampled, table, kept, allowed, top, within)
+            kept, cut, tie_size = enforce_within(
+                sampled, table, kept, allowed, top, within, any_prefix
+            )
             if all(m.monotone for m in class_based):
                 mono = tuple(m for m in sampled if m.monotone)
                 if mono == sampled and not cut:  # the same models on the same classes

@@ -25,6 +25,7 @@ from airflow_skald.core.settings.table import BY_NAME
 # (a batch costs as many Newton steps as its slowest try, up to 2 x 1000: a larger one
 # overshoots the answer by more candidates, a smaller one takes more steps)
 FIRST_BATCH, GROWTH, MAX_BATCH = 64, 2, 256
+SPREAD = 4  # `any_prefix`: candidates tried before all the others
 _EMPTY = np.zeros(1, dtype=np.int64)  # the empty prefix, as `holds` takes it
 CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold
 # (classes left by the class-based models, their sizes in suppression order) -> longest prefix
@@ -72,11 +73,21 @@ def ratio_at_most(num: np.ndarray, den: np.ndarray, limit: Fraction) -> np.ndarr
 
 
 def shortest_prefix(
-    model: SampleBasedModel, sizes: np.ndarray, start: int, budget: int, most: int | None = None
+    model: SampleBasedModel,
+    sizes: np.ndarray,
+    start: int,
+    budget: int,
+    most: int | None = None,
+    any_prefix: bool = False,
 ) -> int:
     """The shortest prefix p >= start of `sizes` (ascending) whose suppression makes `model`
     hold, among those whose records fit `budget` (records of sizes[start:p]) and, if given,
-    p <= `most`; -1 if none (CUT if none up to `most` but a longer prefix fits the budget)."""
+    p <= `most`; -1 if none (CUT if none up to `most` but a longer prefix fits the budget).
+    `any_prefix`: some such prefix, not necessarily the shortest (the same -1 / CUT): an
+    estimator tries SPREAD candidates spread evenly up to the longest first (where it holds, it
+    mostly holds on a long run of prefixes), then every other at once (a node that fails has
+    every candidate tried either way; a batch costs as many steps as its slowest try, and one
+    try in a few hundred runs ARX's 1000 iterations: few batches, the first one small)."""
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     last = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1  # cum[last] fits
     cut = most is not None and most < last
@@ -88,6 +99,17 @@ def shortest_prefix(
         candidates = np.arange(start, last + 1)
         ok = np.flatnonzero(model.holds(sizes, candidates))
         return int(candidates[ok[0]]) if ok.size else (CUT if cut else -1)
+    if any_prefix:
+        every = np.arange(start, last + 1)
+        spread = np.zeros(every.size, dtype=bool)  # SPREAD evenly spaced, the last among them
+        spread[::-1][:: -(-every.size // SPREAD)] = True
+        for candidates in (every[spread], every[~spread]):
+            if not candidates.size:
+                continue
+            ok = np.flatnonzero(model.holds(sizes, candidates))
+            if ok.size:
+                return int(candidates[ok[0]])
+        return CUT if cut else -1
     lo, batch = start, 1
     while lo <= last:
         candidates = np.arange(lo, min(last, lo + batch - 1) + 1)
@@ -121,6 +143,7 @@ def enforce_within(
     allowed: int,
     top: bool = False,
     within: Within | None = None,
+    any_prefix: bool = False,
 ) -> tuple[np.ndarray, bool, int]:
     """`enforce`, with prefixes no longer than `within(kept, sizes)` (the classes left by the
     class-based models and the sizes they are suppressed in order: the search's longest prefix
@@ -128,7 +151,8 @@ def enforce_within(
     whether that cut decided a failure (a longer prefix might hold within `allowed`, but the
     node could not win with it), and the size of the classes whose run the prefix ends inside
     (0: none; else the first input rows decide which of them are suppressed; the prefix's
-    length never depends on them)."""
+    length never depends on them). `any_prefix`: the last model may take any prefix that makes
+    it hold (`shortest_prefix`), the verdict being the same."""
     if not models:
         return kept, False, 0
     kept = kept.copy()
@@ -141,8 +165,13 @@ def enforce_within(
     most = within(kept, sizes) if within is not None and sizes.size else None
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     p, cut = 0, False
-    for m in models:
-        q = shortest_prefix(m, sizes, p, budget - int(cum[p]), most) if budget >= cum[p] else -1
+    for i, m in enumerate(models):
+        some = any_prefix and not m.cheap and i == len(models) - 1
+        q = (
+            shortest_prefix(m, sizes, p, budget - int(cum[p]), most, some)
+            if budget >= cum[p]
+            else -1
+        )
         if q < 0:
             p, cut = sizes.size, q == CUT
             break

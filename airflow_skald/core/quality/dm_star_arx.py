@@ -8,6 +8,7 @@ from airflow_skald.core.quality.metric import Metric, Scored, sum_squares
 
 class DMStarARX(Metric):
     name = "dm_star_arx"
+    suppression_blind = True  # every class counts, suppressed or not
 
     def value(self, scored: Scored) -> int:
         return sum_squares(scored.table.sizes)

@@ -54,11 +54,14 @@ class Metric(ABC):
     `value` is exact (an int, a Fraction, or an exactly ordered `LogScore`); `display` turns
     it into the figure ARX reports. Bounds are ints (exact) or floats never above the exact
     bound. `node_only`: the value needs the node and the suppressed count, never the classes;
-    `needs_keys`: the value reads the suppressed classes' labels (`Scored.keys`)."""
+    `needs_keys`: the value reads the suppressed classes' labels (`Scored.keys`).
+    `suppression_blind`: the value never depends on which classes a node suppresses (ARX's
+    DM*): the search needs only whether some prefix makes the sample-based models hold."""
 
     name: str = ""
     node_only: bool = False
     needs_keys: bool = False
+    suppression_blind: bool = False
     by_height: bool = False  # ties: smaller sum of levels first (SPEC §4d), then precision
     # the search's order once a best is known (`lattice.search_optimal`; None: top-down when
     # the model has node bounds) and whether it climbs to failing nodes first (`climb_fails`)

@@ -190,7 +190,13 @@ def search_lattice(
                 longest = objective.longest_prefix(table, kept, ordered, best)
                 return ordered.size if longest is None else longest
 
-        j = policy.judge(table, top=node == tops, within=within, verdict_only=True)
+        j = policy.judge(
+            table,
+            top=node == tops,
+            within=within,
+            verdict_only=True,
+            any_prefix=objective.suppression_blind,
+        )
         loss = objective.value(Scored(table, j, node, plan.tops, keys)) if j.passes else None
         return j.monotone_passes, j.passes, loss, objective.lower_bound(table)
 

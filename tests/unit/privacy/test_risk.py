@@ -198,3 +198,52 @@ def test_newton_tries_in_arx_order_across_waves():
     got = solve_batch(system, start)
     assert got[0].tolist()[:4] == [-1.0, 0.33, 0.66, 0.99]
     assert np.isnan(got[:, 4]).all()
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 7])  # (0 and 6 take ~20 s each)
+def test_any_prefix_verdict_is_the_shortest_prefix_verdict(seed):
+    """`any_prefix` (the search under ARX's DM*, whose loss ignores what is suppressed): the node
+    passes exactly when it passes with the shortest prefix, and the prefix it takes holds.
+    Pitman on many singletons (hundreds of candidate prefixes, so the estimator's candidates
+    are tried in two batches), alone and after average risk."""
+    rng = np.random.default_rng(100 + seed)
+    sizes = np.concatenate(
+        [np.ones(int(rng.integers(50, 400)), np.int64), rng.geometric(0.2, 300) + 1]
+    )
+    first = rng.permutation(sizes.size)
+    table = ClassTable(sizes, first_rows=first)
+    pitman_model = PopulationUniqueness(
+        Fraction(int(rng.integers(1, 30)), 1000),
+        ("pitman", "dankar")[seed % 2],
+        PopulationModel(sampling_fraction=Fraction(1, 10)),
+    )
+    for models in ((pitman_model,), (AverageRisk(Fraction(9, 10)), pitman_model)):
+        for limit in (Fraction(1, 100), Fraction(5, 100), Fraction(3, 10)):
+            policy = PrivacyPolicy(models, limit)
+            shortest = policy.judge(table, verdict_only=True)
+            some = policy.judge(table, verdict_only=True, any_prefix=True)
+            assert some.passes == shortest.passes
+            if some.passes:
+                assert pitman_model.holds_on(sizes[some.kept])
+                assert some.n_suppressed >= shortest.n_suppressed
+
+
+def test_waves_one_rank_at_a_time_give_the_same_answers():
+    """With MANY problems or more left the prepared tries run one rank at a time: each problem
+    keeps its first converging try in ARX's order, as with WAVE ranks side by side."""
+    from airflow_skald.core.privacy.risk import newton
+
+    rng = np.random.default_rng(3)
+    threshold = rng.choice([-np.inf, 0.2, 0.5, 0.9, 1.5], size=3 * newton.MANY)
+
+    def system(x0, x1, rows):
+        q = np.round(x0 * 100) / 100
+        bad = x0 < threshold[rows]
+        one, zero = np.ones_like(x0), np.zeros_like(x0)
+        return np.where(bad, np.nan, x0 - q), np.where(bad, np.nan, x1 - q), one, zero, zero, one
+
+    start = np.full((2, threshold.size), -1.0)
+    many = newton.solve_batch(system, start)
+    for i in range(threshold.size):  # one problem at a time: WAVE ranks side by side
+        alone = newton.solve_batch(lambda a, b, rows, i=i: system(a, b, rows * 0 + i), start[:, :1])
+        assert np.array_equal(many[:, i], alone[:, 0], equal_nan=True)

@@ -15,8 +15,10 @@ ITERATIONS_PER_TRY = 1000  # ... getDefaultIterationsPerTry
 # points that did not converge: it would run to ITERATIONS_PER_TRY and fail, so it fails now.
 CYCLE = 8
 # ARX's prepared tries run in waves of this many ranks (its start values' rows of equal d1):
-# on Adult the second or third try wins nearly always, so the twelve after them mostly never run
+# on Adult the second or third try wins nearly always, so the twelve after them mostly never run;
+# one rank at a time once MANY problems are left (a step then costs by the tries it carries)
 WAVE = 4
+MANY = 64
 
 
 def _start_values() -> list[tuple[float, float]]:
@@ -88,7 +90,8 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
     The answer of a problem is its first try, in ARX's order (the given start value (2, B),
     then START_VALUES), that converges. The model's own start value is tried first for every
     problem (it usually converges); only the problems it fails get the prepared tries, WAVE
-    ranks side by side at a time, the earliest converging one winning; a later wave only for
+    ranks side by side at a time (one once MANY problems are left), the earliest converging one
+    winning; a later wave only for
     the problems no earlier try solved (each try's steps are its own: the same answer as all
     sixteen side by side, without running the later ranks while an early one converges).
     ARX's cap of (tries x 1000) iterations in all never cuts a try short (16 failed tries
@@ -97,10 +100,9 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
     result = _newton(system, start, np.arange(n_problems), np.zeros(n_problems), constraint)
     left = np.flatnonzero(np.isnan(result).any(axis=0))
     starts = np.asarray(START_VALUES, dtype=np.float64).T  # (2, tries)
-    for first in range(0, starts.shape[1], WAVE):
-        if not left.size:
-            break
-        wave = starts[:, first : first + WAVE]
+    first = 0
+    while first < starts.shape[1] and left.size:
+        wave = starts[:, first : first + (1 if left.size >= MANY else WAVE)]
         n_tries = wave.shape[1]
         x = np.repeat(wave[:, None, :], left.size, axis=1).reshape(2, -1)
         problem = np.repeat(left, n_tries)  # try t of left[i] at i * n_tries + t
@@ -111,4 +113,5 @@ def solve_batch(system, start: np.ndarray, constraint=None) -> np.ndarray:
         hit = ok.any(axis=1)
         result[:, left[hit]] = found[:, np.flatnonzero(hit), first_ok[hit]]
         left = left[~hit]
+        first += n_tries
     return result
