@@ -24,12 +24,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from airflow_skald.core.count.histogram import (
+    DENSE_LIMIT,
     Histogram,
     HistogramAccumulator,
     grouped,
-    run_starts,
 )
 from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.class_sums import (
+    PackedTop,
+    grouped_columns,
+    grouped_rows,
+    packed_bits,
+    unpacked,
+)
+from airflow_skald.core.encode.class_sums import packed as packed_column
 from airflow_skald.core.encode.dimensions import Dimension
 
 if TYPE_CHECKING:
@@ -112,39 +120,6 @@ def raise_one(hist: Histogram, axis: int, level_map: np.ndarray, card: int) -> H
     return Histogram(radices, *grouped(keys, hist.counts, math.prod(radices), owned=True))
 
 
-def grouped_columns(keys: np.ndarray, columns: Sequence[np.ndarray]) -> tuple:
-    """Distinct keys (sorted) and the sum of each int64 column per key (a class table with
-    its sums per bin: one sort shared by every column; bins summing to 0 are kept)."""
-    if keys.size == 0:
-        return (keys.astype(np.int64), *(np.asarray(c, dtype=np.int64) for c in columns))
-    descents = int(np.count_nonzero(keys[1:] < keys[:-1]))
-    if descents:
-        kind = "stable" if descents * 4 < keys.size else None  # few sorted runs: a merge sort
-        bits = int(keys.size - 1).bit_length()
-        if int(keys.max()).bit_length() + bits <= 63:  # the order packed below the keys:
-            packed = keys << bits  # one in-place sort instead of an argsort and a gather
-            packed |= np.arange(keys.size, dtype=np.int64)
-            packed.sort(kind=kind)
-            order = packed & ((1 << bits) - 1)
-            packed >>= bits
-            keys = packed
-        else:
-            order = np.argsort(keys, kind=kind)
-            keys = keys[order]
-        columns = [c[order] for c in columns]
-    starts = run_starts(keys)
-    return (keys[starts], *(_run_sums(c, starts) for c in columns))
-
-
-def _run_sums(column: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """`np.add.reduceat(column, starts)` from one cumulative sum (int64, exact): several
-    times faster over many short runs."""
-    total = np.cumsum(column, dtype=np.int64)
-    out = total[np.r_[starts[1:], column.size] - 1]
-    out[1:] -= out[:-1].copy()
-    return out
-
-
 def add_sorted(a: Histogram, b: Histogram) -> Histogram:
     """Exact sum of two sparse histograms over the same node. Both key arrays are sorted and
     unique, so a stable sort of the two together is one linear merge of two runs (timsort);
@@ -181,20 +156,24 @@ class _Buckets:
     """One table's counts at a sparse chain node, cut by key range into buckets: bucket i
     holds the sorted unique keys in [bounds[i-1], bounds[i]) and their counts (and, for the
     class table of a run with QIDs counted as sums, their sums per bin: more columns that
-    follow the keys). A chunk's sorted keys are cut at the same bounds and each piece merged
-    into its bucket (a linear merge of two small runs); together the buckets are the whole
-    table in key order, so the non-empty bins are the sum of their sizes, exactly."""
+    follow the keys; or one column of records and sums packed, `plain` False). A chunk's
+    sorted keys are cut at the same bounds and each piece merged into its bucket (a linear
+    merge of two small runs); together the buckets are the whole table in key order, so the
+    non-empty bins are the sum of their sizes, exactly."""
 
-    def __init__(self, radices: tuple[int, ...], parts: list[tuple], width: int = 2):
+    def __init__(
+        self, radices: tuple[int, ...], parts: list[tuple], width: int = 2, plain: bool = True
+    ):
         self.radices = radices
         self.width = width  # keys, counts, then one column per sum
+        self.plain = plain and width == 2  # one column of counts alone (`grouped` sums it)
         self.parts = [p for p in parts if p[0].size] or [(_EMPTY,) * width]
         self.bounds = np.asarray([p[0][0] for p in self.parts[1:]], dtype=np.int64)
         self.n_bins = sum(int(p[0].size) for p in self.parts)
 
     @classmethod
-    def empty(cls, radices: tuple[int, ...], width: int = 2) -> _Buckets:
-        return cls(radices, [], width)
+    def empty(cls, radices: tuple[int, ...], width: int = 2, plain: bool = True) -> _Buckets:
+        return cls(radices, [], width, plain)
 
     def add(self, table: tuple) -> None:
         """Add sorted unique (keys, counts, sums...) at this node."""
@@ -215,21 +194,17 @@ class _Buckets:
             self.n_bins += int(merged[0].size) - int(old[0].size)
             self.parts[i] = merged
         if max(p[0].size for p in self.parts) > 4 * BUCKET_BINS:
-            self.parts = _cut(self._joined())  # re-cut into even buckets: O(bins), rarely
+            self.parts = _cut(self.joined())  # re-cut into even buckets: O(bins), rarely
             self.bounds = np.asarray([p[0][0] for p in self.parts[1:]], dtype=np.int64)
 
-    def _joined(self) -> tuple:
+    def joined(self) -> tuple:
         if len(self.parts) == 1:
             return self.parts[0]
         return tuple(np.concatenate([p[j] for p in self.parts]) for j in range(self.width))
 
     def histogram(self) -> Histogram:
-        keys, counts = self._joined()[:2]
+        keys, counts = self.joined()[:2]
         return Histogram(self.radices, keys, counts)
-
-    def columns(self) -> tuple:
-        """The sums' columns (aligned with `histogram()`'s keys)."""
-        return self._joined()[2:]
 
     def raised(self, axis: int, level_map: np.ndarray, card: int) -> _Buckets:
         """These counts one level up in QID `axis`, bucket by bucket (the temporaries stay
@@ -244,12 +219,12 @@ class _Buckets:
             if not part[0].size:
                 continue
             keys, _ = raised_keys(part[0], self.radices, axis, level_map, card)
-            if self.width == 2:
+            if self.plain:
                 pieces.append(grouped(keys, part[1], n_possible, owned=True))
             else:
                 pieces.append(grouped_columns(keys, part[1:]))
         if all(a[0][-1] < b[0][0] for a, b in zip(pieces[:-1], pieces[1:], strict=True)):
-            return _Buckets(radices, pieces, self.width)  # still in order (the last QID rose)
+            return _Buckets(radices, pieces, self.width, self.plain)  # still in order
         sample = np.sort(np.concatenate([p[0][:: max(1, p[0].size // 64)] for p in pieces]))
         n = sum(int(p[0].size) for p in pieces)
         n_buckets = max(1, -(-n // BUCKET_BINS))
@@ -270,11 +245,11 @@ class _Buckets:
             cols = [np.concatenate([s[i][j] for s in split]) for j in range(self.width)]
             for s in split:
                 s[i] = (_EMPTY,) * self.width
-            if self.width == 2:
+            if self.plain:
                 parts.append(grouped(cols[0], cols[1], n_possible, owned=True))
             else:
                 parts.append(grouped_columns(cols[0], cols[1:]))
-        return _Buckets(radices, parts, self.width)
+        return _Buckets(radices, parts, self.width, self.plain)
 
 
 _EMPTY = np.zeros(0, dtype=np.int64)
@@ -297,13 +272,16 @@ class ChainCounts:
     separately: they are the (class, value) counts summed over the values (`result`). QIDs in
     `sums` (`encode.class_sums`, runs without criteria) add a column of value sums per class
     bin to the class table: it follows the keys through every merge and roll-up (one sort for
-    both) and is not what N_RAM bounds.
+    both) and is not what N_RAM bounds. One such QID whose sums fit (`class_sums.packed_bits`)
+    shares the counts' column, `sum << bits | records`: the table is then as wide as a k-only
+    run's and every merge and roll-up adds both figures at once.
 
     `add` takes counts made at any chain node: counts below the current node are rolled up
     before they are added; counts above it roll the accumulator up to them first (a merge).
     A chunk's records come in two steps: `chunk_tables` (its counts, in a reading thread) and
     `add_chunk` (into the accumulator). A class table with sums goes between them as
-    (class histogram, sums aligned with its keys), or at the top as (keys, weights).
+    (class histogram, sums aligned with its keys) or (histogram of the packed column, ()), or
+    at the top as (keys, weights).
 
     At the chain's top (paper mode's root P, whose possible bins fit N_RAM, so no count can
     roll further) chunks are counted as paper mode counts its root: into a dense array when P
@@ -325,9 +303,11 @@ class ChainCounts:
         self.sums = tuple(sums)  # columns of the class table (dense at the top: ("sum", a))
         if self.sums and self.m:
             raise ValueError("sums per class are counted only beside the class table")
+        self.bits = packed_bits(plan.stats, self.sums) if self.sums else None
         self.position = 0
         self.tables = {
-            t: _Buckets.empty(self._radices(t, self.node), self._width(t)) for t in self._names()
+            t: _Buckets.empty(self._radices(t, self.node), self._width(t), not self.sums)
+            for t in self._names()
         }
         self.top: dict | None = None
         if len(self.chain) == 1:
@@ -337,7 +317,18 @@ class ChainCounts:
         return list(self.m) or [None]  # None: the class table
 
     def _width(self, table: str | None) -> int:
-        return 2 + (len(self.sums) if table is None else 0)
+        return 2 + (len(self.sums) if table is None and self.bits is None else 0)
+
+    def _split(self, item) -> tuple[Histogram, tuple]:
+        """A chunk table as (class counts, sums aligned with their keys), a packed column
+        unpacked."""
+        if isinstance(item, Histogram):
+            return item, ()
+        hist, sums = item
+        if self.bits is None:
+            return hist, sums
+        counts, total = unpacked(hist.counts, self.bits)
+        return Histogram(hist.radices, hist.keys, counts), (total,)
 
     def _radices(self, table: str | None, node: Node) -> tuple[int, ...]:
         radices = self.radices(node)
@@ -354,11 +345,20 @@ class ChainCounts:
         """From here on, count as paper mode counts at its root (the chain's last node)."""
         self.top = {}
         for t, table in self.tables.items():
-            names = [t, *(("sum", a) for a in self.sums)] if t is None else [t]
-            for j, name in enumerate(names):
-                self.top[name] = HistogramAccumulator(table.radices)
+            if t is None and self.bits is not None and math.prod(table.radices) <= DENSE_LIMIT:
+                self.top[t] = PackedTop(table.radices, self.bits)  # one word per bin
                 for part in table.parts:
-                    self.top[name].add(Histogram(table.radices, part[0], part[1 + j]))
+                    self.top[t].add(part[0], part[1])
+                continue
+            names = [t, *(("sum", a) for a in self.sums)] if t is None else [t]
+            for name in names:
+                self.top[name] = HistogramAccumulator(table.radices)
+            for part in table.parts:
+                columns = part[1:] if table.plain or self.bits is None else None
+                if columns is None:
+                    columns = unpacked(part[1], self.bits)
+                for name, column in zip(names, columns, strict=True):
+                    self.top[name].add(Histogram(table.radices, part[0], column))
         self.tables = {}
 
     def _tables_of(self, counts: RootCounts) -> dict:
@@ -372,6 +372,9 @@ class ChainCounts:
             column = np.zeros(keys.size, dtype=np.int64)
             column[np.searchsorted(keys, counts.sums[a].keys)] = counts.sums[a].counts
             aligned.append(column)
+        if self.bits is not None:
+            both = packed_column(counts.classes.counts.astype(np.int64), aligned[0], self.bits)
+            return {None: (Histogram(counts.classes.radices, keys, both), ())}
         return {None: (counts.classes, tuple(aligned))}
 
     def _next(self, node: Node) -> tuple[Node, int, np.ndarray, int]:
@@ -428,8 +431,11 @@ class ChainCounts:
         out = {}
         for t, rows in chunk.items():
             radices = self._radices(t, node)
-            if t is None and w:
-                k, counts, *sums = _grouped_rows(rows, w, math.prod(radices))
+            if t is None and w and self.bits is not None:
+                k, both = grouped_rows(rows, w, math.prod(radices), self.bits)
+                out[t] = (Histogram(radices, k, both), ())
+            elif t is None and w:
+                k, counts, *sums = grouped_rows(rows, w, math.prod(radices))
                 out[t] = (Histogram(radices, k, counts), tuple(sums))
             else:
                 out[t] = Histogram(radices, *grouped(rows, None, math.prod(radices)))
@@ -441,6 +447,9 @@ class ChainCounts:
             for t, rows in tables.items():
                 if isinstance(rows, tuple):
                     rows, w = rows
+                    if isinstance(self.top[t], PackedTop):
+                        self.top[t].add_rows(rows, w[0])
+                        continue
                     for a, weights in zip(self.sums, w, strict=True):
                         self.top[("sum", a)].add_weighted(rows, weights)
                 self.top[t].add_keys(rows)
@@ -448,12 +457,15 @@ class ChainCounts:
         while self.where[node] < self.position:
             tables, node = self.step(tables, node)
         for t, item in tables.items():
-            hist, sums = (item, ()) if isinstance(item, Histogram) else item
-            if self.top is not None:
+            if self.top is not None and isinstance(self.top[t], PackedTop):
+                self.top[t].add(item[0].keys, item[0].counts)
+            elif self.top is not None:
+                hist, sums = self._split(item)
                 self.top[t].add(hist)
                 for a, column in zip(self.sums if sums else (), sums, strict=True):
                     self.top[("sum", a)].add(Histogram(hist.radices, hist.keys, column))
             else:
+                hist, sums = (item, ()) if isinstance(item, Histogram) else item
                 self.tables[t].add((hist.keys, hist.counts, *sums))
         while self.position < len(self.chain) - 1 and self._fill() > self.limit:
             self._rise()
@@ -462,16 +474,25 @@ class ChainCounts:
         return sum(t.n_bins for t in self.tables.values())
 
     def result(self) -> RootCounts:
-        if self.top is not None:
+        if self.top is not None and isinstance(self.top.get(None), PackedTop):
+            classes, total = self.top[None].result()
+            tables, sums = {None: classes}, {self.sums[0]: total}
+        elif self.top is not None:
             tables = {t: acc.result() for t, acc in self.top.items()}
             sums = {a: tables.pop(("sum", a)) for a in self.sums}
         else:
-            tables = {t: table.histogram() for t, table in self.tables.items()}
             sums = {}
-            if self.sums:
-                classes = tables[None]
-                for a, column in zip(self.sums, self.tables[None].columns(), strict=True):
-                    sums[a] = Histogram(classes.radices, classes.keys, column)
+            if self.sums:  # the class table with its sums: joined once, then split
+                radices = self.tables[None].radices
+                keys, counts, *columns = self.tables[None].joined()
+                if self.bits is not None:
+                    counts, total = unpacked(counts, self.bits)
+                    columns = [total]
+                tables = {None: Histogram(radices, keys, counts)}
+                for a, column in zip(self.sums, columns, strict=True):
+                    sums[a] = Histogram(radices, keys, column)
+            else:
+                tables = {t: table.histogram() for t, table in self.tables.items()}
         if not self.m:
             return RootCounts(tables[None], {}, node=self.node, sums=sums)
         classes = tables[next(iter(self.m))].sum_last_axis()
@@ -483,28 +504,6 @@ def _is_rows(item) -> bool:
     return isinstance(item, np.ndarray) or (
         isinstance(item, tuple) and isinstance(item[0], np.ndarray)
     )
-
-
-def _grouped_rows(keys: np.ndarray, weights: Sequence[np.ndarray], n_possible: int) -> tuple:
-    """A chunk's class keys grouped: (distinct keys, records, sum of each weight), with one
-    sort (the weights packed below the keys when one fits) or count tables when few bins."""
-    if n_possible <= max(1 << 10, 2 * keys.size):
-        counts = np.bincount(keys, minlength=n_possible)
-        nz = np.flatnonzero(counts)
-        sums = [np.bincount(keys, w, minlength=n_possible)[nz].astype(np.int64) for w in weights]
-        return (nz.astype(np.int64), counts[nz].astype(np.int64), *sums)  # exact below 2^53
-    if len(weights) == 1 and keys.size:
-        bits = max(1, int(weights[0].max()).bit_length())
-        if (n_possible - 1).bit_length() + bits <= 63:
-            packed = keys << bits
-            packed |= weights[0]
-            packed.sort()
-            k = packed >> bits
-            starts = run_starts(k)
-            packed &= (1 << bits) - 1
-            counts = np.diff(np.r_[starts, k.size])
-            return k[starts], counts, _run_sums(packed, starts)
-    return grouped_columns(keys, [np.ones(keys.size, dtype=np.int64), *weights])
 
 
 def merge_on_chain(plan: Plan, parts: Sequence[RootCounts]) -> RootCounts:

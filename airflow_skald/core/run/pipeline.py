@@ -123,8 +123,7 @@ def count_histogram(
     chain = plan.counting_chain()
     stats = plan.stats.sensitive
     sensitive = {a: stats[a] for a in plan.value_attributes(config.counted_attributes)}
-    offsets = {a: class_sums.offsets(stats[a]) for a in plan.summed}  # weight per value code
-    columns = list(dict.fromkeys([*config.qid_names, *sensitive, *offsets]))
+    columns = list(dict.fromkeys([*config.qid_names, *sensitive, *plan.summed]))
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
@@ -135,7 +134,7 @@ def count_histogram(
         table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
-        weights = {a: w[stats[a].codes(table.column(a))] for a, w in offsets.items()}
+        weights = {a: class_sums.weights(stats[a], table.column(a)) for a in plan.summed}
         if sample is not None:
             keep = sample.keeps(chunk, table.num_rows)
             keys, values = keys[keep], {a: v[keep] for a, v in values.items()}
