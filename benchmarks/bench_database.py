@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
 import json
 import os
 import resource
@@ -250,6 +251,7 @@ def main() -> int:
         "chunk_rows": args.chunk_rows,
         "load_s": load_s,
         "load_average": loads,
+        "adbc_driver_postgresql": importlib.metadata.version("adbc-driver-postgresql"),
         "client_cpus": args.client_cpus,
         "server_cpus": args.server_cpus,
         "wall_s": {k: [round(x, 2) for x in v] for k, v in walls.items()},
