@@ -144,12 +144,14 @@ def _model(kind: str, features: Features, seed: int, n_classes: int = 2):
         # many (a QID of thousands of released labels) take the gradient-only solver
         # (one coefficient per column and class: 30 classes x 27 columns took 101 s a fold of
         # 90k records with Newton steps, 10.7 s with L-BFGS)
-        # warm-started: each fold's fit begins at the last fold's coefficients (the folds share
-        # 8 of 10 parts, so Newton steps converge in 2 instead of 5; the optimum is the same)
+        # Newton steps are warm-started: each fold's fit begins at the last fold's coefficients
+        # (the folds share 8 of 10 parts, so they converge in 2 steps instead of 5, to the same
+        # optimum). L-BFGS steps are not: they stop early (GRADIENT_TOL), and a start trained
+        # on the held-out fold would be where they stop (the figures flattered: the next
+        # fold's records learnt). Their capped training records repeat from fold to fold
+        # instead, and a repeated fit is not made again (`out_of_fold`).
         if _gradient_only(features, n_classes):
-            model = LogisticRegression(
-                solver="lbfgs", max_iter=GRADIENT_STEPS, tol=GRADIENT_TOL, warm_start=True
-            )
+            model = LogisticRegression(solver="lbfgs", max_iter=GRADIENT_STEPS, tol=GRADIENT_TOL)
         else:
             model = LogisticRegression(solver="newton-cholesky", max_iter=200, warm_start=True)
         return model, features.onehot
@@ -183,11 +185,15 @@ def out_of_fold(
     kind: str, features: Features, y: np.ndarray, n_classes: int, blocks, train_mask, seed: int
 ) -> np.ndarray:
     """Each record's class probabilities from the model trained without its fold (rows of
-    `train_mask` False never train); a fold without training records predicts the shares."""
+    `train_mask` False never train); a fold without training records predicts the shares.
+    A fold whose training records are the last fit's (the first GRADIENT_RECORDS or
+    FOREST_POOL of two folds' training records can be the same records) predicts with that
+    fit: the same records make the same model (the forest's seed is fixed)."""
     from sklearn.exceptions import ConvergenceWarning
 
     proba = np.zeros((y.size, n_classes))
     previous = None  # logistic regression: the last fold's model, warm-started from
+    fitted = None  # (training records, model) of the last fit
     for test in blocks:
         train = np.ones(y.size, dtype=bool)
         train[test] = False
@@ -204,6 +210,11 @@ def out_of_fold(
         if learnt.size == 1:  # one class to learn: it is certain
             proba[test, y[idx[0]]] = 1.0
             continue
+        if fitted is not None and np.array_equal(fitted[0], idx):
+            model, x = fitted[1]
+            proba[np.ix_(test, model.classes_)] = model.predict_proba(x[test])
+            continue
+        fitted = idx, None
         if previous is not None and np.array_equal(previous[0].classes_, learnt):
             model, x = previous
         else:
@@ -218,6 +229,7 @@ def out_of_fold(
                 model.fit(x[idx], y[idx], sample_weight=weight)
             else:
                 model.fit(x[idx], y[idx])
+        fitted = fitted[0], (model, x)
         proba[np.ix_(test, model.classes_)] = model.predict_proba(x[test])
     return proba
 

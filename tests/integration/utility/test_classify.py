@@ -122,3 +122,25 @@ def test_baseline_is_the_training_folds_majority(computed):
         majority = np.bincount(y[train], minlength=len(classes)).argmax()
         correct += int(np.sum(y[test] == majority))
     assert out["baseline"]["accuracy"] == pytest.approx(correct / N)
+
+
+def test_a_repeated_training_pool_fits_the_same_forest(computed, monkeypatch):
+    # the forest learns from the first FOREST_POOL training records of each fold: with a pool
+    # of 300 of 525, the last two folds' pools are the same records (the first two folds): one
+    # fit serves both, and every fold's probabilities are scikit-learn's fit on its pool
+    from airflow_skald.core.utility import classify as C
+
+    monkeypatch.setattr(C, "FOREST_POOL", 300)
+    original, _, _ = computed
+    classes = sorted(original["target"].unique())
+    y = original["target"].map(classes.index).to_numpy()
+    features = C.encode(pa.Table.from_pandas(original), QIDS)
+    blocks = C.folds(N, FOLDS)
+    got = C.out_of_fold("random_forest", features, y, 3, blocks, np.ones(N, bool), SEED)
+    pools = [np.setdiff1d(np.arange(N), test)[:300] for test in blocks]
+    assert np.array_equal(pools[2], pools[3]) and not np.array_equal(pools[1], pools[2])
+    for test, pool in zip(blocks, pools, strict=True):
+        model = RandomForestClassifier(random_state=SEED, n_jobs=1, **FOREST)
+        model.max_samples = C.FOREST_RECORDS if pool.size > C.FOREST_RECORDS else None
+        model.fit(features.raw[pool], y[pool])
+        assert np.array_equal(got[test], model.predict_proba(features.raw[test]))
