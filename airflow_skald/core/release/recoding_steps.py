@@ -151,11 +151,13 @@ def read_recoding_steps(
     classes: ReleaseClasses,
     n_qids: int,
     sensitive: Mapping[str, SensitiveStats],
+    models: Sequence[Any] = (),
 ) -> list[RecordedStep] | None:
     """The steps the release keeps, each class index mapped to the kept table's order (None:
     its manifest names no file). DataError if the file is missing or malformed;
     VerificationError if it is not the file the manifest names, its classes are not the
-    release's, or its steps are not the manifest's."""
+    release's, or its steps are not the manifest's. `models`: the policy's, whose compared
+    attributes must each have a distribution per step."""
     data = read_named(path, manifest, "recoding_steps", RECODING_STEPS)
     if data is None:
         return None
@@ -178,6 +180,11 @@ def read_recoding_steps(
         }
     except (ValueError, KeyError, TypeError, AttributeError):
         raise DataError(f"{name} is not a valid steps file") from None
+    needed = set(overall_attributes(tuple(models), "drop"))
+    if not needed <= set(dists) <= set(sensitive) or any(
+        len(r) != len(raw) for _, r in dists.values()
+    ):
+        raise DataError(f"{name} is not a valid steps file (one distribution per step)")
     tuples, totals = kept_tuples(classes, n_qids)
     order = sorted(range(len(tuples)), key=tuples.__getitem__)
     if digest != labels_digest([tuples[i] for i in order]):
@@ -191,16 +198,64 @@ def read_recoding_steps(
         if (sizes <= 0).any():
             raise VerificationError(f"{name}: step {s} releases an empty class")
         np.add.at(counted, at, sizes)
-        per_step = {
-            a: _aligned(values, rows[s], sensitive[a], name)
-            for a, (values, rows) in dists.items()
-            if s < len(rows)
-        }
+        per_step = {a: _aligned(v, rows[s], sensitive[a], name) for a, (v, rows) in dists.items()}
         steps.append(RecordedStep(node, records, index[at], sizes, per_step))
+        _labels_fit(node, [tuples[order[p]] for p in at.tolist()], manifest, name, s)
     if not np.array_equal(counted, totals[index] if index.size else totals):
         raise VerificationError(f"{name}: its steps' records are not the release's class sizes")
     _as_manifest(steps, manifest, name)
+    _consistent(steps, sensitive, manifest, name)
     return steps
+
+
+def _labels_fit(node: Mapping, labels: list[tuple], manifest: Mapping | None, name: str, s: int):
+    """A step's classes carry '*' wherever its node is at a QID's top (their labels can be
+    that node's: a class moved to another step's list is refused)."""
+    tops = (manifest or {}).get("top_node") or {}
+    for j, (qid, level) in enumerate(node.items()):
+        if tops.get(qid) == level and any(t[j] != TOP for t in labels):
+            raise VerificationError(
+                f"{name}: step {s} lists a class whose '{qid}' is not '*' at its node's top"
+            )
+
+
+def _consistent(
+    steps: list[RecordedStep],
+    sensitive: Mapping[str, SensitiveStats],
+    manifest: Mapping | None,
+    name: str,
+) -> None:
+    """The file's figures agree with each other and with the release: the global node
+    searched every record; each step searched the records the one before left (its records
+    less those it released); each step's distribution counts its records, the first is the
+    release's (or, when it drops suppressed records, the input's), and a later step's is
+    within the one before."""
+    n = (manifest or {}).get("n_records")
+    if steps and n is not None and steps[0].n_records != n:
+        raise VerificationError(
+            f"{name}: the global node searched {steps[0].n_records} records, not the release's {n}"
+        )
+    for s, (a, b) in enumerate(zip(steps, steps[1:], strict=False)):
+        if b.n_records != a.n_records - int(a.sizes.sum()):
+            raise VerificationError(
+                f"{name}: step {s + 1} searched {b.n_records} records, not the "
+                f"{a.n_records - int(a.sizes.sum())} step {s} left"
+            )
+    for attribute, stats in sensitive.items():
+        rows = [step.distributions[attribute] for step in steps if attribute in step.distributions]
+        if not rows:
+            continue
+        if list(rows[0]) != [int(c) for c in stats.counts]:
+            raise VerificationError(
+                f"{name}: the global node's '{attribute}' counts are not the release's"
+            )
+        for s, (step, row) in enumerate(zip(steps, rows, strict=True)):
+            if sum(row) != step.n_records or (
+                s and any(x > y for x, y in zip(row, rows[s - 1], strict=True))
+            ):
+                raise VerificationError(
+                    f"{name}: step {s}'s '{attribute}' counts are not its records'"
+                )
 
 
 def _aligned(values: list, counts: list[int], stats: SensitiveStats, name: str) -> list[int]:
@@ -252,5 +307,5 @@ def kept(
     data = of_run(classes, plan.dims, decision, sensitive, attributes)
     write_bytes_atomic(f"{staging.rstrip('/')}/{RECODING_STEPS}", data)
     manifest = with_recoding_steps(manifest, data)
-    read_recoding_steps(staging, manifest, classes, len(plan.dims), sensitive)
+    read_recoding_steps(staging, manifest, classes, len(plan.dims), sensitive, policy.models)
     return manifest

@@ -219,7 +219,7 @@ def verify_release(
         )
         full = policy
         policy, skipped = recoded_standalone(manifest, policy, skipped)  # SPEC §4f
-        recorded = read_recoding_steps(path, manifest, classes, len(qids), sensitive)
+        recorded = read_recoding_steps(path, manifest, classes, len(qids), sensitive, full.models)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})

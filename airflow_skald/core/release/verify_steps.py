@@ -176,6 +176,12 @@ def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
     return star
 
 
+#: why `skald verify` leaves a chunk-relative model of a per-chunk release to the run's check
+PER_CHUNK = (
+    "a per-chunk release judged each part against its own chunk's records (the baseline "
+    "ARX's situation), not against the whole release; the run checked every part before it "
+    "published"
+)
 #: why `skald verify` leaves a step-relative model of an older release to the run's check
 STEP_RELATIVE = (
     "local recoding judges it per step against that step's records, and the release was made "
@@ -191,6 +197,10 @@ def standalone(
     re-checked over every class; the step-relative ones step by step from the steps the
     release keeps (`verify_recorded`), or, for a release made before it kept them, listed as
     not re-checked."""
+    if manifest and manifest.get("mode") == "per_chunk":  # each part judged on its own chunk
+        relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
+        listed = [{**m.describe(), "reason": PER_CHUNK} for m in relative]
+        return class_local(policy), [*skipped, *listed]
     if not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
         return policy, skipped
     if isinstance(manifest.get("recoding_steps"), Mapping):

@@ -36,7 +36,7 @@ from skald_testdata import (
     write_config,
 )
 
-from airflow_skald.cli import main
+from airflow_skald.cli import VERIFIED_IN_PART, main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run.runner import run
@@ -271,6 +271,13 @@ def test_per_chunk_and_standalone_verify(tmp_path, capsys):
     assert m["verified"] is True and m["mode"] == "per_chunk"
     recoded = [c["local_recoding"] for c in m["per_chunk"] if "local_recoding" in c]
     assert recoded and any(r["steps"] for r in recoded)
+    # each part was judged against its own chunk: `skald verify` re-checks k over the release
+    # and names t-closeness as the run's per-part check (not a failure against all records)
+    assert main(["verify", str(tmp_path / "out")]) == VERIFIED_IN_PART
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] == "partial"
+    assert [d["model"] for d in report["not_rechecked"]] == ["t-closeness"]
+    assert "per-chunk" in report["not_rechecked"][0]["reason"]
     cfg = config(tmp_path, df, 3, 0.1, 0.02, t="0.4", out="global")
     assert main(["run", str(cfg), "--quiet"]) == 0
     capsys.readouterr()
@@ -296,7 +303,9 @@ def test_per_chunk_and_standalone_verify(tmp_path, capsys):
         (lambda b: b["steps"][0]["released"].__setitem__(0, b["steps"][0]["released"][0] + 1), 1),
         (lambda b: b["steps"][-1].__setitem__("records", b["steps"][-1]["records"] + 1), 1),
         (lambda b: b["steps"][1]["classes"].__setitem__(0, 10**6), 2),
-        # a step's records said to hold one value only: its classes break t-closeness
+        (lambda b: b["steps"][0].__setitem__("records", 7), 1),  # the global node searched all
+        (lambda b: b.__setitem__("distributions", {}), 2),  # t-closeness needs the steps' counts
+        # a step's records said to hold one value only: its counts are not its records'
         (lambda b: b["distributions"]["s"]["counts"][1].__setitem__(slice(None), [0, 0, 10**4]), 1),
     ]:
         copy = tmp_path / f"copy-{code}-{id(tamper)}"
