@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from airflow_skald.core.utility.summary import Counts, figures, release_figures
@@ -62,3 +63,23 @@ def test_counts_survive_their_byte_form():
     back = Counts.from_bytes(c.to_bytes())
     assert back.values.to_pylist() == c.values.to_pylist()
     assert back.counts.tolist() == c.counts.tolist()
+
+
+@pytest.mark.parametrize(
+    "values, kind",
+    [
+        ([5, -3, 5, 7, -3, 5], pa.int64()),  # a count table over the range
+        ([2, 0, 2, 255], pa.uint8()),
+        ([-(2**62), 2**62, 7, 7], pa.int64()),  # a range far wider than the records: hashed
+        ([2**64 - 1, 3, 3], pa.uint64()),  # beyond int64: hashed
+        ([4, None, 4, 1], pa.int32()),  # a null: hashed, nulls not counted
+    ],
+)
+def test_integer_counts_equal_the_hashed_counts(values, kind):
+    column = pa.array(values, kind)
+    got = Counts.of(column)
+    vc = pc.value_counts(column.drop_null())
+    order = np.argsort(vc.field("values").to_numpy(zero_copy_only=False), kind="stable")
+    assert got.values.type == kind
+    assert got.values.to_pylist() == np.asarray(vc.field("values"))[order].tolist()
+    assert got.counts.tolist() == vc.field("counts").to_numpy()[order].tolist()
