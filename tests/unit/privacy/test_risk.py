@@ -247,3 +247,20 @@ def test_waves_one_rank_at_a_time_give_the_same_answers():
     for i in range(threshold.size):  # one problem at a time: WAVE ranks side by side
         alone = newton.solve_batch(lambda a, b, rows, i=i: system(a, b, rows * 0 + i), start[:, :1])
         assert np.array_equal(many[:, i], alone[:, 0], equal_nan=True)
+
+
+def test_trigamma_of_a_batch_is_each_value_alone():
+    """`trigamma` over a mixed batch (series, recurrence, reflection, NaN, inf) gives each value
+    bit for bit as on its own, and scipy's polygamma to ~1e-9 (the series' error at 6)."""
+    from scipy import special
+
+    from airflow_skald.core.privacy.risk.pitman import trigamma
+
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.uniform(-50, 50, 400), rng.uniform(0, 8, 200), [np.nan, np.inf, 6.0]])
+    batch = trigamma(x)
+    alone = np.array([trigamma(np.array([v]))[0] for v in x])
+    assert np.array_equal(batch, alone, equal_nan=True)
+    finite = np.isfinite(x)
+    finite[finite] = x[finite] % 1 != 0
+    assert batch[finite] == pytest.approx(special.polygamma(1, x[finite]), rel=1e-8)

@@ -45,24 +45,25 @@ def _trigamma_series(x: np.ndarray) -> np.ndarray:
 
 
 def trigamma(x: np.ndarray) -> np.ndarray:
-    """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is."""
+    """psi'(x), for negative non-integers too (reflection), as commons-math's recurrence is.
+    The series is taken of every value and kept where x >= 6; the others are redone below
+    (elementwise: the same values as taking each branch on its own values)."""
     x = np.asarray(x, dtype=np.float64)
-    large = x >= 6  # the series alone (the same values as below)
-    if large.all():
-        return _trigamma_series(x)
-    if large.any():
-        out = np.empty(x.shape)
-        out[large] = _trigamma_series(x[large])
-        out[~large] = trigamma(x[~large])
-        return out
-    out = np.full(x.shape, np.nan)
     with np.errstate(all="ignore"):
-        pos = x > 0
-        out[pos] = _trigamma_positive(x[pos])
-        neg = (x <= 0) & np.isfinite(x)
+        out = _trigamma_series(x)
+        small = ~(x >= 6)
+        if not small.any():
+            return out
+        xs = x[small]
+        values = np.full(xs.shape, np.nan)
+        pos = xs > 0
+        if pos.any():
+            values[pos] = _trigamma_positive(xs[pos])
+        neg = (xs <= 0) & np.isfinite(xs)
         if neg.any():
-            xn = x[neg]
-            out[neg] = (np.pi / np.sin(np.pi * xn)) ** 2 - _trigamma_positive(1 - xn)
+            xn = xs[neg]
+            values[neg] = (np.pi / np.sin(np.pi * xn)) ** 2 - _trigamma_positive(1 - xn)
+        out[small] = values
     return out
 
 
@@ -102,7 +103,7 @@ class SizeSums:
     def __call__(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(psi_sum(a), trigamma_sum(a)) for each a (row by row: a batch's other rows never
         change a row's value)."""
-        powers = np.cumprod(np.broadcast_to(a[:, None], (a.size, TERMS)), axis=1)
+        powers = np.cumprod(np.repeat(a[:, None], TERMS, axis=1), axis=1)
         r = 1.0 / (self.i_near[None, :] - a[:, None])
         psi_sum = (powers * self.psi_terms).sum(axis=1) + self.m0 + (r * self.g_near).sum(axis=1)
         tri_sum = (powers[:, : TERMS - 1] * self.tri_terms).sum(axis=1) + self.m1
