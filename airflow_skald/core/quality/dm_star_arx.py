@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.quality.metric import Metric, Scored, sum_squares
 
@@ -15,3 +19,12 @@ class DMStarARX(Metric):
 
     def lower_bound(self, table: ClassTable) -> int:
         return sum_squares(table.sizes)
+
+    def longest_prefix(
+        self, table: ClassTable, kept: np.ndarray, ordered: np.ndarray, best: Any
+    ) -> int | None:
+        """The loss is the node's whatever it suppresses: every prefix while it is <= `best`,
+        none (-1: the node cannot win) above it."""
+        if not isinstance(best, int):
+            return None
+        return None if sum_squares(table.sizes) <= best else -1

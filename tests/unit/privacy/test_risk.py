@@ -264,3 +264,30 @@ def test_trigamma_of_a_batch_is_each_value_alone():
     finite = np.isfinite(x)
     finite[finite] = x[finite] % 1 != 0
     assert batch[finite] == pytest.approx(special.polygamma(1, x[finite]), rel=1e-8)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_dm_star_arx_cut(seed):
+    """ARX's DM* counts every class, suppressed or not: the search's cut tries every prefix
+    of a node whose DM* is <= best and none above it (the node cannot win there), so the
+    judgement is the full one or a fail."""
+    from airflow_skald.core.quality.dm_star_arx import DMStarARX
+
+    rng = np.random.default_rng(50 + seed)
+    sizes = rng.geometric(0.35, size=int(rng.integers(5, 40))).astype(np.int64)
+    table = ClassTable(sizes, first_rows=rng.permutation(sizes.size))
+    model = PopulationUniqueness(
+        Fraction(int(rng.integers(1, 5)), 10),
+        ("zayatz", "pitman", "dankar")[seed % 3],
+        PopulationModel(sampling_fraction=Fraction(1, 2)),
+    )
+    policy = PrivacyPolicy((model,), Fraction(int(rng.integers(0, 6)), 10))
+    full = policy.judge(table)
+    dm = int((sizes**2).sum())
+    for best in (None, dm - 1, dm, dm + 1):
+        cut = policy.judge(table, within=lambda kept, ordered, b=best: DMStarARX().longest_prefix(
+            table, kept, ordered, b) if b is not None else None)  # fmt: skip
+        if best is None or dm <= best:
+            assert cut.passes == full.passes and np.array_equal(cut.kept, full.kept)
+        else:
+            assert not cut.passes
