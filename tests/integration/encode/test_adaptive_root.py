@@ -233,10 +233,10 @@ def test_byte_form_keeps_the_node(tmp_path, table):
     ("criteria", "bins"), [({}, 900), ({"l_diversity": [{"attribute": "cond", "l": 2}]}, 2500)]
 )
 def test_bucket_sizes_do_not_change_the_counts(tmp_path, table, monkeypatch, criteria, bins):
-    """Sparse tables are cut by key range into buckets (adaptive_root.BUCKET_BINS), re-cut as
+    """Sparse tables are cut by key range into buckets (sparse_counts.BUCKET_BINS), re-cut as
     they grow and after each roll-up: every bucket size gives the same root and counts, equal
     to a direct count at that root."""
-    from airflow_skald.core.encode import adaptive_root
+    from airflow_skald.core.encode import sparse_counts
 
     sizes = [50, 400, 1200, 100, 700, 250, 30]
     config = _table_config(tmp_path, table, "g", sizes, bins=bins, **criteria)
@@ -245,7 +245,7 @@ def test_bucket_sizes_do_not_change_the_counts(tmp_path, table, monkeypatch, cri
     assert len(plan.chain) > 2
     results = []
     for size in (16, 100, 10**9):
-        monkeypatch.setattr(adaptive_root, "BUCKET_BINS", size)
+        monkeypatch.setattr(sparse_counts, "BUCKET_BINS", size)
         results.append(count_histogram(config, plan, chunks))
     assert len({r.to_bytes() for r in results}) == 1
     whole = results[0]
