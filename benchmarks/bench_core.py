@@ -85,7 +85,7 @@ def _encode(config, chunks):
 
 def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.data import io
+    from airflow_skald.core.data import chunk_threads
     from airflow_skald.core.generalise.part import released_columns
     from airflow_skald.core.release.commit import discard, prepare_staging
     from airflow_skald.core.run.pipeline import (
@@ -100,7 +100,7 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
     files = sorted({Path(c.file) for c in chunks})
     rows = sum(c.n_rows for c in chunks)
     staging = str(data.parent / "bench-staging")
-    threads = io.chunk_threads()
+    threads = chunk_threads.chunk_threads()
 
     def generalise_once():
         prepare_staging(staging)
@@ -129,13 +129,13 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
     read_released, generalise = best["read_released"], best["generalise"]
     # The same pass pinned to one core (pyarrow's and our threads included): the per-core rate.
     cpus = os.sched_getaffinity(0)
-    io.CHUNK_THREADS = 1
+    chunk_threads.CHUNK_THREADS = 1
     os.sched_setaffinity(0, {min(cpus)})
     try:
         one_core = _best(repeats, lambda: count_histogram(config, plan, chunks))
     finally:
         os.sched_setaffinity(0, cpus)
-        io.CHUNK_THREADS = None
+        chunk_threads.CHUNK_THREADS = None
     per_chunk = histogram / len(chunks)
     return {
         "rows": rows,

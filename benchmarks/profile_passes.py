@@ -70,7 +70,7 @@ def main() -> int:
         return 2
 
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.data import io
+    from airflow_skald.core.data import chunk_threads
     from airflow_skald.core.release.commit import discard, prepare_staging
     from airflow_skald.core.run.pipeline import (
         count_histogram,
@@ -81,7 +81,7 @@ def main() -> int:
         write_parts,
     )
 
-    io.CHUNK_THREADS = 1  # every step on the profiled (main) thread's call stack
+    chunk_threads.CHUNK_THREADS = 1  # every step on the profiled (main) thread's call stack
     config = load_config(data / "skald.yaml", {"k": args.k, "output_path": str(data / "out")})
     chunks = list_chunks(config)
     plan = plan_root(config, scan_domain(config, chunks))

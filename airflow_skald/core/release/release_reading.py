@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import posixpath
 
-from airflow_skald.core.data.io import _full, filesystem
+from airflow_skald.core.data.files import filesystem, full_path
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.registry import check_entry
@@ -34,7 +34,7 @@ def _listing(path: str) -> list[str]:
     fs, root = filesystem(path)
     if not fs.isdir(root):
         raise DataError(f"release folder not found: {path}")
-    return sorted(_full(fs, n) for n in fs.ls(root, detail=False))
+    return sorted(full_path(fs, n) for n in fs.ls(root, detail=False))
 
 
 def listed_parts(path: str, manifest: dict | None) -> tuple[list[str], str]:

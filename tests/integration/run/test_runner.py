@@ -97,10 +97,10 @@ def test_parallel_workers_give_the_serial_result(tmp_path, table):
 @pytest.mark.parametrize("threads", [1, 3])
 def test_chunk_threads_give_the_same_bytes(tmp_path, table, monkeypatch, threads):
     """Chunks processed in background threads (ADR 0007) fold in order: same release bytes."""
-    from airflow_skald.core.data import io
+    from airflow_skald.core.data import chunk_threads
 
     default, _ = _run(tmp_path, table, [700] * 4, 333, "default")
-    monkeypatch.setattr(io, "CHUNK_THREADS", threads)
+    monkeypatch.setattr(chunk_threads, "CHUNK_THREADS", threads)
     other, _ = _run(tmp_path, table, [700] * 4, 333, "other")
     for key in ("node", "dm_star", "n_suppressed", "n_equivalence_classes", "parts"):
         assert other[key] == default[key], key

@@ -27,7 +27,8 @@ import pyarrow.parquet as pq
 
 from airflow_skald.core.data.database.connection import redacted, scrub
 from airflow_skald.core.data.database.source import DatabaseSource, quote_ident
-from airflow_skald.core.data.io import ChunkRef, _full, filesystem, local_path
+from airflow_skald.core.data.files import filesystem, full_path, local_path
+from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.errors import DataError
 
 log = logging.getLogger("airflow_skald")
@@ -194,7 +195,7 @@ def _write(
             compression="none" if local_path(folder) is not None else "snappy",
             write_statistics=False,
         )
-    return ChunkRef(i, _full(fs, path), 0, table.num_rows, "sha256:" + digest.hexdigest())
+    return ChunkRef(i, full_path(fs, path), 0, table.num_rows, "sha256:" + digest.hexdigest())
 
 
 class _Hashing:
