@@ -10,6 +10,7 @@ prefix, which population uniqueness is not; every candidate is tried in order in
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Sequence
 from fractions import Fraction
 from typing import Any
@@ -26,6 +27,9 @@ from airflow_skald.core.settings.table import BY_NAME
 # overshoots the answer by more candidates, a smaller one takes more steps)
 FIRST_BATCH, GROWTH, MAX_BATCH = 64, 2, 256
 SPREAD = 4  # `any_prefix`: candidates tried before all the others
+REMEMBERED = 4  # estimators' answers kept (`shortest_prefix`)
+_ANSWERS: dict = {}
+_ANSWERS_LOCK = threading.Lock()
 _EMPTY = np.zeros(1, dtype=np.int64)  # the empty prefix, as `holds` takes it
 CUT = -2  # shortest_prefix: none up to the search's cut, though a longer prefix might hold
 # (classes left by the class-based models, their sizes in suppression order) -> longest prefix
@@ -87,7 +91,32 @@ def shortest_prefix(
     estimator tries SPREAD candidates spread evenly up to the longest first (where it holds, it
     mostly holds on a long run of prefixes), then every other at once (a node that fails has
     every candidate tried either way; a batch costs as many steps as its slowest try, and one
-    try in a few hundred runs ARX's 1000 iterations: few batches, the first one small)."""
+    try in a few hundred runs ARX's 1000 iterations: few batches, the first one small).
+    An estimator's answers are remembered for the last few questions (the chosen node is
+    judged twice when its first rows are asked for: the same sizes, the same prefix)."""
+    if model.cheap:
+        return _shortest_prefix(model, sizes, start, budget, most, any_prefix)
+    key = (model, sizes.tobytes(), start, budget, most, any_prefix)
+    with _ANSWERS_LOCK:
+        known = _ANSWERS.get(key)
+    if known is not None:
+        return known
+    answer = _shortest_prefix(model, sizes, start, budget, most, any_prefix)
+    with _ANSWERS_LOCK:  # (runs in threads of one process share it)
+        while len(_ANSWERS) >= REMEMBERED:
+            del _ANSWERS[next(iter(_ANSWERS))]
+        _ANSWERS[key] = answer
+    return answer
+
+
+def _shortest_prefix(
+    model: SampleBasedModel,
+    sizes: np.ndarray,
+    start: int,
+    budget: int,
+    most: int | None,
+    any_prefix: bool,
+) -> int:
     cum = np.r_[0, np.cumsum(sizes, dtype=np.int64)]
     last = int(np.searchsorted(cum, cum[start] + budget, side="right")) - 1  # cum[last] fits
     cut = most is not None and most < last
