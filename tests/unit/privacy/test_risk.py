@@ -179,6 +179,19 @@ def test_size_sums_are_the_digamma_differences(seed):
     assert SizeSums(np.zeros(0, np.int64), np.zeros(0))(a)[0].tolist() == [0.0] * a.size
 
 
+def _toy_system(threshold: np.ndarray):
+    """A try fails (NaN) where x0 is below its problem's threshold and otherwise lands on
+    (q, q), q = x0 rounded to 0.01: the point shows which try won."""
+
+    def system(x0, x1, rows):
+        q = np.round(x0 * 100) / 100
+        bad = x0 < threshold[rows]
+        one, zero = np.ones_like(x0), np.zeros_like(x0)
+        return np.where(bad, np.nan, x0 - q), np.where(bad, np.nan, x1 - q), one, zero, zero, one
+
+    return system
+
+
 def test_newton_tries_in_arx_order_across_waves():
     """The model's start value first, then ARX's prepared tries in their order: each problem's
     answer is its first converging try, whichever wave of tries it falls in. Here a try fails
@@ -188,11 +201,7 @@ def test_newton_tries_in_arx_order_across_waves():
 
     threshold = np.array([-np.inf, 0.2, 0.5, 0.9, 1.5])
 
-    def system(x0, x1, rows):
-        q = np.round(x0 * 100) / 100
-        bad = x0 < threshold[rows]
-        one, zero = np.ones_like(x0), np.zeros_like(x0)
-        return np.where(bad, np.nan, x0 - q), np.where(bad, np.nan, x1 - q), one, zero, zero, one
+    system = _toy_system(threshold)
 
     start = np.full((2, threshold.size), -1.0)
     got = solve_batch(system, start)
@@ -236,11 +245,7 @@ def test_waves_one_rank_at_a_time_give_the_same_answers():
     rng = np.random.default_rng(3)
     threshold = rng.choice([-np.inf, 0.2, 0.5, 0.9, 1.5], size=3 * newton.MANY)
 
-    def system(x0, x1, rows):
-        q = np.round(x0 * 100) / 100
-        bad = x0 < threshold[rows]
-        one, zero = np.ones_like(x0), np.zeros_like(x0)
-        return np.where(bad, np.nan, x0 - q), np.where(bad, np.nan, x1 - q), one, zero, zero, one
+    system = _toy_system(threshold)
 
     start = np.full((2, threshold.size), -1.0)
     many = newton.solve_batch(system, start)
