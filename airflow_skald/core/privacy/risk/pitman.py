@@ -5,14 +5,10 @@ population uniques. `pitman_system` gives the object functions and start values 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import numpy as np
 
+from airflow_skald.core.privacy.risk.histograms import Histograms
 from airflow_skald.core.privacy.risk.newton import solve_batch
-
-if TYPE_CHECKING:
-    from airflow_skald.core.privacy.risk.estimators import Histograms
 
 
 def _trigamma_positive(x: np.ndarray) -> np.ndarray:
