@@ -12,7 +12,9 @@ from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.data.io import read_chunk
 from airflow_skald.core.lattice import Lattice
 from airflow_skald.core.run.pipeline import count_histogram, list_chunks, plan_root, scan_domain
-from airflow_skald.core.search.rollups import RollUps, _DenseSource, _Source, sum_groups
+from airflow_skald.core.search.rollup_dense import DenseSource
+from airflow_skald.core.search.rollup_sparse import SparseSource
+from airflow_skald.core.search.rollups import RollUps, sum_groups
 
 
 def test_dense_and_sparse_rollups_agree_on_every_node(tmp_path):
@@ -55,7 +57,7 @@ def test_dense_and_sparse_rollups_agree_on_every_node(tmp_path):
     chunks = list_chunks(cfg)
     plan = plan_root(cfg, scan_domain(cfg, chunks))
     root = count_histogram(cfg, plan, chunks).classes
-    dense, sparse = _DenseSource(plan, plan.root, root), _Source(plan, plan.root, root)
+    dense, sparse = DenseSource(plan, plan.root, root), SparseSource(plan, plan.root, root)
     cached = RollUps(plan, root)
     lattice = Lattice(plan.root, tuple(plan.tops))
     for i in range(len(lattice)):
@@ -67,7 +69,7 @@ def test_dense_and_sparse_rollups_agree_on_every_node(tmp_path):
     # a dense source built from a rolled-up node rolls up further like the root does
     mid = tuple((r + t) // 2 for r, t in zip(plan.root, plan.tops, strict=True))
     top = tuple(plan.tops)
-    again = _DenseSource(plan, mid, dense.roll_up(mid)).roll_up(top)
+    again = DenseSource(plan, mid, dense.roll_up(mid)).roll_up(top)
     assert isinstance(again, Histogram) and again.counts.tolist() == [n]
 
 
@@ -103,7 +105,7 @@ def test_a_level_that_only_renumbers_codes_is_still_applied(tmp_path):
     _, _, plan, root = _plan_and_root(tmp_path, df, qids)
     assert plan.dims[0].level_map(0, 1).tolist() == [1, 0]  # a renumbering, not a reduction
     node = (1, plan.root[1])
-    a, b = RollUps(plan, root).get(node), _Source(plan, plan.root, root).roll_up(node)
+    a, b = RollUps(plan, root).get(node), SparseSource(plan, plan.root, root).roll_up(node)
     assert np.array_equal(a.keys, b.keys) and np.array_equal(a.counts, b.counts)
 
 

@@ -28,7 +28,8 @@ from airflow_skald.core.run.pipeline import (
     search_lattice,
 )
 from airflow_skald.core.search import rollups
-from airflow_skald.core.search.rollups import RollUps, _Source
+from airflow_skald.core.search.rollup_sparse import SparseSource
+from airflow_skald.core.search.rollups import RollUps
 
 
 def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:
@@ -40,7 +41,7 @@ def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:
     monkeypatch.setattr(rollups, "CACHE_FACTOR", factor)
     monkeypatch.setattr(rollups, "CACHE_FLOOR", 0)  # the budget as tight as the factor says
     seen = {"hubs": 0, "drops": 0, "bounds": 0}
-    hub, drop, fewest = RollUps._hub, RollUps._drop, _Source.distinct_at_least
+    hub, drop, fewest = RollUps._hub, RollUps._drop, SparseSource.distinct_at_least
 
     def counted_hub(self, node):
         out = hub(self, node)
@@ -57,7 +58,7 @@ def force_hubs(monkeypatch, share: int = 4, factor: float = 2) -> dict:
 
     monkeypatch.setattr(RollUps, "_hub", counted_hub)
     monkeypatch.setattr(RollUps, "_drop", counted_drop)
-    monkeypatch.setattr(_Source, "distinct_at_least", counted_fewest)
+    monkeypatch.setattr(SparseSource, "distinct_at_least", counted_fewest)
     return seen
 
 
@@ -103,7 +104,7 @@ def test_hub_rollups_equal_rolling_up_from_the_root(tmp_path, monkeypatch, share
     seen = force_hubs(monkeypatch, share, factor)
     cached = RollUps(plan, root)
     assert not cached.dense and cached.hub_cells > 0
-    reference = _Source(plan, plan.root, root)
+    reference = SparseSource(plan, plan.root, root)
     lattice = Lattice(plan.root, tuple(plan.tops))
     order = np.random.default_rng(share).permutation(len(lattice))
     for i in [*order.tolist(), *order[::3].tolist()]:  # later visits hit the cache
@@ -121,7 +122,7 @@ def test_hub_rollups_equal_rolling_up_from_the_root(tmp_path, monkeypatch, share
 
 def test_distinct_at_least_is_a_lower_bound_of_the_classes(tmp_path):
     _, plan, counts = _root(tmp_path, _table())
-    source = _Source(plan, plan.root, counts.classes)
+    source = SparseSource(plan, plan.root, counts.classes)
     lattice = Lattice(plan.root, tuple(plan.tops))
     last = len(plan.root) - 1
     for i in range(0, len(lattice), 7):
