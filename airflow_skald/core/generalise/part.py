@@ -144,8 +144,11 @@ def generalise_table(
     for dim, level in zip(plan.dims, decision.node, strict=True):
         node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
     keys = None
-    if decision.suppressed_keys.size or aggregates:
-        keys = keys_of(node_codes, decision.radices)
+    if decision.suppressed_keys.size or aggregates:  # a QID of one bin adds 0 to every key
+        wide = [i for i, r in enumerate(decision.radices) if r > 1]
+        keys = keys_of([node_codes[i] for i in wide], [decision.radices[i] for i in wide])
+        if not wide:  # every QID at one bin: one class
+            keys = np.zeros(table.num_rows, dtype=np.int64)
     if decision.suppressed_keys.size:
         n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
         mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
@@ -177,6 +180,12 @@ def generalise_table(
         if joint:  # codes in the joint space of every level (local recoding)
             offsets = joint_offsets(dim)
             card = int(offsets[-1])
+        elif card == 1:  # one bin (the top): its label and '*' for masked rows, no inverse
+            arr = _one_bin_column(
+                bin_labels(dim, level, np.zeros(1, np.int64))[0], masked, codes.size
+            )
+            table = table.set_column(table.schema.get_field_index(dim.name), dim.name, arr)
+            continue
         if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
             # (codes_at returns a fresh array: writing into it is safe)
             codes[masked] = card
@@ -198,6 +207,22 @@ def generalise_table(
         arr = release_column(agg, keys, masked)
         table = table.set_column(table.schema.get_field_index(agg.name), agg.name, arr)
     return table
+
+
+def _one_bin_column(label: str, masked: np.ndarray, n: int) -> pa.DictionaryArray:
+    """A QID of one bin at the node: `label` in every row, TOP in the `masked` rows (sorted
+    row numbers) of `n`, as the general case writes it (`_dense_inverse` of codes 0 and 1)."""
+    labels = [label] if masked.size < n else []
+    if masked.size and label != TOP:
+        labels.append(TOP)
+    indices = np.zeros(n, dtype=np.int32)
+    if masked.size < n and masked.size and label != TOP:
+        indices[masked] = 1
+    elif not labels and masked.size:  # every row masked
+        labels = [TOP]
+    return pa.DictionaryArray.from_arrays(
+        pa.array(indices, pa.int32()), pa.array(labels, pa.string())
+    )
 
 
 def joint_labels(dim: Dimension, offsets: np.ndarray, codes: np.ndarray) -> list[str]:

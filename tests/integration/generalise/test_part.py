@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from helpers_data import config_dict, make_table, write_table
 
 from airflow_skald.core.config.run_config import config_from_dict
@@ -102,3 +103,31 @@ def test_pandas_categorical_passthrough_column(tmp_path: Path, monkeypatch) -> N
         values = set(stored.to_pylist())
         for chunk in stored.chunks:
             assert set(chunk.dictionary.to_pylist()) == values  # nothing unused
+
+
+@pytest.mark.parametrize(
+    "label, masked, n, entries, indices",
+    [
+        ("*", [], 4, ["*"], [0, 0, 0, 0]),
+        ("*", [1, 3], 4, ["*"], [0, 0, 0, 0]),  # the top's '*' and masked rows': one entry
+        ("Any", [1, 3], 4, ["Any", "*"], [0, 1, 0, 1]),
+        ("Any", [0, 1], 2, ["*"], [0, 0]),  # every row masked: the bin is not listed
+        ("Any", [], 0, [], []),
+    ],
+)
+def test_a_qid_of_one_bin_is_written_as_the_general_case(label, masked, n, entries, indices):
+    # a QID whose level at the node has one bin skips the codes' inverse: the same column as
+    # codes 0 and masked rows' code 1 through `_dense_inverse`, labels, '*' listed once
+    import airflow_skald.core.generalise.part as part
+
+    column = part._one_bin_column(label, np.asarray(masked, dtype=np.int64), n)
+    assert column.dictionary.to_pylist() == entries
+    assert column.indices.to_pylist() == indices
+    codes = np.zeros(n, dtype=np.int64)
+    codes[masked] = 1
+    uniq, inv = part._dense_inverse(codes, 2)
+    general = [label] * int((uniq < 1).sum()) + ([part.TOP] if uniq.size and uniq[-1] == 1 else [])
+    distinct, remap = np.unique(np.asarray(general, dtype=object), return_inverse=True)
+    if len(set(general)) < len(general):
+        general, inv = distinct.tolist(), remap[inv]
+    assert general == entries and inv.tolist() == indices
