@@ -52,9 +52,8 @@ class SensitiveStats:
         group = pc.index_in(values, value_set=distinct).to_numpy(zero_copy_only=False)
         totals = np.zeros(len(distinct), dtype=np.int64)
         np.add.at(totals, group.astype(np.intp), counts)
-        out = distinct.to_pylist()
-        if not numeric:
-            out = [None if v is None else str(v) for v in out]
+        # text as pyarrow writes it (a date, time or boolean: its CSV text), numbers as numbers
+        out = (distinct if numeric else distinct.cast(pa.string())).to_pylist()
         return SensitiveStats(name, *sorted_values(out, totals.tolist()), numeric)
 
     def merge(self, other: SensitiveStats) -> SensitiveStats:
@@ -91,8 +90,8 @@ class SensitiveStats:
     def _chunk_codes(self, arr: pa.Array) -> np.ndarray:
         """One array's codes; _UNSEEN / _NO_NULL where phase 1 saw no such value / no null."""
         typ = arr.type
-        if pa.types.is_boolean(typ):  # phase 1 stored Python's text of them ("True", "False")
-            arr = pc.if_else(arr, pa.scalar("True"), pa.scalar("False"))
+        if pa.types.is_boolean(typ):  # phase 1 stored pyarrow's text of them ("true", "false")
+            arr = pc.if_else(arr, pa.scalar("true"), pa.scalar("false"))
             typ = arr.type
         if not pa.types.is_dictionary(typ):
             if _is_numeric(typ) == self.numeric and (_is_numeric(typ) or _is_text(typ)):
@@ -227,6 +226,8 @@ def as_values(
     if pa.types.is_dictionary(typ):
         column, typ = column.cast(typ.value_type), typ.value_type
     numeric = pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)
+    if pa.types.is_decimal(typ):  # as the float the distributions compare (JSON-safe)
+        column, typ = pc.cast(column, pa.float64()), pa.float64()
     if pa.types.is_string(typ) or pa.types.is_large_string(typ):
         column = pc.if_else(pc.equal(column, ""), pa.scalar(None, typ), column)
         if numbers:

@@ -18,8 +18,10 @@ import hashlib
 import json
 import posixpath
 from collections.abc import Mapping
+from decimal import Decimal
 
 import numpy as np
+import pyarrow as pa
 
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.io import filesystem
@@ -129,6 +131,10 @@ def _key(value: object) -> str:
     """A value as text (a CSV release reads numbers back as numbers or text alike)."""
     if value is None:
         return ""
+    if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
+        return pa.scalar(value).cast(pa.string()).as_py()  # a date, time or boolean: its text
+    if isinstance(value, Decimal):
+        value = float(value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     return str(value)

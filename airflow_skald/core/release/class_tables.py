@@ -43,11 +43,15 @@ def class_tables(
     values = {}
     for j, a in enumerate(attributes):
         index = {v: i for i, v in enumerate(sensitive[a].values)}
-        # a CSV release holds the values as text: numbers as written, a null as an empty cell
+        # a CSV release holds the values as text: numbers as written, a null as an empty cell;
+        # a date, time or boolean is known by its text (as phase 1 keeps it, `of_column`)
         text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
         try:
             lookup = np.asarray(
-                [index[v] if v in index else text[v] for v in labels[n_qids + j]],
+                [
+                    index[v] if v in index else text[v if isinstance(v, str) else _as_text(v)]
+                    for v in labels[n_qids + j]
+                ],
                 dtype=np.int64,
             )
         except (KeyError, TypeError):  # TypeError: an unhashable value

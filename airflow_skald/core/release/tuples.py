@@ -119,13 +119,15 @@ def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list,
     if not used.all():
         index = (np.cumsum(used) - 1)[index]
         dictionary = dictionary.filter(pa.array(used))
-    labels = dictionary.to_pylist()
-    if attribute:
+    if attribute:  # as phase 1 keeps them (`SensitiveStats.of_column`): decimals as floats,
+        # other types than numbers as pyarrow's text of them (a date, time, boolean)
         value_type = arr.type.value_type
         numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
-        if not (numeric or pa.types.is_decimal(value_type)):
-            labels = [None if v is None else str(v) for v in labels]
-    return labels, index
+        if pa.types.is_decimal(value_type):
+            dictionary = dictionary.cast(pa.float64())
+        elif not numeric:
+            dictionary = dictionary.cast(pa.string())
+    return dictionary.to_pylist(), index
 
 
 def group_tuples(
