@@ -46,13 +46,10 @@ def class_tables(
         # a CSV release holds the values as text: numbers as written, a null as an empty cell;
         # a date, time or boolean is known by its text (as phase 1 keeps it, `of_column`)
         text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
+        numeric = sensitive[a].numeric
         try:
             lookup = np.asarray(
-                [
-                    index[v] if v in index else text[v if isinstance(v, str) else _as_text(v)]
-                    for v in labels[n_qids + j]
-                ],
-                dtype=np.int64,
+                [_code(v, index, text, numeric) for v in labels[n_qids + j]], dtype=np.int64
             )
         except (KeyError, TypeError):  # TypeError: an unhashable value
             raise unknown(a) from None
@@ -71,6 +68,22 @@ def class_tables(
 
     star = uniq == star_key
     return table(star), table(~star)
+
+
+def _code(value: object, index: dict, text: dict, numeric: bool) -> int:
+    """A released value's code: itself, its text, or (a number written as text, "1.0" for
+    phase 1's 1.0) the number it reads as; KeyError when phase 1 did not see it."""
+    if value in index:
+        return index[value]
+    key = value if isinstance(value, str) else _as_text(value)
+    if key in text:
+        return text[key]
+    if numeric and isinstance(value, str) and value.strip():
+        try:
+            return index[float(value)]  # 1.0 == 1: found whether phase 1 kept an int or float
+        except ValueError:
+            pass
+    raise KeyError(value)
 
 
 def _as_text(value: object) -> str:
