@@ -9,7 +9,7 @@ hold personal data (the attribute's values): artifact storage only, never XCom o
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -52,8 +52,7 @@ class SensitiveStats:
         group = pc.index_in(values, value_set=distinct).to_numpy(zero_copy_only=False)
         totals = np.zeros(len(distinct), dtype=np.int64)
         np.add.at(totals, group.astype(np.intp), counts)
-        # text as pyarrow writes it (a date, time or boolean: its CSV text), numbers as numbers
-        out = (distinct if numeric else distinct.cast(pa.string())).to_pylist()
+        out = as_stored(distinct).to_pylist()
         return SensitiveStats(name, *sorted_values(out, totals.tolist()), numeric)
 
     def merge(self, other: SensitiveStats) -> SensitiveStats:
@@ -243,6 +242,45 @@ def as_values(
                     ) from None
             numeric = True
     return column, numeric
+
+
+def as_stored(values: pa.Array) -> pa.Array:
+    """Sensitive values as phase 1 keeps them: numbers as numbers (a decimal as its float),
+    any other type as pyarrow's text of it (a date, time or boolean: its CSV text)."""
+    typ = values.type
+    if pa.types.is_decimal(typ):
+        return values.cast(pa.float64())
+    if pa.types.is_integer(typ) or pa.types.is_floating(typ):
+        return values
+    return values.cast(pa.string())
+
+
+def value_text(value: object) -> str:
+    """A sensitive value as a CSV release writes it (pyarrow's text; a null is empty)."""
+    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
+
+
+def code_of(stats: SensitiveStats) -> Callable[[object], int]:
+    """The code of a released value among `stats`' values: the value itself, its text (a CSV
+    release), or the number a text reads as ("1.0" for 1: a numerical attribute in a CSV
+    release); KeyError when phase 1 did not see it."""
+    index = {v: i for i, v in enumerate(stats.values)}
+    text = {value_text(v): i for i, v in enumerate(stats.values)}
+
+    def code(value: object) -> int:
+        if value in index:
+            return index[value]
+        key = value if isinstance(value, str) else value_text(value)
+        if key in text:
+            return text[key]
+        if stats.numeric and isinstance(value, str) and value.strip():
+            try:
+                return index[float(value)]  # 1.0 == 1: found as an int or a float
+            except ValueError:
+                pass
+        raise KeyError(value)
+
+    return code
 
 
 def sorted_values(values: Sequence, counts: Sequence[int]) -> tuple[list, list[int]]:

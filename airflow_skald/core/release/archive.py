@@ -21,11 +21,10 @@ from collections.abc import Mapping
 from decimal import Decimal
 
 import numpy as np
-import pyarrow as pa
 
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, value_text
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyModel
 from airflow_skald.core.release.manifest_schema import Manifest
@@ -132,7 +131,7 @@ def _key(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, bool) or not isinstance(value, int | float | str | Decimal):
-        return pa.scalar(value).cast(pa.string()).as_py()  # a date, time or boolean: its text
+        return value_text(value)  # a date, time or boolean: its text
     if isinstance(value, Decimal):
         value = float(value)
     if isinstance(value, float) and value.is_integer():

@@ -7,11 +7,10 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
 
@@ -42,15 +41,11 @@ def class_tables(
     uniq, cls = np.unique(keys, return_inverse=True)
     values = {}
     for j, a in enumerate(attributes):
-        index = {v: i for i, v in enumerate(sensitive[a].values)}
         # a CSV release holds the values as text: numbers as written, a null as an empty cell;
-        # a date, time or boolean is known by its text (as phase 1 keeps it, `of_column`)
-        text = {_as_text(v): i for i, v in enumerate(sensitive[a].values)}
-        numeric = sensitive[a].numeric
+        # a date, time or boolean is known by its text (as phase 1 keeps it, `as_stored`)
+        code = code_of(sensitive[a])
         try:
-            lookup = np.asarray(
-                [_code(v, index, text, numeric) for v in labels[n_qids + j]], dtype=np.int64
-            )
+            lookup = np.asarray([code(v) for v in labels[n_qids + j]], dtype=np.int64)
         except (KeyError, TypeError):  # TypeError: an unhashable value
             raise unknown(a) from None
         values[a] = lookup[codes[:, n_qids + j]] if lookup.size else NONE
@@ -68,24 +63,3 @@ def class_tables(
 
     star = uniq == star_key
     return table(star), table(~star)
-
-
-def _code(value: object, index: dict, text: dict, numeric: bool) -> int:
-    """A released value's code: itself, its text, or (a number written as text, "1.0" for
-    phase 1's 1.0) the number it reads as; KeyError when phase 1 did not see it."""
-    if value in index:
-        return index[value]
-    key = value if isinstance(value, str) else _as_text(value)
-    if key in text:
-        return text[key]
-    if numeric and isinstance(value, str) and value.strip():
-        try:
-            return index[float(value)]  # 1.0 == 1: found whether phase 1 kept an int or float
-        except ValueError:
-            pass
-    raise KeyError(value)
-
-
-def _as_text(value: object) -> str:
-    """A sensitive value as a CSV release writes it (pyarrow's text of a number)."""
-    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()

@@ -30,11 +30,10 @@ import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.encode.dimensions import TOP, Dimension
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.release.archive import overall_attributes, read_named
-from airflow_skald.core.release.class_tables import _as_text
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import write_bytes_atomic
 from airflow_skald.core.release.manifest_schema import Manifest
@@ -261,18 +260,18 @@ def _consistent(
 def _aligned(values: list, counts: list[int], stats: SensitiveStats, name: str) -> list[int]:
     """A step's counts per value, in `stats`' value order (the release's own, or the input's
     when the release drops suppressed records)."""
-    index = {v: i for i, v in enumerate(stats.values)}
-    text = {_as_text(v): i for i, v in enumerate(stats.values)}
+    code = code_of(stats)
     out = [0] * len(stats.values)
     if len(values) != len(counts):
         raise DataError(f"{name} is not a valid steps file")
     for v, c in zip(values, counts, strict=True):
-        i = index.get(v) if v in index else text.get(_as_text(v))
-        if i is None:
+        try:
+            out[code(v)] += c
+        except (KeyError, TypeError):
             if c:
-                raise VerificationError(f"{name}: a step counts a value the release does not hold")
-            continue
-        out[i] += c
+                raise VerificationError(
+                    f"{name}: a step counts a value the release does not hold"
+                ) from None
     return out
 
 

@@ -14,7 +14,7 @@ import pyarrow.compute as pc
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import ChunkRef, map_ahead, read_chunk
 from airflow_skald.core.encode.domain import DICTIONARY, csv_types, dictionary_of, single_array
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, as_stored
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.release.class_tables import class_tables
@@ -119,14 +119,8 @@ def _encode(column: pa.ChunkedArray, text: bool, attribute: bool) -> tuple[list,
     if not used.all():
         index = (np.cumsum(used) - 1)[index]
         dictionary = dictionary.filter(pa.array(used))
-    if attribute:  # as phase 1 keeps them (`SensitiveStats.of_column`): decimals as floats,
-        # other types than numbers as pyarrow's text of them (a date, time, boolean)
-        value_type = arr.type.value_type
-        numeric = pa.types.is_integer(value_type) or pa.types.is_floating(value_type)
-        if pa.types.is_decimal(value_type):
-            dictionary = dictionary.cast(pa.float64())
-        elif not numeric:
-            dictionary = dictionary.cast(pa.string())
+    if attribute:  # as phase 1 keeps them
+        dictionary = as_stored(dictionary)
     return dictionary.to_pylist(), index
 
 
