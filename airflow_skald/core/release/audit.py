@@ -49,7 +49,7 @@ from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.commit import MANIFEST
 from airflow_skald.core.release.release_reading import release_parts
 from airflow_skald.core.release.tuples import count_tuples
-from airflow_skald.core.release.verify_steps import CLASS_LOCAL
+from airflow_skald.core.release.verify_steps import split_local
 from airflow_skald.core.text import decimal_text
 
 log = logging.getLogger("airflow_skald")
@@ -96,9 +96,8 @@ def audit(config: SkaldConfig) -> dict:
     ]
     if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
         # SPEC §4f: a step judged them against its own records, not the whole release's
-        relative = [m for m in config.privacy if m.name not in CLASS_LOCAL]
-        not_checked += [{**m.describe(), "reason": BY_STEP} for m in relative]
-        local = tuple(m for m in config.privacy if m.name in CLASS_LOCAL)
+        local, listed = split_local(config.privacy, BY_STEP)
+        not_checked += listed
         config = replace(config, privacy=local)
     qids, attributes = config.qid_names, config.counted_attributes
     subset_columns = config.research_subset.input_columns if config.research_subset else ()

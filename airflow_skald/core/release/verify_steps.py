@@ -33,6 +33,14 @@ from airflow_skald.core.transform.local_recoding import step_sensitive
 CLASS_LOCAL = ("k", "l", "k_map")
 
 
+def split_local(models: Sequence[Any], reason: str) -> tuple[tuple, list[dict]]:
+    """The models that judge a class alone, and each other model described with `reason`
+    (why the release's classes together cannot judge it)."""
+    local = tuple(m for m in models if m.name in CLASS_LOCAL)
+    listed = [{**m.describe(), "reason": reason} for m in models if m.name not in CLASS_LOCAL]
+    return local, listed
+
+
 def class_local(policy: PrivacyPolicy) -> PrivacyPolicy:
     """The policy's models that judge each class alone (the release's own check)."""
     return PrivacyPolicy(
@@ -198,15 +206,14 @@ def standalone(
     release keeps (`verify_recorded`), or, for a release made before it kept them, listed as
     not re-checked."""
     if manifest and manifest.get("mode") == "per_chunk":  # each part judged on its own chunk
-        relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
-        listed = [{**m.describe(), "reason": PER_CHUNK} for m in relative]
-        return class_local(policy), [*skipped, *listed]
-    if not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
+        reason = PER_CHUNK
+    elif not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
         return policy, skipped
-    if isinstance(manifest.get("recoding_steps"), Mapping):
+    elif isinstance(manifest.get("recoding_steps"), Mapping):
         return class_local(policy), skipped
-    relative = [m for m in policy.models if m.name not in CLASS_LOCAL]
-    listed = [{**m.describe(), "reason": STEP_RELATIVE} for m in relative]
+    else:
+        reason = STEP_RELATIVE
+    _, listed = split_local(policy.models, reason)
     return class_local(policy), [*skipped, *listed]
 
 

@@ -30,6 +30,17 @@ def _values(kind: str, codes: np.ndarray) -> list:
     return [decimal.Decimal(int(c)) / 2 for c in codes]  # decimal
 
 
+def _run_and_verify(tmp_path, capsys, body: dict) -> dict:
+    """Run the config, then `skald verify` the release: both succeed; verify's report."""
+    cfg = write_config(tmp_path / "c.yaml", body)
+    assert main(["run", str(cfg), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "out")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is True
+    return report
+
+
 @pytest.mark.parametrize("mode", ["mask", "drop"])
 @pytest.mark.parametrize("kind", ["date", "timestamp", "bool", "decimal"])
 def test_run_and_verify(tmp_path, capsys, kind, mode):
@@ -55,12 +66,7 @@ def test_run_and_verify(tmp_path, capsys, kind, mode):
         },
         "suppressed_records": mode,
     }
-    cfg = write_config(tmp_path / "c.yaml", body)
-    assert main(["run", str(cfg), "--quiet"]) == 0
-    capsys.readouterr()
-    assert main(["verify", str(tmp_path / "out")]) == 0
-    report = json.loads(capsys.readouterr().out)
-    assert report["verified"] is True
+    report = _run_and_verify(tmp_path, capsys, body)
     assert [m["model"] for m in report["privacy_models"]] == ["k-anonymity", "t-closeness"]
 
 
@@ -91,8 +97,4 @@ def test_csv_numbers_under_ordered_distance(tmp_path, capsys, mode):
         },
         "suppressed_records": mode,
     }
-    cfg = write_config(tmp_path / "c.yaml", body)
-    assert main(["run", str(cfg), "--quiet"]) == 0
-    capsys.readouterr()
-    assert main(["verify", str(tmp_path / "out")]) == 0
-    assert json.loads(capsys.readouterr().out)["verified"] is True
+    _run_and_verify(tmp_path, capsys, body)
