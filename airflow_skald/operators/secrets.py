@@ -36,7 +36,7 @@ def airflow_secret(ref: Any) -> str:
     ``key``) or a variable, through the secrets backends; masked in the task's logs."""
     from airflow_skald.core.errors import ConfigError
 
-    where = f"{ref.setting} {{{ref.kind}: {ref.name}}}"
+    where = ref.where  # the setting, never the name given (it may be a pasted secret)
     try:
         if ref.kind == "connection":
             from airflow.sdk import Connection
@@ -47,7 +47,7 @@ def airflow_secret(ref: Any) -> str:
             from airflow.sdk import Variable
 
             secret = Variable.get(ref.name, default=None)
-    except Exception as exc:  # the lookup's message names the id, never a secret
+    except Exception as exc:  # the lookup's message (it names the id) is not echoed
         raise ConfigError(f"{where}: not found ({type(exc).__name__})") from None
     if not secret:
         raise ConfigError(f"{where} holds no secret")

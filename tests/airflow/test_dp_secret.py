@@ -47,6 +47,18 @@ def test_operators_read_the_secret_from_a_connection_or_variable(monkeypatch, tm
     assert provide_secrets(config_from_dict(raw)).dp_key is None  # the run refuses it
 
 
+def test_a_secret_pasted_as_a_connection_or_variable_name_is_not_echoed() -> None:
+    from airflow_skald.core.errors import ConfigError
+    from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.operators.secrets import airflow_secret
+
+    pasted = "supersecretvalue-61d0c4b7a93e2f58"
+    for kind in ("connection", "variable"):
+        with pytest.raises(ConfigError, match=f"dp_key.{kind}") as err:
+            airflow_secret(SecretRef("dp_key", kind, pasted))
+        assert pasted not in str(err.value)
+
+
 def _texts(folder: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in folder.rglob("*") if p.is_file()}
 

@@ -1,5 +1,6 @@
-"""Pseudonyms for direct identifiers (SPEC §2a): HMAC-SHA-256 of the value under the run's
-key, as 64 lowercase hex digits (one length for every value).
+"""Pseudonyms for direct identifiers (SPEC §2a): HMAC-SHA-256 under the run's key of the value
+in the pseudonyms' own domain (``settings/keyed.py``: the framed label ``PSEUDONYM``, then the
+framed value), as 64 lowercase hex digits (one length for every value).
 
 The value hashed is its text: a string's UTF-8 bytes, a number's decimal text (``42`` in a
 Parquet int column and ``"42"`` in a CSV get the same pseudonym), other types as pyarrow casts
@@ -16,19 +17,23 @@ import hashlib
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from airflow_skald.core.settings import keyed
+
 PSEUDONYM_CHARS = 64  # hex digits of a SHA-256 HMAC
-ALGORITHM = "HMAC-SHA-256, hex"
+ALGORITHM = f"HMAC-SHA-256 in domain {keyed.PSEUDONYM}, hex"
 
 
 class Hasher:
-    """HMAC-SHA-256 with the key's inner and outer pads hashed once (RFC 2104), so each
-    value costs two SHA-256 state copies instead of a new HMAC object."""
+    """HMAC-SHA-256 with the key's inner and outer pads and the pseudonyms' domain label hashed
+    once (RFC 2104), so each value costs two SHA-256 state copies instead of a new HMAC
+    object: the digest of ``keyed.message(PSEUDONYM, value)``."""
 
     def __init__(self, key: bytes) -> None:
         if len(key) > 64:
             key = hashlib.sha256(key).digest()
         key = key.ljust(64, b"\0")
         self._inner = hashlib.sha256(bytes(b ^ 0x36 for b in key))
+        self._inner.update(keyed.message(keyed.PSEUDONYM))
         self._outer = hashlib.sha256(bytes(b ^ 0x5C for b in key))
 
     def hex(self, values: list) -> list:
@@ -39,7 +44,7 @@ class Hasher:
                 out.append(None)
                 continue
             h = inner.copy()
-            h.update(v)
+            h.update(keyed.frame(v))
             o = outer.copy()
             o.update(h.digest())
             out.append(o.hexdigest())

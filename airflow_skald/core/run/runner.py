@@ -105,6 +105,7 @@ def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int
     # the output is not the input, a file or foreign data: checked before the lease or
     # the artifacts create anything (a refusal writes nothing)
     check_output_target(run.config)
+    run.check_secrets()  # no secret, one secret for two settings: refused before the lease
     check_still_current(run)  # a cleared stale run: refused before phase 1
     try:
         with claim_output(run, ttl_s, judge=judge):  # for later tasks
@@ -156,8 +157,7 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
     """Phases one after the other in this process, the output's lease held throughout; the
     last phase writes the staged release (discarded if anything fails)."""
     check_output_target(run.config)  # before listing chunks: output inside input, a file...
-    if run.dp is not None:
-        run.secret()  # no secret: refused before any work
+    run.check_secrets()  # no secret, one secret for two settings: refused before any work
     with output_lease(run.config.output, run.token) as lease:
         run.lease = lease
         try:

@@ -52,6 +52,7 @@ from airflow_skald.core.run.store import (
     write_json,
 )
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.settings import keyed
 from airflow_skald.core.transform.microaggregation import (
     Aggregates,
     aggregates_from_bytes,
@@ -94,6 +95,13 @@ class Run:
             raise ConfigError(DP_KEY_MISSING)
         return self.config.dp_key.secret()
 
+    def check_secrets(self) -> None:
+        """Before any work: each secret the run needs can be read, and the pseudonyms' key is
+        not the DP key (`keyed.check_apart`); ConfigError, one line naming the setting."""
+        pseudonym = self.config.pseudonym_key.secret() if self.config.pseudonym_key else None
+        dp = self.secret() if self.dp is not None else None
+        keyed.check_apart(pseudonym, dp)
+
     def row_sample(self) -> RowSample | None:
         """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""
         if self.dp is None:
@@ -110,8 +118,7 @@ class Run:
     def layout(self, chunks_per_group: int = 1) -> list[dict]:
         """List the chunks once (phase 0) and cut them into groups for mapped tasks; a
         database input is read here, once, into the staged chunks the passes read."""
-        if self.config.pseudonym_key is not None:  # no key: refused before any read
-            self.config.pseudonym_key.secret()
+        self.check_secrets()  # no key, one key for both: refused before any read
         if self.config.output_table is not None:  # no schema, a foreign table: before a read
             check_table_target(self.config.output_table, self.output_uri(), None, False)
         chunks = self.extract() if self.config.database else P.list_chunks(self.config)

@@ -5,22 +5,20 @@ default), ``{name: pseudonymise}`` is replaced by a keyed HMAC-SHA-256 pseudonym
 (``generalise/pseudonym.py``). The key comes from ``pseudonym_key``, a secret reference
 (``settings/secret.py``: ``{env: NAME}`` or ``{file: path}`` on every route,
 ``{connection: id}`` or ``{variable: name}`` resolved by the Airflow operators). Only its key
-check value (`key_id`, an HMAC of a fixed text, which says whether two releases used the same
-key and nothing about the key) reaches the manifest.
+check value (`key_id`, the key's HMAC in a domain of its own, ``settings/keyed.py``, which says
+whether two releases used the same key and nothing about the key) reaches the manifest.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 from pathlib import Path
 from typing import Any
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings import keyed
 from airflow_skald.core.settings.secret import SecretRef
 
 PSEUDONYMISE = "pseudonymise"
-_KEY_ID_TEXT = b"airflow-skald pseudonym key check value"
 
 
 def parse_direct_identifiers(raw: Any) -> tuple[list[str], list[str]]:
@@ -47,8 +45,8 @@ def parse_direct_identifiers(raw: Any) -> tuple[list[str], list[str]]:
 
 
 def key_id(key: SecretRef) -> str:
-    """The key check value: HMAC-SHA-256 of a fixed text, first 16 hex digits."""
-    return hmac.new(key.secret(), _KEY_ID_TEXT, hashlib.sha256).hexdigest()[:16]
+    """The key check value: the key's HMAC-SHA-256 in its own domain, first 16 hex digits."""
+    return keyed.derive(key.secret(), keyed.PSEUDONYM_KEY_ID).hex()[:16]
 
 
 def parse_pseudonym_key(

@@ -7,8 +7,9 @@ or its extra ``key``, or a variable, through the secrets backends), which hand t
 in memory (`SecretRef.provide`). Two settings take one: ``pseudonym_key`` (the pseudonyms'
 HMAC key) and ``dp_key`` (the keyed streams of a differentially private run).
 
-The secret is read when first needed and kept in memory only: its ``repr`` shows the
-reference, never the secret, and it is never logged, written to XCom, artifacts, the
+The secret is read when first needed and kept in memory only: its ``repr`` and every error
+name the setting and the kind of source, never the name given (a secret pasted where a name
+belongs must not be echoed either) nor the secret, and it is never logged, written to XCom, artifacts, the
 manifest, the report or lineage.
 """
 
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.settings.parse import mapping, no_unknown
+from airflow_skald.core.settings.parse import mapping
 
 CORE_SOURCES = ("env", "file")
 AIRFLOW_SOURCES = ("connection", "variable")
@@ -44,8 +45,7 @@ class SecretRef:
         if raw is None:
             return None
         raw = mapping(raw, setting)
-        no_unknown(raw, set(SOURCES), setting)
-        if len(raw) != 1:
+        if len(raw) != 1 or set(raw) - set(SOURCES):  # an unknown key is not echoed either
             raise ConfigError(f"{setting} takes one of env, file, connection or variable")
         ((kind, name),) = raw.items()
         if not isinstance(name, str) or not name:
@@ -53,7 +53,13 @@ class SecretRef:
         return cls(setting, kind, name, base_dir)
 
     def __repr__(self) -> str:
-        return f"SecretRef({self.setting}: {self.kind}={self.name!r})"
+        return f"SecretRef({self.where})"
+
+    @property
+    def where(self) -> str:
+        """The reference in an error or a log: the setting and the kind of source, never the
+        name given (a secret pasted where a name belongs would be echoed)."""
+        return f"{self.setting}.{self.kind}"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, SecretRef) and self._ident == other._ident
@@ -86,11 +92,10 @@ class SecretRef:
         return self._secret
 
     def _read(self) -> bytes:
-        where = f"{self.setting} {{{self.kind}: {self.name}}}"
         if self.kind == "env":
             value = os.environ.get(self.name)
             if not value:
-                raise ConfigError(f"{where}: the environment variable {self.name} is not set")
+                raise ConfigError(f"{self.where}: the environment variable it names is not set")
             return value.encode()
         if self.kind == "file":
             path = Path(self.name).expanduser()
@@ -99,9 +104,11 @@ class SecretRef:
             try:
                 return path.read_bytes().rstrip(b"\r\n")
             except OSError as exc:
-                raise ConfigError(f"{where}: cannot read the file ({type(exc).__name__})") from None
+                raise ConfigError(
+                    f"{self.where}: cannot read the file it names ({type(exc).__name__})"
+                ) from None
         raise ConfigError(
-            f"{where} is read by the Airflow operators; on the command line give "
+            f"{self.where} is read by the Airflow operators; on the command line give "
             "{env: NAME} or {file: path}"
         )
 
@@ -109,7 +116,7 @@ class SecretRef:
         data = secret.encode() if isinstance(secret, str) else bytes(secret)
         if len(data) < MIN_BYTES:
             raise ConfigError(
-                f"{self.setting} {{{self.kind}: {self.name}}} is shorter than {MIN_BYTES} "
-                "bytes: use a random secret of at least 16 bytes (e.g. `openssl rand -hex 32`)"
+                f"{self.where} holds a secret shorter than {MIN_BYTES} bytes: use a random "
+                "secret of at least 16 bytes (e.g. `openssl rand -hex 32`)"
             )
         return data

@@ -30,6 +30,13 @@ def _run(tmp_path, out: str, chunk_rows: int, monkeypatch, fmt: str = "parquet")
     return runner.run(config_from_dict(cfg))
 
 
+def _pseudonym(value: str) -> str:
+    """HMAC-SHA-256 of the framed domain label and value (ADR 0030), by the standard library."""
+    label, data = b"airflow-skald/pseudonym/v2", value.encode()
+    message = len(label).to_bytes(8, "big") + label + len(data).to_bytes(8, "big") + data
+    return hmac.new(KEY.encode(), message, hashlib.sha256).hexdigest()
+
+
 def _input_pids(n_files: int = 3, rows: int = 40) -> list[str]:
     return [p for i in range(n_files) for p in make_table(rows, i, i * rows)["pid"].to_pylist()]
 
@@ -41,7 +48,7 @@ def test_pseudonyms_are_keyed_hmacs_one_per_person_whatever_the_chunks(
     manifest = _run(tmp_path, "a", 1000, monkeypatch)
     _run(tmp_path, "b", 17, monkeypatch)
     pids = _input_pids()
-    expected = [hmac.new(KEY.encode(), p.encode(), hashlib.sha256).hexdigest() for p in pids]
+    expected = [_pseudonym(p) for p in pids]
     rows_a, rows_b = release_rows(tmp_path / "a"), release_rows(tmp_path / "b")
     assert [r["pid"] for r in rows_a] == expected  # rows in input order (suppressed: masked)
     assert [r["pid"] for r in rows_b] == expected  # chunking changes nothing
@@ -76,6 +83,7 @@ def test_a_run_without_the_key_is_refused_before_any_pass(tmp_path, monkeypatch)
     cfg = config_dict(tmp_path / "in", tmp_path / "out")
     cfg["direct_identifiers"] = [{"pid": "pseudonymise"}]
     cfg["pseudonym_key"] = {"env": "SKALD_TEST_PSEUDONYM_KEY"}
-    with pytest.raises(ConfigError, match="SKALD_TEST_PSEUDONYM_KEY is not set"):
+    with pytest.raises(ConfigError, match="pseudonym_key.env: the environment variable it names"):
         runner.run(config_from_dict(cfg))
+    assert not (tmp_path / "out").exists()
     assert not (tmp_path / "out").exists()

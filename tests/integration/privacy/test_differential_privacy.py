@@ -130,7 +130,8 @@ def test_no_secret_is_refused_with_one_line(tmp_path, data) -> None:
         os.environ[ENV] = env
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1 and "dp_key" in lines[0] and ENV in lines[0]
+    assert len(lines) == 1 and "dp_key.env" in lines[0]
+    assert ENV not in lines[0]  # the name given is not echoed (it may be a pasted secret)
     assert not (tmp_path / "out").exists()
 
 

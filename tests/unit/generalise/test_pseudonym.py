@@ -1,5 +1,6 @@
-"""Pseudonyms (SPEC §2a): HMAC-SHA-256 of the value's text under the key, 64 hex digits,
-checked against the standard library's hmac; the config's refusal without a key."""
+"""Pseudonyms (SPEC §2a): HMAC-SHA-256 of the value's text in the pseudonyms' own domain under
+the key, 64 hex digits, checked against the standard library's hmac over the framed message
+written out here (ADR 0030); the config's refusal without a key."""
 
 from __future__ import annotations
 
@@ -18,10 +19,13 @@ KEY = b"0123456789abcdef-test-key"
 
 
 def reference(value: str, key: bytes = KEY) -> str:
-    return hmac.new(key, value.encode(), hashlib.sha256).hexdigest()
+    """The label, then the value, each after its length as 8 bytes big-endian."""
+    label, data = b"airflow-skald/pseudonym/v2", value.encode()
+    message = len(label).to_bytes(8, "big") + label + len(data).to_bytes(8, "big") + data
+    return hmac.new(key, message, hashlib.sha256).hexdigest()
 
 
-def test_pseudonyms_are_the_hmac_of_the_value_text() -> None:
+def test_pseudonyms_are_the_domain_hmac_of_the_value_text() -> None:
     ids = pa.chunked_array([pa.array(["P1", "P2", None, "P1"]), pa.array(["P3", "P2"])])
     out = pseudonymise(ids, Hasher(KEY))
     assert pa.types.is_dictionary(out.type)
@@ -83,8 +87,9 @@ def test_key_from_env_and_file(tmp_path, monkeypatch) -> None:
 
 def test_missing_short_or_airflow_only_keys_are_one_line_errors(tmp_path, monkeypatch) -> None:
     monkeypatch.delenv("SKALD_TEST_KEY", raising=False)
-    with pytest.raises(ConfigError, match="SKALD_TEST_KEY is not set"):
+    with pytest.raises(ConfigError, match="pseudonym_key.env: the environment variable it") as err:
         SecretRef("pseudonym_key", "env", "SKALD_TEST_KEY").secret()
+    assert "SKALD_TEST_KEY" not in str(err.value)  # the name given is not echoed
     monkeypatch.setenv("SKALD_TEST_KEY", "short")
     with pytest.raises(ConfigError, match="shorter than 16 bytes") as err:
         SecretRef("pseudonym_key", "env", "SKALD_TEST_KEY").secret()

@@ -2,7 +2,8 @@
 
 Every random decision of a DP run (which records the sample keeps, which pivot the search
 draws) is a function of the secret, the run's identity and the decision's position: a Philox
-counter-based generator keyed by ``HMAC-SHA-256(secret, purpose || 0 || run)``. Decision i is
+counter-based generator keyed by the secret's HMAC-SHA-256 of the run's token in the purpose's
+own domain (``settings/keyed.py``: ``DP_SAMPLE``, ``DP_SEARCH``). Decision i is
 lane ``i mod 4`` of the block at counter ``i div 4``, so any range of decisions is drawn at once
 and does not depend on what was drawn before (chunking, workers, retries). Without the secret
 the stream cannot be predicted; another run (another identity) draws a fresh one.
@@ -10,19 +11,17 @@ the stream cannot be predicted; another run (another identity) draws a fresh one
 
 from __future__ import annotations
 
-import hashlib
-import hmac
-
 import numpy as np
 
-SAMPLE = "skald/dp/sample/v1"
-SEARCH = "skald/dp/search/v1"
+from airflow_skald.core.settings import keyed
+
+SAMPLE = keyed.DP_SAMPLE
+SEARCH = keyed.DP_SEARCH
 
 
 def stream_key(secret: bytes, run_id: str, purpose: str) -> int:
     """The 128-bit Philox key of one purpose of one run."""
-    message = purpose.encode() + b"\x00" + run_id.encode()
-    digest = hmac.new(secret, message, hashlib.sha256).digest()
+    digest = keyed.derive(secret, purpose, run_id.encode())
     return int.from_bytes(digest[:16], "little")
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping
 
+from airflow_skald.core.settings import keyed
+
 
 def pseudonym_rows(m: Mapping) -> list[list[str]]:
     """The audit table's row naming the pseudonymised columns (none: no row)."""
@@ -25,7 +27,8 @@ def pseudonym_note(m: Mapping) -> str:
     check = f" (key check value <code>{html.escape(str(key_id))}</code>)" if key_id else ""
     return (
         f"<p>{html.escape(', '.join(names))}: each value is replaced by its pseudonym, the "
-        "HMAC-SHA-256 of the value under a secret key, as 64 hex digits. Pseudonyms link a "
+        "HMAC-SHA-256 of the value under a secret key in the pseudonyms' own domain "
+        f"(<code>{html.escape(keyed.PSEUDONYM)}</code>), as 64 hex digits. Pseudonyms link a "
         "person's records within this release and across releases made with the same "
         f"key{check}; a release made with another key cannot be linked to this one. Whoever "
         "holds the key can compute the pseudonym of a known identifier: keep it secret.</p>"

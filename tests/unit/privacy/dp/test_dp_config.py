@@ -83,7 +83,7 @@ def test_secret_sources(tmp_path: Path, monkeypatch) -> None:
     assert given.secret() == b"handed-over-in-memory"
     monkeypatch.setenv("SKALD_SHORT_KEY", "abc")
     unreadable = [
-        (SecretRef("dp_key", "env", "SKALD_UNSET_KEY"), "SKALD_UNSET_KEY is not set"),
+        (SecretRef("dp_key", "env", "SKALD_UNSET_KEY"), "dp_key.env: the environment variable"),
         (SecretRef("dp_key", "file", str(tmp_path / "none")), "cannot read the file"),
         (SecretRef("dp_key", "env", "SKALD_SHORT_KEY"), "shorter than 16 bytes"),
     ]
