@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast chromium lint format bench bench-utility bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
+.PHONY: demo test test-fast docs chromium lint format bench bench-utility bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -25,6 +25,12 @@ demo: $(STAMP)
 test: $(STAMP) chromium
 	@$(BIN)/ruff check airflow_skald dags tests benchmarks
 	@$(BIN)/python -m pytest -q -n 2 --dist loadgroup tests
+
+# The documentation site from docs/ into site/ (ADR 0038): the settings reference written from
+# the settings table, then a strict build (every internal link and anchor resolves)
+docs: $(STAMP)
+	@$(BIN)/python -m airflow_skald.core.settings.reference
+	@$(BIN)/mkdocs build --strict
 
 # The browser tests (report, releases page, trigger form) drive Debian's Chromium: installed here
 # when missing and we are root (as on CI and a fresh machine), else one line saying what to install.
