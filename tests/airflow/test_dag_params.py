@@ -53,6 +53,18 @@ def test_trigger_refuses_what_the_run_refuses(setting):
     assert trigger_accepts(setting, None)  # empty: the config file's value
 
 
+def test_a_number_param_refuses_any_text():
+    """Issue 40 item 6: the numeric params take text (so the form sends what was typed, not
+    null for a non-number) and refuse every text with the rule; a number or empty is as before."""
+    for setting in NUMERIC:
+        param = PARAMS[setting.name]
+        assert param.schema["type"] == ["null", "number", "string"], setting.name
+        for text in ("abc", "", "7", "0.5", "null"):
+            with pytest.raises(ParamValidationError, match=f"{setting.name} must be"):
+                copy.deepcopy(param).resolve(text)
+        assert copy.deepcopy(param).resolve(None) is None
+
+
 def test_no_bound_the_form_would_clamp_to():
     for name, param in PARAMS.items():
         assert not set(param.schema) & {"minimum", "maximum"}, name
@@ -78,7 +90,13 @@ def test_dag_params_carry_the_rules():
             "Invalid input for param suppression_limit: "
             "'suppression_limit must be a number between 0 and 1' was expected",
         ),
-        ({"k": "abc"}, "Invalid input for param k: 'abc' is not of type 'null', 'number'"),
+        # issue 40 item 6: a non-number (what the form sends as typed) names the rule too
+        ({"k": "abc"}, "Invalid input for param k: 'k must be an integer >= 2' was expected"),
+        ({"k": "7"}, "Invalid input for param k: 'k must be an integer >= 2' was expected"),
+        (
+            {"t": "0,2"},
+            "Invalid input for param t: 't must be a number in (0, 1]' was expected",
+        ),
     ],
 )
 def test_the_trigger_refusal_starts_with_the_rule(bad, line):

@@ -643,7 +643,7 @@ SUBMIT = (
 
 
 def field(name: str) -> str:
-    return f"document.querySelector('[role=dialog] input[name=element_{name}]')"
+    return f"document.querySelector('[role=dialog] [name=element_{name}]')"
 
 
 LONGEST_TYPED = 12
@@ -718,3 +718,97 @@ def test_trigger_form_refuses_out_of_range_values_in_a_browser(dep, releases):
     finally:
         browser.close()
     assert len(runs_of(dep, DAG_ID)) == n_runs and files(out) == before
+
+
+# the trigger form's request, recorded in the page as it is sent (the UI posts with XHR)
+RECORD_POSTS = """
+window.__posts = [];
+const send = XMLHttpRequest.prototype.send, open = XMLHttpRequest.prototype.open;
+XMLHttpRequest.prototype.open = function (method, url) {
+  this.__request = [method, String(url)]; return open.apply(this, arguments); };
+XMLHttpRequest.prototype.send = function (body) {
+  if (body) { window.__posts.push([...this.__request, String(body)]); }
+  return send.apply(this, arguments); };
+"""
+
+
+def clear_field(browser: Browser, name: str) -> None:
+    """Select what the field holds and delete it with Backspace, as a user empties a field."""
+    assert browser.evaluate(
+        f"(() => {{ const e = {field(name)}; e.focus(); e.select(); return true; }})()"
+    )
+    for kind in ("keyDown", "keyUp"):
+        browser.send(
+            "Input.dispatchKeyEvent",
+            type=kind,
+            key="Backspace",
+            code="Backspace",
+            windowsVirtualKeyCode=8,
+        )
+
+
+def posted_conf(browser: Browser) -> dict:
+    """The conf of the one trigger request the form sent."""
+    posts = [p for p in browser.evaluate("window.__posts") if p[0] == "POST"]
+    (post,) = [p for p in posts if p[1].endswith(f"/dags/{DAG_ID}/dagRuns")]
+    return json.loads(post[2])["conf"]
+
+
+@pytest.mark.browser
+def test_trigger_form_refuses_a_non_number_and_empty_means_the_files_k(dep, releases, workdir):
+    """Issue 40 item 6: `abc` typed into k. Airflow 3.3's number field sends anything that is no
+    number as null, the same as an empty field (the run used the file's k); the numeric params
+    are now fields that send what was typed (`Setting.param_schema`): the trigger refuses it
+    with one line naming k (on the page, and the REST API for the very conf the form sent), no
+    run is made and nothing is written. The same field emptied again means the file's k."""
+    if CHROMIUM is None:
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    out, config = workdir / "out" / "form-empty-k", str(releases["config"])
+    line = "Invalid input for param k: 'k must be an integer >= 2' was expected"
+    n_runs, folders = len(runs_of(dep, DAG_ID)), run_folders(releases["artifacts"])
+    browser = Browser(CHROMIUM)
+    try:
+        browser.send("Page.addScriptToEvaluateOnNewDocument", source=RECORD_POSTS)
+        browser.send("Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/")
+        typed = {"config": config, "output_path": str(out), "k": "abc"}
+        fill_and_submit(dep, browser, typed, SHOTS / "form-kabc-filled.png")
+        text = browser.wait_for(
+            f"(() => {{ const t = {PAGE_TEXT}; return t.includes({json.dumps(line)}) ? t : ''; }})()"
+        )
+        browser.evaluate(  # the refusal, where the form shows it, into the screenshot
+            "[...document.querySelectorAll('[role=dialog] *')].filter(e => !e.children.length"
+            f" && (e.innerText || '').includes({json.dumps(line)})).pop().scrollIntoView()"
+        )
+        browser.screenshot(SHOTS / "form-kabc-refused.png")
+        assert line in text and f"/dags/{DAG_ID}/runs/" not in browser.evaluate("location.pathname")
+        sent = posted_conf(browser)
+        assert sent["k"] == "abc" and sent["output_path"] == str(out), sent
+        status, detail = trigger_refusal(dep, sent)  # the same conf through the REST API
+        assert status == 400 and detail.splitlines()[0] == line, detail
+        assert len(runs_of(dep, DAG_ID)) == n_runs  # no run
+        assert not out.exists() and run_folders(releases["artifacts"]) == folders
+
+        # typed, then emptied: the file's k (privacy.k = 7)
+        browser.goto(f"{dep.base_url}/dags/{DAG_ID}")
+        browser.evaluate("window.__posts = []")
+        browser.wait_for(OPEN_TRIGGER)
+        browser.wait_for(f"!!{field('k')}")
+        for name, text in typed.items():
+            type_into(browser, name, text)
+        clear_field(browser, "k")
+        time.sleep(0.3)
+        assert browser.evaluate(f"{field('k')}.value") == ""
+        browser.screenshot(SHOTS / "form-k-emptied.png")
+        assert browser.evaluate(SUBMIT)
+        path = browser.wait_for(
+            f"(() => {{ const p = location.pathname; return p.includes('/dags/{DAG_ID}/runs/') ? p : ''; }})()"
+        )
+        assert posted_conf(browser)["k"] is None
+    finally:
+        browser.close()
+    run_id = urllib.parse.unquote(path.rsplit("/runs/", 1)[1].split("/")[0])
+    assert_run(dep, run_id, "success")
+    assert json.loads((out / "manifest.json").read_text())["k"] == K_IN_FILE

@@ -134,9 +134,18 @@ class Setting:
         ``Invalid input for param k: 'k must be an integer >= 2' was expected``, then
         jsonschema's "Failed validating ... On instance: 1" lines). The run checks every value
         again, as every route does.
+
+        A numeric setting's type also admits text, which the `if` refuses with the same rule
+        (issue 40, ADR 0106): the form's number field (a param of one non-null numeric type)
+        sends anything typed that is no number as null, the same as an empty field, so `abc`
+        ran with the file's k. A param of two non-null types is a field that sends a number
+        typed as that number and anything else as the text typed; empty is still null.
         """
         kind = self.schema["type"]
-        schema: dict[str, Any] = {"type": ["null", "number" if kind == "integer" else kind]}
+        numeric = kind in ("integer", "number")
+        schema: dict[str, Any] = {
+            "type": ["null", "number", "string"] if numeric else ["null", kind]
+        }
         if "enum" in self.schema:
             schema["enum"] = [None, *self.schema["enum"]]
             # the form's label of the empty choice (it would read "null")
@@ -148,8 +157,11 @@ class Setting:
         ]
         if kind == "integer":
             outside.append({"not": {"multipleOf": 1}})
+        refused = [{"type": "string"}] if numeric else []
         if outside:
-            schema["if"] = {"type": "number", "anyOf": outside}
+            refused.append({"type": "number", "anyOf": outside})
+        if refused:
+            schema["if"] = {"anyOf": refused}
             schema["then"] = {"const": f"{self.name} must be {self.expects}"}
         return schema
 
