@@ -2,8 +2,10 @@
 alone: δ-presence and exact k-map. Brute force in pandas: at every node the population's
 records are grouped; a class is released from the subset's records only; it is kept iff it
 holds at least k subset records, its subset / population ratio is within [dmin, dmax] and it
-holds at least `kmap` population records. Suppressed records, the limit and DM* count the
-subset's records only."""
+holds at least `kmap` population records. With dmin > 0 a population class without any subset
+record (δ = 0: nothing of it to suppress) fails the node, k or not: δ-presence bounds every
+class of the population. Suppressed records, the limit and DM* count the subset's records
+only."""
 
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ def subset_search(df, subset, qids, k, limit, priority, delta=None, kmap=None, r
         if kmap is not None:
             ok &= pop >= kmap
         s = int(sub[released & ~ok].sum())
+        if delta is not None and Fraction(str(delta[0])) > 0 and not released.all():
+            s = n + 1  # a population class without a subset record: δ = 0, unsuppressible
         return (
             sub[ok].tolist(),
             s,

@@ -1,10 +1,14 @@
 """δ-presence (SPEC §4e, ARX's ``DPresence``): with a research subset of a population table,
-every released class has dmin <= subset records / population records <= dmax, decided
-exactly (fractions; ARX compares doubles). Class-based; not monotone (merging two classes
-averages their ratios), so the search learns every node (ARX: not monotone either)."""
+every class of the population at the node has dmin <= subset records / population records <=
+dmax, decided exactly (fractions; ARX compares doubles). A released class that fails is
+suppressed; a population class without a subset record has δ = 0 and nothing to suppress, so
+with dmin > 0 it fails the node (ARX's ``HashGroupify.analyzeAll``; ADR 0040). Class-based; not
+monotone (merging two classes averages their ratios), so the search learns every node (ARX: not
+monotone either); only that failure is monotone (`judged`: it holds at every finer node)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -80,10 +84,26 @@ class DeltaPresence(PrivacyModel):
         hi_ok = sub * self.dmax.denominator <= pop * self.dmax.numerator
         return lo_ok & hi_ok
 
+    def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
+        """`keeps`; and with min > 0, a node with a population class holding no subset record
+        fails (its δ is 0; nothing of it can be suppressed, ARX's `HashGroupify.analyzeAll`),
+        and so does every node below it (that class's parts hold no subset record either)."""
+        return self.keeps(table), (math.inf if self.fails_unreleased(table) else 0.0)
+
+    def fails_unreleased(self, table: ClassTable) -> bool:
+        """The node has population classes without a subset record, and min > 0."""
+        return self.dmin > 0 and table.unreleased > 0
+
     def violation(self, table: ClassTable, where: str) -> str | None:
         if table.population is None:  # a written release: its population is not in it
             return None
-        return super().violation(table, where)
+        lines = [super().violation(table, where)]
+        if self.fails_unreleased(table):
+            lines.append(
+                f"{where} violates {self.label()}: {table.unreleased} population class(es) "
+                "without a subset record (δ = 0)"
+            )
+        return "; ".join(x for x in lines if x) or None
 
     def describe(self) -> dict:
         return {

@@ -35,6 +35,10 @@ class ClassTable:
     # with a research subset (SPEC §4e): `sizes` are the subset's records of each class and
     # this the population's records of the same class (δ-presence, exact k-map)
     population: np.ndarray | None = None
+    # with a research subset: the node's population classes holding no subset record (not
+    # classes of this table: nothing of them is released or can be suppressed; δ-presence
+    # with min > 0 fails the node on them, SPEC §4e)
+    unreleased: int = 0
 
     @property
     def n_classes(self) -> int:

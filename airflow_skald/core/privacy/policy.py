@@ -140,7 +140,7 @@ class PrivacyPolicy:
                     monotone = enforce(mono, table, monotone, allowed, top)
         s_mono = n - int(table.sizes[monotone].sum(dtype=np.int64))
         s = n - int(table.sizes[kept].sum(dtype=np.int64))
-        passes = s <= allowed and not cut
+        passes = s <= allowed and not cut and floor <= allowed
         monotone_passes = s_mono <= allowed and floor <= allowed
         return Judgement(kept, n, s, allowed, passes, monotone_passes, tie_size)
 

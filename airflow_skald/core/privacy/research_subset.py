@@ -162,14 +162,16 @@ def subset_view(
 ) -> tuple[np.ndarray | None, ClassTable]:
     """A node's population classes (`table`, with the column's per-class distribution) as the
     subset's classes: sizes = subset records, `population` = population records; classes
-    without a subset record are left out (nothing of them is released)."""
+    without a subset record are left out (nothing of them is released) and counted
+    (`ClassTable.unreleased`)."""
     dist = table.values[column]
     subset = dist.class_sum(np.where(in_subset[dist.value], dist.count, 0))
     present = subset > 0
     index = np.flatnonzero(present)
     first = None if table.first_rows is None else table.first_rows[index]
     values = {a: v.subset(index) for a, v in table.values.items()}
-    view = ClassTable(subset[index], values, first, population=table.sizes[index])
+    unreleased = table.n_classes - index.size
+    view = ClassTable(subset[index], values, first, table.sizes[index], unreleased)
     return (None if keys is None else keys[index]), view
 
 

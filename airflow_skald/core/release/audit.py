@@ -162,9 +162,12 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
     sizes = table.sizes
     kept = np.ones(table.n_classes, dtype=bool)
     criteria = []
+    floor = 0.0  # records the models say must go at least (inf: a class none can suppress)
     for model in policy.models:
-        bad = ~model.keeps(table)
-        kept &= ~bad
+        keeps, least = model.judged(table)
+        bad = ~keeps
+        kept &= keeps
+        floor = max(floor, least)
         figure = {key: _finite(v) for key, v in model.figure(table).items()}
         criteria.append(
             {
@@ -172,6 +175,7 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
                 **figure,
                 "classes_violating": int(bad.sum()),
                 "records_in_violating_classes": int(sizes[bad].sum(dtype=np.int64)),
+                **({"unsuppressible": model.violation(table, "audit")} if least == np.inf else {}),
             }
         )
     allowed = max_suppressed(policy.suppression_limit, n_records)
@@ -196,10 +200,12 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
             "limit": decimal_text(Fraction(policy.suppression_limit)),
             "records_to_suppress": to_suppress,
             "max_suppressed": allowed,
-            "fits": to_suppress <= allowed,
+            "fits": to_suppress <= allowed and floor <= allowed,
         },
-        "holds_without_suppression": to_suppress == 0,
-        "holds": (to_suppress == n_star if release else True) and to_suppress <= allowed,
+        "holds_without_suppression": to_suppress == 0 and floor == 0,
+        "holds": (to_suppress == n_star if release else True)
+        and to_suppress <= allowed
+        and floor <= allowed,
     }
 
 

@@ -1,6 +1,7 @@
 """What a research-subset release keeps so that `skald verify` re-checks δ-presence and exact
 k-map from the release alone (SPEC §4e): ``population_counts.json``, per class of the release,
-how many population records and how many subset records it holds at the chosen node.
+how many population records and how many subset records it holds at the chosen node, and how
+many population classes at the node hold no subset record (ADR 0040).
 
 The file holds counts only, never a value: its classes are the release's own classes (their
 QID labels as written, all-"*" included) in one canonical order, the order of their label
@@ -50,6 +51,8 @@ class PopulationCounts:
     labels_sha256: str
     subset: np.ndarray
     population: np.ndarray
+    # population classes at the node holding no subset record (δ = 0: δ-presence, ADR 0040)
+    unreleased: int = 0
 
     def to_bytes(self) -> bytes:
         """The file's bytes (deterministic: a retry writes the same)."""
@@ -59,6 +62,7 @@ class PopulationCounts:
             "classes": int(self.subset.size),
             "subset_records": int(self.subset.sum()),
             "population_records": int(self.population.sum()),
+            "population_classes_without_subset": int(self.unreleased),
             "subset": self.subset.tolist(),
             "population": self.population.tolist(),
         }
@@ -108,7 +112,8 @@ def at_node(
         labels.append(tuple(TOP for _ in plan.dims))
         subset_n = np.append(subset_n, table.sizes[suppressed].sum())
         population_n = np.append(population_n, population[suppressed].sum())
-    return _canonical(labels, np.asarray(subset_n, np.int64), np.asarray(population_n, np.int64))
+    counted = _canonical(labels, np.asarray(subset_n, np.int64), np.asarray(population_n, np.int64))
+    return replace(counted, unreleased=table.unreleased)
 
 
 def with_population_counts(manifest: dict, data: bytes) -> dict:
@@ -129,13 +134,14 @@ def read_population_counts(path: str, manifest: dict | None) -> PopulationCounts
         digest = body["labels_sha256"]
         subset = np.asarray([int(c) for c in body["subset"]], dtype=np.int64)
         population = np.asarray([int(c) for c in body["population"]], dtype=np.int64)
+        unreleased = int(body.get("population_classes_without_subset", 0))  # older files: 0
     except (ValueError, KeyError, TypeError, AttributeError):
         raise DataError(f"{name} is not a valid counts file") from None
-    if not isinstance(digest, str) or subset.size != population.size:
+    if not isinstance(digest, str) or subset.size != population.size or unreleased < 0:
         raise DataError(f"{name} is not a valid counts file")
     if (subset < 0).any() or (population < subset).any():
         raise VerificationError(f"{name}: a class holds more subset than population records")
-    return PopulationCounts(digest, subset, population)
+    return PopulationCounts(digest, subset, population, unreleased)
 
 
 def with_population(
@@ -171,7 +177,7 @@ def with_population(
     # `class_tables` keeps the classes in key order, the all-"*" one apart
     return (
         replace(star, population=population[star_mask]),
-        replace(kept, population=population[~star_mask]),
+        replace(kept, population=population[~star_mask], unreleased=counts.unreleased),
     )
 
 

@@ -119,7 +119,11 @@ class ClassSource:
         sub = self.subset_rollups.get(node)
         pop = self.rollups.get(node)
         population = pop.counts[np.searchsorted(pop.keys, sub.keys)].astype(np.int64)
-        return sub.keys, ClassTable(sub.counts.astype(np.int64), population=population)
+        unreleased = pop.keys.size - sub.keys.size  # population classes without a subset record
+        table = ClassTable(
+            sub.counts.astype(np.int64), population=population, unreleased=unreleased
+        )
+        return sub.keys, table
 
 
 def chunk_distribution(counts: RootCounts) -> Mapping[str, np.ndarray]:

@@ -54,6 +54,11 @@ CASES = [
     (4, 80, 0.4, None, 0, None, 4),
     (5, 150, 0.2, 2, 0.1, None, 6),
     (6, 100, 0.35, 3, 0.05, (0.1, 0.6), 3),
+    # min > 0 where the best node otherwise has a population class without a subset record
+    # (δ = 0, nothing to suppress: the node fails, with k or without)
+    (31, 80, 0.3, None, 0, (0.1, 0.9), None),
+    (33, 100, 0.5, 2, 0.05, (0.25, 1), None),
+    (34, 150, 0.3, None, 0.1, (0.05, 0.5), 3),
 ]
 
 
@@ -200,6 +205,33 @@ def test_audit_reports_delta_and_population_counts(tmp_path):
     assert released["release"] and released["n_records"] == manifest["n_records"]
     assert [m["model"] for m in released["not_checked"]] == ["delta-presence"]
     assert "population_counts.json" in released["not_checked"][0]["reason"]
+
+
+def test_audit_fails_delta_presence_on_a_class_without_subset_records(tmp_path):
+    """`skald audit` of a population table with min > 0: a population class holding no subset
+    record (δ = 0) cannot be suppressed, so the policy does not hold, whatever the limit."""
+    from airflow_skald.core.release.audit import audit
+
+    df = _table(31, 80, 0.3)
+    write_chunks(df, tmp_path / "in", [30])
+    body = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out")},
+        "direct_identifiers": ["pid"],
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": {"delta_presence": {"min": 0.1, "max": 1}, "suppression_limit": 1},
+    }
+    report = audit(load_config(write_config(tmp_path / "c.yaml", body)))
+    groups = df.groupby(["cat", "age"])["in_study"].sum()
+    empty = int((groups == 0).sum())
+    assert empty > 0
+    (delta,) = [m for m in report["privacy_models"] if m["model"] == "delta-presence"]
+    assert f"{empty} population class(es) without a subset record" in delta["unsuppressible"]
+    assert not report["holds"] and not report["suppression"]["fits"]
+    body["privacy"]["delta_presence"]["min"] = 0  # δ = 0 is within [0, 1]: it holds
+    report = audit(load_config(write_config(tmp_path / "c.yaml", body)))
+    assert report["holds"] and "unsuppressible" not in report["privacy_models"][0]
 
 
 def test_per_chunk_refuses_a_research_subset(tmp_path):

@@ -114,6 +114,7 @@ def test_population_release_is_verified_in_full(releases, tmp_path, capsys, kind
         "classes",
         "subset_records",
         "population_records",
+        "population_classes_without_subset",
         "subset",
         "population",
     }
@@ -170,6 +171,33 @@ def test_altered_counts_file_is_refused(releases, tmp_path, capsys) -> None:
     code, _, err = _verify(out, capsys)
     assert code == 2, err
     assert "population_counts.json of" in err and "is missing" in err
+
+
+def test_population_classes_without_subset_records_are_rechecked(tmp_path, capsys) -> None:
+    """δ-presence with min > 0 (ADR 0040): the file counts the node's population classes without
+    a subset record (none at a released node); a file counting one fails verification."""
+    write_chunks(_population(), tmp_path / "in", [150])
+    body = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out")},
+        "direct_identifiers": ["pid"],
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": {"delta_presence": {"min": 0.1, "max": 0.6}, "suppression_limit": 0.2},
+    }
+    from airflow_skald.cli import main
+
+    assert main(["run", str(write_config(tmp_path / "c.yaml", body)), "-q"]) == 0
+    out = tmp_path / "out"
+    counts = _counts(out)
+    assert counts["population_classes_without_subset"] == 0
+    code, report, err = _verify(out, capsys)
+    assert code == 0 and report["verified"] is True, err
+    counts["population_classes_without_subset"] = 2
+    _rewrite_counts(out, counts)
+    code, _, err = _verify(out, capsys)
+    assert code == 1, err
+    assert "2 population class(es) without a subset record" in _one_line(err)
 
 
 @pytest.mark.parametrize("kind", ["parquet", "csv"])
