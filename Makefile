@@ -71,7 +71,7 @@ bench-utility: $(STAMP)
 bench-rules: $(STAMP)
 	@$(BIN)/python benchmarks/bench_rules.py
 
-# PostgreSQL in and out (SPEC 2a): extraction vs COPY, a run from a table, a table release
+# PostgreSQL in and out (docs/design.md §2a): extraction vs COPY, a run from a table, a table release
 bench-database: $(STAMP)
 	@$(BIN)/python benchmarks/bench_database.py
 
@@ -84,7 +84,7 @@ profile: $(STAMP)
 	@$(BIN)/python benchmarks/profile_passes.py
 
 # `make paper OBJECTIVE=loss`: SKALD and the per-chunk baseline minimise another quality model;
-# LOCAL_RECODING=RECORDS adds both sides with local recoding (SPEC §4f, columns lr_*; empty: off)
+# LOCAL_RECODING=RECORDS adds both sides with local recoding (docs/design.md §4f, columns lr_*; empty: off)
 OBJECTIVE ?= dm_star
 LOCAL_RECODING ?= 0.01
 paper: $(STAMP)

@@ -1,4 +1,4 @@
-"""The `skald` command line: run, generate, verify (SPEC §6). A thin shell over the pipeline.
+"""The `skald` command line: run, generate, verify (docs/design.md §6). A thin shell over the pipeline.
 
 Exit codes: 0 success, 1 a release failed verification, 2 bad input (one line, no traceback,
 nothing half-written left behind).
@@ -68,7 +68,7 @@ def _parser() -> argparse.ArgumentParser:
         "--schema",
         choices=("paper", "clinical"),
         default="paper",
-        help="paper: the SKALD paper's table; clinical: dates, ZIP and ICD-10 codes (SPEC 3a)",
+        help="paper: the SKALD paper's table; clinical: dates, ZIP and ICD-10 codes (docs/design.md §3a)",
     )
     g.add_argument(
         "--overwrite", action="store_true", help="replace the dataset in a non-empty --out folder"

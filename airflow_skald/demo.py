@@ -44,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run_clinical(base: Path, chunk_rows: int, rows: int = 100_000, k: int = 10) -> int:
     """A clinical table (dates of birth and admission, ZIP and ICD-10 codes, length of stay)
-    whose hierarchies are all built from rules (SPEC §3a), released at k, and the ZIP
+    whose hierarchies are all built from rules (docs/design.md §3a), released at k, and the ZIP
     hierarchy the rule built written as an ARX CSV beside it."""
     from airflow_skald.cli import main as cli_main
     from airflow_skald.core.data.generate import generate_dataset
@@ -60,7 +60,7 @@ def run_clinical(base: Path, chunk_rows: int, rows: int = 100_000, k: int = 10) 
     return cli_main(["hierarchy", str(config), "--qid", "zip", "--out", str(hierarchy)])
 
 
-#: what keeps the clinical table useful to a researcher (SPEC §4d, §4f): Loss averaged over the
+#: what keeps the clinical table useful to a researcher (docs/design.md §4d, §4f): Loss averaged over the
 #: QIDs, diagnosis, sex, length of stay and age weighted above admission date and ZIP, and the
 #: records the global node suppresses given back by local recoding
 RESEARCH = {

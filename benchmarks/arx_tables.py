@@ -12,7 +12,7 @@ as text, interval labels such as `[0,99]`).
   sees the 56,250 above its root (level-0 keys would pass 2^62, so the root raises ramntall
   by one level, ADR 0012).
 - FARS: 100,937 rows; every hierarchy ends in one constant label (`[0,99]`) as ARX's recoded
-  FARS hierarchies do, so no `*` is appended (SPEC §3): lattice 4^4 x 3^4 = 20,736 nodes.
+  FARS hierarchies do, so no `*` is appended (docs/design.md §3): lattice 4^4 x 3^4 = 20,736 nodes.
 - Adult: ARX's copy in ../shared/data/adult with its hierarchies; as in ARX's benchmark the
   sensitive attribute is `occupation` and the 8 others are the QIDs (4,320 nodes).
 

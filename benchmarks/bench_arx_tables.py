@@ -11,7 +11,7 @@ case once on each side, product and ARX alternating (a burst of load hits both a
 run is a fresh process (start-up included: Python's import, the JVM's start and ARX's CSV
 load are part of what a user waits for). CPU = user + system of that child from `wait4`;
 peak RSS likewise. ARX is given the same table as CSV and the same hierarchies (a `*` level
-appended where the product appends one, SPEC §3), the same privacy model and its own quality
+appended where the product appends one, docs/design.md §3), the same privacy model and its own quality
 model of the product's objective (`dm_star_arx` <-> `dmstar`, `loss` <-> `loss`).
 
 Search alone: the CPU of the product's `search` phase (run.json's `cpu_s.search`: the search's
@@ -20,7 +20,7 @@ its encoding of the data and its search).
 
 Same answer: the node (every QID's level) and the number of suppressed records must agree on
 both sides, except where a case says the product's answer is the better one (population
-uniqueness: the shortest fulfilling prefix, which ARX's binary search can miss; SPEC §4c):
+uniqueness: the shortest fulfilling prefix, which ARX's binary search can miss; docs/design.md §4c):
 there the product's DM* must be no worse than ARX's, with the figures printed.
 This round's models have rows of their own: local recoding (`adult-lr-5`: every step's node and
 records released must be ARX's), microaggregation (`adult-micro-5`: node and suppressed
@@ -168,7 +168,7 @@ def _range(xs: list[float], digits: int = 2) -> str:
 
 def _arx_hierarchy(src: Path, dst: Path, sep: str) -> None:
     """ARX's copy of a hierarchy file: a `*` column appended when the last is not constant
-    (the product appends that level itself, SPEC §3)."""
+    (the product appends that level itself, docs/design.md §3)."""
     rows = [r for r in csv.reader(src.read_text().splitlines(), delimiter=sep) if r]
     if len({r[-1] for r in rows}) > 1:
         rows = [[*r, "*"] for r in rows]

@@ -15,10 +15,10 @@ sensitive attribute), runs `skald run` in a fresh process under `/usr/bin/time -
 - dp: (ε, δ)-differential privacy in place of k (ε = 2, δ = 1e-5, SafePub's search with the
   default budget and steps, objective dm; the secret from SKALD_BENCH_DP_KEY, a random one
   when unset);
-- lr: k=50 with local recoding (`transformation.local_recoding.records = 0.01`, SPEC §4f): the
+- lr: k=50 with local recoding (`transformation.local_recoding.records = 0.01`, docs/design.md §4f): the
   records the node suppresses released again, step by step, from phase 2's counts;
 - micro: k=50 with age released as the mean of its class (`microaggregation: {function: mean,
-  cluster: true}`, SPEC §4f);
+  cluster: true}`, docs/design.md §4f);
 - delta: k=50 + δ-presence [0, 0.5] over a research subset (every tenth record, as make
   bench-arx's rows): the same chunks with a boolean column `in_study` added (written once
   beside the data, `{data}-subset`: as much disk again as the data);

@@ -1,4 +1,4 @@
-"""PostgreSQL in and out (SPEC §2a, issue 33): extraction and a table as the release.
+"""PostgreSQL in and out (docs/design.md §2a, issue 33): extraction and a table as the release.
 
     python benchmarks/bench_database.py [--rows 10000000] [--chunk-rows 1000000] [--repeats 2]
 

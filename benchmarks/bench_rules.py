@@ -1,4 +1,4 @@
-"""Per-row cost of QIDs whose hierarchy a rule builds (SPEC §3a, issue 20) against a categorical
+"""Per-row cost of QIDs whose hierarchy a rule builds (docs/design.md §3a, issue 20) against a categorical
 QID with the same number of labels, in the hot path of phases 2 and 3.
 
     python benchmarks/bench_rules.py [--rows 2000000] [--labels 2000] [--repeat 5]

@@ -191,7 +191,7 @@ def end_to_end(config: Path, work: Path, limit: float, repeats: int) -> dict:
 
 
 def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
-    """Plain exhaustive search: every node of the lattice scored, the best kept (SPEC §4).
+    """Plain exhaustive search: every node of the lattice scored, the best kept (docs/design.md §4).
 
     Written plainly but not wastefully: a depth-first walk in which each node's histogram is
     rolled up from its parent's (one QID raised by one level), so most roll-ups are small; each

@@ -119,7 +119,7 @@ def _subset(data: Path, c: int, work: Path) -> Path:
 
 def _config(folder: Path, chunk_rows: int, output: Path, objective: str = "dm_star"):
     body = paper_config_dict(folder, output, chunk_rows)
-    if objective != "dm_star":  # SPEC §4d: SKALD and the per-chunk baseline minimise it
+    if objective != "dm_star":  # docs/design.md §4d: SKALD and the per-chunk baseline minimise it
         body["quality"] = {"objective": objective}
     path = folder / "skald.yaml"
     path.write_text(yaml.safe_dump(body, sort_keys=False))
@@ -182,7 +182,7 @@ def run_experiment(
             hist_of = {c: hists[roots[0]]}
             domain = _domain_key(stats)
             lr_config = None
-            if local_recoding:  # SPEC §4f: both sides recode their suppressed records
+            if local_recoding:  # docs/design.md §4f: both sides recode their suppressed records
                 lr_config = config.with_overrides({"local_recoding": local_recoding})
             todo = [ch for ch in chunks if (domain, ch.chunk_id) not in decisions]
             log.info("c=%d: SKALD done; %d chunk(s) to anonymise alone", c, len(todo))
@@ -295,7 +295,7 @@ def _skald(config, stats, chunks, ks, t_scan: float, hists: dict | None = None, 
 
 def _recoded(lr_config, plan, hist, decision, decisions, domain, chunks, k) -> dict:
     """With --local-recoding: SKALD's release and the per-chunk union after local recoding
-    (SPEC §4f), each side recoding its own suppressed records."""
+    (docs/design.md §4f), each side recoding its own suppressed records."""
     if lr_config is None:
         return {}
     from airflow_skald.core.config.policy import build_policy
@@ -386,7 +386,7 @@ def markdown(rows: list[dict], total: float, t_gen: float, workers: int) -> str:
         "",
         *(
             [
-                f"Objective: **{objective}** (SPEC §4d): SKALD and every chunk minimise it. "
+                f"Objective: **{objective}** (docs/design.md §4d): SKALD and every chunk minimise it. "
                 "Its score for SKALD's node, and the range of the chunks' own scores (c, k): "
                 + "; ".join(
                     f"({r['chunks']}, {r['k']}) {r['skald_score']:.4g} vs "
@@ -433,7 +433,7 @@ def markdown(rows: list[dict], total: float, t_gen: float, workers: int) -> str:
     if any("paper_dm_star" in r for r in rows):
         lines += [
             "",
-            "Root modes (SPEC 4a): the table above uses the adaptive root (N_RAM bounds the "
+            "Root modes (docs/design.md §4a): the table above uses the adaptive root (N_RAM bounds the "
             "root's non-empty bins); the paper's rule (N_RAM bounds its possible bins) gives:",
             "",
             "| k | chunks | adaptive root | adaptive DM* | ratio | paper root | paper DM* | ratio |",
@@ -448,7 +448,7 @@ def markdown(rows: list[dict], total: float, t_gen: float, workers: int) -> str:
     if any("lr_skald_dm_star" in r for r in rows):
         lines += [
             "",
-            "With local recoding (SPEC §4f, ARX's optimizeIterativeFast): each side recodes the "
+            "With local recoding (docs/design.md §4f, ARX's optimizeIterativeFast): each side recodes the "
             "records its node suppressed, step by step (per-chunk: within each chunk).",
             "",
             "| k | chunks | SKALD+LR DM* | suppressed | steps | per-chunk+LR DM* (union) "
@@ -552,13 +552,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--objective",
         default="dm_star",
-        help="the quality model SKALD and the per-chunk baseline minimise (SPEC §4d); results "
+        help="the quality model SKALD and the per-chunk baseline minimise (docs/design.md §4d); results "
         "go to OUT/objective-NAME unless it is dm_star",
     )
     p.add_argument(
         "--local-recoding",
         default=None,
-        help="RECORDS: also SKALD and the per-chunk baseline with local recoding (SPEC §4f), "
+        help="RECORDS: also SKALD and the per-chunk baseline with local recoding (docs/design.md §4f), "
         "columns lr_* (e.g. 0.01)",
     )
     args = p.parse_args(argv)

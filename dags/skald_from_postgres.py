@@ -1,5 +1,5 @@
 """DAG ``skald_from_postgres``: a PostgreSQL table k-anonymised into a table, both through
-Airflow connections (SPEC §2a). A DAG to copy: the config names the tables and connection ids,
+Airflow connections (docs/design.md §2a). A DAG to copy: the config names the tables and connection ids,
 
     input:  {table: clinic.patients, connection: clinic_db, order_by: [patient_id]}
     output: {table: research.patients_k10, connection: warehouse}   # or {path: ...}: files

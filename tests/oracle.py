@@ -1,4 +1,4 @@
-"""Test oracle for airflow-skald: a slow, simple reference written from SPEC.md alone.
+"""Test oracle for airflow-skald: a slow, simple reference written from docs/design.md alone.
 
 It is used only by the tests to check the product (``airflow_skald.core``); it shares
 no code with it.  Everything is brute force in plain pandas on small data:
@@ -11,11 +11,11 @@ QIDs are plain dicts:
 
 (``min_width`` defaults to 1, ``widths`` to None, ``encode`` to False.)
 
-Privacy models beyond k (SPEC section 4b) are config-style dicts passed as ``l_diversity`` /
+Privacy models beyond k (docs/design.md §4b) are config-style dicts passed as ``l_diversity`` /
 ``t_closeness`` (see `Criteria`); each class is judged by tests/oracle_criteria.py in exact
 arithmetic, t-closeness against the attribute's distribution over all input records.
 
-Arithmetic choices (SPEC section 3 says "quantised to integer units of min_width"):
+Arithmetic choices (docs/design.md §3 says "quantised to integer units of min_width"):
 numbers are turned into exact decimals through their shortest repr (``repr(0.1) ==
 "0.1"``) and ``(x - min) / min_width`` is computed in ``decimal.Decimal``; a quotient
 within 1e-9 of an integer counts as that integer (so float noise such as
@@ -67,7 +67,7 @@ def max_suppressed(suppression_limit, n_records: int) -> int:
 def levels_for_numeric(
     min_value, max_value, min_width, widths=None, encoded_values=None
 ) -> list[int]:
-    """Bin width in units of ``min_width`` for each level 0..top (SPEC section 3).
+    """Bin width in units of ``min_width`` for each level 0..top (docs/design.md §3).
 
     n_units = (max - min) / min_width + 1 (or the number of distinct values when
     ``encoded_values`` is given: binning then works on ranks 0..m-1).  Default widths
@@ -104,7 +104,7 @@ def levels_for_numeric(
 
 
 def hierarchy_chains(hierarchy: dict) -> dict[str, list[str]]:
-    """value -> [level 0 = the value itself, level 1 label, ..., top] (SPEC §3): the last
+    """value -> [level 0 = the value itself, level 1 label, ..., top] (docs/design.md §3): the last
     column given is the top when it holds one label for every value (`*` or a constant such
     as `[0,99]`), else "*" is appended."""
     chains = {
@@ -123,14 +123,14 @@ def hierarchy_chains(hierarchy: dict) -> dict[str, list[str]]:
 
 def _prepare(df: pd.DataFrame, qids: list[dict]) -> dict[str, dict]:
     """For each QID: the generalised code of every record at every level, and the
-    number of bins per level as SPEC section 4 phase 1 counts them."""
+    number of bins per level as docs/design.md §4 phase 1 counts them."""
     out = {}
     for q in qids:
         name = q["name"]
         col = df[name]
         if col.isna().any():
             raise ValueError(f"{name}: {int(col.isna().sum())} null value(s)")
-        if OR.is_rule(q):  # SPEC §3a: built from a rule over the data's values
+        if OR.is_rule(q):  # docs/design.md §3a: built from a rule over the data's values
             codes = OR.level_labels(col, q)
             n_bins = [c.nunique() for c in codes]
         elif q["type"] == "categorical":
@@ -305,7 +305,7 @@ class Criteria:
         return OC.hierarchical_distance(d, glob, paths)
 
     def figures(self, kept: list[dict]) -> list:
-        """The figure each criterion reaches over the kept classes (SPEC §4b), in config
+        """The figure each criterion reaches over the kept classes (docs/design.md §4b), in config
         order, l-diversity first: smallest distinct count, smallest entropy l (a float),
         largest n_1 / (n_l + ... + n_m), largest distance (a Fraction); None if none kept."""
         out: list = []
@@ -371,7 +371,7 @@ def _judge(sizes: list[int], dists: dict[str, list], k: int, criteria: Criteria)
 def exhaustive_search(
     df, qids, k, suppression_limit, qid_priority, root=None, l_diversity=(), t_closeness=()
 ) -> dict:
-    """Best node of the (sub-)lattice above ``root`` by brute force (SPEC section 4 phase 2, §4b).
+    """Best node of the (sub-)lattice above ``root`` by brute force (docs/design.md §4 phase 2, §4b).
 
     A class is suppressed if it has fewer than k records or violates any l-diversity /
     t-closeness criterion (config-style dicts, see `Criteria`; t against the distribution over
@@ -443,7 +443,7 @@ def search_nodes(prepared: dict, qids, qid_priority, root, allowed: int, judge):
 
 
 def nonempty_bins(df, qids, node: dict[str, int], l_diversity=(), t_closeness=()) -> int:
-    """A node's non-empty bins as SPEC section 4a counts them: its classes, or with criteria
+    """A node's non-empty bins as docs/design.md §4a counts them: its classes, or with criteria
     (§4b) the non-empty (class, value) pairs summed over the attributes criteria name."""
     ids = _class_ids(_prepare(df, qids), node)
     criteria = Criteria(l_diversity, t_closeness, df)
@@ -455,7 +455,7 @@ def nonempty_bins(df, qids, node: dict[str, int], l_diversity=(), t_closeness=()
 
 
 def ram_root(df, qids, histogram_bins, qid_priority, value_tables: int = 0) -> dict[str, int]:
-    """RAM root (SPEC section 4 phase 1, paper mode): among nodes of the full lattice with
+    """RAM root (docs/design.md §4 phase 1, paper mode): among nodes of the full lattice with
     N_data = prod(bins per QID at its level) + 1 <= histogram_bins, the one with the
     best precision; ties by qid_priority (finer first). With criteria (§4b) a node's bins
     are prod(bins) * sum_a m_a + 1: ``value_tables`` = sum_a m_a (`Criteria.n_values`)."""

@@ -1,10 +1,10 @@
-"""Naive reference for the privacy models beyond k (SPEC §4b), written from the SPEC alone.
+"""Naive reference for the privacy models beyond k (docs/design.md §4b), written from docs/design.md alone.
 
 Plain Python over one class at a time: a class is a dict {value: count} of its records'
 sensitive values, the input's distribution a dict {value: count} over all N input records.
 Values are any hashables; None is the null (one more value, last in the order of a numerical
 attribute). Every decision is made in exact arithmetic (ints and Fractions); figures that
-SPEC §4b gives as floats (entropy l) are computed with the math module.
+docs/design.md §4b gives as floats (entropy l) are computed with the math module.
 
 Shares no code with airflow_skald.core.privacy.distributions.
 """

@@ -1,4 +1,4 @@
-"""Test oracle for a research subset of a population table (SPEC §4e), written from SPEC
+"""Test oracle for a research subset of a population table (docs/design.md §4e), written from docs/design.md
 alone: δ-presence and exact k-map. Brute force in pandas: at every node the population's
 records are grouped; a class is released from the subset's records only; it is kept iff it
 holds at least k subset records, its subset / population ratio is within [dmin, dmax] and it
@@ -17,7 +17,7 @@ from oracle import _prepare, max_suppressed, search_nodes
 
 def subset_search(df, subset, qids, k, limit, priority, delta=None, kmap=None, root=None) -> dict:
     """The best node above `root` (DM* = sum of kept subset classes squared + s^2, then
-    precision, then qid_priority levels, as SPEC §4), with its figures."""
+    precision, then qid_priority levels, as docs/design.md §4), with its figures."""
     flags = np.asarray(subset, dtype=bool)
     n = int(flags.sum())
 

@@ -1,4 +1,4 @@
-"""Test oracle for the quality models (SPEC §4d), written from SPEC and ARX 3.9's definitions
+"""Test oracle for the quality models (docs/design.md §4d), written from docs/design.md and ARX 3.9's definitions
 alone; it shares no code with the product. Brute force over every node (tests/oracle.py's
 lattice and generalisation), every model scored per record in plain Python:
 
@@ -13,7 +13,7 @@ lattice and generalisation), every model scored per record in plain Python:
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
   prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w.
 Entropies are summed in 80-digit Decimal and compared with a 1e-40 tolerance (a tie within
-it counts as a tie); everything else in Fractions. Ties: dm_star as SPEC §4 (higher precision,
+it counts as a tie); everything else in Fractions. Ties: dm_star as docs/design.md §4 (higher precision,
 then qid_priority), every other objective smaller sum of levels first.
 """
 

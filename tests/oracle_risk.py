@@ -1,4 +1,4 @@
-"""Naive reference for the risk-based privacy models (SPEC §4c), written from the SPEC alone
+"""Naive reference for the risk-based privacy models (docs/design.md §4c), written from docs/design.md alone
 (and, where it defers to ARX, from ARX's definitions), sharing no code with the product.
 
 Plain Python, one node, one class, one prefix, one Newton step at a time: the exhaustive
@@ -308,7 +308,7 @@ def population_uniqueness_ok(sizes: list[int], entry: dict, n_input: int) -> boo
 
 
 def judge(sizes, dists, glob, privacy: dict, limit, n: int, top: bool):
-    """(kept class indices, suppressed records) of one node under SPEC §4c."""
+    """(kept class indices, suppressed records) of one node under docs/design.md §4c."""
     criteria: Criteria = privacy["_criteria"]
     kmin = max(
         int(privacy.get("k") or 1), k_prime(privacy["k_map"], n) if "k_map" in privacy else 1

@@ -1,4 +1,4 @@
-"""Reference hierarchies built from rules (SPEC §3a), written from SPEC alone for the tests.
+"""Reference hierarchies built from rules (docs/design.md §3a), written from docs/design.md alone for the tests.
 
 Shares no code with the product: each record's labels are computed one by one with Python's
 `datetime`, string slicing and `Fraction`s, then a built level holding one label for every
@@ -49,7 +49,7 @@ def utc(value) -> dt.datetime:
 
 
 def date_label(level, t: dt.datetime, iso_years: bool) -> str:
-    """SPEC §3a's label of `t` at one level (years are ISO years above a week level)."""
+    """docs/design.md §3a's label of `t` at one level (years are ISO years above a week level)."""
     iso_year, iso_week, _ = t.isocalendar()
     year = iso_year if iso_years else t.year
     if isinstance(level, dict):
@@ -126,7 +126,7 @@ def _text(x: Fraction, d: int) -> str:
 
 
 def interval_chains(values: list, q: dict) -> dict:
-    """value -> [level-0 label (SPEC §3 numeric bin), level 1 (cuts), groups...]."""
+    """value -> [level-0 label (docs/design.md §3 numeric bin), level 1 (cuts), groups...]."""
     mw = _frac(q["min_width"])
     xs = [_frac(v) for v in values]
     lo = min(xs)
@@ -181,7 +181,7 @@ def ordered_chain(value: str, q: dict) -> list[str]:
 
 
 def level_labels(col: pd.Series, q: dict) -> list[pd.Series]:
-    """Each record's label at every level 0..top of a rule QID (SPEC §3a), `*` on top."""
+    """Each record's label at every level 0..top of a rule QID (docs/design.md §3a), `*` on top."""
     values = col.tolist()
     if q["type"] == "date":
         levels = q.get("levels") or DEFAULT_DATE_LEVELS
@@ -206,13 +206,13 @@ def level_labels(col: pd.Series, q: dict) -> list[pd.Series]:
 
 
 def expected_release(df: pd.DataFrame, qids: list[dict], node: dict[str, int], k: int):
-    """The QID columns SPEC §4 phase 3 writes at `node` (k only, suppressed rows masked):
+    """The QID columns docs/design.md §4 phase 3 writes at `node` (k only, suppressed rows masked):
     each record's label at its QID's level, records of classes smaller than k all `*`."""
     labels = {}
     for q in qids:
         if is_rule(q):
             labels[q["name"]] = level_labels(df[q["name"]], q)[node[q["name"]]]
-        else:  # a listed hierarchy: value -> [level 1, ...], top as SPEC §3 says
+        else:  # a listed hierarchy: value -> [level 1, ...], top as docs/design.md §3 says
             from oracle import hierarchy_chains  # oracle imports this module
 
             chains = hierarchy_chains(q["hierarchy"])

@@ -179,8 +179,8 @@ def static_rank(
     lattice: Lattice, tops: Sequence[int], priority: Sequence[int], by_height: bool = False
 ) -> np.ndarray:
     """Every node's position in the tie order: higher precision first, then levels in priority
-    order, lexicographic, finer first (SPEC §4); `by_height`: smaller sum of levels before
-    precision (SPEC §4d). A permutation of 0..n-1 (int64)."""
+    order, lexicographic, finer first (docs/design.md §4); `by_height`: smaller sum of levels before
+    precision (docs/design.md §4d). A permutation of 0..n-1 (int64)."""
     n = len(lattice)
     cost = _lattice_cost(lattice, tops)
     if by_height:  # sum of levels, then the precision cost, as one dense rank
@@ -236,7 +236,7 @@ class _Bounds:
     """Per-node lower bounds of the loss: exact int64 while every value fits, else float64
     (bounds given as floats are never above the exact bound) compared with a margin that
     never prunes a node that could tie (ties are then evaluated). `initial`: per-node bounds
-    known before any evaluation (node-only quality models, SPEC §4d)."""
+    known before any evaluation (node-only quality models, docs/design.md §4d)."""
 
     def __init__(self, n: int, initial: np.ndarray | None = None):
         self.exact = True
@@ -280,7 +280,7 @@ def search_optimal(
     climb_fails: bool = False,
     beat: bool = False,
 ) -> SearchOutcome:
-    """Minimise the loss over passing nodes; ties by precision, then priority (SPEC §4).
+    """Minimise the loss over passing nodes; ties by precision, then priority (docs/design.md §4).
 
     `evaluate(i)` returns `(monotone_pass, passes, loss, bound)`. `monotone_pass` is the part of
     the privacy predicate that is monotone upwards (k, distinct l): a pass tags every node above,
@@ -290,7 +290,7 @@ def search_optimal(
     loss of node i and of every node above it (ARX's DM* for the paper's DM*: merging classes
     never lowers sum |E|^2); None if the metric has none. `node_bounds`: per node, a lower
     bound of its own loss known in advance (ints, or floats never above the exact bound).
-    `by_height`: ties by the smaller sum of levels before precision (SPEC §4d). `top_down`
+    `by_height`: ties by the smaller sum of levels before precision (docs/design.md §4d). `top_down`
     (default: when `node_bounds` are given): once a passing node is known, evaluate the
     highest alive node next instead of the lowest. `climb_fails` (top-down only): before that
     node, the unknown nodes of a balanced upward path from it are checked in binary-search order,

@@ -89,7 +89,7 @@ class SkaldBaseOperator(BaseOperator):
         empty = the file's. (templated)
     :param root: How N_RAM bounds the root: adaptive (its non-empty bins; default) or paper
         (possible bins). (templated)
-    :param objective: What the search minimises (SPEC §4d): dm_star (the paper's, default),
+    :param objective: What the search minimises (docs/design.md §4d): dm_star (the paper's, default),
         dm_star_arx, dm, aecs, loss, nu_entropy, precision, height (ARX's quality models).
         (templated)
     :param gs_factor: ARX's gs factor weighting generalisation against suppression (0..1; default
@@ -97,7 +97,7 @@ class SkaldBaseOperator(BaseOperator):
     :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
         default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
         (templated)
-    :param local_recoding: Local recoding (SPEC §4f): the share of ALL records each step must
+    :param local_recoding: Local recoding (docs/design.md §4f): the share of ALL records each step must
         release (e.g. 0.01); empty = the file's (off when the file has no
         transformation.local_recoding). (templated)
     :param local_recoding_gs: Local recoding: the gs factor of the steps (0..1); empty = the
@@ -105,7 +105,7 @@ class SkaldBaseOperator(BaseOperator):
     :param local_recoding_steps: Local recoding: the most steps; empty = unlimited (as ARX).
         (templated)
     :param utility_target: Utility analysis: the column classifiers predict, trained on the release
-        and on the original (SPEC §5); empty = the file's (none: no classifiers). (templated)
+        and on the original (docs/design.md §5); empty = the file's (none: no classifiers). (templated)
     :param utility_models: Utility analysis: the classifiers (comma-separated); empty = the file's
         (default all: logistic_regression, naive_bayes, random_forest). (templated)
     :param utility_folds: Utility analysis: cross-validation folds; empty = the file's (default

@@ -28,7 +28,7 @@ def _params() -> dict[str, Param]:
             None,
             **DRAFT,
             type=["null", "string"],
-            description="Path of the skald.yaml the workers read (required; SPEC section 2).",
+            description="Path of the skald.yaml the workers read (required; docs/design.md §2).",
         )
     }
     for setting in SETTINGS_TABLE:

@@ -27,7 +27,7 @@ Event extra (JSON; figures and identities only, never a data value)::
      triggered the run: {"id", "uri", "timestamp", "source_dag_id", "source_run_id"}; empty unless
      the DAG is scheduled on an Asset),
      "risk": {"records_at_risk", "highest_risk", "average_risk", "sample_uniques",
-              "population_uniques", "dankar_model"} | null (SPEC §4c headline figures)}
+              "population_uniques", "dankar_model"} | null (docs/design.md §4c headline figures)}
 
 ``manifest_url``/``report_url`` are the plugin's URLs of the files in the release folder itself
 (``operators/urls.py``), not of the run-artifact store, which may move or be cleaned.
@@ -61,7 +61,7 @@ RELEASE_ALIAS_NAME = "skald-release"
 RELEASE_ALIAS = AssetAlias(name=RELEASE_ALIAS_NAME)
 RELEASE_MARKER = "skald_release"  # the extra key that marks a SKALD release event
 
-# Manifest keys copied as they are into the event extra (SPEC section 5 / core/release/manifest.py).
+# Manifest keys copied as they are into the event extra (docs/design.md §5 / core/release/manifest.py).
 _FROM_MANIFEST = (
     "k",
     "node",
@@ -185,7 +185,7 @@ def release_extra(
 
 
 def risk_headline(analysis: Any) -> dict | None:
-    """The risk analysis's headline figures (SPEC §4c), None if the manifest has none."""
+    """The risk analysis's headline figures (docs/design.md §4c), None if the manifest has none."""
     if not isinstance(analysis, Mapping):
         return None
     prosecutor = analysis.get("prosecutor") or {}

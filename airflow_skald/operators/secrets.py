@@ -1,4 +1,4 @@
-"""Secrets the operators read from Airflow (SPEC §2a): a database input's connection (its URI,
+"""Secrets the operators read from Airflow (docs/design.md §2a): a database input's connection (its URI,
 password included), and every secret reference of the config (``core/settings/secret.py``:
 ``pseudonym_key``, ``dp_key``) naming ``{connection: ID}`` (the connection's password, or its
 extra ``key``) or ``{variable: NAME}``. Read in the task, masked in its logs at once, handed

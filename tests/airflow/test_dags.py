@@ -483,7 +483,7 @@ def test_rerun_reproduces_identical_artifacts(dagbag, artifacts_root, generated,
             str(p.relative_to(root)): p.read_bytes()
             for p in root.rglob("*")
             # timings, the run record and the report that prints them differ between attempts;
-            # the manifest is deterministic (SPEC §5): compared byte for byte
+            # the manifest is deterministic (docs/design.md §5): compared byte for byte
             if p.is_file()
             and "timings" not in p.parts
             and p.name not in ("run.json", "report.html")

@@ -1,4 +1,4 @@
-"""A DP run's secret in Airflow (SPEC §4e): the config's ``dp_key`` is the one secret reference
+"""A DP run's secret in Airflow (docs/design.md §4e): the config's ``dp_key`` is the one secret reference
 (``core/settings/secret.py``, as ``pseudonym_key``); ``{connection: ID}`` / ``{variable: NAME}``
 (or the operators' dp_key_conn_id / dp_key_variable) are read by the operators through the
 secrets backends and handed to the run in memory.

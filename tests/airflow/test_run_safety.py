@@ -1,4 +1,4 @@
-"""Run safety on a real deployment (issue 12, "How it is checked"; SPEC sections 5 and 7).
+"""Run safety on a real deployment (issue 12, "How it is checked"; docs/design.md §5 and §7).
 
 The session's one deployment (fixture `dep`, tests/airflow/conftest.py: api-server, scheduler,
 dag-processor; LocalExecutor; PostgreSQL in a database of its own, dropped after), driving ``skald_anonymise`` through the

@@ -1,5 +1,5 @@
 """A table released as a table by ``skald_from_postgres`` in the session's real deployment
-(fixture ``dep``: api-server, scheduler, dag-processor, LocalExecutor), SPEC §2a:
+(fixture ``dep``: api-server, scheduler, dag-processor, LocalExecutor), docs/design.md §2a:
 
 - the connection is created through the REST API (its password stands for one that must never
   show: trust authentication ignores it); one DAG run reads ``clinic.patients`` and replaces

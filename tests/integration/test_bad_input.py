@@ -1,4 +1,4 @@
-"""The bad-input catalogue (issue 6, item 1; SPEC §6): every case is a user error.
+"""The bad-input catalogue (issue 6, item 1; docs/design.md §6): every case is a user error.
 
 For each case `skald run` must exit with code 2, print exactly one line on stderr starting
 `skald: error:` that names the column / value / file / row where that applies, print no
@@ -122,7 +122,7 @@ def privacy(key: str, value):
 
 
 def criteria(l_diversity: list | None = None, t_closeness: list | None = None):
-    """privacy.l_diversity / t_closeness criteria (SPEC §4b) on the dataset's `disease`."""
+    """privacy.l_diversity / t_closeness criteria (docs/design.md §4b) on the dataset's `disease`."""
 
     def cfgmut(cfg: dict, _tmp: Path) -> None:
         if l_diversity is not None:
@@ -423,7 +423,7 @@ CASES = [
         ["cannot use the path foo://bucket/in", "protocol is not known"],
         argv=["--input", "foo://bucket/in"],
     ),
-    # --- l-diversity and t-closeness criteria (SPEC §4b)
+    # --- l-diversity and t-closeness criteria (docs/design.md §4b)
     Case(
         "criterion-attribute-unknown",
         ["privacy.l_diversity[0]", "'nope'", "not one of sensitive_attributes"],

@@ -85,7 +85,7 @@ def test_tie_on_dm_and_precision_broken_by_qid_priority():
 
 def test_tie_on_dm_broken_by_precision():
     # y has a deeper hierarchy (top 3) than x (top 2), same data shape as PAIRS. Its "*" is
-    # written out: a constant last column ("ab") would itself be the top (SPEC §3).
+    # written out: a constant last column ("ab") would itself be the top (docs/design.md §3).
     ab = ["ab", "*"]
     y = {
         "name": "y",

@@ -98,7 +98,7 @@ def _concat(parts):
 
 
 def test_another_objective_drives_skald_and_the_per_chunk_baseline(tmp_path):
-    """`make paper OBJECTIVE=loss`: SKALD and every chunk minimise Loss (SPEC §4d); with one
+    """`make paper OBJECTIVE=loss`: SKALD and every chunk minimise Loss (docs/design.md §4d); with one
     chunk both are the same search, so the scores agree; the table names the objective."""
     rows = _module().run_experiment(
         chunk_rows=1500,

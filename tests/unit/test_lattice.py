@@ -2,7 +2,7 @@
 
 Generated predicates are monotone (up-sets) with, optionally, a non-monotone full predicate on
 top; losses are bounded from below by a monotone bound, with many ties. The reference scores
-every node and picks the least (loss, precision, priority levels) exactly as SPEC §4 says.
+every node and picks the least (loss, precision, priority levels) exactly as docs/design.md §4 says.
 """
 
 from __future__ import annotations

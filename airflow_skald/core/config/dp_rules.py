@@ -1,4 +1,4 @@
-"""What a config with differential privacy may not combine it with (SPEC §4e, ARX's
+"""What a config with differential privacy may not combine it with (docs/design.md §4e, ARX's
 ``ARXAnonymizer.checkBeforeEncoding`` and ``ARXConfiguration``), one line each, and the
 suppression limit it runs with (1: ARX's DP runs may suppress every record).
 

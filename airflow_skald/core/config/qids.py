@@ -1,4 +1,4 @@
-"""The config's quasi-identifiers (SPEC §2, §3a): `QidSpec`, one per QID as configured, and
+"""The config's quasi-identifiers (docs/design.md §2, §3a): `QidSpec`, one per QID as configured, and
 the parser of the `quasi_identifiers:` section (categorical hierarchies listed in full or built
 from an `order`, numerical widths or `bins`, dates, masked codes, microaggregation)."""
 
@@ -26,7 +26,7 @@ from airflow_skald.core.text import decimal_text
 @dataclass(frozen=True)
 class QidSpec:
     """One quasi-identifier as configured: `hierarchy` is set for categorical QIDs listed in
-    full; `rule` for hierarchies built from a rule over phase 1's domain (SPEC §3a: date,
+    full; `rule` for hierarchies built from a rule over phase 1's domain (docs/design.md §3a: date,
     masked, numerical `bins`, categorical `order`)."""
 
     name: str
@@ -36,7 +36,9 @@ class QidSpec:
     widths: tuple[Fraction, ...] | None = None
     encode: bool = False
     rule: Rule | None = None
-    microaggregation: Microaggregation | None = None  # SPEC §4f: released as a class aggregate
+    microaggregation: Microaggregation | None = (
+        None  # docs/design.md §4f: released as a class aggregate
+    )
 
     def describe(self) -> dict[str, Any]:
         """JSON-safe summary (hierarchies hashed, not copied) for manifests; a rule as written

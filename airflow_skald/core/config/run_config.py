@@ -1,4 +1,4 @@
-"""The run configuration (SPEC §2): YAML loaded, validated, and overridden by CLI flags/params.
+"""The run configuration (docs/design.md §2): YAML loaded, validated, and overridden by CLI flags/params.
 
 Validation is strict (unknown keys are errors) because a typo in a privacy setting must never
 silently fall back to a default. The sections are read here; the quasi-identifiers by

@@ -1,4 +1,4 @@
-"""`SkaldConfig`, the validated run configuration (SPEC §2): what a run reads, its per-run
+"""`SkaldConfig`, the validated run configuration (docs/design.md §2): what a run reads, its per-run
 overrides (CLI flags, DAG params) and its effective settings, which the manifest lists and
 `fingerprint` hashes. Built from a YAML file by `run_config.load_config`."""
 
@@ -59,25 +59,31 @@ class SkaldConfig:
     gs_factor: Fraction = Fraction(1, 2)
     aggregate: str | None = None
     quality_weights: tuple[tuple[str, Fraction], ...] = ()
-    # the risk analysis (SPEC §4c: risk.threshold, risk.sampling_fraction, risk.population)
+    # the risk analysis (docs/design.md §4c: risk.threshold, risk.sampling_fraction, risk.population)
     risk_threshold: Fraction = Fraction(1, 5)
     risk_sampling_fraction: Fraction | None = None
     risk_population: int | None = None
-    # local recoding (SPEC §4f: transformation.local_recoding; None: off)
+    # local recoding (docs/design.md §4f: transformation.local_recoding; None: off)
     local_recoding_records: Fraction | None = None
     local_recoding_gs: Fraction | None = None
     local_recoding_steps: int | None = None
-    utility: UtilitySettings | None = None  # the utility analysis (SPEC §5), off when None
+    utility: UtilitySettings | None = (
+        None  # the utility analysis (docs/design.md §5), off when None
+    )
     direct_identifiers: tuple[str, ...] = ()  # dropped
-    pseudonymised: tuple[str, ...] = ()  # direct identifiers replaced by pseudonyms (SPEC §2a)
+    pseudonymised: tuple[
+        str, ...
+    ] = ()  # direct identifiers replaced by pseudonyms (docs/design.md §2a)
     pseudonym_key: SecretRef | None = field(default=None, compare=False, repr=False)
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
-    # a population table whose flagged records are released (SPEC §4e)
+    # a population table whose flagged records are released (docs/design.md §4e)
     research_subset: ResearchSubset | None = None
-    database: DatabaseSource | None = None  # a table or query staged into `input` (SPEC §2a)
+    database: DatabaseSource | None = (
+        None  # a table or query staged into `input` (docs/design.md §2a)
+    )
     output_table: TableTarget | None = None  # a table as the release; `output`: its folder
-    # QIDs microaggregated with `cluster: false` (SPEC §4f): out of the lattice, released as
+    # QIDs microaggregated with `cluster: false` (docs/design.md §4f): out of the lattice, released as
     # the aggregate over the classes of the other QIDs (the clustered ones stay in
     # `quasi_identifiers`, their spec's `microaggregation` set)
     microaggregated: tuple[QidSpec, ...] = ()
@@ -117,8 +123,8 @@ class SkaldConfig:
     @property
     def counted_attributes(self) -> tuple[str, ...]:
         """What phases 1 and 2 count per class besides sizes: the criteria's attributes, the
-        research subset's column (its flags, SPEC §4e), which is never released, and the
-        microaggregated QIDs (SPEC §4f)."""
+        research subset's column (its flags, docs/design.md §4e), which is never released, and the
+        microaggregated QIDs (docs/design.md §4f)."""
         subset = (self.research_subset.column,) if self.research_subset else ()
         return tuple(dict.fromkeys([*self.criteria_attributes, *subset, *self.microaggregations]))
 
@@ -129,20 +135,20 @@ class SkaldConfig:
 
     @property
     def risk_settings(self) -> RiskSettings:
-        """The risk analysis's threshold and population (SPEC §4c `risk:`)."""
+        """The risk analysis's threshold and population (docs/design.md §4c `risk:`)."""
         population = PopulationModel(self.risk_population, self.risk_sampling_fraction)
         return RiskSettings(self.risk_threshold, population)
 
     @property
     def quality(self) -> QualitySettings:
-        """The objective and its settings (SPEC §4d)."""
+        """The objective and its settings (docs/design.md §4d)."""
         return QualitySettings(
             self.objective, self.gs_factor, dict(self.quality_weights), self.aggregate
         )
 
     @property
     def local_recoding(self) -> LocalRecodingSettings | None:
-        """`transformation.local_recoding` (SPEC §4f), or None when off."""
+        """`transformation.local_recoding` (docs/design.md §4f), or None when off."""
         if self.local_recoding_records is None:
             return None
         return LocalRecodingSettings(

@@ -1,4 +1,4 @@
-"""Each class's first input row (SPEC §4c): the order among classes of one size in which the
+"""Each class's first input row (docs/design.md §4c): the order among classes of one size in which the
 sample-based models suppress them (ARX's representant).
 
 It decides something only when the models' suppressed prefix ends inside a run of classes of

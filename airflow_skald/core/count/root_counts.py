@@ -1,5 +1,5 @@
 """Phase 2's partial and merged result: the root node's class counts and, per sensitive
-attribute that a privacy criterion names, the counts per (root class, value) (SPEC §4b).
+attribute that a privacy criterion names, the counts per (root class, value) (docs/design.md §4b).
 
 Both are histograms (`Histogram`): the (class, value) table is the root histogram with one more
 axis, the attribute's value code, innermost (key = class key * m + code). Counts are additive,
@@ -42,7 +42,7 @@ class RootCounts:
 
     @property
     def bounded_bins(self) -> int:
-        """The non-empty bins N_RAM bounds (SPEC §4a, §4b): the (class, value) pairs of the
+        """The non-empty bins N_RAM bounds (docs/design.md §4a, §4b): the (class, value) pairs of the
         attributes criteria name, summed, when there are any; else the classes."""
         if self.values:
             return sum(h.n_bins for h in self.values.values())

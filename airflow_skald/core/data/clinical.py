@@ -1,5 +1,5 @@
 """A synthetic clinical table (`skald generate --schema clinical`) whose QIDs need the
-hierarchy builders of SPEC §3a: date of birth and admission time (dates), ZIP codes as text with
+hierarchy builders of docs/design.md §3a: date of birth and admission time (dates), ZIP codes as text with
 leading zeros and ICD-10 diagnosis codes (masked codes), length of stay (intervals), sex; the
 sensitive attribute is the discharge outcome.
 
@@ -123,7 +123,7 @@ def dataset_io(
 def clinical_config_dict(
     input_path: str | Path, output_path: str | Path, chunk_rows: int, fmt: str = "parquet"
 ) -> dict[str, Any]:
-    """The clinical table's skald.yaml: every QID's hierarchy built from a rule (SPEC §3a)."""
+    """The clinical table's skald.yaml: every QID's hierarchy built from a rule (docs/design.md §3a)."""
     return {
         **dataset_io(input_path, output_path, chunk_rows, fmt),
         "direct_identifiers": ["patient_id"],

@@ -1,6 +1,6 @@
 """`skald generate`: a synthetic dataset written as chunk files and its skald.yaml.
 
-The paper's medical table (SPEC section 8: `paper_table`, drawn from `paper_distributions`) or
+The paper's medical table (docs/design.md §8: `paper_table`, drawn from `paper_distributions`) or
 the clinical table (`clinical`), rows [i*chunk_rows, (i+1)*chunk_rows) per file. A row depends
 only on the seed and its global row number (`random_streams`): the same rows come out whatever
 ``chunk_rows`` is (so "one input cut into different chunks" can be tested directly), a smaller
@@ -55,7 +55,7 @@ _CHUNK_FILE = re.compile(r"^chunk-\d{5,}\.(parquet|csv)$")
 
 def example_criteria() -> dict[str, list[dict[str, Any]]]:
     """The ``privacy`` keys of an l-diversity criterion on the paper's sensitive attribute
-    (SPEC section 4b), to merge into `paper_config_dict`'s ``privacy`` section; the generated
+    (docs/design.md §4b), to merge into `paper_config_dict`'s ``privacy`` section; the generated
     skald.yaml carries them as a commented example."""
     return {"l_diversity": [{"attribute": "health_condition", "l": 3, "variant": "distinct"}]}
 
@@ -65,7 +65,7 @@ def _example_comment(config: dict[str, Any]) -> str:
     privacy = {"privacy": {**config["privacy"], **example_criteria()}}
     lines = yaml.safe_dump(privacy, sort_keys=False).splitlines()
     return (
-        "\n# Example: k-anonymity and l-diversity on the sensitive attribute together (SPEC 4b).\n"
+        "\n# Example: k-anonymity and l-diversity on the sensitive attribute together (docs/design.md §4b).\n"
         "# To use it, replace the privacy section above with:\n"
         + "".join(f"# {line}\n" for line in lines)
     )

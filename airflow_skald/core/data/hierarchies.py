@@ -2,7 +2,7 @@
 
 A hierarchy is a table: column 0 the original value, column i its label at level i, the
 last column the top: one label for every value (``*``, or a constant such as ARX's ``[0,99]``;
-``*`` is appended only when the last column given has more than one label, SPEC §3). ARX users bring their files unchanged (``value;l1;...;*``): a
+``*`` is appended only when the last column given has more than one label, docs/design.md §3). ARX users bring their files unchanged (``value;l1;...;*``): a
 leading UTF-8 byte order mark is skipped, and so are empty cells at the end of a row (a
 delimiter ending every row adds no level). An empty value or label before the last one is an
 error, as is a file whose rows are single cells holding ',' or tabs (the wrong separator).
@@ -169,7 +169,7 @@ class Hierarchy:
 
 
 def _with_top(table: np.ndarray) -> np.ndarray:
-    """The table with `*` appended when its last column has more than one label (SPEC §3)."""
+    """The table with `*` appended when its last column has more than one label (docs/design.md §3)."""
     if len(set(table[:, -1].tolist())) == 1:
         return table
     return np.concatenate([table, np.full((len(table), 1), TOP_LABEL, dtype=object)], 1)

@@ -1,4 +1,4 @@
-"""The distributions of the SKALD paper's synthetic medical dataset (SPEC section 8): its
+"""The distributions of the SKALD paper's synthetic medical dataset (docs/design.md §8): its
 columns, the frequencies and pools each column is drawn from, and the hierarchies of its QIDs.
 
 Every constant here is part of the data definition: changing one changes the data. So that the
@@ -123,7 +123,7 @@ CONDITIONS: dict[str, tuple[tuple[float, ...], tuple[float, float, float, float]
     "Multiple Sclerosis": ((0.03, 0.05, 0.05, 0.04, 0.03, 0.02, 0.01), (1, 1, 1, 1)),
 }
 HEALTH_CONDITIONS: tuple[str, ...] = tuple(CONDITIONS)
-#: The conditions by ICD-10 chapter (a hierarchy for hierarchical t-closeness, SPEC section 3
+#: The conditions by ICD-10 chapter (a hierarchy for hierarchical t-closeness, docs/design.md §3
 #: form: value -> [level 1]); "No Chronic Condition" is a chapter of its own.
 HEALTH_CONDITION_HIERARCHY: dict[str, list[str]] = {
     "No Chronic Condition": ["No Condition"],

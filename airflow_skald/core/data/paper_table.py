@@ -1,4 +1,4 @@
-"""The SKALD paper's synthetic medical table (SPEC section 8), chunk by chunk, and its config.
+"""The SKALD paper's synthetic medical table (docs/design.md §8), chunk by chunk, and its config.
 
 The paper evaluates SKALD on 125 chunks of 1M synthetic patient records; `chunk_table` rebuilds
 any run of that dataset's rows without faker or a per-row Python loop: every column is drawn
@@ -179,7 +179,7 @@ def write_csv(table: pa.Table, path: Path) -> None:
 def paper_config_dict(
     input_path: str | Path, output_path: str | Path, chunk_rows: int, fmt: str = "parquet"
 ) -> dict[str, Any]:
-    """The SPEC section 2 configuration of the paper's experiment, ready for ``yaml.safe_dump``.
+    """The docs/design.md §2 configuration of the paper's experiment, ready for ``yaml.safe_dump``.
 
     Hierarchies are inline so the config is self-contained; ``fmt`` is the input format.
     """

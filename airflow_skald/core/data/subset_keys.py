@@ -1,4 +1,4 @@
-"""A research subset given as a dataset of keys (SPEC §4e `research_subset: {path, key}`): a
+"""A research subset given as a dataset of keys (docs/design.md §4e `research_subset: {path, key}`): a
 record of the population table belongs to the subset iff its key (one or more columns) is
 among the subset dataset's keys. The flag is a derived column, `FLAG`, that `read_chunk` adds
 to a chunk when asked for it, computed from the chunk's key columns (read for it, then left

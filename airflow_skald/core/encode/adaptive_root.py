@@ -1,4 +1,4 @@
-"""The adaptive root (SPEC §4a, ADR 0012): N_RAM bounds the root's NON-EMPTY bins, measured.
+"""The adaptive root (docs/design.md §4a, ADR 0012): N_RAM bounds the root's NON-EMPTY bins, measured.
 
 Phase 1 fixes, from the dimensions alone, a chain of nodes from the all-zeros node up to paper
 mode's root P (`root_chain`): each step raises one QID by one level, the one losing the least
@@ -11,7 +11,7 @@ the root is the same however the chunks are grouped, ordered or merged (partials
 different chain positions are rolled to the highest of them, then up while they overflow).
 
 Bins are (class, value) pairs, summed over the attributes, when criteria name sensitive
-attributes (SPEC §4b); otherwise classes. P always fits (its possible bins do), so the root is
+attributes (docs/design.md §4b); otherwise classes. P always fits (its possible bins do), so the root is
 at or below P. Roll-ups are key arithmetic on sorted int64 keys, one QID per step
 (`sparse_counts`); the chain itself is `root_chain`'s.
 """

@@ -1,5 +1,5 @@
 """Microaggregated QIDs counted as an exact sum per class instead of a (class, value) table
-(SPEC §4f, ADR 0022's amendment).
+(docs/design.md §4f, ADR 0022's amendment).
 
 An integer QID's mean over a class is fixed by two additive figures: the class's records and
 the sum of its values. Phase 2 then counts, beside each class bin's records, the sum of its

@@ -2,7 +2,7 @@
 
 A dimension knows its levels (0 = original, top = one value), how many bins each level has
 (paper eq. 1), how to turn raw values into level-0 codes, how codes roll up from one level to
-a coarser one, and the output string of each bin (SPEC §3 interval format).
+a coarser one, and the output string of each bin (docs/design.md §3 interval format).
 """
 
 from __future__ import annotations
@@ -311,7 +311,7 @@ class NumericalDimension(Dimension):
         return lo, np.minimum(lo + w, self.n_units)
 
     def labels(self, level: int, codes: np.ndarray) -> list[str]:
-        """SPEC §3 intervals; the top level is "*": its bounds would be the domain's minimum and
+        """docs/design.md §3 intervals; the top level is "*": its bounds would be the domain's minimum and
         maximum, which an outlier alone may set (its exact value in every released row)."""
         if level == self.top:
             return [TOP_LABEL] * len(codes)
@@ -319,7 +319,9 @@ class NumericalDimension(Dimension):
         if self.encoded_values is not None:
             vals = self.encoded_values
             return [f"[{_num(vals[a])}-{_num(vals[b - 1])}]" for a, b in zip(lo, hi, strict=True)]
-        hi = lo + self.widths[level]  # bins as SPEC §3 defines them, not clipped to the maximum
+        hi = (
+            lo + self.widths[level]
+        )  # bins as docs/design.md §3 defines them, not clipped to the maximum
         m, w = self.minimum, self.min_width
         if self.integral:
             return [f"[{m + int(a) * w}-{m + int(b) * w - 1}]" for a, b in zip(lo, hi, strict=True)]

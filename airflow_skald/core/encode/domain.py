@@ -82,7 +82,7 @@ def counting_types(config: SkaldConfig) -> dict[str, pa.DataType]:
 
 
 def one_line(value: str, limit: int = 40) -> str:
-    """A value as a message may show it (SPEC §3 names the missing value): control characters
+    """A value as a message may show it (docs/design.md §3 names the missing value): control characters
     escaped, so the message stays one line, and cut to `limit` characters."""
     text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in value)
     return text if len(text) <= limit else text[: limit - 1] + "…"

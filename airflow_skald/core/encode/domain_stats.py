@@ -29,7 +29,7 @@ class QidStats:
     min: float | int | None = None
     max: float | int | None = None
     integral: bool = True  # every value seen is a whole number
-    numeric: bool = False  # masked codes: every value is a number (SPEC §3a: needs `pad`)
+    numeric: bool = False  # masked codes: every value is a number (docs/design.md §3a: needs `pad`)
     finer: bool = False  # dates: some value was finer than the first level and was cut
     zoned: bool = False  # dates: some value had a time zone and was normalised to UTC
 

@@ -1,5 +1,5 @@
 """`skald hierarchy`: the hierarchy a QID's rule builds over the data's domain, written as ARX
-reads it (SPEC §3a), or summed up in counts.
+reads it (docs/design.md §3a), or summed up in counts.
 
 Phase 1 only: one pass over the chunks for the QID's domain, then the same builder the run
 uses, so the file is the hierarchy the run generalises with (`hierarchy_sha256` equal).

@@ -22,8 +22,10 @@ class Plan:
     lattice_nodes: int
     root_evaluated: int
     root_complying: int
-    value_factor: int = 1  # sum of the criteria attributes' distinct values (SPEC §4b), else 1
-    root_mode: str = "paper"  # "adaptive": N_RAM bounds the non-empty bins (SPEC §4a)
+    value_factor: int = (
+        1  # sum of the criteria attributes' distinct values (docs/design.md §4b), else 1
+    )
+    root_mode: str = "paper"  # "adaptive": N_RAM bounds the non-empty bins (docs/design.md §4a)
     paper_root: tuple[int, ...] = ()  # paper mode's root P (adaptive: the upper bound)
     chain: tuple[tuple[int, ...], ...] = ()  # adaptive: phase 2's chain of nodes up to P
     root_bins_nonempty: int | None = None  # the bins N_RAM bounds, as phase 2 counted them
@@ -51,7 +53,7 @@ class Plan:
 
     def bins(self, node: tuple[int, ...]) -> int:
         """Paper eq. 1 for a node; with criteria, one (class, value) table per attribute:
-        prod_i card_i * sum_a m_a + 1 (SPEC §4b)."""
+        prod_i card_i * sum_a m_a + 1 (docs/design.md §4b)."""
         n = 1
         for d, level in zip(self.dims, node, strict=True):
             n *= d.cards[level]

@@ -1,4 +1,4 @@
-"""One dimension per QID, whatever made its hierarchy (SPEC §3a, ADR 0017).
+"""One dimension per QID, whatever made its hierarchy (docs/design.md §3a, ADR 0017).
 
 A hierarchy built from a rule (dates, masked codes, intervals, ordered groups) is built here
 from phase 1's domain, once, into an ordinary `Hierarchy`; its dimension is a categorical one

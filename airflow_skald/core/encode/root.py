@@ -8,7 +8,7 @@ The root is the complying node with the best precision, ties by qid_priority.
 N_data is a product of per-QID bin counts, so it is computed for the whole lattice at once (one
 broadcast product, no per-node work) and the root picked from that array (ADR 0004).
 
-`memory.root: adaptive` (SPEC §4a, ADR 0012): that root P is the upper bound, and phase 1 also
+`memory.root: adaptive` (docs/design.md §4a, ADR 0012): that root P is the upper bound, and phase 1 also
 fixes the chain of nodes from the all-zeros node up to P along which phase 2 counts
 (`adaptive_root`); phase 2 then sets `root` to the first chain node whose non-empty bins fit.
 """

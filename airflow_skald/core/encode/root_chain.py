@@ -1,4 +1,4 @@
-"""The root chain (SPEC §4a, ADR 0012): the nodes phase 2's adaptive root may end at.
+"""The root chain (docs/design.md §4a, ADR 0012): the nodes phase 2's adaptive root may end at.
 
 From the dimensions alone, a chain of nodes from the all-zeros node up to paper mode's root P
 (`root_chain`): each step raises one QID by one level, the one losing the least precision

@@ -1,4 +1,4 @@
-"""Phase 1's statistics of a sensitive attribute that privacy criteria name (SPEC §4b): its
+"""Phase 1's statistics of a sensitive attribute that privacy criteria name (docs/design.md §4b): its
 distinct values over ALL input records and how many records hold each (t-closeness compares
 every class with this distribution), and the value codes phases 2 and 3 count with.
 
@@ -220,7 +220,7 @@ def as_values(
     name: str, column: pa.ChunkedArray | pa.Array, numbers: bool = False
 ) -> tuple[pa.ChunkedArray | pa.Array, bool]:
     """A sensitive column's values and whether they are numbers. Text (how CSV columns are
-    read) has its empty cells as nulls (SPEC §4b); with `numbers` it is read as numbers."""
+    read) has its empty cells as nulls (docs/design.md §4b); with `numbers` it is read as numbers."""
     typ = column.type
     if pa.types.is_dictionary(typ):
         column, typ = column.cast(typ.value_type), typ.value_type

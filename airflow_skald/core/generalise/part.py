@@ -132,8 +132,8 @@ def generalise_table(
 ) -> pa.Table:
     """The release part of one chunk (`table` holds the released columns; text columns may be
     dictionary-encoded). Every dictionary of the result lists only values its rows hold.
-    With a research subset only its records are released, without its column (SPEC §4e).
-    A microaggregated QID (`aggregates`, SPEC §4f) gets its class's aggregate instead.
+    With a research subset only its records are released, without its column (docs/design.md §4e).
+    A microaggregated QID (`aggregates`, docs/design.md §4f) gets its class's aggregate instead.
     `subset`: the research subset's flags (`research_subset.flags_of`, built once a pass)."""
     if config.research_subset is not None:
         if subset is None:
@@ -243,7 +243,7 @@ def recoded_rows(
     node_codes: list[np.ndarray],
     mask: np.ndarray,
 ) -> tuple[np.ndarray, list[np.ndarray]]:
-    """Local recoding (SPEC §4f): the rows the global node suppresses, each at the node of
+    """Local recoding (docs/design.md §4f): the rows the global node suppresses, each at the node of
     the step that released it (codes in the joint space of every level); the rows still
     suppressed, or released at the top node, masked."""
 

@@ -1,4 +1,4 @@
-"""Pseudonyms for direct identifiers (SPEC §2a): HMAC-SHA-256 under the run's key of the value
+"""Pseudonyms for direct identifiers (docs/design.md §2a): HMAC-SHA-256 under the run's key of the value
 in the pseudonyms' own domain (``settings/keyed.py``: the framed label ``PSEUDONYM``, then the
 framed value), as 64 lowercase hex digits (one length for every value).
 

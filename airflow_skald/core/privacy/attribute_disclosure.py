@@ -1,7 +1,7 @@
 """What b-likeness and d-disclosure share: per (class, value) row of a node's classes, the
 ratio of the value's share in its class to its share over all N input records,
 x = (c_v / n) / p_v = c_v N / (n g_v), decided exactly against a bound given as a float with a
-test that settles the rows whose float lies near the bound (SPEC §4c)."""
+test that settles the rows whose float lies near the bound (docs/design.md §4c)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Average re-identification risk (SPEC §4c, ARX's ``AverageReidentificationRisk``): over the
+"""Average re-identification risk (docs/design.md §4c, ARX's ``AverageReidentificationRisk``): over the
 n records in C classes left, C / n <= max; optionally, with a highest risk h, the records in
 classes smaller than ARX's size threshold of h are at most `records_at_risk` * n. Sample-based;
 C / n alone is monotone with suppression and generalisation, the records-at-risk share is not

@@ -1,4 +1,4 @@
-"""d-disclosure privacy (SPEC §4c, ARX's ``DDisclosurePrivacy``): in every kept class, each
+"""d-disclosure privacy (docs/design.md §4c, ARX's ``DDisclosurePrivacy``): in every kept class, each
 value v present has |log2((c_v/n) / p_v)| < delta, p_v its share over all input records.
 Class-based; not monotone."""
 

@@ -1,4 +1,4 @@
-"""δ-presence (SPEC §4e, ARX's ``DPresence``): with a research subset of a population table,
+"""δ-presence (docs/design.md §4e, ARX's ``DPresence``): with a research subset of a population table,
 every class of the population at the node has dmin <= subset records / population records <=
 dmax, decided exactly (fractions; ARX compares doubles). A released class that fails is
 suppressed; a population class without a subset record has δ = 0 and nothing to suppress, so
@@ -36,7 +36,7 @@ def population_of_table(table: ClassTable, where: str) -> np.ndarray:
 
 def subset_column(ctx: ParseContext, where: str) -> str:
     if ctx.research_subset is None:
-        raise ConfigError(f"{where} needs research_subset: {{column: ...}} (SPEC §4e)")
+        raise ConfigError(f"{where} needs research_subset: {{column: ...}} (docs/design.md §4e)")
     return ctx.research_subset
 
 

@@ -1,4 +1,4 @@
-"""(ε, δ)-differential privacy as ARX 3.9's ``EDDifferentialPrivacy`` (SafePub, SPEC §4e).
+"""(ε, δ)-differential privacy as ARX 3.9's ``EDDifferentialPrivacy`` (SafePub, docs/design.md §4e).
 
 The model is k-anonymity over a β-sample of the input: k and β come from ε (less the search
 budget when the node is searched) and δ by ARX's ``ParameterCalculation``
@@ -8,7 +8,7 @@ released and classes of fewer than k sampled records are suppressed; no suppress
 DP runs with limit 1).
 
 Config (`privacy.differential_privacy`): epsilon, delta, search_budget (default 0.1, ARX's),
-search_steps (default 100: expansions, SPEC §4e), node (a fixed {qid: level}: data-independent,
+search_steps (default 100: expansions, docs/design.md §4e), node (a fixed {qid: level}: data-independent,
 all of ε). The secret is never in the config: `dp_key` names where the run reads it, a secret
 reference (`core.settings.secret`) as the pseudonyms' key is.
 """

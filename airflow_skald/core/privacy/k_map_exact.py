@@ -1,7 +1,7 @@
-"""Exact k-map (SPEC §4e, ARX's ``KMap(k, subset)``): with a research subset of a population
+"""Exact k-map (docs/design.md §4e, ARX's ``KMap(k, subset)``): with a research subset of a population
 table, every released class matches at least k population records. `privacy.k_map: {k: 5}`
 without an estimator (with `sampling_fraction` or `population` it is the estimated k-map of
-SPEC §4c, `k_map.py`). Class-based and monotone: merging classes adds their population
+docs/design.md §4c, `k_map.py`). Class-based and monotone: merging classes adds their population
 counts."""
 
 from __future__ import annotations

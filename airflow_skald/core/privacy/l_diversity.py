@@ -1,4 +1,4 @@
-"""l-diversity (SPEC §4b, ARX's DistinctLDiversity / EntropyLDiversity / RecursiveCLDiversity):
+"""l-diversity (docs/design.md §4b, ARX's DistinctLDiversity / EntropyLDiversity / RecursiveCLDiversity):
 every kept class holds its sensitive attribute's values diversely enough. Distinct l is
 monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same)."""
 

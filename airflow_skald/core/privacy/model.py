@@ -32,12 +32,12 @@ class ClassTable:
     # the sample-based models' prefix ends): their order among classes of one size (else the
     # classes' own order, by key)
     first_rows: np.ndarray | None = None
-    # with a research subset (SPEC §4e): `sizes` are the subset's records of each class and
+    # with a research subset (docs/design.md §4e): `sizes` are the subset's records of each class and
     # this the population's records of the same class (δ-presence, exact k-map)
     population: np.ndarray | None = None
     # with a research subset: the node's population classes holding no subset record (not
     # classes of this table: nothing of them is released or can be suppressed; δ-presence
-    # with min > 0 fails the node on them, SPEC §4e)
+    # with min > 0 fails the node on them, docs/design.md §4e)
     unreleased: int = 0
 
     @property
@@ -64,7 +64,9 @@ class ParseContext:
 
     sensitive: tuple[str, ...] = ()
     base_dir: Path | None = None
-    research_subset: str | None = None  # the column marking the released records (SPEC §4e)
+    research_subset: str | None = (
+        None  # the column marking the released records (docs/design.md §4e)
+    )
 
 
 @dataclass(frozen=True)
@@ -80,7 +82,7 @@ class RebuildContext:
     n_records: int | None = None  # the run's input records (a population from its fraction)
     overall: frozenset[str] = frozenset()  # attributes whose distribution is over ALL records
     hierarchies: Mapping[str, Any] = field(default_factory=dict)  # sha256 -> Hierarchy
-    # the release keeps its classes' population counts (population_counts.json, SPEC §4e)
+    # the release keeps its classes' population counts (population_counts.json, docs/design.md §4e)
     population: bool = False
 
     def without_overall(self, attribute: str) -> str | None:
@@ -130,9 +132,9 @@ class PrivacyModel(ABC):
     #: dropping suppressed records keeps that distribution: ``core.release.archive``)
     needs_overall: ClassVar[bool] = False
     #: judges the distribution of the classes left, suppressing a prefix of them
-    #: (``core.privacy.sample_based``), after every class-based model (SPEC §4c)
+    #: (``core.privacy.sample_based``), after every class-based model (docs/design.md §4c)
     sample_based: ClassVar[bool] = False
-    #: compares classes with a population table: reads `ClassTable.population` (SPEC §4e)
+    #: compares classes with a population table: reads `ClassTable.population` (docs/design.md §4e)
     population_based: ClassVar[bool] = False
     #: what no count of released records can show (a randomised mechanism's draws): `skald
     #: verify` and `skald audit` name it, with this reason, beside what they re-check

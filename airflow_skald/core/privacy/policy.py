@@ -1,8 +1,8 @@
 """The privacy models of a run together with its suppression limit: which classes of a node
-are kept, how many records that suppresses, and whether the node passes (SPEC §4, §4b).
+are kept, how many records that suppresses, and whether the node passes (docs/design.md §4, §4b).
 
 A class is suppressed when any class-based model refuses it; then each sample-based model
-(SPEC §4c: average risk, sample uniqueness, population uniqueness, in that order) suppresses
+(docs/design.md §4c: average risk, sample uniqueness, population uniqueness, in that order) suppresses
 the shortest prefix of the classes left that makes it hold (`sample_based.enforce`). The node
 passes iff the suppressed records fit ``floor(limit * N)``. ``monotone_passes`` is the same
 test with the monotone models only (the sample-based ones among them only when every
@@ -53,7 +53,7 @@ class PrivacyPolicy:
 
     models: tuple[PrivacyModel, ...]
     suppression_limit: Fraction
-    # a research subset (SPEC §4e): classes are the subset's, with population counts
+    # a research subset (docs/design.md §4e): classes are the subset's, with population counts
     subset: SubsetFlags | None = None
 
     @classmethod

@@ -1,4 +1,4 @@
-"""Population uniqueness (SPEC §4c, ARX's ``PopulationUniqueness``): the share of the
+"""Population uniqueness (docs/design.md §4c, ARX's ``PopulationUniqueness``): the share of the
 population's records estimated unique, from the class-size histogram of the classes left by
 Zayatz's, Pitman's, the SNB model or Dankar's rule (without its Zayatz fallback), the sampling
 fraction being the records left over the population size, holds iff 0 < u <= max, or no class

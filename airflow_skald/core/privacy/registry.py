@@ -22,14 +22,14 @@ from airflow_skald.core.privacy.population_uniqueness import PopulationUniquenes
 from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
 from airflow_skald.core.privacy.t_closeness import TCloseness
 
-# class-based models first; the sample-based ones in the order they judge a node (SPEC §4c)
+# class-based models first; the sample-based ones in the order they judge a node (docs/design.md §4c)
 MODELS: tuple[type[PrivacyModel], ...] = (
     KAnonymity,
     DifferentialPrivacy,
     LDiversity,
     TCloseness,
     KMap,
-    ExactKMap,  # k_map without an estimator: against a population table (SPEC §4e)
+    ExactKMap,  # k_map without an estimator: against a population table (docs/design.md §4e)
     DeltaPresence,
     BLikeness,
     DDisclosure,

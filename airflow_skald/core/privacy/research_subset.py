@@ -1,4 +1,4 @@
-"""The research subset (SPEC §4e): the input is a population table, and a boolean column marks
+"""The research subset (docs/design.md §4e): the input is a population table, and a boolean column marks
 the records to release. δ-presence and exact k-map compare each released class with the
 population records of the same class.
 

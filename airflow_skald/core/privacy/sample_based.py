@@ -1,5 +1,5 @@
 """What the sample-based models (average risk, sample uniqueness, population uniqueness) share
-(SPEC §4c, ARX's ``SampleBasedCriterion`` / ``RiskBasedCriterion.enforce``): they judge the
+(docs/design.md §4c, ARX's ``SampleBasedCriterion`` / ``RiskBasedCriterion.enforce``): they judge the
 distribution of the classes left by the class-based models and, if it does not hold, suppress
 the shortest prefix of those classes, ordered by size ascending then by first input row, that
 makes it hold. Each model says only whether it holds after suppressing each of some prefixes

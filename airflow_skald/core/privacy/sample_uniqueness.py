@@ -1,4 +1,4 @@
-"""Sample uniqueness (SPEC §4c, ARX's ``SampleUniqueness``): the records alone in their class
+"""Sample uniqueness (docs/design.md §4c, ARX's ``SampleUniqueness``): the records alone in their class
 are at most `max` of the n records left. Sample-based, monotone with suppression and
 generalisation."""
 

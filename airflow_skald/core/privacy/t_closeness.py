@@ -1,4 +1,4 @@
-"""t-closeness (SPEC §4b, ARX's Equal/Ordered/HierarchicalDistanceTCloseness): the distribution
+"""t-closeness (docs/design.md §4b, ARX's Equal/Ordered/HierarchicalDistanceTCloseness): the distribution
 of the sensitive attribute in every kept class is within t of its distribution over all input
 records. Not monotone with suppression."""
 
@@ -34,7 +34,7 @@ from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
 
 DISTANCES = ("equal", "ordered", "hierarchical")
-NULL_LABEL = "NULL"  # how a null is looked up in a t-closeness hierarchy (SPEC §4b)
+NULL_LABEL = "NULL"  # how a null is looked up in a t-closeness hierarchy (docs/design.md §4b)
 
 
 @dataclass(frozen=True)

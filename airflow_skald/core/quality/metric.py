@@ -62,7 +62,9 @@ class Metric(ABC):
     node_only: bool = False
     needs_keys: bool = False
     suppression_blind: bool = False
-    by_height: bool = False  # ties: smaller sum of levels first (SPEC §4d), then precision
+    by_height: bool = (
+        False  # ties: smaller sum of levels first (docs/design.md §4d), then precision
+    )
     # the search's order once a best is known (`lattice.search_optimal`; None: top-down when
     # the model has node bounds) and whether it climbs to failing nodes first (`climb_fails`)
     top_down: bool | None = None

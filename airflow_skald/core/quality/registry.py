@@ -1,4 +1,4 @@
-"""The quality models a run may minimise (SPEC §4d): one line per model. The config loader,
+"""The quality models a run may minimise (docs/design.md §4d): one line per model. The config loader,
 the search and the report ask this registry; nothing else names a model's class."""
 
 from __future__ import annotations

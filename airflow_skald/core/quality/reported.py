@@ -1,4 +1,4 @@
-"""The figures SPEC §5 lists in every manifest (DM*, ARX's DM*, DM, Sweeney's precision), so
+"""The figures docs/design.md §5 lists in every manifest (DM*, ARX's DM*, DM, Sweeney's precision), so
 results compare with ARX and the literature, whatever the objective."""
 
 from airflow_skald.core.quality.dm import DM

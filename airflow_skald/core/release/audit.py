@@ -79,7 +79,7 @@ def audit(config: SkaldConfig) -> dict:
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
     not_checked = []
     if manifest is not None and config.research_subset is not None:
-        # a release holds the subset's records only: the population is not in it (SPEC §4e)
+        # a release holds the subset's records only: the population is not in it (docs/design.md §4e)
         not_checked = [
             {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
         ]
@@ -95,7 +95,7 @@ def audit(config: SkaldConfig) -> dict:
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
     ]
     if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
-        # SPEC §4f: a step judged them against its own records, not the whole release's
+        # docs/design.md §4f: a step judged them against its own records, not the whole release's
         local, listed = split_local(config.privacy, BY_STEP)
         not_checked += listed
         config = replace(config, privacy=local)
@@ -131,7 +131,7 @@ def audit(config: SkaldConfig) -> dict:
         "chunks": len(chunks),
         "n_rows": n_rows,
         **judge(policy, table, star.n_records + dropped, release=manifest is not None),
-        # SPEC §4c: the risk of the classes as they are (all-"*" records left out)
+        # docs/design.md §4c: the risk of the classes as they are (all-"*" records left out)
         "risk_analysis": config.risk_settings.analyse(table.sizes, n_rows + dropped),
         **({"not_checked": not_checked} if not_checked else {}),
         "seconds": round(time.perf_counter() - start, 3),
@@ -180,7 +180,7 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
         )
     allowed = max_suppressed(policy.suppression_limit, n_records)
     sampled = [m for m in policy.models if m.sample_based]
-    if sampled:  # SPEC §4c: then each suppresses the shortest prefix that makes it hold
+    if sampled:  # docs/design.md §4c: then each suppresses the shortest prefix that makes it hold
         for entry, model in zip(criteria, policy.models, strict=True):
             if model.sample_based:
                 entry["holds_as_is"] = model.holds_on(sizes[kept])

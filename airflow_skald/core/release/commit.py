@@ -54,7 +54,7 @@ class ReleaseIdentity:
     config_sha256: str | None
     input_fingerprint: str | None
     k: int | None = None
-    dp: bool = False  # differentially private: never an identical rerun (SPEC §4e)
+    dp: bool = False  # differentially private: never an identical rerun (docs/design.md §4e)
 
     @classmethod
     def from_manifest(cls, manifest: dict) -> ReleaseIdentity:

@@ -1,4 +1,4 @@
-"""The release manifest (SPEC §5): what the run decided, in figures an auditor can check.
+"""The release manifest (docs/design.md §5): what the run decided, in figures an auditor can check.
 
 Built from typed sections, one per concern (privacy, quality, node, release shape,
 provenance); the global run and the per-chunk baseline fill the same sections. The manifest
@@ -46,7 +46,7 @@ def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
     does not pass for the one an existing release was made from. A database input's staged
     chunk is named by its name in the staging folder (whose place follows the output's), its
     version the SHA-256 of its bytes: the fingerprint names the rows read, in their order,
-    whatever the output (SPEC §2a)."""
+    whatever the output (docs/design.md §2a)."""
     body = json.dumps([_identity(c) for c in chunks], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
@@ -140,7 +140,7 @@ def node_section(plan: Plan, decision: Decision) -> dict:
 
 
 def risk_section(risk: dict, class_size_histogram: dict) -> dict:
-    """The kept classes' risk figures; the risk analysis (SPEC §4c) a block of its own."""
+    """The kept classes' risk figures; the risk analysis (docs/design.md §4c) a block of its own."""
     risk = dict(risk)
     analysis = risk.pop("analysis", None)
     out = {"risk": risk}
@@ -150,7 +150,7 @@ def risk_section(risk: dict, class_size_histogram: dict) -> dict:
 
 
 def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
-    """Each QID as configured; a hierarchy built from a rule (SPEC §3a) also by the hash and
+    """Each QID as configured; a hierarchy built from a rule (docs/design.md §3a) also by the hash and
     levels of what it built, and a date QID by what phase 1 did to its values (cut to the
     first level, normalised to UTC): flags and hashes, never a value."""
     out = []

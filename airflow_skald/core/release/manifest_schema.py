@@ -1,4 +1,4 @@
-"""The manifest's one schema (SPEC §5): a typed record whose fields are the manifest's keys, in
+"""The manifest's one schema (docs/design.md §5): a typed record whose fields are the manifest's keys, in
 the order they are written, each with its JSON Schema and the one line a reader gets when a
 manifest holds something else there.
 
@@ -128,7 +128,7 @@ def _parts(value: list, manifest: Mapping[str, Any]) -> str | None:
 
 
 def _k(value: int, manifest: Mapping[str, Any]) -> str | None:
-    """k = 1: a release made without k-anonymity, under other models only (SPEC §4c)."""
+    """k = 1: a release made without k-anonymity, under other models only (docs/design.md §4c)."""
     if value >= 2:
         return None
     privacy = manifest.get("privacy")
@@ -157,14 +157,14 @@ def key(
 
 @dataclass(frozen=True)
 class Manifest:
-    """A release's manifest, field by field (SPEC §5)."""
+    """A release's manifest, field by field (docs/design.md §5)."""
 
     mode: str = key({"enum": ["per_chunk"]}, "per_chunk", "per_chunk for the baseline release")
     # --- the policy
     k: int = key(
         {"type": "integer", "minimum": 1},
         "an integer >= 2",
-        "smallest class allowed (1 only without k-anonymity, under other models: SPEC §4c)",
+        "smallest class allowed (1 only without k-anonymity, under other models: docs/design.md §4c)",
         check=_k,
     )
     suppression_limit: float = key(
@@ -199,12 +199,12 @@ class Manifest:
         OBJECT,
         "an object",
         "the objective and its settings, every quality model's score for the node, and per QID "
-        "its level, loss, NU-entropy, labels and distribution before/after (SPEC §4d)",
+        "its level, loss, NU-entropy, labels and distribution before/after (docs/design.md §4d)",
     )
     differential_privacy: dict = key(
         OBJECT,
         "an object",
-        "(epsilon, delta)-DP (SPEC §4e): epsilon, delta, k and beta (ARX's), the search budget "
+        "(epsilon, delta)-DP (docs/design.md §4e): epsilon, delta, k and beta (ARX's), the search budget "
         "and steps, the node, the records sampled, released and suppressed (records the "
         "sample left out count as suppressed), and that releases of the same data compose",
     )
@@ -239,7 +239,7 @@ class Manifest:
     risk_analysis: dict = key(
         RISK_ANALYSIS,
         "an object of risk figures",
-        "the risk analysis of the released classes (SPEC §4c, ARX's RiskEstimateBuilder): "
+        "the risk analysis of the released classes (docs/design.md §4c, ARX's RiskEstimateBuilder): "
         "records at risk above the threshold, highest and average prosecutor risk, marketer "
         "risk, sample uniques, population uniques by Zayatz, Pitman, SNB and Dankar's rule "
         "(null: the estimator did not converge), over the records not all '*'",
@@ -248,7 +248,7 @@ class Manifest:
     local_recoding: dict = key(
         RECODING,
         "an object of steps and figures",
-        "local recoding (SPEC §4f): settings, the figures before and after, and each step's "
+        "local recoding (docs/design.md §4f): settings, the figures before and after, and each step's "
         "node, records searched and released, and score",
     )
     at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
@@ -256,7 +256,7 @@ class Manifest:
     utility: dict = key(
         UTILITY,
         "an object of utility figures",
-        "the utility analysis (SPEC §5, when configured): per QID the input's and the "
+        "the utility analysis (docs/design.md §5, when configured): per QID the input's and the "
         "release's figures, the release's contingency of the pairs named, and classifiers "
         "trained on the original and on the release over the same folds of a sample",
     )
@@ -275,7 +275,7 @@ class Manifest:
     microaggregation: dict = key(
         OBJECT,
         "an object",
-        "each microaggregated QID (SPEC §4f): its function, cluster (true: it stays in the "
+        "each microaggregated QID (docs/design.md §4f): its function, cluster (true: it stays in the "
         "lattice; false: the other QIDs form its classes) and data_type (integer: ARX's "
         "rounding; decimal); no values",
     )
@@ -291,7 +291,7 @@ class Manifest:
     output_table: dict = key(
         OUTPUT_TABLE,
         "an object naming the table and its connection",
-        "a table release (SPEC §2a): the table holding the rows (schema.name) and the name "
+        "a table release (docs/design.md §2a): the table holding the rows (schema.name) and the name "
         "of the connection it was written through (never a password); its comment holds this "
         "manifest's SHA-256. The parts listed were staged and loaded into it",
     )

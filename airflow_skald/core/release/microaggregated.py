@@ -1,4 +1,4 @@
-"""What the manifest and the release check know of microaggregated QIDs (SPEC §4f).
+"""What the manifest and the release check know of microaggregated QIDs (docs/design.md §4f).
 
 The manifest lists each microaggregated QID with its function, whether it stays in the lattice
 (`cluster`) and its data type (ARX's INTEGER or DECIMAL: how its aggregates are rounded and

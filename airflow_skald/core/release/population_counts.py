@@ -1,5 +1,5 @@
 """What a research-subset release keeps so that `skald verify` re-checks δ-presence and exact
-k-map from the release alone (SPEC §4e): ``population_counts.json``, per class of the release,
+k-map from the release alone (docs/design.md §4e): ``population_counts.json``, per class of the release,
 how many population records and how many subset records it holds at the chosen node, and how
 many population classes at the node hold no subset record (ADR 0040).
 

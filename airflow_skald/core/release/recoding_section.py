@@ -1,4 +1,4 @@
-"""The manifest's `local_recoding` section (SPEC §4f): the settings, the release's figures
+"""The manifest's `local_recoding` section (docs/design.md §4f): the settings, the release's figures
 before and after the steps, and each step (its node, the records it searched and released,
 its objective's score). Its JSON Schema is here, beside what writes it."""
 

@@ -1,5 +1,5 @@
 """What a locally recoded release keeps so that `skald verify` re-checks every step from the
-release alone (SPEC §4f): ``recoding_steps.json``, which step released how many records of
+release alone (docs/design.md §4f): ``recoding_steps.json``, which step released how many records of
 each released class, and, for the models that compare a class with its step's records
 (t-closeness, b-likeness, d-disclosure), each step's distribution of their attributes.
 

@@ -1,4 +1,4 @@
-"""A table as the release (SPEC §2a): one more release target behind the folder's commit
+"""A table as the release (docs/design.md §2a): one more release target behind the folder's commit
 protocol (ADR 0005, 0200), with the same replacement rules (`ReleaseIdentity`).
 
 The table's comment is the release's identity in the database: ``skald release {json}`` with

@@ -99,7 +99,7 @@ def class_figures(
     suppressed too, unless they are the only class, satisfy the policy, and the run did not
     claim them suppressed: then the release is the top node (one class). Every other class is
     released, so every model must keep it. `at_top`: the release is the top node's, whose one
-    class the sample-based models do not see (SPEC §4c), whatever its labels.
+    class the sample-based models do not see (docs/design.md §4c), whatever its labels.
     """
     where = where or "release"
     if n_rows > n_records:
@@ -206,9 +206,9 @@ def verify_release(
     if manifest is not None and n_records is None:
         _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions
-    population = read_population_counts(path, manifest)  # a research subset's (SPEC §4e)
+    population = read_population_counts(path, manifest)  # a research subset's (docs/design.md §4e)
     skipped: list[dict] = []
-    recorded = None  # a locally recoded release's steps, judged one by one (SPEC §4f)
+    recorded = None  # a locally recoded release's steps, judged one by one (docs/design.md §4f)
     if policy is None:
         ordered = [d["attribute"] for d in _described(manifest) if d.get("distance") == "ordered"]
         sensitive = release_sensitive(classes, len(qids), attributes, ordered)
@@ -218,7 +218,7 @@ def verify_release(
             path, manifest, k, suppression_limit, sensitive, frozenset(overall), population
         )
         full = policy
-        policy, skipped = recoded_standalone(manifest, policy, skipped)  # SPEC §4f
+        policy, skipped = recoded_standalone(manifest, policy, skipped)  # docs/design.md §4f
         recorded = read_recoding_steps(path, manifest, classes, len(qids), sensitive, full.models)
     if n_records is None:
         n_records = int(manifest["n_records"]) if manifest is not None else classes.n_rows

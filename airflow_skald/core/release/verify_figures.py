@@ -88,7 +88,7 @@ def _figures(
         for key, value in again.items():
             if key in claimed_risk and (as_manifest or key != "share_below_2k"):
                 yield f"risk.{key}", claimed_risk[key], value
-    counted = figures["table"].population is not None  # population_counts.json (SPEC §4e)
+    counted = figures["table"].population is not None  # population_counts.json (docs/design.md §4e)
     yield from _model_figures(
         manifest.get("privacy_models"), policy, figures["privacy_models"], counted
     )

@@ -1,4 +1,4 @@
-"""`skald verify`'s check of pseudonymised columns (SPEC §2a): every value of every part is a
+"""`skald verify`'s check of pseudonymised columns (docs/design.md §2a): every value of every part is a
 pseudonym (64 lowercase hex digits) or empty, never a raw identifier left in place."""
 
 from __future__ import annotations

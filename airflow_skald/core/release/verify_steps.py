@@ -1,4 +1,4 @@
-"""The check of a locally recoded release (SPEC §4f), read back from its written classes: every
+"""The check of a locally recoded release (docs/design.md §4f), read back from its written classes: every
 released class belongs to a step (its QID labels are labels of that step's node: the global
 node first, then each step's in order), every step's classes pass that step's privacy models
 (bound to the step's records, as the step was searched), and the records released plus the

@@ -1,4 +1,4 @@
-"""The per-chunk baseline (`skald run --per-chunk`, SPEC §6): each chunk anonymised alone.
+"""The per-chunk baseline (`skald run --per-chunk`, docs/design.md §6): each chunk anonymised alone.
 
 This is what an ARX user with a memory-bound machine has to do: anonymise chunk after chunk,
 each with its own optimal node, with the same hierarchies, domains and encodings (phase 1 runs
@@ -203,7 +203,9 @@ def anonymise_chunk(
     counts = count_histogram(config, zero_plan, [chunk])
     cplan = chunk_plan(plan, counts.n_records)
     cache = RollUpCache(cplan, counts, config.criteria_attributes)
-    own = chunk_sensitive(plan, counts)  # t-closeness: the chunk's own distribution (SPEC §4b)
+    own = chunk_sensitive(
+        plan, counts
+    )  # t-closeness: the chunk's own distribution (docs/design.md §4b)
     t_hist = time.perf_counter() - t
     out = []
     for k in ks or [config.k]:
@@ -331,7 +333,7 @@ def run_per_chunk(
         )
     if config.microaggregations:
         raise ConfigError(
-            "--per-chunk does not take microaggregation (SPEC §4f: the aggregates are the "
+            "--per-chunk does not take microaggregation (docs/design.md §4f: the aggregates are the "
             "global run's classes')"
         )
     if dp_of(config) is not None:

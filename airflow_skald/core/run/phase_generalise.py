@@ -41,7 +41,7 @@ class Written:
 
     names: list[str]
     classes: ReleaseClasses
-    utility: UtilityPartial | None = None  # the utility analysis's share (SPEC §5)
+    utility: UtilityPartial | None = None  # the utility analysis's share (docs/design.md §5)
 
 
 class GeneralisePhase(Phase[Written, dict]):

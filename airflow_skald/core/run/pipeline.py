@@ -156,7 +156,7 @@ def first_rows(
 ) -> np.ndarray:
     """The first input row (code) of each class `keys` (sorted) of `node`: an extra pass over
     the chunks in input order, made only when the search needs the order among classes of
-    one size (SPEC §4c), and ended once every class has been seen."""
+    one size (docs/design.md §4c), and ended once every class has been seen."""
     scan = FirstRowScan(keys)
     types = counting_types(config)
 
@@ -232,7 +232,7 @@ def search_lattice(
 def microaggregate(
     config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision
 ) -> list[Aggregates]:
-    """The microaggregated QIDs' labels per class of the chosen node (SPEC §4f), from phase
+    """The microaggregated QIDs' labels per class of the chosen node (docs/design.md §4f), from phase
     2's counts: no pass over the data."""
     if counts.node is not None and tuple(counts.node) != tuple(plan.root):
         plan = plan.with_root(counts.node)

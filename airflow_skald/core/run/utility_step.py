@@ -1,4 +1,4 @@
-"""Phase 3's share of the utility analysis (SPEC §5): the collector the written chunks feed
+"""Phase 3's share of the utility analysis (docs/design.md §5): the collector the written chunks feed
 (no pass of its own), the merged section the publish step adds to the manifest, and the
 warning about QIDs generalised away for every record."""
 

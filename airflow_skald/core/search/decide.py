@@ -36,7 +36,7 @@ from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text, rank_names
 from airflow_skald.core.transform.local_recoding import Step
 
-# (node, sorted class keys of it) -> each class's first input row (SPEC §4c)
+# (node, sorted class keys of it) -> each class's first input row (docs/design.md §4c)
 FirstRowsOf = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
 
 
@@ -58,11 +58,11 @@ class Decision:
     at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
     quality: dict = field(default_factory=dict)  # every quality model's score, per-QID table
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    # local recoding (SPEC §4f): the steps after this node, and the figures before them
+    # local recoding (docs/design.md §4f): the steps after this node, and the figures before them
     steps: list[Step] = field(default_factory=list)
     recoding: dict = field(default_factory=dict)
     recoded_sizes: np.ndarray | None = field(default=None, repr=False)  # not persisted
-    dp: dict = field(default_factory=dict)  # a DP run's parameters and sample (SPEC §4e)
+    dp: dict = field(default_factory=dict)  # a DP run's parameters and sample (docs/design.md §4e)
 
     @property
     def precision(self) -> float:
@@ -145,14 +145,14 @@ def search_lattice(
     `counts`: the root's class counts (and (class, value) tables of the policy's attributes);
     `priority`: QID indices in tie-break order; `source`, if given, supplies node classes in
     place of rolling `counts` up (a cache shared by several searches, `baseline.RollUpCache`);
-    `quality`: the objective and its settings (SPEC §4d; default DM*), unless `objective`
+    `quality`: the objective and its settings (docs/design.md §4d; default DM*), unless `objective`
     gives the model itself.
-    `analysis`, if given, adds the risk analysis of the kept classes (SPEC §4c; the top node's
+    `analysis`, if given, adds the risk analysis of the kept classes (docs/design.md §4c; the top node's
     one class is left out).
     `first_rows(node, keys)`: the first input row of each class `keys` of `node` (an extra
     pass), asked only when the sample-based models' prefix ends inside a run of classes of one
-    size at the chosen node (SPEC §4c); without it those classes follow their keys' order.
-    `subset`: `counts` hold some of the input's records (a local recoding step, SPEC §4f).
+    size at the chosen node (docs/design.md §4c); without it those classes follow their keys' order.
+    `subset`: `counts` hold some of the input's records (a local recoding step, docs/design.md §4f).
     """
     n = counts.n_records
     if n != plan.stats.n_rows and not subset:
@@ -161,7 +161,7 @@ def search_lattice(
             "the input changed between passes, or chunks are missing"
         )
     classes = counts.classes
-    if policy.subset is not None:  # the records released are the subset's (SPEC §4e)
+    if policy.subset is not None:  # the records released are the subset's (docs/design.md §4e)
         classes = subset_classes(counts.values[policy.subset.column], policy.subset.mask)
         n = classes.n_records
     lattice = Lattice(plan.root, tuple(plan.tops))
@@ -246,7 +246,7 @@ def search_lattice(
             "evaluated": outcome.evaluated,
             "passing": outcome.passing,
             "pruned": outcome.pruned,
-            "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (SPEC §4b)
+            "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (docs/design.md §4b)
         },
         risk=figures_risk,
         class_size_histogram=class_size_histogram(kept),
@@ -272,7 +272,7 @@ def node_fields(plan: Plan, node: tuple[int, ...]) -> dict:
 
 
 def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored, k: int) -> dict:
-    """Every quality model's score for the chosen node and the per-QID table (SPEC §4d),
+    """Every quality model's score for the chosen node and the per-QID table (docs/design.md §4d),
     with each QID's distribution before and after generalisation (`distributions`)."""
     models = every_model(ctx)
     models[objective.name] = objective

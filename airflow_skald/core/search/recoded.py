@@ -1,4 +1,4 @@
-"""Phase 2 with local recoding (SPEC §4f): the global decision, then the search run again on
+"""Phase 2 with local recoding (docs/design.md §4f): the global decision, then the search run again on
 the records each node suppressed (`core.transform.local_recoding`), and the release's figures
 after the steps (its classes as the written release groups them)."""
 
@@ -118,7 +118,7 @@ def _shown(decision: Decision) -> dict:
 def release_loss(
     plan: Plan, counts: RootCounts, decision: Decision, steps: list, settings: QualitySettings
 ) -> float:
-    """ARX's Loss (SPEC §4d, as the objective's settings define it) of the release a
+    """ARX's Loss (docs/design.md §4d, as the objective's settings define it) of the release a
     decision and its steps make: each record at the label of the node that released it (a
     step at the top node: its records generalised to the top), the records left suppressed
     as Loss counts suppressed records at the last node."""

@@ -1,4 +1,4 @@
-"""Every keyed derivation of a run's secrets, each in a domain of its own (SPEC §2a, §4e;
+"""Every keyed derivation of a run's secrets, each in a domain of its own (docs/design.md §2a, §4e;
 ADR 0030).
 
 A secret keys HMAC-SHA-256 over a message that starts with its use's domain label, and every

@@ -1,4 +1,4 @@
-"""A quasi-identifier's `microaggregation:` entry (SPEC §4f) as validated values: a leaf
+"""A quasi-identifier's `microaggregation:` entry (docs/design.md §4f) as validated values: a leaf
 module, so the config reads it without importing the transformation (`core.transform`).
 
 ```yaml

@@ -1,4 +1,4 @@
-"""Pseudonymised direct identifiers and their key (SPEC §2a).
+"""Pseudonymised direct identifiers and their key (docs/design.md §2a).
 
 ``direct_identifiers: [{patient_id: pseudonymise}, name]``: a plain name is dropped (the
 default), ``{name: pseudonymise}`` is replaced by a keyed HMAC-SHA-256 pseudonym

@@ -1,4 +1,4 @@
-"""`quality:` of the config (SPEC §4d) as one validated value, and the names the settings
+"""`quality:` of the config (docs/design.md §4d) as one validated value, and the names the settings
 table offers (a leaf module: the config reads it without importing the models)."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ LINEAR = ("sum", "arithmetic_mean")  # aggregates of logarithms decided exactly
 
 @dataclass(frozen=True)
 class QualitySettings:
-    """`quality:` of the config (SPEC §4d), validated: the objective, ARX's gs factor, the
+    """`quality:` of the config (docs/design.md §4d), validated: the objective, ARX's gs factor, the
     per-QID weights as written (missing = 1) and the aggregate (None: the model's default)."""
 
     objective: str = "dm_star"

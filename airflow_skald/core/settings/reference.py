@@ -58,10 +58,10 @@ def _value(value: Any) -> str:
 
 
 def _linked(text: str) -> str:
-    """Design citations (``docs/design.md §4d``, or the older ``SPEC §4d``) as links."""
-    return re.sub(
-        r"(?:docs/design\.md|SPEC) §(\d[a-f]?)", r"[§\1](../design.md#s\1)", text
-    ).replace("|", "\\|")
+    """Citations of the design (``docs/design.md §4d``) as links to its section."""
+    return re.sub(r"docs/design\.md §(\d[a-f]?)", r"[§\1](../design.md#s\1)", text).replace(
+        "|", "\\|"
+    )
 
 
 def _flag(setting: Setting) -> str:

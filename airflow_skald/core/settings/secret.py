@@ -1,4 +1,4 @@
-"""Where a secret comes from: the one secret-reference concept of the config (SPEC §2a, §4e).
+"""Where a secret comes from: the one secret-reference concept of the config (docs/design.md §2a, §4e).
 
 A config names a secret, never holds it: ``{env: NAME}`` or ``{file: path}`` are read by the
 core on every route (the command line's only ways), ``{connection: ID}`` or ``{variable:

@@ -4,7 +4,7 @@ Param's schema. The settings table (`table.SETTINGS`) is made of them.
 Validation is JSON Schema (``jsonschema``, which Airflow's Params use too; `json_schema.is_valid`
 imports it only for values not plainly valid) after one coercion step for text (CLI flags and
 templated values arrive as strings). An empty value (None, "", "None", "null") means "not set":
-the file's value is used, never a hidden default (SPEC §2). `integer_setting`,
+the file's value is used, never a hidden default (docs/design.md §2). `integer_setting`,
 `decimal_setting` and `choice_setting` build the common kinds of row, the words of their error
 message following from their bounds.
 """

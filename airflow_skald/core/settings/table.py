@@ -1,11 +1,11 @@
-"""The one table of per-run settings (SPEC §2, §6, §7).
+"""The one table of per-run settings (docs/design.md §2, §6, §7).
 
 Each row names a setting once: where it lives in the YAML file, its JSON Schema, the words of
 its error message, its CLI flag and its DAG param. The config loader, the CLI's flags, the
 DAG's params and the operators' templated fields are all generated from this table, so every
 route parses and validates a value the same way and fails with the same one-line message.
 How one setting parses, validates and fails is `setting.Setting`; an empty value (None, "",
-"None", "null") means "not set": the file's value is used, never a hidden default (SPEC §2).
+"None", "null") means "not set": the file's value is used, never a hidden default (docs/design.md §2).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ SETTINGS: tuple[Setting, ...] = (
         cli=False,
         param=False,
     ),
-    # privacy.average_risk.max (SPEC §4c)
+    # privacy.average_risk.max (docs/design.md §4c)
     decimal_setting(
         "average_risk",
         None,
@@ -222,7 +222,7 @@ SETTINGS: tuple[Setting, ...] = (
         "objective",
         ("quality", "objective"),
         OBJECTIVES,
-        "What the search minimises (SPEC §4d): dm_star (the paper's, default), dm_star_arx, dm, "
+        "What the search minimises (docs/design.md §4d): dm_star (the paper's, default), dm_star_arx, dm, "
         "aecs, loss, nu_entropy, precision, height (ARX's quality models).",
         default="dm_star",
     ),
@@ -244,7 +244,7 @@ SETTINGS: tuple[Setting, ...] = (
         "local_recoding",
         ("transformation", "local_recoding", "records"),
         SHARE,
-        "Local recoding (SPEC §4f): the share of ALL records each step must release (e.g. "
+        "Local recoding (docs/design.md §4f): the share of ALL records each step must release (e.g. "
         "0.01); empty = the file's (off when the file has no transformation.local_recoding).",
     ),
     decimal_setting(
@@ -265,7 +265,7 @@ SETTINGS: tuple[Setting, ...] = (
         {"type": "string", "minLength": 1},
         "a column name",
         "Utility analysis: the column classifiers predict, trained on the release and on the "
-        "original (SPEC §5); empty = the file's (none: no classifiers).",
+        "original (docs/design.md §5); empty = the file's (none: no classifiers).",
     ),
     Setting(
         "utility_models",

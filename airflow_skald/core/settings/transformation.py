@@ -1,4 +1,4 @@
-"""`transformation:` of the config (SPEC §4f) as validated values: a leaf module, so the config
+"""`transformation:` of the config (docs/design.md §4f) as validated values: a leaf module, so the config
 reads it without importing the transformations (`core.transform`)."""
 
 from __future__ import annotations

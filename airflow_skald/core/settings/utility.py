@@ -1,4 +1,4 @@
-"""The `utility:` section's settings (rows of the settings table, parsed there; SPEC §5): a leaf
+"""The `utility:` section's settings (rows of the settings table, parsed there; docs/design.md §5): a leaf
 module, so the settings table and the config read it without importing the analysis
 (`core.utility`)."""
 

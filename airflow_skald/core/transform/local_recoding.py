@@ -1,4 +1,4 @@
-"""Local recoding (SPEC §4f, ARX's ``ARXResult.optimizeIterativeFast``): the records the
+"""Local recoding (docs/design.md §4f, ARX's ``ARXResult.optimizeIterativeFast``): the records the
 global optimum suppresses are anonymised again, on their own, at a node of their own, step by
 step.
 

@@ -1,4 +1,4 @@
-"""Microaggregation (SPEC §4f): a QID released as an aggregate of its original values over
+"""Microaggregation (docs/design.md §4f): a QID released as an aggregate of its original values over
 the record's class instead of a generalised label, as ARX's `MicroAggregationFunction`
 (`DistributionAggregateFunction`) computes it.
 

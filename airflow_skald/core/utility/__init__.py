@@ -1,4 +1,4 @@
-"""What a release is still good for (SPEC §5 "Utility analysis", issue 31 item 3).
+"""What a release is still good for (docs/design.md §5 "Utility analysis", issue 31 item 3).
 
 One concept per module: `settings` (the `utility:` section), `sample` (a reproducible sample
 of the same records of both tables, drawn over chunks), `summary` (per-QID statistics before

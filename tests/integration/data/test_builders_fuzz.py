@@ -1,4 +1,4 @@
-"""Random rules over random data (SPEC §3a): the product's node, DM* and released rows equal
+"""Random rules over random data (docs/design.md §3a): the product's node, DM* and released rows equal
 the exhaustive reference's (tests/oracle.py + tests/oracle_rules.py), chunked at random."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Hierarchies built from rules (SPEC §3a) end to end: the product's node, DM* and released
+"""Hierarchies built from rules (docs/design.md §3a) end to end: the product's node, DM* and released
 rows equal the exhaustive reference's (tests/oracle.py with tests/oracle_rules.py, written from
-SPEC alone) on generated clinical data, however it is chunked, in Parquet or CSV, with
+docs/design.md alone) on generated clinical data, however it is chunked, in Parquet or CSV, with
 `--workers 2`; the manifest records each rule and its built hierarchy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The paper's synthetic dataset generator (SPEC section 8): determinism, shape, domains, config."""
+"""The paper's synthetic dataset generator (docs/design.md §8): determinism, shape, domains, config."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A PostgreSQL table or query as the input (SPEC §2a), on a real server through ADBC:
+"""A PostgreSQL table or query as the input (docs/design.md §2a), on a real server through ADBC:
 
 - a table released equals the same rows released from Parquet files, however chunked; the
   staged chunks are cut at chunk_rows and hold the rows in key order;
@@ -125,7 +125,7 @@ def test_adult_from_postgres_equals_adult_from_csv(tmp_path, pg_uri, monkeypatch
     assert b["node"] == a["node"] and b["dm_star"] == a["dm_star"]
     assert b["n_suppressed"] == a["n_suppressed"]
     assert release_rows(tmp_path / "db-out") == release_rows(tmp_path / "csv-out")
-    # released as a table (SPEC §2a): the same rows, in the same (key) order
+    # released as a table (docs/design.md §2a): the same rows, in the same (key) order
     execute(pg_uri, "CREATE SCHEMA research")
     c = runner.run(config_from_dict(to_table))
     assert c["node"] == a["node"] and c["dm_star"] == a["dm_star"]

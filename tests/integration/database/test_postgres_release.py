@@ -1,4 +1,4 @@
-"""A table as the release (SPEC §2a), on a real PostgreSQL through ADBC:
+"""A table as the release (docs/design.md §2a), on a real PostgreSQL through ADBC:
 
 - the table holds the rows of the same release written as a folder; the release folder holds
   the manifest and report (no rows), the table's comment the manifest's SHA-256; `skald

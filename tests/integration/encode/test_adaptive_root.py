@@ -1,4 +1,4 @@
-"""The adaptive root (SPEC §4a, ADR 0012) against an independent reading of its rule.
+"""The adaptive root (docs/design.md §4a, ADR 0012) against an independent reading of its rule.
 
 The expected root is computed here from the oracle's per-level codes (tests/oracle.py): the
 chain from the all-zeros node up to paper mode's root (one QID raised one level per step: the

@@ -1,8 +1,8 @@
-"""`skald hierarchy` (SPEC §3a) and bad rules on the command line.
+"""`skald hierarchy` (docs/design.md §3a) and bad rules on the command line.
 
 For each builder the exported ARX CSV, loaded back as `hierarchy_file:`, gives the same node,
 DM* and released rows as the rule itself; `--check` reports counts only; every bad rule named
-in SPEC §3a is one line naming the QID and the rule, exit 2, before phase 2, nothing written.
+in docs/design.md §3a is one line naming the QID and the rule, exit 2, before phase 2, nothing written.
 """
 
 from __future__ import annotations

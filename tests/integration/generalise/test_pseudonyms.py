@@ -1,4 +1,4 @@
-"""Pseudonymised direct identifiers end to end (SPEC §2a): a release's pseudonym column is
+"""Pseudonymised direct identifiers end to end (docs/design.md §2a): a release's pseudonym column is
 the HMAC-SHA-256 of each row's identifier (recomputed here with the standard library), one
 pseudonym per person whatever the chunking, the key and raw identifiers in no written file,
 the report's sentence on linking, `skald verify` catching a column that is not pseudonyms."""

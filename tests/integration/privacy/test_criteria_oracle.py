@@ -1,5 +1,5 @@
 """l-diversity and t-closeness end to end (issue 11): the product's node, DM* and suppressed
-records equal the exhaustive reference's (tests/oracle.py, SPEC §4b) on many generated
+records equal the exhaustive reference's (tests/oracle.py, docs/design.md §4b) on many generated
 datasets, for every variant, with and without suppression, with RAM roots forced coarser; each
 written release passes an independent groupby check of every criterion; the answer does not
 depend on the chunking or on worker processes; `--per-chunk` applies the criteria per chunk.
@@ -100,7 +100,7 @@ def test_criteria_match_exhaustive_search(tmp_path_factory, variant, data, cut):
 )
 @given(data=st.data(), cut=st.integers(3, 50))
 def test_adaptive_root_with_criteria(tmp_path_factory, variant, data, cut):
-    """memory.root adaptive (SPEC §4a, the default): N_RAM bounds the root's non-empty
+    """memory.root adaptive (docs/design.md §4a, the default): N_RAM bounds the root's non-empty
     (class, value) pairs; the root is at or below paper mode's, level 0 when level 0 fits, and
     the node above it is the reference's."""
     df, qids, oracle_qids, k, limit, bins, priority, criteria, drop = data.draw(

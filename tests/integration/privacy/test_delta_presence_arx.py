@@ -1,4 +1,4 @@
-"""δ-presence with min > 0 as ARX 3.9.2 judges it (SPEC §4e, issue 44): every class of the
+"""δ-presence with min > 0 as ARX 3.9.2 judges it (docs/design.md §4e, issue 44): every class of the
 population at the node is judged, and a population class without any subset record (δ = 0,
 nothing of it to suppress) fails the node. Adult as the population, every tenth record the
 research subset: the node, the objective's score, the suppressed records and the classes equal

@@ -1,4 +1,4 @@
-"""(ε, δ)-differential privacy end to end (SPEC §4e): the release holds classes of at least k
+"""(ε, δ)-differential privacy end to end (docs/design.md §4e): the release holds classes of at least k
 sampled records only, the sample is Binomial(N, β)-sized and independent of chunking and
 workers, a retry of the run reproduces the release byte for byte, another run draws afresh and
 is never an identical rerun, the secret reaches no written file and no output, and without a

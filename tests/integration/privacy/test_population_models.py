@@ -1,4 +1,4 @@
-"""δ-presence and exact k-map over a research subset of a population table (SPEC §4e): the
+"""δ-presence and exact k-map over a research subset of a population table (docs/design.md §4e): the
 product's node, DM* and suppressed records equal the exhaustive reference's
 (tests/oracle_population.py) on generated tables, whatever the chunking; only the subset's
 records are released, without the subset column; ARX 3.9.2's answer on Adult."""

@@ -1,4 +1,4 @@
-"""Risk-based models end to end (issue 21, SPEC §4c): on many generated datasets, each model
+"""Risk-based models end to end (issue 21, docs/design.md §4c): on many generated datasets, each model
 alone and combined with k, l and t (and with each other), with suppression, the product's node,
 DM* and suppressed records equal the exhaustive reference's (tests/oracle_risk.py), whatever
 the chunking; the written release holds every sample-based model again."""

@@ -1,4 +1,4 @@
-"""A sensitive attribute of any column type under t-closeness (SPEC §4b): dates, timestamps,
+"""A sensitive attribute of any column type under t-closeness (docs/design.md §4b): dates, timestamps,
 booleans and decimals are kept by their text (numbers: decimals as their floats) in phase 1,
 coded so in phases 2 and 3, and found again by `skald verify` in the written release, in mask
 and drop mode (sensitive_counts.json). Before, a decimal crashed the run (exit 3) and a date,

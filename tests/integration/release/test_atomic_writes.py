@@ -245,7 +245,9 @@ def test_kill_at_each_step_then_rerun(
     if with_old_release:  # an earlier release with other settings sits at the output path
         shutil.copytree(shared_run["old"], out)
         old = release_bytes(out)
-        flags.append("--overwrite")  # replacing another run's release is asked for (SPEC §5)
+        flags.append(
+            "--overwrite"
+        )  # replacing another run's release is asked for (docs/design.md §5)
 
     with monkeypatch.context() as mp:
         _no_cleanup(mp)

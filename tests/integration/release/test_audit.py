@@ -1,4 +1,4 @@
-"""`skald audit CONFIG [--input P]` (SPEC §6, issue 11 item 7): a dataset or release as it is,
+"""`skald audit CONFIG [--input P]` (docs/design.md §6, issue 11 item 7): a dataset or release as it is,
 judged at its current QID values; figures checked against a naive pandas groupby."""
 
 from __future__ import annotations

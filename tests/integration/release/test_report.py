@@ -360,7 +360,7 @@ def test_adaptive_root_is_described_by_its_non_empty_bins() -> None:
     assert "59,996 non-empty bins" in html and "((2, 1), (4, 1))" in html
     assert "possible" not in html
     assert "10,000,000,000 possible bins" in _ram_root({**m, "root_mode": "paper"})
-    # with l-diversity / t-closeness N_RAM bounds (class, value) pairs (SPEC §4b)
+    # with l-diversity / t-closeness N_RAM bounds (class, value) pairs (docs/design.md §4b)
     models = [{"model": "k-anonymity", "k": 5}, {"model": "t-closeness", "attribute": "x"}]
     html = _ram_root({**m, "privacy_models": models})
     assert "59,996 non-empty (class, value) pairs" in html

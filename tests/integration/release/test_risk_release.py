@@ -1,4 +1,4 @@
-"""The risk analysis everywhere a person looks (issue 21, SPEC §4c), on Adult: the manifest's
+"""The risk analysis everywhere a person looks (issue 21, docs/design.md §4c), on Adult: the manifest's
 `risk_analysis` of the k = 5, 5 % release equals an independent groupby of the written rows;
 `skald verify` recomputes it from the files and catches a changed figure; `skald audit` gives
 the same figures for the release as it is and for the raw table; the report shows them."""

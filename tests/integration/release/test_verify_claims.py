@@ -92,7 +92,7 @@ def test_identifier_column_in_a_later_part(releases, tmp_path, capsys, fmt) -> N
 
 
 def test_single_class_release_without_node_is_not_taken_for_the_top(tmp_path, capsys) -> None:
-    """The run publishes the top node (its one class is exempt from average risk, SPEC §4c);
+    """The run publishes the top node (its one class is exempt from average risk, docs/design.md §4c);
     relabelled to one non-'*' class and stripped of node and top_node, verify cannot tell it is
     the top: average risk judges the class (before: `None == None` exempted it)."""
     privacy = {"k": 2, "suppression_limit": 0, "average_risk": {"max": 0.005}}

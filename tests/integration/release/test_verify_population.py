@@ -1,4 +1,4 @@
-"""`skald verify` of a research-subset release (SPEC §4e) re-checks δ-presence and exact k-map
+"""`skald verify` of a research-subset release (docs/design.md §4e) re-checks δ-presence and exact k-map
 in full: the release keeps population_counts.json (per class: population and subset records,
 counts only), named and hashed in the manifest. Altering the file, a part or a figure is
 detected (exit 1, one line); a release without the file is "verified": "partial" (exit 4)."""

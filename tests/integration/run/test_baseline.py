@@ -98,7 +98,7 @@ def test_each_chunk_gets_the_oracles_optimal_node(per_chunk, data):
 
 @pytest.mark.parametrize("objective", ["loss", "height", "aecs"])
 def test_each_chunk_minimises_the_configured_objective(tmp_path, data, objective):
-    """SPEC §4d: the per-chunk baseline (`--per-chunk`, the paper's experiment) minimises the
+    """docs/design.md §4d: the per-chunk baseline (`--per-chunk`, the paper's experiment) minimises the
     run's objective in every chunk: each chunk's node is the exhaustive oracle's for it."""
     path = _config(tmp_path, data, quality={"objective": objective})
     manifest = run_per_chunk(load_config(path))

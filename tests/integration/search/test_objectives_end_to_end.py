@@ -1,4 +1,4 @@
-"""Every quality objective end to end (SPEC §4d): `skald run --objective ...` over chunk files,
+"""Every quality objective end to end (docs/design.md §4d): `skald run --objective ...` over chunk files,
 with l-diversity / t-closeness criteria, suppression, forced coarser roots, worker processes,
 picks the node an exhaustive search (tests/oracle_quality.py) picks for that objective and
 reports the oracle's score for it; the manifest's `quality_models` holds every model's score

@@ -1,4 +1,4 @@
-"""Local recoding (SPEC §4f) end to end: an oracle written from the SPEC alone (the exhaustive
+"""Local recoding (docs/design.md §4f) end to end: an oracle written from docs/design.md alone (the exhaustive
 search repeated on the records each step leaves suppressed, each record written at its step's
 node) against the written release, row by row; the same bytes however the input is chunked and
 with worker processes; ARX 3.9.2's own answer on Adult."""
@@ -62,7 +62,7 @@ def dataset(seed: int, n: int) -> pd.DataFrame:
 
 
 def oracle(df, k, limit, records, t=None, max_steps=None) -> tuple[list[dict], list]:
-    """SPEC §4f from scratch: the global optimum, then while records are suppressed, the
+    """docs/design.md §4f from scratch: the global optimum, then while records are suppressed, the
     exhaustive search over them alone with limit 1 - records*N/R (clamped), its models
     judged on those records (t-closeness against their own distribution). Returns the steps
     and each row's expected QID strings (all '*' when suppressed or released at the top)."""

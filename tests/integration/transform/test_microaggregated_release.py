@@ -1,5 +1,5 @@
-"""Microaggregation end to end (SPEC §4f): the written column against an oracle written from
-the SPEC alone (pandas over the whole table, grouped at the manifest's node), chunking
+"""Microaggregation end to end (docs/design.md §4f): the written column against an oracle written from
+docs/design.md alone (pandas over the whole table, grouped at the manifest's node), chunking
 invariance, and ARX 3.9.2's answers on Adult."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from airflow_skald.core.run.runner import run
 
 
 def _aggregate(function: str, values: pd.Series, integer: bool) -> float | str:
-    """ARX's DistributionAggregateFunction, from its definition (SPEC §4f)."""
+    """ARX's DistributionAggregateFunction, from its definition (docs/design.md §4f)."""
     s = sorted(values.astype(float))
     n = len(s)
     if function == "interval":
@@ -114,7 +114,7 @@ def _expected(table: pd.DataFrame, node: dict, name: str, function: str, integer
     }
     keys = [lattice[q](table[q]) for q in lattice if q in node]
     if "height" in node:
-        # SPEC §2: min_width 1, widths doubling from the domain's minimum, then the top
+        # docs/design.md §2: min_width 1, widths doubling from the domain's minimum, then the top
         keys.append((table["height"] - table["height"].min()) // 2 ** node["height"])
     key = pd.Series(list(zip(*keys, strict=True)), index=table.index)
     values = table[name].astype(float)

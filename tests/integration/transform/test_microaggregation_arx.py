@@ -1,4 +1,4 @@
-"""Microaggregated ages on Adult equal ARX 3.9.2's (SPEC §4f): age, sex, race and
+"""Microaggregated ages on Adult equal ARX 3.9.2's (docs/design.md §4f): age, sex, race and
 marital-status with ARX's hierarchies, k = 100, 2 % suppression; ARX picks the node
 (age 1, sex 0, race 1, marital-status 1), where the age classes are 5-year groups."""
 

@@ -1,4 +1,4 @@
-"""`output: {table, connection, path?}` (SPEC §2a): parsed once where it enters; the release
+"""`output: {table, connection, path?}` (docs/design.md §2a): parsed once where it enters; the release
 folder defaults beside the config and follows an `output_table` override; bad entries are one
 line naming the field; a password in a config's connection is refused."""
 

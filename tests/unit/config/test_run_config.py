@@ -1,4 +1,4 @@
-"""Config loading and validation (SPEC §2): every mistake is a clear ConfigError."""
+"""Config loading and validation (docs/design.md §2): every mistake is a clear ConfigError."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_minimal_config_loads_with_defaults(tmp_path):
     assert cfg.chunk_rows == 1_000_000 and cfg.histogram_bins is None
     assert cfg.input.path == str(tmp_path / "data")  # relative to the config's folder
     assert cfg.suppressed_records == "mask"
-    # a constant last column is the top (SPEC §3): no `*` level above it
+    # a constant last column is the top (docs/design.md §3): no `*` level above it
     assert cfg.quasi_identifiers[0].hierarchy.table[:, -1].tolist() == ["A", "A"]
 
 

@@ -1,4 +1,4 @@
-"""Categorical hierarchies (SPEC §3): scalar labels only, ARX files with repeated rows."""
+"""Categorical hierarchies (docs/design.md §3): scalar labels only, ARX files with repeated rows."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_strings_and_numbers_are_labels():
 
 def test_a_constant_last_column_is_the_top():
     """ARX's recoded benchmark hierarchies end in one label such as `[0,99]`: that column is
-    the top (SPEC §3); `*` is appended only above a last column of several labels."""
+    the top (docs/design.md §3); `*` is appended only above a last column of several labels."""
     h = Hierarchy.from_csv_text("x", "1;[0,9];[0,99]\n12;[10,19];[0,99]\n")
     assert h.top_level == 2 and h.table[:, -1].tolist() == ["[0,99]", "[0,99]"]
     h = Hierarchy.from_csv_text("x", "1;[0,9]\n12;[10,19]\n")

@@ -1,5 +1,5 @@
 """The plan later phases follow (core/encode/plan.py): paper eq. 1 per node, with criteria one
-(class, value) table per attribute (SPEC §4b), and the chain phase 2 counts along."""
+(class, value) table per attribute (docs/design.md §4b), and the chain phase 2 counts along."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pseudonyms (SPEC §2a): HMAC-SHA-256 of the value's text in the pseudonyms' own domain under
+"""Pseudonyms (docs/design.md §2a): HMAC-SHA-256 of the value's text in the pseudonyms' own domain under
 the key, 64 hex digits, checked against the standard library's hmac over the framed message
 written out here (ADR 0030); the config's refusal without a key."""
 

@@ -1,14 +1,14 @@
 """l-diversity and t-closeness (airflow_skald.core.privacy.distributions) against the naive oracle
-(tests/oracle_criteria.py, written from SPEC §4b alone) and against ARX's definitions.
+(tests/oracle_criteria.py, written from docs/design.md §4b alone) and against ARX's definitions.
 
 ARX (org.deidentifier.arx.criteria) decides every criterion in doubles; the `_arx_*` functions
 below transliterate its isAnonymous methods (DistinctLDiversity, EntropyLDiversity,
 RecursiveCLDiversity, EqualDistanceTCloseness, OrderedDistanceTCloseness,
 HierarchicalDistanceTCloseness). The product must agree with them wherever ARX's double lies
 clearly on one side of the threshold. Deliberate differences, all at exact ties or from
-overflow, where SPEC §4b has us decide exactly:
+overflow, where docs/design.md §4b has us decide exactly:
 - entropy l: ARX rejects some classes spread evenly over exactly l values (counts [3, 3] with
-  l = 2: its log2 sums land just below log2(2)); we accept them, as SPEC §4b says;
+  l = 2: its log2 sums land just below log2(2)); we accept them, as docs/design.md §4b says;
 - t-closeness: a distance exactly equal to t can come out a few ulps above t in ARX's doubles
   (class {0: 1, 1: 2} of input {0: 1, 1: 11}, equal distance 1/4, t = 0.25): ARX rejects, we
   accept;

@@ -136,7 +136,7 @@ def test_k_is_a_model_like_the_others() -> None:
     assert settings_of(models)["k"] == 5
     with pytest.raises(ConfigError, match="privacy.k is required"):
         parse_models({}, ParseContext())
-    # k may be left out when another model is configured (SPEC §4c)
+    # k may be left out when another model is configured (docs/design.md §4c)
     alone = parse_models({"average_risk": {"max": 0.05}}, ParseContext())
     assert [type(m).__name__ for m in alone] == ["AverageRisk"]
 

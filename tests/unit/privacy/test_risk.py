@@ -1,4 +1,4 @@
-"""Risk-based models (SPEC §4c): ARX's parameter translations, k-map's k', the estimators'
+"""Risk-based models (docs/design.md §4c): ARX's parameter translations, k-map's k', the estimators'
 conventions, and the shortest-prefix suppression of the sample-based models against a
 brute-force walk over every prefix."""
 
@@ -65,7 +65,7 @@ def test_risk_analysis_figures():
 
 
 def _brute(models, sizes, first, limit):
-    """Every class-size-ascending prefix tried in order, per model, as SPEC §4c words it."""
+    """Every class-size-ascending prefix tried in order, per model, as docs/design.md §4c words it."""
     order = np.lexsort((first, sizes))
     s = sizes[order]
     n = int(sizes.sum())

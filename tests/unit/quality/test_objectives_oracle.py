@@ -1,4 +1,4 @@
-"""Every quality objective (SPEC §4d) against the exhaustive oracle written from SPEC and ARX's
+"""Every quality objective (docs/design.md §4d) against the exhaustive oracle written from docs/design.md and ARX's
 definitions alone (tests/oracle_quality.py): the product's node equals the oracle's for every
 objective, gs factor, weights and aggregate, with suppression, above forced coarser roots,
 chunked any way; every model's score at the chosen node equals the oracle's."""

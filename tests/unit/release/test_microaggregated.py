@@ -1,4 +1,4 @@
-"""The release check of a microaggregated column with cluster: false (SPEC §4f): one value
+"""The release check of a microaggregated column with cluster: false (docs/design.md §4f): one value
 per released class, `*` in suppressed records."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The report's node table in words: each QID's level and paper value as the manifest names
-them, rule-built hierarchies (SPEC §3a) described by their rule, not as bins of a width."""
+them, rule-built hierarchies (docs/design.md §3a) described by their rule, not as bins of a width."""
 
 from __future__ import annotations
 

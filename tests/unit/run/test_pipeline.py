@@ -1,6 +1,6 @@
 """The core's phase functions over in-memory Arrow tables (no files): phase 1's statistics,
 phase 2's root keys and search, phase 3's generalisation, chunked any way, against the
-exhaustive oracle (tests/oracle.py, written from SPEC alone) and the privacy policy."""
+exhaustive oracle (tests/oracle.py, written from docs/design.md alone) and the privacy policy."""
 
 from __future__ import annotations
 

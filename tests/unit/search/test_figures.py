@@ -17,7 +17,9 @@ def test_figures_of_a_node_with_suppression():
     fig = NodeFigures.of(ClassTable(sizes), policy, node=(1, 0), tops=(2, 2))
     assert (fig.n_records, fig.n_suppressed, fig.max_suppressed) == (27, 3, 5)
     assert (fig.n_classes, fig.min_class_size, fig.passes) == (3, 5, True)
-    assert fig.dm_star == 5**2 + 7**2 + 12**2 + 3**2  # the suppressed as one class (SPEC §4)
+    assert (
+        fig.dm_star == 5**2 + 7**2 + 12**2 + 3**2
+    )  # the suppressed as one class (docs/design.md §4)
     assert fig.dm == 5**2 + 7**2 + 12**2 + 27 * 3  # kept |E|^2 + N * s
     assert NodeFigures.from_dict(fig.to_dict()) == fig
 

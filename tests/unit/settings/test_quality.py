@@ -1,4 +1,4 @@
-"""`quality:` (SPEC §4d) read once where it enters: the file, CLI flags and DAG params go through
+"""`quality:` (docs/design.md §4d) read once where it enters: the file, CLI flags and DAG params go through
 the settings table; a bad value is one line naming it, exit 2, nothing written."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Microaggregation's per-class aggregates (SPEC §4f) against an oracle written from ARX's
+"""Microaggregation's per-class aggregates (docs/design.md §4f) against an oracle written from ARX's
 definitions with pandas (the whole table grouped by class), and ARX's number formatting."""
 
 from __future__ import annotations

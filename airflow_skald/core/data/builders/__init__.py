@@ -1,4 +1,4 @@
-"""Hierarchies built from rules (SPEC §3a): one module per builder (dates, masked codes,
+"""Hierarchies built from rules (docs/design.md §3a): one module per builder (dates, masked codes,
 intervals, ordered groups). Each parses and validates its rule at config load into a small
 frozen rule object, and turns phase 1's domain into an ordinary `Hierarchy`."""
 

@@ -1,4 +1,4 @@
-"""Date hierarchies (SPEC §3a `type: date`, ARX's date builder).
+"""Date hierarchies (docs/design.md §3a `type: date`, ARX's date builder).
 
 A rule lists granularities finest first: second, minute, hour, day, week (ISO 8601), month,
 quarter, year, then year bands `{years: N}` aligned to multiples of N from year 0, each a
@@ -176,7 +176,7 @@ def as_utc_timestamps(name: str, arr: pa.Array, where) -> tuple[pa.Array, bool]:
 
 def level0_labels(name: str, rule: DateRule, arr: pa.Array, where) -> Level0:
     """Each entry of `arr` (a chunk's distinct entries) cut to the rule's first level and
-    labelled as SPEC §3a writes it (ISO-8601; `2020-W11`, `2020-Q1`, `2020-2024`)."""
+    labelled as docs/design.md §3a writes it (ISO-8601; `2020-W11`, `2020-Q1`, `2020-2024`)."""
     ts, zoned = as_utc_timestamps(name, arr, where)
     first = rule.first
     unit = "year" if isinstance(first, int) else first

@@ -1,6 +1,6 @@
-"""Interval hierarchies of numerical QIDs (SPEC §3a `bins`, ARX's interval builder).
+"""Interval hierarchies of numerical QIDs (docs/design.md §3a `bins`, ARX's interval builder).
 
-Level 0 stays the value quantised by `min_width` (SPEC §3); `bins` (strictly increasing cut
+Level 0 stays the value quantised by `min_width` (docs/design.md §3); `bins` (strictly increasing cut
 points) make level 1 of half-open intervals `[a-b)`, with `below` / `above` labels for values
 outside the outer cuts (else such a value is an error); `group: [g1, g2, ...]` merges runs of
 g_j adjacent intervals of the previous level (the below / above bins are never merged). The

@@ -1,4 +1,4 @@
-"""The one finishing step every hierarchy builder shares (SPEC §3a).
+"""The one finishing step every hierarchy builder shares (docs/design.md §3a).
 
 A builder computes, for each level-0 label of the data's domain, its label at each built
 level; this turns those columns into an ordinary `Hierarchy`: a built level holding one label

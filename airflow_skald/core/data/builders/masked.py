@@ -1,4 +1,4 @@
-"""Masked-code hierarchies (SPEC §3a `type: masked`, ARX's redaction builder).
+"""Masked-code hierarchies (docs/design.md §3a `type: masked`, ARX's redaction builder).
 
 Level i replaces the last `steps[i]` characters of a code with `*` (`from: left`: the first
 ones); the fully masked level is the top `*`. Codes must share one length unless `pad` is
@@ -76,7 +76,7 @@ def is_numeric_type(typ: pa.DataType) -> bool:
 
 def code_text(name: str, arr: pa.Array) -> tuple[pa.Array, bool]:
     """Distinct entries of a chunk as code text, and whether they are all numbers (a numeric
-    column: SPEC §3a reads it as a code only with `pad`). Whole floats lose their `.0`."""
+    column: docs/design.md §3a reads it as a code only with `pad`). Whole floats lose their `.0`."""
     typ = arr.type
     if is_numeric_type(typ):
         if pa.types.is_floating(typ):

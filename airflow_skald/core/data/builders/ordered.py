@@ -1,4 +1,4 @@
-"""Ordered-group hierarchies of categorical QIDs (SPEC §3a `order`, ARX's order builder).
+"""Ordered-group hierarchies of categorical QIDs (docs/design.md §3a `order`, ARX's order builder).
 
 `order` lists every category in its natural order; `group: [g1, g2, ...]` merges runs of g_j
 adjacent groups of the previous level; a run is labelled `first-last` by its first and last

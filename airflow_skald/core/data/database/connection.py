@@ -1,4 +1,4 @@
-"""A database connection as the command line names it (SPEC §2a): a URI, or the name of an
+"""A database connection as the command line names it (docs/design.md §2a): a URI, or the name of an
 environment variable holding one. The Airflow operators resolve a connection id instead
 (``operators/connections.py``). A password is never shown: messages and settings carry the
 connection's name, or its URI without the password (`redacted`)."""

@@ -1,4 +1,4 @@
-"""Read a table or query once, as Arrow batches, into staged Parquet chunks (SPEC §2a).
+"""Read a table or query once, as Arrow batches, into staged Parquet chunks (docs/design.md §2a).
 
 ADBC's PostgreSQL driver runs the query as ``COPY (...) TO STDOUT (FORMAT binary)`` and hands
 the rows over as Arrow record batches: no row passes through a Python object. The batches are

@@ -1,4 +1,4 @@
-"""A table release in PostgreSQL (SPEC §2a): written to a new table, read back, swapped in.
+"""A table release in PostgreSQL (docs/design.md §2a): written to a new table, read back, swapped in.
 
 - **One writer per table**: a `TableWriter` holds the target's session advisory lock
   (``pg_try_advisory_lock`` on ``skald-release:{schema.table}``) from before it creates the

@@ -1,4 +1,4 @@
-"""A table or a query as a run's input (SPEC §2a):
+"""A table or a query as a run's input (docs/design.md §2a):
 
     input: {table: clinic.patients, connection: clinic_db, order_by: [patient_id]}
     input: {sql: "SELECT * FROM clinic.patients", connection: clinic_db, order_by: [patient_id]}

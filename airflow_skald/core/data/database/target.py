@@ -1,4 +1,4 @@
-"""A table as the release (SPEC §2a):
+"""A table as the release (docs/design.md §2a):
 
     output: {table: research.patients_k10, connection: warehouse}          # path: optional
 

@@ -1,4 +1,4 @@
-"""l-diversity and t-closeness over per-class distributions of one sensitive attribute (SPEC §4b).
+"""l-diversity and t-closeness over per-class distributions of one sensitive attribute (docs/design.md §4b).
 
 Pure numpy, no I/O. A node's classes and the counts of the sensitive attribute's values in each
 class are held sparsely as a `ClassValues` (one row per non-empty (class, value) pair, rows in
@@ -6,7 +6,7 @@ class are held sparsely as a `ClassValues` (one row per non-empty (class, value)
 Each criterion returns a `Verdict`: a bool mask of the classes that satisfy it and a figure per
 class (distinct count, entropy l, recursive ratio, distance).
 
-Exactness: every decision is exact, as SPEC §4b asks (ARX decides in doubles and can differ on
+Exactness: every decision is exact, as docs/design.md §4b asks (ARX decides in doubles and can differ on
 exact ties; we do not). Each criterion is evaluated for all classes at once in float64, with an
 error bound per class that is well above float64's worst case; the few classes whose float
 figure lies within that bound of the threshold are decided again exactly: t-closeness by the

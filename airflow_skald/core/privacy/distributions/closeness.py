@@ -1,4 +1,4 @@
-"""t-closeness over per-class distributions (SPEC §4b): equal, ordered and hierarchical ground
+"""t-closeness over per-class distributions (docs/design.md §4b): equal, ordered and hierarchical ground
 distance (ARX's EMD), screened in float64 and decided exactly near the threshold."""
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ class EmdHierarchy:
 
     `levels[v, L]` is the id of value v's ancestor at level L (ids numbered per level; column 0,
     the value itself, is ignored), for every value code v; H = levels.shape[1] - 1 is the top
-    level. It must be functional (a level-L node has one parent at level L+1), as SPEC §3 asks.
+    level. It must be functional (a level-L node has one parent at level L+1), as docs/design.md §3 asks.
     """
 
     levels: np.ndarray

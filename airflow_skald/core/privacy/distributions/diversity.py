@@ -1,4 +1,4 @@
-"""l-diversity over per-class distributions (SPEC §4b): distinct, entropy and recursive (c,l),
+"""l-diversity over per-class distributions (docs/design.md §4b): distinct, entropy and recursive (c,l),
 decided exactly (see the package's docstring)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The keyed pseudo-random streams of a differentially private run (SPEC §4e).
+"""The keyed pseudo-random streams of a differentially private run (docs/design.md §4e).
 
 Every random decision of a DP run (which records the sample keeps, which pivot the search
 draws) is a function of the secret, the run's identity and the decision's position: a Philox

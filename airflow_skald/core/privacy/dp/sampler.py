@@ -1,4 +1,4 @@
-"""The sample of a differentially private run (SPEC §4e, ARX's ``EDDifferentialPrivacy``):
+"""The sample of a differentially private run (docs/design.md §4e, ARX's ``EDDifferentialPrivacy``):
 every input record is kept with probability β, decided by the keyed stream (`keys`) at the
 record's row number in input order, so the sample does not depend on how the input is cut
 into chunks nor on the workers, and every pass (counting, generalising) and every retry of the

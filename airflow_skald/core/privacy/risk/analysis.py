@@ -1,4 +1,4 @@
-"""The risk analysis of a table (SPEC §4c), from its class sizes alone, as ARX's
+"""The risk analysis of a table (docs/design.md §4c), from its class sizes alone, as ARX's
 ``RiskEstimateBuilder`` reports it: prosecutor risk (records at risk above a threshold, the
 highest risk, the average), journalist (= prosecutor: no population table is given), marketer,
 sample uniques, and population uniques by Zayatz, Pitman, SNB and Dankar's rule with the model

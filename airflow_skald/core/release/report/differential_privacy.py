@@ -1,4 +1,4 @@
-"""Section: (ε, δ)-differential privacy (SPEC §4e): the parameters, the sample, the node and
+"""Section: (ε, δ)-differential privacy (docs/design.md §4e): the parameters, the sample, the node and
 the composition of releases of the same data."""
 
 from __future__ import annotations

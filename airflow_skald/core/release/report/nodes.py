@@ -38,7 +38,7 @@ def _level_meaning(q: Mapping, level: object, top: object, paper: str) -> str:
 
 
 def _rule_level(rule: Mapping, level: int) -> str:
-    """What level `level` (0 < level < top) of a rule-built hierarchy (SPEC §3a) holds."""
+    """What level `level` (0 < level < top) of a rule-built hierarchy (docs/design.md §3a) holds."""
     kind = rule.get("type")
     if kind == "date":
         unit = (rule.get("levels") or [])[level : level + 1]
@@ -121,7 +121,7 @@ def ram_root_html(m: Mapping) -> str:
         if m.get("histogram_bins_derived")
         else " (configured)"
     )
-    if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (SPEC 4a)
+    if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (docs/design.md §4a)
         criteria = [x for x in m.get("privacy_models") or [] if x.get("attribute")]
         what = "non-empty (class, value) pairs" if criteria else "non-empty bins"
         fits = (

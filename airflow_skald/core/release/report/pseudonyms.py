@@ -1,4 +1,4 @@
-"""Section part (audit): the report's lines on pseudonymised direct identifiers (SPEC §2a): which columns, how,
+"""Section part (audit): the report's lines on pseudonymised direct identifiers (docs/design.md §2a): which columns, how,
 and what a pseudonym lets a reader do (link records), from the manifest alone."""
 
 from __future__ import annotations

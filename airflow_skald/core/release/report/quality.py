@@ -41,7 +41,7 @@ def quality_html(m: Mapping, plots: Mapping[str, str]) -> str:
     return "<h2>Information loss</h2>" + table(rows, ["metric", "value"]) + _class_sizes(m, plots)
 
 
-#: the quality models (SPEC §4d) in the report's order, with what each measures
+#: the quality models (docs/design.md §4d) in the report's order, with what each measures
 QUALITY_MODELS = (
     ("dm_star", "DM* (paper)"),
     ("dm_star_arx", "DM* (ARX)"),

@@ -1,4 +1,4 @@
-"""Section: local recoding (SPEC §4f): the figures before and after the steps, each step's node
+"""Section: local recoding (docs/design.md §4f): the figures before and after the steps, each step's node
 and records, and a chart of the records kept (released) after the global node and each step."""
 
 from __future__ import annotations

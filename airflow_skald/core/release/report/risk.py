@@ -52,7 +52,7 @@ def _share(x: object) -> str:
 
 
 def risk_analysis_html(m: Mapping, plots: Mapping[str, str]) -> str:
-    """The risk analysis of the released records (SPEC §4c, as ARX's risk perspective)."""
+    """The risk analysis of the released records (docs/design.md §4c, as ARX's risk perspective)."""
     a = m.get("risk_analysis")
     if not isinstance(a, Mapping):
         return ""

@@ -1,4 +1,4 @@
-"""Sections: what the release is still good for (the manifest's `utility`, SPEC §5), and the
+"""Sections: what the release is still good for (the manifest's `utility`, docs/design.md §5), and the
 warning about QIDs generalised to the top for every released record (always shown)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The decision of a differentially private run (SPEC §4e): the node (given, or SafePub's
+"""The decision of a differentially private run (docs/design.md §4e): the node (given, or SafePub's
 search), its classes over the sampled records judged by the privacy models, and the figures
 over all input records (records the sample left out count as suppressed)."""
 

@@ -1,4 +1,4 @@
-"""SafePub's node choice (ARX's ``DataDependentEDDPAlgorithm``, SPEC §4e) over the classes of
+"""SafePub's node choice (ARX's ``DataDependentEDDPAlgorithm``, docs/design.md §4e) over the classes of
 the sampled records, rolled up from phase 2's root counts (no pass over the data).
 
 The pivot starts at the top node. Each step adds the pivot's direct predecessors to the

@@ -1,4 +1,4 @@
-"""The date builder (SPEC §3a, core/data/builders/dates.py) against hierarchies worked out by
+"""The date builder (docs/design.md §3a, core/data/builders/dates.py) against hierarchies worked out by
 hand: leap days, year ends, ISO weeks, time zones, bad rules."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The interval builder (SPEC §3a, core/data/builders/intervals.py): cut points, groups, labels
+"""The interval builder (docs/design.md §3a, core/data/builders/intervals.py): cut points, groups, labels
 below and above the cuts, decimals, bad rules."""
 
 from __future__ import annotations

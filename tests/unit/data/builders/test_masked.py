@@ -1,4 +1,4 @@
-"""The masking builder (SPEC §3a, core/data/builders/masked.py): ZIP codes padded from numbers,
+"""The masking builder (docs/design.md §3a, core/data/builders/masked.py): ZIP codes padded from numbers,
 ICD-10 codes masked from either side, bad rules."""
 
 from __future__ import annotations

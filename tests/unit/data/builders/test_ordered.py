@@ -1,4 +1,4 @@
-"""The order builder (SPEC §3a, core/data/builders/ordered.py): ordered groups of a categorical
+"""The order builder (docs/design.md §3a, core/data/builders/ordered.py): ordered groups of a categorical
 QID with range labels or given ones."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The DP config (SPEC §4e): its settings on every route, the combinations ARX refuses (one
+"""The DP config (docs/design.md §4e): its settings on every route, the combinations ARX refuses (one
 line each), the suppression limit it runs with, and the secret's reference."""
 
 from __future__ import annotations
