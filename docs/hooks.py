@@ -4,6 +4,8 @@
   adr/ to "Decisions", others to "More"), so a page another engineer adds is always reachable.
 - adr/index.md is generated: each decision record with its title and status line.
 - The figures the pages show from results/ (outside docs/) are copied into the site.
+- A mention of a decision record (`ADR 0019`) or of a design section (`docs/design.md §4e`)
+  outside code becomes a link to it, so a missing record or section fails the strict build.
 - The settings reference must be what the settings table writes (`make docs` rewrites it): a
   stale page is a warning, so the strict build fails.
 """
@@ -11,6 +13,8 @@
 from __future__ import annotations
 
 import logging
+import posixpath
+import re
 from pathlib import Path
 
 from mkdocs.structure.files import File, Files
@@ -91,3 +95,25 @@ def on_files(files: Files, config) -> Files:
             "docs/reference/settings.md is not what the settings table writes: run `make docs`"
         )
     return files
+
+
+_CODE = re.compile(r"(^```.*?^```|`[^`\n]*`|\[[^\]\n]*\]\([^)\n]*\))", re.S | re.M)
+_MENTION = re.compile(r"\bADR (\d{4})\b|\bdocs/design\.md §(\d[a-f]?)\b")
+
+
+def _link(match: re.Match, page_dir: str, records: dict[str, str]) -> str:
+    adr, section = match.groups()
+    target, fragment = (records.get(adr), "") if adr else ("design.md", f"#s{section}")
+    if target is None:
+        log.warning("a mention of ADR %s, which does not exist", adr)
+        return match[0]
+    return f"[{match[0]}]({posixpath.relpath(target, page_dir or '.')}{fragment})"
+
+
+def on_page_markdown(markdown: str, page, config, files) -> str:
+    records = {p.name[:4]: f"adr/{p.name}" for p in (DOCS / "adr").glob("[0-9]*.md")}
+    page_dir = posixpath.dirname(page.file.src_uri)
+    parts = _CODE.split(markdown)
+    for i in range(0, len(parts), 2):  # the even parts lie outside code and links
+        parts[i] = _MENTION.sub(lambda m: _link(m, page_dir, records), parts[i])
+    return "".join(parts)

@@ -24,16 +24,16 @@ _HEADER = """# Settings reference
 <!-- Written by `python -m airflow_skald.core.settings.reference` (`make docs`) from the settings
 table, airflow_skald/core/settings/table.py: edit the table, not this page. -->
 
-Every per-run setting, as the one settings table defines it (ADR 0010): where it sits in the
-YAML file, its `skald run` flag and its DAG param, the values it takes and its default when the
-file leaves it out. A flag or param left empty means the file's value, never a hidden default
-([§2](../design.md#s2)); a bad value is refused on every route with the same one line,
-`<setting> must be <values> (got ...)`. The file's other sections (input and output, the QIDs
+Every per-run setting, as the one settings table defines it (ADR 0010): its name, which is also
+its DAG param's, where it sits in the YAML file, its `skald run` flag, the values it takes and
+its default when the file leaves it out. A flag or param left empty means the file's value,
+never a hidden default ([§2](../design.md#s2)); a bad value is refused on every route with the
+same one line, `<setting> must be <values> (got ...)`. The file's other sections (input and output, the QIDs
 and their hierarchies, the criteria themselves) are described in the
 [configuration guide](../guide/configuration.md) and the [design](../design.md).
 
-| setting | YAML key | `skald run` flag | DAG param | values | default | what |
-|---|---|---|---|---|---|---|
+| setting (DAG param) | YAML key | `skald run` flag | values (default) | what |
+|---|---|---|---|---|
 """
 
 _FOOTER = """
@@ -72,13 +72,12 @@ def _flag(setting: Setting) -> str:
 
 
 def _row(setting: Setting) -> str:
+    default = "" if setting.default is None else f" ({_value(setting.default)})"
     cells = (
-        f"`{setting.name}`",
+        f"`{setting.name}`" + ("" if setting.param else " (not a param)"),
         f"`{'.'.join(setting.path)}`" if setting.path else "—",
         _flag(setting),
-        f"`{setting.name}`" if setting.param else "—",
-        setting.expects.replace("|", "\\|"),
-        _value(setting.default),
+        setting.expects.replace("|", "\\|") + default,
         _linked(setting.description),
     )
     return "| " + " | ".join(cells) + " |"

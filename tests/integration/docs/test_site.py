@@ -49,15 +49,19 @@ def test_the_settings_reference_is_the_settings_tables() -> None:
     page = (DOCS / "reference" / "settings.md").read_text(encoding="utf-8")
     assert page == render(), "docs/reference/settings.md is stale: run `make docs`"
     rows = {
-        line.split("|")[1].strip(): line for line in page.splitlines() if line.startswith("| `")
+        line.split("|")[1].strip().removesuffix(" (not a param)"): line
+        for line in page.splitlines()
+        if line.startswith("| `")
     }
     assert set(rows) == {f"`{s.name}`" for s in SETTINGS}
     for setting in SETTINGS:
         row = rows[f"`{setting.name}`"]
+        assert ("(not a param)" not in row) == setting.param, row
         if setting.path:
             assert f"`{'.'.join(setting.path)}`" in row
         if setting.cli:
             assert f"`{setting.flag}`" in row
+        assert setting.expects in row
         assert setting.description.split("(")[0].split(";")[0][:40] in row
 
 
