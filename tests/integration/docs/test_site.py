@@ -45,6 +45,14 @@ def test_the_site_builds_strictly_every_link_and_anchor_resolving(tmp_path) -> N
     assert (site / "results" / "dm_ratio.png").exists()
 
 
+def test_the_readmes_links_lead_to_files_of_the_repository() -> None:
+    """The README is not part of the site; its links to pages of docs/ are checked here."""
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", (ROOT / "README.md").read_text("utf-8"))
+    assert len(links) >= 10, links
+    missing = [link for link in links if "://" not in link and not (ROOT / link).exists()]
+    assert not missing, missing
+
+
 def test_the_settings_reference_is_the_settings_tables() -> None:
     page = (DOCS / "reference" / "settings.md").read_text(encoding="utf-8")
     assert page == render(), "docs/reference/settings.md is stale: run `make docs`"
