@@ -3,6 +3,8 @@
 - Every page under docs/ that the nav does not name is added to it (guide/ pages to "Guide",
   adr/ to "Decisions", others to "More"), so a page another engineer adds is always reachable.
 - adr/index.md is generated: each decision record with its title and status line.
+- getting-started.md is the repository's README (prerequisites, the two commands, the tour),
+  its links to docs/ made relative to the site.
 - The figures the pages show from results/ (outside docs/) are copied into the site.
 - A mention of a decision record (`ADR 0019`) or of a design section (`docs/design.md §4e`)
   outside code becomes a link to it, so a missing record or section fails the strict build.
@@ -83,8 +85,14 @@ def _adr_index() -> str:
     )
 
 
+def _readme() -> str:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    return text.replace("](docs/adr/)", "](adr/index.md)").replace("](docs/", "](")
+
+
 def on_files(files: Files, config) -> Files:
     files.append(File.generated(config, "adr/index.md", content=_adr_index()))
+    files.append(File.generated(config, "getting-started.md", content=_readme()))
     for figure in FIGURES:
         files.append(File(figure, str(ROOT), config.site_dir, config.use_directory_urls))
     from airflow_skald.core.settings.reference import render
