@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 import pyarrow as pa
+from helpers_data import make_table
+
+
+def people(n: int = 120) -> pa.Table:
+    """`n` rows of `make_table`'s people (ids 0..n-1), in id order."""
+    return pa.concat_tables([make_table(40, seed=i, start=i * 40) for i in range(n // 40)])
 
 
 def load_table(uri: str, name: str, table: pa.Table, key: list[str] | None = None) -> None:

@@ -68,26 +68,32 @@ class ReleaseIdentity:
 
     @classmethod
     def of_run(
-        cls, config: SkaldConfig, chunks: Sequence[ChunkRef], token: str | None
+        cls, config: SkaldConfig, chunks: Sequence[ChunkRef] | None, token: str | None
     ) -> ReleaseIdentity:
-        """This run's identity, from its effective config and chunk list (before phase 1)."""
+        """This run's identity, from its effective config and chunk list (before phase 1;
+        `chunks` None: before a database input is read, no input fingerprint yet)."""
         from airflow_skald.core.release.manifest import input_fingerprint
 
         dp = any(m.config_key == "differential_privacy" for m in config.privacy)
-        return cls(token, config.fingerprint(), input_fingerprint(list(chunks)), config.k, dp)
+        fingerprint = input_fingerprint(list(chunks)) if chunks is not None else None
+        return cls(token, config.fingerprint(), fingerprint, config.k, dp)
 
     def may_replace(self, existing: ReleaseIdentity) -> bool:
         """A retry of the run that made `existing`, or an identical rerun (never of a DP
-        release, nor by a DP run: each draws its own sample, and releases compose)."""
+        release, nor by a DP run: each draws its own sample, and releases compose). This
+        identity without input fingerprint (a database input not read yet) is judged as if
+        its input were the same: what it refuses is refused whatever the input."""
         if self.run_token and existing.run_token == self.run_token:
             return True
         if self.dp or existing.dp:
             return False
+        same_input = self.input_fingerprint is None or (
+            existing.input_fingerprint == self.input_fingerprint
+        )
         return (
             self.config_sha256 is not None
-            and self.input_fingerprint is not None
             and existing.config_sha256 == self.config_sha256
-            and existing.input_fingerprint == self.input_fingerprint
+            and same_input
         )
 
 
@@ -207,7 +213,7 @@ def replacement_message(out: str, existing: ReleaseIdentity, ours: ReleaseIdenti
         differs.append(f"k={ours.k}")
     if ours.config_sha256 != existing.config_sha256:
         differs.append(f"config {(ours.config_sha256 or '?')[:12]}")
-    if ours.input_fingerprint != existing.input_fingerprint:
+    if ours.input_fingerprint is not None and ours.input_fingerprint != existing.input_fingerprint:
         differs.append("another input")
     this = f"; this run has {', '.join(differs)}" if differs else ""
     return (

@@ -29,14 +29,15 @@ import posixpath
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 from airflow_skald.core.data.database.release_table import (
     TableState,
     TableWriter,
-    comment_text,
+    cannot_keep,
     read_table,
+    table_properties,
     table_state,
 )
 from airflow_skald.core.data.database.target import TableTarget
@@ -46,9 +47,11 @@ from airflow_skald.core.release.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.commit import (
     MANIFEST,
     ReleaseIdentity,
+    _output_of,
     refuse_superseded,
     replacement_message,
 )
+from airflow_skald.core.release.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.population_counts import POPULATION_COUNTS
 from airflow_skald.core.release.recoding_steps import RECODING_STEPS
 
@@ -91,19 +94,32 @@ def found_token(target: TableTarget, state: TableState) -> str | None:
 
 
 def check_table_target(
-    target: TableTarget, uri: str, identity: ReleaseIdentity | None, overwrite: bool
+    target: TableTarget,
+    uri: str,
+    identity: ReleaseIdentity | None,
+    overwrite: bool,
+    columns: Sequence[str] | None = None,
+    qids: Sequence[str] = (),
+    k: int = 1,
 ) -> None:
     """Before any work: the schema exists; a table there is a skald release, replaced only as
-    a folder release is (`ReleaseIdentity.may_replace`, or `overwrite`)."""
+    a folder release is (`ReleaseIdentity.may_replace`, or `overwrite`; an identity without
+    input fingerprint: judged before a database input is read, as if the input were the
+    same), and only if the new table can keep what the old one has (`table_properties`; with
+    the release's `columns`, its `qids` and `k` once they are known)."""
     state = table_state(uri, target)
     if not state.schema_exists:
         raise DataError(f"{_label(target)}: schema {target.schema} does not exist")
     found_token(target, state)
-    if identity is None or overwrite or not state.exists:
+    if identity is None or not state.exists:
         return
     existing = ReleaseIdentity.from_manifest(state.release)
-    if not identity.may_replace(existing):
-        raise DataError(replacement_message(_label(target), existing, identity))
+    if not overwrite and not identity.may_replace(existing):
+        raise DataError(replacement_message(f"table {target.qualified}", existing, identity))
+    props = table_properties(uri, target)
+    problems = props.problems(columns, qids, k) if props is not None else []
+    if problems:
+        raise DataError(cannot_keep(target, problems))
 
 
 def table_in_place(target: TableTarget, uri: str) -> str | None:
@@ -116,7 +132,7 @@ def check_table_not_superseded(
 ) -> None:
     """`check_not_superseded` for a table: the release in it is this run's or its
     predecessor's."""
-    refuse_superseded(_label(target), table_in_place(target, uri), token, predecessor)
+    refuse_superseded(f"table {target.qualified}", table_in_place(target, uri), token, predecessor)
 
 
 def publish_table(
@@ -127,9 +143,11 @@ def publish_table(
     manifest_bytes: bytes,
     predecessor: str | None,
     check_lease: Callable[[], None] | None = None,
+    output: str | None = None,
 ) -> None:
     """Write, verify and swap in the table release whose parts and manifest are staged;
-    then remove the parts from the staging folder (its records go to the release folder)."""
+    then remove the parts from the staging folder (its records go to the release folder
+    `output`, beside which the rows are read back: `leftovers.read_back_path`)."""
     token = str(manifest["run_token"])
     parts = [staging.rstrip("/") + "/" + name for name in manifest["parts"]]
     chunk_rows = int(manifest.get("settings", {}).get("chunk_rows") or _READ_BACK_ROWS)
@@ -137,7 +155,9 @@ def publish_table(
     def judge(state: TableState) -> None:
         if check_lease is not None:
             check_lease()  # a run that lost the output's lease publishes nothing
-        refuse_superseded(_label(target), found_token(target, state), token, predecessor)
+        refuse_superseded(
+            f"table {target.qualified}", found_token(target, state), token, predecessor
+        )
 
     seconds = []
     with TableWriter(uri, target, token) as writer:
@@ -145,12 +165,12 @@ def publish_table(
         t0 = time.perf_counter()
         rows = writer.load(parts)
         seconds.append(time.perf_counter() - t0)
-        with _private_folder() as back:
+        with _private_folder(output or _output_of(staging), token) as back:
             copied = writer.read_back(back, min(chunk_rows, _READ_BACK_ROWS))
             seconds.append(time.perf_counter() - t0 - sum(seconds))
             report = _verify_rows(target, back, copied, manifest, staging)
             seconds.append(time.perf_counter() - t0 - sum(seconds))
-        writer.swap(comment_text(table_identity(manifest, manifest_bytes)), judge)
+        writer.swap(table_identity(manifest, manifest_bytes), judge)
         seconds.append(time.perf_counter() - t0 - sum(seconds))
     log.info(
         "table release %s: %d rows written, read back and verified (%s), swapped in "
@@ -199,10 +219,19 @@ def _verify_rows(
 
 
 class _private_folder:
-    """A temporary folder only this user reads (the rows read back), removed at exit."""
+    """A folder only this user reads (the rows read back), removed at exit: a run's is
+    beside its release folder (`leftovers.read_back_path`: the next run or the retry removes
+    what a killed one left), `skald verify`'s a temporary folder."""
+
+    def __init__(self, output: str | None = None, token: str = "") -> None:
+        self.output, self.token = output, token
 
     def __enter__(self) -> str:
-        self.path = tempfile.mkdtemp(prefix="skald-table-")
+        if self.output is None:
+            self.path = tempfile.mkdtemp(prefix="skald-table-")
+        else:
+            remove_read_backs(self.output)  # of killed runs (the caller holds the lease)
+            self.path = read_back_path(self.output, self.token)
         return self.path
 
     def __exit__(self, *exc_info) -> None:

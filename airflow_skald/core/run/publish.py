@@ -62,7 +62,8 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
         if run.config.output_table is not None:  # the rows: into a new table, swapped in
             check = run.lease.check if run.lease is not None else None
             args = (run.staging, manifest, to_json_bytes(manifest), run.predecessor(), check)
-            publish_table(run.config.output_table, run.output_uri(), *args)
+            out = run.config.output.path
+            publish_table(run.config.output_table, run.output_uri(), *args, output=out)
         committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)
     except BaseException:

@@ -35,6 +35,7 @@ from airflow_skald.core.release.lease import (
     output_lease,
     release_run_lease,
 )
+from airflow_skald.core.release.leftovers import clear_leftovers
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import ENCODE
@@ -109,6 +110,7 @@ def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int
     check_still_current(run)  # a cleared stale run: refused before phase 1
     try:
         with claim_output(run, ttl_s, judge=judge):  # for later tasks
+            clear_output(run)
             archive_config(run)
             groups = run.layout(chunks_per_group)
             run.check_target()
@@ -120,6 +122,14 @@ def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int
             run.lease.release()
         raise
     return groups
+
+
+def clear_output(run: Run) -> None:
+    """What killed runs left beside the output (`leftovers.clear_leftovers`), removed or
+    completed by this run, which holds the output's lease."""
+    table = run.config.output_table
+    uri = run.output_uri() if table is not None else None
+    clear_leftovers(run.config.output.path, run.token, table, uri)
 
 
 def check_still_current(run: Run) -> None:
@@ -161,6 +171,7 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
     with output_lease(run.config.output, run.token) as lease:
         run.lease = lease
         try:
+            clear_output(run)
             run.layout()
             run.check_target()
             remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs

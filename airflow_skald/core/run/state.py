@@ -10,11 +10,12 @@ from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.connection import resolve_uri
 from airflow_skald.core.data.database.extract import extract, remove_staged
-from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.data.io import ChunkRef, column_names
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.generalise.part import released_columns
 from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
 from airflow_skald.core.privacy.dp import keys as dp_keys
 from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
@@ -119,8 +120,7 @@ class Run:
         """List the chunks once (phase 0) and cut them into groups for mapped tasks; a
         database input is read here, once, into the staged chunks the passes read."""
         self.check_secrets()  # no key, one key for both: refused before any read
-        if self.config.output_table is not None:  # no schema, a foreign table: before a read
-            check_table_target(self.config.output_table, self.output_uri(), None, False)
+        self.check_target_early()
         chunks = self.extract() if self.config.database else P.list_chunks(self.config)
         ids = [c.chunk_id for c in chunks]
         size = max(1, int(chunks_per_group))
@@ -152,17 +152,41 @@ class Run:
     def groups(self) -> list[dict]:
         return read_json(self.store, CHUNKS)["groups"]
 
+    def check_target_early(self) -> None:
+        """Before a database input is read (an extract may take long): a table target's
+        schema exists and its table is a skald release; a release that this run may not
+        replace whatever its input, or a table whose properties no release can keep, is
+        refused now (`check_target` judges again once the input is known)."""
+        table, overwrite = self.config.output_table, self.config.overwrite
+        if table is None and self.config.database is None:
+            return  # files: listed at once, judged by `check_target`
+        identity = ReleaseIdentity.of_run(self.config, None, self.token)
+        if table is not None:
+            check_table_target(table, self.output_uri(), identity, overwrite)
+        else:
+            check_output_target(self.config.output, self.config.input, identity, overwrite)
+
     def check_target(self) -> None:
         """Before phase 1: the output is not the input nor foreign data, and a release there
         is replaced only by a retry of its run, an identical rerun, or with `overwrite`
-        (a table release: the release its comment names)."""
-        identity = ReleaseIdentity.of_run(self.config, self.chunks(), self.token)
+        (a table release: the release its comment names, and only if the new table can keep
+        what the old one has: `table_properties`)."""
+        chunks = self.chunks()
+        identity = ReleaseIdentity.of_run(self.config, chunks, self.token)
         table, overwrite = self.config.output_table, self.config.overwrite
         check_output_target(
             self.config.output, self.config.input, None if table else identity, overwrite
         )
         if table is not None:
-            check_table_target(table, self.output_uri(), identity, overwrite)
+            columns = (
+                released_columns(self.config, column_names(self.config.input, chunks[0].file))
+                if chunks
+                else None
+            )
+            qids = self.config.qid_names
+            check_table_target(
+                table, self.output_uri(), identity, overwrite, columns, qids, self.config.k
+            )
         if not self.store.exists(TARGET):  # the first attempt's view: a retry keeps it
             found = self.release_in_place()
             write_json(

@@ -21,20 +21,15 @@ import sys
 import time
 from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from helpers_data import REPO, config_dict, make_table, release_rows, run_inprocess, write_config
-from helpers_postgres import execute, load_table
+from helpers_data import REPO, config_dict, release_rows, run_inprocess, write_config
+from helpers_postgres import execute, load_table, people
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.run import runner
 
 TABLE = "research.people_k3"
-
-
-def _people(n: int = 120) -> pa.Table:
-    return pa.concat_tables([make_table(40, seed=i, start=i * 40) for i in range(n // 40)])
 
 
 def _config(tmp_path: Path, k: int = 3, **output) -> dict:
@@ -71,16 +66,6 @@ def _tables(uri: str) -> list[str]:
     rows = _query(uri, "SELECT relname::text FROM pg_class WHERE relnamespace = "
                   "'research'::regnamespace AND relkind = 'r' ORDER BY 1")  # fmt: skip
     return [r[0] for r in rows]
-
-
-@pytest.fixture
-def warehouse(tmp_path, pg_uri, monkeypatch) -> str:
-    import pyarrow.parquet as pq
-
-    pq.write_table(_people(), tmp_path / "people.parquet")
-    execute(pg_uri, "CREATE SCHEMA research")
-    monkeypatch.setenv("SKALD_TEST_DB", pg_uri)
-    return pg_uri
 
 
 def test_table_release_holds_the_folder_release_and_verifies(
@@ -149,7 +134,7 @@ def test_replacement_rules_of_a_folder_release(tmp_path, warehouse, capsys, monk
     cfg = config_from_dict({**_config(tmp_path, k=5)}).with_overrides({"overwrite": True})
     assert runner.run(cfg)["k"] == 5 and _comment(warehouse)["k"] == 5
     # a table that is not a skald release is never replaced, overwrite or not
-    load_table(warehouse, "research.foreign", _people(40))
+    load_table(warehouse, "research.foreign", people(40))
     foreign = _config(tmp_path, path=str(tmp_path / "foreign-release"))
     foreign["output"]["table"] = "research.foreign"
     with pytest.raises(DataError, match="exists and is not a skald release"):

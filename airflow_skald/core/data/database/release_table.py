@@ -11,8 +11,10 @@
 - **Read back** (`read_back`): its rows as Parquet parts in a private folder, which the
   release check reads like a folder release.
 - **Swap** (`swap`): one transaction: the target's comment is read again and judged (a newer
-  release by another run: refused), the old table dropped, the new one renamed into its place
-  and commented with the release's identity (the manifest's SHA-256, the run token, ...).
+  release by another run: refused), what the old table keeps read (`table_properties`: owner,
+  grants, row-level security and policies, indexes, constraints, comments...), the old table
+  dropped, the new one renamed into its place, given those properties and commented with the
+  release's identity (the manifest's SHA-256, the run token, ...) and the table's description.
   A kill anywhere before its COMMIT leaves the old table as it was, queryable.
 """
 
@@ -31,6 +33,12 @@ import pyarrow.parquet as pq
 from airflow_skald.core.data.database.connection import redacted, scrub
 from airflow_skald.core.data.database.extract import connect, write_chunks
 from airflow_skald.core.data.database.source import quote_ident
+from airflow_skald.core.data.database.table_properties import (
+    TableProperties,
+    literal,
+    read_acl,
+    read_properties,
+)
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import decode_dictionaries, local_path
 from airflow_skald.core.errors import DataError
@@ -51,20 +59,38 @@ def quoted(schema: str, name: str) -> str:
     return f"{quote_ident(schema)}.{quote_ident(name)}"
 
 
-def comment_text(identity: dict[str, Any]) -> str:
-    """The table's comment: ``skald release {json}`` (no value of a record, no secret)."""
-    return COMMENT_PREFIX + json.dumps(identity, sort_keys=True, separators=(",", ":"))
+def comment_text(identity: dict[str, Any], description: str | None = None) -> str:
+    """The table's comment: ``skald release {json}`` (no value of a record, no secret), then
+    on the next lines the table's description if it had one (kept from release to release)."""
+    text = COMMENT_PREFIX + json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return text + ("\n" + description if description else "")
+
+
+def _split_comment(text: str | None) -> tuple[dict | None, str | None]:
+    """The release identity a comment holds (None if it is not a skald release's) and the
+    description after it."""
+    if not text or not text.startswith(COMMENT_PREFIX):
+        return None, None
+    try:
+        body, end = json.JSONDecoder().raw_decode(text, len(COMMENT_PREFIX))
+    except ValueError:
+        return None, None
+    if not isinstance(body, dict) or "manifest_sha256" not in body:
+        return None, None
+    rest = text[end:]
+    if rest and not rest.startswith("\n"):
+        return None, None
+    return body, rest[1:] or None
 
 
 def parse_comment(text: str | None) -> dict | None:
     """The release identity a comment holds, None if it is not a skald release's."""
-    if not text or not text.startswith(COMMENT_PREFIX):
-        return None
-    try:
-        body = json.loads(text[len(COMMENT_PREFIX) :])
-    except ValueError:
-        return None
-    return body if isinstance(body, dict) and "manifest_sha256" in body else None
+    return _split_comment(text)[0]
+
+
+def comment_description(text: str | None) -> str | None:
+    """What a skald release's comment says after its identity (the table's description)."""
+    return _split_comment(text)[1]
 
 
 def new_table_name(target: TableTarget, token: str) -> str:
@@ -109,17 +135,32 @@ def _state(cur, target: TableTarget) -> TableState:
     return TableState(bool(schema_exists), bool(exists), comment)
 
 
-def table_state(uri: str, target: TableTarget) -> TableState:
-    """The target as it is now (one short read-only transaction)."""
+def _read_only(uri: str, target: TableTarget, read: Callable[[Any], Any]) -> Any:
+    """`read(cursor)` in one short read-only transaction on the target's database."""
     try:
         with connect(uri) as conn, conn.cursor() as cur:
-            state = _state(cur, target)
+            out = read(cur)
             conn.rollback()
-            return state
+            return out
     except DataError:
         raise
     except Exception as exc:
         raise failure(exc, uri, f"cannot read output table {target.qualified}") from None
+
+
+def table_state(uri: str, target: TableTarget) -> TableState:
+    """The target as it is now."""
+    return _read_only(uri, target, lambda cur: _state(cur, target))
+
+
+def table_properties(uri: str, target: TableTarget) -> TableProperties | None:
+    """What the target table keeps when a release replaces it (None: there is no table)."""
+
+    def read(cur) -> TableProperties | None:
+        exists = _state(cur, target).exists
+        return read_properties(cur, target.schema, target.name) if exists else None
+
+    return _read_only(uri, target, read)
 
 
 class TableWriter:
@@ -244,39 +285,67 @@ class TableWriter:
 
         return self._run(read, "cannot read the new table back")
 
-    def swap(self, comment: str, judge: Callable[[TableState], None]) -> None:
-        """In one transaction: `judge` the target as it is now (it raises to refuse), drop
-        the old table, rename the new one into its place, comment it. Nothing changes unless
-        all of it commits."""
+    def swap(self, identity: dict[str, Any], judge: Callable[[TableState], None]) -> None:
+        """In one transaction: `judge` the target as it is now (it raises to refuse), read
+        what the old table keeps (`table_properties`: refused in one line if the new table
+        cannot have it), drop the old table, rename the new one into its place, give it the
+        old one's properties, comment it. Nothing changes unless all of it commits."""
         schema, name = self.target.schema, self.target.name
+        table = quoted(schema, name)
 
         def step(cur) -> None:
-            judge(_state(cur, self.target))
-            for grant in _grants(cur, quoted(schema, name), quoted(schema, self.new)):
-                cur.execute(grant)  # who could read the old table can read the new one
-            cur.execute(f"DROP TABLE IF EXISTS {quoted(schema, name)}")
+            state = _state(cur, self.target)
+            judge(state)
+            props = read_properties(cur, schema, name) if state.exists else None
+            columns = _columns(cur, quoted(schema, self.new))
+            problems = props.problems(columns) if props is not None else []
+            if problems:
+                raise DataError(cannot_keep(self.target, problems))
+            cur.execute(f"DROP TABLE IF EXISTS {table}")
             cur.execute(f"ALTER TABLE {quoted(schema, self.new)} RENAME TO {quote_ident(name)}")
-            literal = comment.replace("'", "''")
-            cur.execute(f"COMMENT ON TABLE {quoted(schema, name)} IS '{literal}'")
+            if props is not None:
+                self._keep(cur, props, columns)
+            text = comment_text(identity, comment_description(state.comment))
+            cur.execute(f"COMMENT ON TABLE {table} IS {literal(text)}")
 
         self._run(step, "cannot swap the new table in")
         self.swapped = True
 
+    def _keep(self, cur, props: TableProperties, columns: list[str]) -> None:
+        """The old table's properties on the new one (renamed), its privileges last."""
+        table = quoted(self.target.schema, self.target.name)
+        for what, sql in props.statements(table, columns):
+            self._keep_one(cur, what, sql)
+        for sql in props.acl_statements(table, read_acl(cur, table)):
+            self._keep_one(cur, "its privileges", sql)
 
-def _grants(cur, old: str, new: str) -> list[str]:
-    """GRANT statements giving the new table the old one's privileges (its ACL)."""
-    cur.execute(
-        "SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE quote_ident(r.rolname) END, "
-        "a.privilege_type, a.is_grantable "
-        "FROM pg_class c CROSS JOIN LATERAL aclexplode(c.relacl) a "
-        "LEFT JOIN pg_roles r ON r.oid = a.grantee "
-        "WHERE c.oid = to_regclass($1) AND a.grantee <> c.relowner",
-        (old,),
+    def _keep_one(self, cur, what: str, sql: str) -> None:
+        try:
+            cur.execute(sql)
+        except Exception as exc:
+            text = scrub(str(exc).strip(), self.uri).splitlines()
+            raise DataError(
+                f"output table {self.target.qualified}: the new release cannot keep {what} of "
+                f"the table it replaces ({text[0] if text else type(exc).__name__}); the "
+                "previous release stays in place"
+            ) from None
+
+
+def cannot_keep(target: TableTarget, problems: list[str]) -> str:
+    """One line: the table release cannot replace `target` keeping everything it has."""
+    return (
+        f"output table {target.qualified} cannot be replaced keeping who may read what and "
+        f"how it is used: {'; '.join(problems)}"
     )
-    return [
-        f"GRANT {privilege} ON {new} TO {grantee}" + (" WITH GRANT OPTION" if grantable else "")
-        for grantee, privilege, grantable in cur.fetchall()
-    ]
+
+
+def _columns(cur, relation: str) -> list[str]:
+    cur.execute(
+        "SELECT attname::text FROM pg_attribute WHERE attrelid = to_regclass($1) "
+        "AND attnum > 0 AND NOT attisdropped",
+        (relation,),
+    )
+    return [r[0] for r in cur.fetchall()]
 
 
 def _parquet(part: str) -> pq.ParquetFile:
@@ -300,18 +369,14 @@ def read_table(
 ) -> tuple[TableState, list[str]]:
     """The target's state and its rows as Parquet parts in `folder`, from one snapshot (a
     swap committed meanwhile is not half seen)."""
-    try:
-        with connect(uri) as conn, conn.cursor() as cur:
-            cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-            state = _state(cur, target)
-            parts: list[str] = []
-            if state.exists:
-                cur.execute(f"SELECT * FROM {quoted(target.schema, target.name)}")
-                refs = write_chunks(cur.fetch_record_batch(), chunk_rows, folder, PART_NAME)
-                parts = [r.file for r in refs]
-            conn.rollback()
-            return state, parts
-    except DataError:
-        raise
-    except Exception as exc:
-        raise failure(exc, uri, f"cannot read output table {target.qualified}") from None
+
+    def read(cur) -> tuple[TableState, list[str]]:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+        state = _state(cur, target)
+        if not state.exists:
+            return state, []
+        cur.execute(f"SELECT * FROM {quoted(target.schema, target.name)}")
+        refs = write_chunks(cur.fetch_record_batch(), chunk_rows, folder, PART_NAME)
+        return state, [r.file for r in refs]
+
+    return _read_only(uri, target, read)

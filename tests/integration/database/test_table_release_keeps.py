@@ -1,0 +1,184 @@
+"""A table release keeps who may read what (issue 40 item 3), on a real PostgreSQL:
+
+- a release table with row-level security (ENABLE and FORCE), policies, table and column
+  grants, an index, constraints, comments (table, column, index) and another owner keeps each
+  after an ``--overwrite`` run: a role that saw 0 rows under ``USING (false)`` still sees 0,
+  a role with a column grant reads that column and no other;
+- what cannot be kept is refused before phase 1 in one line naming it (an index on a column
+  the release no longer has, a unique key of quasi-identifiers, a view or another table's
+  foreign key depending on the table), and the table stays as it was.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+from helpers_data import config_dict, run_inprocess, write_config
+from helpers_postgres import execute
+
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.run import runner
+
+TABLE = "research.people_k3"
+
+
+def _config(tmp_path: Path, k: int = 3) -> dict:
+    cfg = config_dict(tmp_path / "people.parquet", tmp_path / "unused", k=k, chunk_rows=50)
+    cfg["output"] = {"table": TABLE, "connection": "SKALD_TEST_DB", "path": str(tmp_path / "rel")}
+    cfg["memory"] = {"histogram_bins": 10**6}
+    return cfg
+
+
+def _query(uri: str, *sql: str) -> list[tuple]:
+    """The rows of the last statement, the ones before run in the same session."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        for statement in sql[:-1]:
+            cur.execute(statement)
+        cur.execute(sql[-1])
+        rows = cur.fetchall()
+        conn.rollback()
+        return rows
+
+
+@pytest.fixture
+def roles(warehouse):
+    """Three roles of this test (roles are the server's, not the database's): a reader, a
+    reader of one column, and the table's owner; dropped after it."""
+    tag = uuid.uuid4().hex[:8]
+    names = {"reader": f"reader_{tag}", "columns": f"Col Reader {tag}", "owner": f"owner_{tag}"}
+    for name in names.values():
+        execute(warehouse, f'CREATE ROLE "{name}"')
+    try:
+        yield names
+    finally:
+        for name in names.values():
+            execute(warehouse, f'DROP OWNED BY "{name}"')
+            execute(warehouse, f'DROP ROLE "{name}"')
+
+
+_PROPERTIES = {  # what the table has, as the catalogs print it
+    "rls": "SELECT relrowsecurity, relforcerowsecurity, relowner::regrole::text, relacl::text "
+    f"FROM pg_class WHERE oid = '{TABLE}'::regclass",
+    "policies": "SELECT polname::text, polcmd::text, polpermissive, polroles::regrole[]::text, "
+    "pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid) FROM pg_policy "
+    f"WHERE polrelid = '{TABLE}'::regclass ORDER BY 1",
+    "columns": "SELECT attname::text, attnotnull, attacl::text, col_description(attrelid, attnum) "
+    f"FROM pg_attribute WHERE attrelid = '{TABLE}'::regclass AND attnum > 0 ORDER BY attnum",
+    "indexes": "SELECT indexname::text, indexdef, obj_description(format('%I.%I', schemaname, "
+    "indexname)::regclass, 'pg_class') FROM pg_indexes WHERE schemaname = 'research' "
+    "AND tablename = 'people_k3' ORDER BY 1",
+    "constraints": "SELECT conname::text, pg_get_constraintdef(oid), obj_description(oid, "
+    f"'pg_constraint') FROM pg_constraint WHERE conrelid = '{TABLE}'::regclass ORDER BY 1",
+}
+
+
+def _properties(uri: str) -> dict[str, list[tuple]]:
+    return {name: _query(uri, sql) for name, sql in _PROPERTIES.items()}
+
+
+def _description(uri: str) -> str:
+    (text,) = _query(uri, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")[0]
+    return text.split("\n", 1)[1] if "\n" in text else ""
+
+
+def test_overwrite_keeps_rls_policies_grants_indexes_constraints_comments_owner(
+    tmp_path, warehouse, roles, capsys
+):
+    runner.run(config_from_dict(_config(tmp_path)))
+    reader, columns, owner = (f'"{roles[r]}"' for r in ("reader", "columns", "owner"))
+    execute(warehouse, f"GRANT USAGE, CREATE ON SCHEMA research TO {reader}, {columns}, {owner}")
+    for sql in (
+        f"ALTER TABLE {TABLE} OWNER TO {owner}",
+        f"ALTER TABLE {TABLE} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {TABLE} FORCE ROW LEVEL SECURITY",
+        f"CREATE POLICY hide_all ON {TABLE} FOR SELECT TO {reader} USING (false)",
+        f"""CREATE POLICY "Not Berlin's" ON {TABLE} AS PERMISSIVE FOR SELECT TO {columns} """
+        """USING (city <> 'it''s')""",
+        f"CREATE POLICY writes ON {TABLE} AS RESTRICTIVE FOR INSERT TO {owner} "
+        "WITH CHECK (disease IS NOT NULL)",
+        f"GRANT SELECT ON {TABLE} TO {reader}",
+        f"GRANT SELECT (city, age) ON {TABLE} TO {columns}",
+        f"GRANT UPDATE (disease) ON {TABLE} TO {columns} WITH GRANT OPTION",
+        f'CREATE INDEX "People by City" ON {TABLE} (city, age)',
+        """COMMENT ON INDEX research."People by City" IS 'for the city reports'""",
+        f"ALTER TABLE {TABLE} ALTER COLUMN city SET NOT NULL",
+        f"ALTER TABLE {TABLE} ADD CONSTRAINT disease_known CHECK (disease <> '')",
+        f"COMMENT ON CONSTRAINT disease_known ON {TABLE} IS 'no empty disease'",
+        f"COMMENT ON COLUMN {TABLE}.city IS 'the city, generalised (it''s k-anonymous)'",
+    ):
+        execute(warehouse, sql)
+    count = f"SELECT count(*) FROM {TABLE}"
+    assert _query(warehouse, f"SET ROLE {reader}", count) == [(0,)]
+    assert _query(warehouse, f"SET ROLE {columns}", f"SELECT count(city) FROM {TABLE}") == [(120,)]
+    before = _properties(warehouse)
+
+    cfg = write_config(tmp_path / "k5.yaml", _config(tmp_path, k=5))
+    code, _, err = run_inprocess(["run", str(cfg), "-q", "--overwrite"], capsys)
+    assert code == 0, err
+    assert _query(warehouse, "SELECT count(*) FROM research.people_k3") == [(120,)]  # replaced
+    assert _query(warehouse, f"SET ROLE {reader}", count) == [(0,)]  # still sees nothing
+    assert _query(warehouse, f"SET ROLE {columns}", f"SELECT count(city) FROM {TABLE}") == [(120,)]
+    with pytest.raises(Exception, match="permission denied"):
+        _query(warehouse, f"SET ROLE {columns}", f"SELECT disease FROM {TABLE}")
+    after = _properties(warehouse)
+    for name in _PROPERTIES:
+        assert after[name] == before[name], name
+    assert after["rls"][0][:3] == (True, True, roles["owner"])
+    assert len(after["policies"]) == 3 and after["indexes"][0][2] == "for the city reports"
+    # the table's description: after its release identity, kept from release to release
+    execute(warehouse, f"DO $$ BEGIN EXECUTE format('COMMENT ON TABLE {TABLE} IS %L', "
+            f"obj_description('{TABLE}'::regclass, 'pg_class') || E'\\nResearch extract, ask "
+            "the data office'); END $$")  # fmt: skip
+    cfg = write_config(tmp_path / "k4.yaml", _config(tmp_path, k=4))
+    code, _, err = run_inprocess(["run", str(cfg), "-q", "--overwrite"], capsys)
+    assert code == 0, err
+    assert _description(warehouse) == "Research extract, ask the data office"
+    assert _properties(warehouse) == before
+    assert _query(warehouse, f"SET ROLE {reader}", count) == [(0,)]
+    code, _, err = run_inprocess(["verify", str(tmp_path / "rel")], capsys)
+    assert code == 0, err
+
+
+def test_what_cannot_be_kept_is_refused_before_phase_1(tmp_path, warehouse, capsys):
+    first = runner.run(config_from_dict(_config(tmp_path)))
+    execute(warehouse, f"CREATE INDEX by_disease ON {TABLE} (disease)")
+    dropped = _config(tmp_path)  # the next release no longer has the column disease
+    dropped["direct_identifiers"].append("disease")
+    dropped["sensitive_attributes"] = []
+    run = runner.Run(config_from_dict(dropped).with_overrides({"overwrite": True}))
+    run.layout()  # phase 0: the input listed
+    with pytest.raises(DataError) as refused:
+        run.check_target()  # before phase 1
+    assert str(refused.value) == (
+        f"output table {TABLE} cannot be replaced keeping who may read what and how it is "
+        "used: index by_disease uses column disease, which the release does not have"
+    )
+    execute(warehouse, "DROP INDEX research.by_disease")
+    execute(warehouse, f"DELETE FROM {TABLE}")  # so that a unique key can be added
+    execute(warehouse, f"ALTER TABLE {TABLE} ADD CONSTRAINT one_per_tuple UNIQUE (city, age, zip)")
+    cfg = write_config(tmp_path / "again.yaml", _config(tmp_path))
+    code, _, err = run_inprocess(["run", str(cfg), "-q", "--overwrite"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "constraint one_per_tuple is unique on quasi-identifiers (age, city, zip), which a " \
+        "release with k=3 repeats" in err  # fmt: skip
+    execute(warehouse, f"ALTER TABLE {TABLE} DROP CONSTRAINT one_per_tuple")
+    # a view and another table's foreign key: refused before the input is even listed
+    execute(warehouse, f"CREATE VIEW research.cities AS SELECT city FROM {TABLE}")
+    execute(warehouse, f"ALTER TABLE {TABLE} ADD CONSTRAINT people_pk PRIMARY KEY (city, age, "
+            "zip, disease)")  # fmt: skip
+    execute(warehouse, "CREATE TABLE research.visits (city text, age text, zip text, "
+            f"disease text, FOREIGN KEY (city, age, zip, disease) REFERENCES {TABLE})")  # fmt: skip
+    run = runner.Run(config_from_dict(_config(tmp_path)).with_overrides({"overwrite": True}))
+    with pytest.raises(DataError) as refused:
+        run.check_target_early()
+    assert "view research.cities depends on it" in str(refused.value)
+    assert "foreign key visits_city_age_zip_disease_fkey of table research.visits points to it" \
+        in str(refused.value)  # fmt: skip
+    assert "pass --overwrite" not in str(refused.value)
+    rows = _query(warehouse, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")
+    assert first["run_token"] in rows[0][0]  # the first release, untouched
