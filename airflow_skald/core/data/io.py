@@ -34,6 +34,7 @@ __all__ = [
     "column_names",
     "count_rows",
     "decode_dictionaries",
+    "first_chunks",
     "file_version",
     "filesystem",
     "list_chunks",
@@ -60,6 +61,11 @@ class ChunkRef:
     row_start: int
     n_rows: int
     version: str = ""  # the file's `file_version` when the chunks were listed
+    # a database input's staged chunk: what its rows are ("input table T read in "k" order")
+    # and its first row's place there, so that messages name the input, not a staged file
+    # that is gone once the run ends
+    origin: str = ""
+    origin_row: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -70,13 +76,28 @@ class ChunkRef:
 
     def span(self) -> str:
         """The chunk's rows, for messages that count within it: "rows 1-1000 of file F"."""
-        return f"rows {self.row_start + 1}-{self.row_start + self.n_rows} of file {self.file}"
+        first = self._first_row + 1
+        return f"rows {first}-{first + self.n_rows - 1} of {self.where()}"
 
     def where(self, row_in_chunk: int | None = None) -> str:
-        """Human location for error messages: file and 1-based data row number."""
+        """Human location for error messages: the file (a database input: the table or query
+        and its read order) and 1-based data row number."""
+        name = self.origin or f"file {self.file}"
         if row_in_chunk is None:
-            return f"file {self.file}"
-        return f"row {self.row_start + row_in_chunk + 1} of file {self.file}"
+            return name
+        return f"row {self._first_row + row_in_chunk + 1} of {name}"
+
+    @property
+    def _first_row(self) -> int:
+        return self.origin_row if self.origin else self.row_start
+
+
+def first_chunks(chunks: Sequence[ChunkRef]) -> list[ChunkRef]:
+    """Each file's first chunk, in file order: the file's checks name it by its `where`."""
+    firsts: dict[str, ChunkRef] = {}
+    for chunk in chunks:
+        firsts.setdefault(chunk.file, chunk)
+    return list(firsts.values())
 
 
 def list_input_files(location: DataLocation) -> list[str]:
@@ -230,7 +251,7 @@ def _read_chunk(
         try:
             table = pf.read_row_groups(groups, columns=columns) if groups else None
         except (pa.ArrowInvalid, OSError):
-            raise DataError(f"cannot read Parquet file {chunk.file}: corrupt data") from None
+            raise DataError(f"cannot read {chunk.where()}: corrupt Parquet data") from None
         finally:
             pf.close()
         if table is None:

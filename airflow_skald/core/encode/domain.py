@@ -20,7 +20,14 @@ from airflow_skald.core.config.run_config import QidSpec, SkaldConfig
 from airflow_skald.core.data.builders.dates import key_seconds
 from airflow_skald.core.data.builders.dates import level0_labels as date_level0
 from airflow_skald.core.data.builders.masked import code_text
-from airflow_skald.core.data.io import ChunkRef, column_names, map_ahead, read_chunk, schema_of
+from airflow_skald.core.data.io import (
+    ChunkRef,
+    column_names,
+    first_chunks,
+    map_ahead,
+    read_chunk,
+    schema_of,
+)
 from airflow_skald.core.encode.column_values import (
     SPAN_ENTRIES,
     IntKeys,
@@ -98,17 +105,18 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
     files: list[str] = []
     n_rows = 0
     seen_types: dict[str, tuple[pa.DataType, str]] = {}
-    for file in dict.fromkeys(c.file for c in chunks):  # every file's schema before any data
+    for first in first_chunks(chunks):  # every file's schema before any data
+        file, where = first.file, first.where()  # "file F", or a database input's table
         names = column_names(config.input, file)
-        check_columns(config, names, file)
+        check_columns(config, names, where)
         schema = schema_of(config.input, file)  # once per file, for every check below
         if columns is None:
             columns = names
             bpr = estimate_bytes_per_record(schema, config, names)
         elif names != columns:
             raise DataError(drift_message(columns, names, [file]))
-        check_types(config, file, schema)
-        check_passed_through(config, file, schema, seen_types)
+        check_types(config, where, schema)
+        check_passed_through(config, where, schema, seen_types)
         files.append(file)
 
     attributes = config.counted_attributes

@@ -39,8 +39,9 @@ def estimate_bytes_per_record(
     return max(total, 1)
 
 
-def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
-    """Every configured column must exist in the file."""
+def check_columns(config: SkaldConfig, names: list[str], where: str) -> None:
+    """Every configured column must exist in the file (`where`: "file F", or a database
+    input's table, `ChunkRef.where`)."""
     needed = [
         *config.qid_names,
         *(q.name for q in config.microaggregated),
@@ -51,10 +52,10 @@ def check_columns(config: SkaldConfig, names: list[str], file: str) -> None:
     ]
     for name in needed:
         if name not in names:
-            raise DataError(f"column '{name}' is missing from file {file}")
+            raise DataError(f"column '{name}' is missing from {where}")
 
 
-def check_types(config: SkaldConfig, file: str, schema: pa.Schema | None) -> None:
+def check_types(config: SkaldConfig, where: str, schema: pa.Schema | None) -> None:
     """A numerical QID must be stored as numbers in every file (Parquet; CSV, no `schema`:
     read as such)."""
     if schema is None:
@@ -70,7 +71,7 @@ def check_types(config: SkaldConfig, file: str, schema: pa.Schema | None) -> Non
         }.get(q.type, True)
         if not fits:
             raise DataError(
-                f"column '{q.name}' in file {file} has type {typ}, but it is a {q.type} QID"
+                f"column '{q.name}' in {where} has type {typ}, but it is a {q.type} QID"
             )
 
 
@@ -83,7 +84,7 @@ def _logical(typ: pa.DataType) -> pa.DataType:
 
 def check_passed_through(
     config: SkaldConfig,
-    file: str,
+    where: str,
     schema: pa.Schema | None,
     seen: dict[str, tuple[pa.DataType, str]],
 ) -> None:
@@ -96,9 +97,9 @@ def check_passed_through(
         if column.name in skip:
             continue
         typ = _logical(column.type)
-        first = seen.setdefault(column.name, (typ, file))
+        first = seen.setdefault(column.name, (typ, where))
         if first[0] != typ:
             raise DataError(
-                f"column '{column.name}' has type {typ} in file {file} but {first[0]} in file "
+                f"column '{column.name}' has type {typ} in {where} but {first[0]} in "
                 f"{first[1]}: every input file must give a released column the same type"
             )

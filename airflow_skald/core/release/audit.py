@@ -34,6 +34,7 @@ from airflow_skald.core.data.io import (
     ChunkRef,
     column_names,
     filesystem,
+    first_chunks,
     list_chunks,
     schema_of,
 )
@@ -247,10 +248,10 @@ def _check_columns(
 ) -> None:
     """Every needed column in every file; a dataset's numerical QIDs numeric in every file,
     as the run requires (a text column in one file would split its classes)."""
-    for file in dict.fromkeys(c.file for c in chunks):
-        names = column_names(config.input, file)
+    for chunk in first_chunks(chunks):
+        names = column_names(config.input, chunk.file)
         for name in needed:
             if name not in names:
-                raise DataError(f"column '{name}' is missing from file {file}")
+                raise DataError(f"column '{name}' is missing from {chunk.where()}")
         if not release:
-            check_types(config, file, schema_of(config.input, file))
+            check_types(config, chunk.where(), schema_of(config.input, chunk.file))

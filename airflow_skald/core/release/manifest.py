@@ -53,6 +53,7 @@ def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
 
 def _identity(chunk: ChunkRef) -> dict:
     out = chunk.to_dict()
+    del out["origin"], out["origin_row"]  # how messages name the rows, not which rows
     if is_staged(chunk.file):
         out["file"] = posixpath.basename(chunk.file)
     return out

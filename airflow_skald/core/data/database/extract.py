@@ -16,11 +16,14 @@ Memory: two chunks (one read while the other is written) and one batch.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
+import os
 import posixpath
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -85,7 +88,7 @@ def extract(
     fs, root = filesystem(folder)
     if fs.exists(root):
         fs.rm(root, recursive=True)
-    fs.makedirs(root, exist_ok=True)
+    private_folder(fs, root)
     t0 = time.perf_counter()
     try:
         with connector(uri) as conn:
@@ -103,6 +106,7 @@ def extract(
         ) from None
     if not chunks:
         raise DataError(f"input {source.table or 'query'} has no records")
+    chunks = named(chunks, source, order)
     rows = sum(c.n_rows for c in chunks)
     log.info(
         "extracted %d rows of %s in %s order into %d staged chunks in %.1f s",
@@ -113,6 +117,28 @@ def extract(
         time.perf_counter() - t0,
     )
     return chunks
+
+
+def named(chunks: list[ChunkRef], source: DatabaseSource, order: tuple[str, ...]) -> list[ChunkRef]:
+    """The chunks with what their rows are (the table or query, its read order) and where
+    each starts there: messages name the input and its key columns, never a staged file (gone
+    once the run ends)."""
+    what = f"input table {source.table}" if source.table else "the input query"
+    origin = f"{what} read in {', '.join(quote_ident(c) for c in order)} order"
+    starts = itertools.accumulate((c.n_rows for c in chunks), initial=0)
+    return [replace(c, origin=origin, origin_row=s) for c, s in zip(chunks, starts, strict=False)]
+
+
+def private_folder(fs, root: str) -> None:
+    """The staging folder, created for this user only (0700) on local disk: the staged rows
+    are the raw input, direct identifiers included (object stores: the bucket's access)."""
+    local = local_path(root)
+    if local is None:
+        fs.makedirs(root, exist_ok=True)
+        return
+    os.makedirs(os.path.dirname(local.rstrip("/")) or ".", exist_ok=True)
+    os.mkdir(local, 0o700)
+    os.chmod(local, 0o700)  # whatever the umask
 
 
 def write_chunks(
@@ -187,7 +213,7 @@ def _write(
     fs, root = filesystem(folder)
     path = posixpath.join(root.rstrip("/"), name)
     digest = hashlib.sha256()
-    with fs.open(path, "wb") as fh:
+    with _create(fs, path) as fh:
         pq.write_table(
             table,
             _Hashing(fh, digest),
@@ -196,6 +222,15 @@ def _write(
             write_statistics=False,
         )
     return ChunkRef(i, full_path(fs, path), 0, table.num_rows, "sha256:" + digest.hexdigest())
+
+
+def _create(fs, path: str):
+    """A new file for writing; on local disk readable by this user only (0600) from its
+    first byte on, as long as it exists."""
+    local = local_path(path)
+    if local is None:
+        return fs.open(path, "wb")
+    return os.fdopen(os.open(local, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb")
 
 
 class _Hashing:
