@@ -23,6 +23,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
+from airflow_skald.core.privacy.research_subset import check_not_empty
 
 
 def ram_bins(config: SkaldConfig, stats: DomainStats) -> tuple[int, bool]:
@@ -36,6 +37,7 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     """Build the dimensions and choose the RAM root over the full lattice."""
     if stats.n_rows == 0:
         raise DataError("the input has no records")
+    check_not_empty(config.research_subset, stats.n_rows, stats.sensitive)
     if config.k > stats.n_rows:
         raise DataError(f"k={config.k} is larger than the number of records ({stats.n_rows})")
     dims = build_dimensions(config.quasi_identifiers, stats.qids)

@@ -118,6 +118,19 @@ def released_records(flags: SubsetFlags | None, n_rows: int, sensitive: Any) -> 
     return int(counts[flags.mask].sum())
 
 
+def check_not_empty(subset: ResearchSubset | None, n_rows: int, sensitive: Any) -> None:
+    """After phase 1: a subset that selects no input record is refused (one line, nothing
+    written; ADR 0031): a release of 0 records would pass every check and say nothing."""
+    if subset is None or released_records(flags_of(subset, sensitive), n_rows, sensitive):
+        return
+    what = (
+        f"no key of {subset.keyed.location.path} is a record of the input"
+        if subset.keyed is not None
+        else f"column '{subset.column}' marks no record of the input"
+    )
+    raise DataError(f"research_subset: {what}: the release would hold no record (refused)")
+
+
 def check_subset_models(models: Sequence[PrivacyModel]) -> None:
     """A research subset is released under k-anonymity, δ-presence and exact k-map; models
     that read a sensitive distribution or estimate the population from the sample would judge

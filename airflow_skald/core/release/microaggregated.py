@@ -43,10 +43,16 @@ def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
 
 
 def check_microaggregated(
-    classes: ReleaseClasses, n_qids: int, start: int, names: tuple[str, ...]
+    classes: ReleaseClasses,
+    n_qids: int,
+    start: int,
+    names: tuple[str, ...],
+    top_released: bool = False,
 ) -> None:
     """`classes` counted over `n_qids` QIDs, other attributes, then `names` from column
-    `start`: every class of the QIDs holds one value of each name, the all-`*` class `*`."""
+    `start`: every class of the QIDs holds one value of each name, the all-`*` class `*`
+    (its records are the suppressed ones) unless `top_released`: the release is the top
+    node's and its one class released, whose aggregate it holds."""
     if not names or not classes.sizes.size:
         return
     if len(classes.labels) < start + len(names):
@@ -64,6 +70,8 @@ def check_microaggregated(
                 f"microaggregated column '{name}' holds more than one value in a released class"
             )
         labels = classes.labels[start + j]
+        if top_released:
+            continue
         if any(labels[c] != TOP for c in np.unique(column[star]).tolist()):
             raise VerificationError(
                 f"microaggregated column '{name}' is not '*' in a suppressed record"

@@ -202,7 +202,11 @@ def verify_release(
     extra = out_of_lattice(manifest)  # microaggregated columns counted beside the classes
     if classes is None:
         classes = _count(parts, location, qids, (*attributes, *extra))
-    check_microaggregated(classes, len(qids), len(qids) + len(attributes), extra)
+    if at_top is None:
+        at_top = at_top_node(manifest)
+    # at the top node the all-"*" class is the released class (unless all is suppressed)
+    top_released = bool(at_top) and claimed_suppressed != classes.n_rows
+    check_microaggregated(classes, len(qids), len(qids) + len(attributes), extra, top_released)
     if manifest is not None and n_records is None:
         _rows_as_manifest(path, manifest, classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, manifest)  # drop mode: the input's distributions
@@ -225,8 +229,6 @@ def verify_release(
     star, kept = classes.tables(len(qids), policy.attributes, sensitive or {})
     if population is not None:  # δ-presence and exact k-map judged with them
         star, kept = with_population(classes, len(qids), star, kept, population, path)
-    if at_top is None:
-        at_top = at_top_node(manifest)
     figures = class_figures(
         star,
         kept,

@@ -204,13 +204,16 @@ def standalone(
     """`skald verify` of a locally recoded release: the models that judge a class alone are
     re-checked over every class; the step-relative ones step by step from the steps the
     release keeps (`verify_recorded`), or, for a release made before it kept them, listed as
-    not re-checked."""
+    not re-checked. A recoding that took no step released the global node alone: every model
+    is re-checked over every record, as for a release without local recoding."""
     if manifest and manifest.get("mode") == "per_chunk":  # each part judged on its own chunk
         reason = PER_CHUNK
     elif not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
         return policy, skipped
     elif isinstance(manifest.get("recoding_steps"), Mapping):
         return class_local(policy), skipped
+    elif not manifest["local_recoding"].get("steps"):  # no step: the global node's release,
+        return policy, skipped  # every model judged over every record, as the run judged it
     else:
         reason = STEP_RELATIVE
     _, listed = split_local(policy.models, reason)

@@ -15,6 +15,7 @@ import pytest
 from oracle_population import subset_search
 from skald_testdata import ADULT, read_release, write_chunks, write_config
 
+from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run.runner import run
@@ -289,3 +290,34 @@ def test_keyed_subset_releases_what_the_column_releases(tmp_path, key):
     want = read_release(tmp_path / "out-column").drop(columns=[])
     assert got.to_dict("list") == want.to_dict("list")
     assert "__research_subset__" not in got.columns
+
+
+@pytest.mark.parametrize("how", ["column", "keyed"])
+def test_an_empty_subset_is_refused_in_one_line(tmp_path, capsys, how):
+    """A subset that selects no record (a column never true, keys none of which is in the
+    input) is refused after phase 1, exit 2, nothing written (ADR 0031): it published a
+    release of 0 records, `verified: true`, without a word."""
+    df = _table(1, 60, 0.0)  # in_study: never true
+    assert not df["in_study"].any()
+    write_chunks(df, tmp_path / "in", [25])
+    pd.DataFrame({"pid": ["nobody-1", "nobody-2"]}).to_parquet(tmp_path / "keys.parquet")
+    subset = (
+        {"column": "in_study"}
+        if how == "column"
+        else {"path": str(tmp_path / "keys.parquet"), "key": ["pid"]}
+    )
+    body = {
+        "input": {"path": str(tmp_path / "in")},
+        "output": {"path": str(tmp_path / "out")},
+        "direct_identifiers": ["pid"],
+        "quasi_identifiers": QIDS,
+        "research_subset": subset,
+        "privacy": {"k": 2, "delta_presence": {"min": 0, "max": 0.5}, "suppression_limit": 0},
+    }
+    capsys.readouterr()
+    assert main(["run", str(write_config(tmp_path / "c.yaml", body))]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "research_subset: " in err[0] and "hold no record" in err[0]
+    assert ("in_study" in err[0]) is (how == "column")
+    assert not (tmp_path / "out").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out")]

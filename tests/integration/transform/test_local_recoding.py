@@ -134,12 +134,12 @@ def test_steps_and_rows_equal_the_oracle(tmp_path, seed, n, k, limit, records, t
     global_ = exhaustive_search(
         df, QIDS, k, limit, [], **({"t_closeness": [{"attribute": "s", "t": t}]} if t else {})
     )
-    if global_["node"] is None:
-        pytest.skip("no global node passes")  # never for these seeds (asserted below)
+    assert global_["node"] is not None  # these cases have a global node to recode from
     steps, rows = oracle(df, k, limit, records, t)
     manifest = run(load_config(config(tmp_path, df, k, limit, records, t=t)))
     lr = manifest["local_recoding"]
     assert manifest["verified"] is True
+    assert manifest["node"] == global_["node"] == steps[0]["node"]  # the global optimum
     got = [(s["node"], s["records"], s["released"]) for s in lr["steps"]]
     want = [(s["node"], s["records"], s["released"]) for s in steps[1:]]
     assert got == want
@@ -153,6 +153,20 @@ def test_steps_and_rows_equal_the_oracle(tmp_path, seed, n, k, limit, records, t
     sizes = pd.Series([r for r in rows if not all(x == "*" for x in r)]).value_counts()
     assert manifest["dm_star"] == int((sizes**2).sum()) + s * s
     assert manifest["n_equivalence_classes"] == len(sizes)
+
+
+def test_a_recoding_of_no_step_is_verified_in_full(tmp_path, capsys):
+    """Nothing suppressed at the global node: no step, no recoding_steps.json, and `skald
+    verify` re-checks every model (t-closeness included) over every record, as the run did
+    (it said "a release made before it kept them", exit 4)."""
+    manifest = run(load_config(config(tmp_path, dataset(1, 120), 3, 0.0, 0.01, t="0.4")))
+    assert manifest["local_recoding"]["steps"] == [] and manifest["n_suppressed"] == 0
+    assert not (tmp_path / "out" / "recoding_steps.json").exists()
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "out")]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["verified"] is True and "not_rechecked" not in report
+    assert [m["model"] for m in report["privacy_models"]] == ["k-anonymity", "t-closeness"]
 
 
 def test_max_steps_and_gs_factor_settings(tmp_path):

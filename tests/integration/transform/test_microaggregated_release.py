@@ -10,11 +10,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from skald_testdata import read_release, write_chunks, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.run.baseline import run_per_chunk
 from airflow_skald.core.run.runner import run
 
@@ -195,3 +197,19 @@ def test_per_chunk_refuses_microaggregation(tmp_path):
     cfg = _config(tmp_path, "pc", inp, {"height": {"function": "mean", "cluster": False}}, 600)
     with pytest.raises(ConfigError, match="--per-chunk does not take microaggregation"):
         run_per_chunk(load_config(cfg))
+
+
+def test_out_of_lattice_at_the_top_node_releases_the_mean_and_verifies(tmp_path):
+    """`cluster: false` at the top node: the one all-`*` class is released (not suppressed)
+    and holds the aggregate of every record; the run's own check and `skald verify` pass."""
+    table = _table()
+    inp = write_chunks(table, tmp_path / "in", [600, 600])
+    cfg = _config(tmp_path, "top", inp, {"height": {"function": "mean", "cluster": False}}, 600)
+    body = {**yaml.safe_load(cfg.read_text()), "privacy": {"k": 700, "suppression_limit": 0}}
+    cfg.write_text(yaml.safe_dump(body))
+    manifest = run(load_config(cfg))  # failed: "'height' is not '*' in a suppressed record"
+    assert manifest["node"] == manifest["top_node"] and manifest["n_suppressed"] == 0
+    mean = _aggregate("mean", table["height"], integer=True)
+    assert set(read_release(tmp_path / "top")["height"]) == {mean}
+    assert verify_release(str(tmp_path / "top"))["verified"] is True
+    assert main(["verify", str(tmp_path / "top")]) == 0
