@@ -1,8 +1,8 @@
-"""The staged raw extract of a database input is private (SPEC §2a, issue 40 item 4), on a real
-PostgreSQL: while the run is in its phases (seen from its progress callback, phase 1 to 3),
-the staging folder is 0700 and every chunk file 0600, whatever the umask; an error about a
-row or a column of a database input names the table (or query) and its key columns, and the
-row's place in that order, never a staged file (gone once the run ends)."""
+"""The staged raw extract of a database input is private (docs/design.md §2a, issue 40 item
+4), on a real PostgreSQL: while the run is in its phases (seen from its progress callback,
+phase 1 to 3), the staging folder is 0700 and every chunk file 0600, whatever the umask; an
+error about a row or a column of a database input names the table (or query) and its key
+columns, and the row's place in that order, never a staged file (gone once the run ends)."""
 
 from __future__ import annotations
 
