@@ -149,7 +149,13 @@ CASES.update(
             ("--dp", "2:1e-5:0.1:100:expansions"),
             objective="loss",
             no_k=True,
-            body={"dp_key": {"env": DP_ENV}, "suppressed_records": "drop"},
+            # every released column generalised (docs/design.md §4e): occupation is not released
+            body={
+                "dp_key": {"env": DP_ENV},
+                "suppressed_records": "drop",
+                "sensitive_attributes": [],
+                "direct_identifiers": [ADULT_SENSITIVE],
+            },
             answer="dp",
         ),
     }

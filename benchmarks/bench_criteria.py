@@ -89,6 +89,8 @@ def configurations(k: int) -> dict[str, dict]:
             "privacy": {"differential_privacy": {"epsilon": 2.0, "delta": 1e-5}},
             "quality": {"objective": "dm"},
             "dp_key": {"env": "SKALD_BENCH_DP_KEY"},
+            # docs/design.md §4e: levels from configured hierarchies only, every released column one
+            "dp_qids": True,
         },
         "lr": {"privacy": base, "transformation": {"local_recoding": {"records": 0.01}}},
         "micro": {"privacy": base, "microaggregate": {"function": "mean", "cluster": True}},
@@ -173,6 +175,14 @@ def write_configs(data: Path, work: Path, k: int) -> dict[str, Path]:
                 {**q, "microaggregation": spec["microaggregate"]} if q["name"] == MICRO_QID else q
                 for q in base["quasi_identifiers"]
             ]
+        if spec.get("dp_qids"):  # the categorical QIDs; the others are not released
+            cats = [q for q in base["quasi_identifiers"] if q["type"] == "categorical"]
+            body["quasi_identifiers"] = cats
+            body["qid_priority"] = [q["name"] for q in cats]
+            dropped = [q["name"] for q in base["quasi_identifiers"] if q not in cats]
+            dropped += base.get("sensitive_attributes") or []
+            body["direct_identifiers"] = [*base.get("direct_identifiers", []), *dropped]
+            body["sensitive_attributes"] = []
         if spec.get("subset_data"):
             body["input"] = {**base["input"], "path": str(data.with_name(data.name + "-subset"))}
         body["output"] = {**base["output"], "path": str(work / f"out-{data.name}-{name}")}

@@ -25,7 +25,7 @@ VARIABLE = "skald_test_dp_key"
 
 
 def test_operators_read_the_secret_from_a_connection_or_variable(monkeypatch, tmp_path) -> None:
-    from helpers_data import config_dict
+    from helpers_dp import dp_config_dict
 
     from airflow_skald.core.config.run_config import config_from_dict
     from airflow_skald.operators.secrets import provide_secrets
@@ -34,8 +34,8 @@ def test_operators_read_the_secret_from_a_connection_or_variable(monkeypatch, tm
         "AIRFLOW_CONN_SKALD_DP", '{"conn_type": "generic", "password": "c-key-0123456789abcdef"}'
     )
     monkeypatch.setenv("AIRFLOW_VAR_SKALD_DP_VAR", "v-key-0123456789abcdef")
-    raw = config_dict(tmp_path / "in", tmp_path / "out")
-    raw["privacy"] = {"differential_privacy": {"epsilon": 2, "delta": 1e-5}}
+    raw = dp_config_dict(tmp_path / "in", tmp_path / "out")
+    raw.pop("dp_key")  # the operators' own arguments name it
     raw["quality"] = {"objective": "dm"}
     by_conn = provide_secrets(config_from_dict(raw), dp_key_conn_id="skald_dp")
     assert by_conn.dp_key.secret() == b"c-key-0123456789abcdef"
@@ -64,13 +64,13 @@ def _texts(folder: Path) -> dict[str, bytes]:
 
 
 def test_dp_run_in_a_deployment_keeps_the_secret_out_of_everything(dep, deployment_workdir):
-    from helpers_data import config_dict, release_rows, write_config, write_dataset
+    from helpers_data import release_rows, write_config, write_dataset
+    from helpers_dp import dp_config_dict
     from test_run_safety import DAG_ID, assert_run, log_events
 
     work = deployment_workdir / "dp"
     write_dataset(work / "in", n_files=2, rows=600)
-    body = config_dict(work / "in", work / "out")
-    body["privacy"] = {"differential_privacy": {"epsilon": 2.0, "delta": 1e-5, "search_steps": 8}}
+    body = dp_config_dict(work / "in", work / "out", search_steps=8)
     body["quality"] = {"objective": "loss"}
     body["dp_key"] = {"variable": VARIABLE}
     config = write_config(work / "skald.yaml", body)

@@ -1,10 +1,14 @@
 """What a config with differential privacy may not combine it with (docs/design.md §4e, ARX's
-``ARXAnonymizer.checkBeforeEncoding`` and ``ARXConfiguration``), one line each, and the
-suppression limit it runs with (1: ARX's DP runs may suppress every record).
+``ARXAnonymizer.checkBeforeEncoding`` and ``ARXConfiguration``, and the product's own data
+independence), one line each, and the suppression limit it runs with (1: ARX's DP runs may
+suppress every record).
 
 ARX refuses DP with a research subset (δ-presence, exact k-map: `research_subset` refuses every
 model but those), with microaggregation and with local recoding, and a data-dependent search
-with a quality model that has no score function."""
+with a quality model that has no score function. The product also refuses what would publish
+more than SafePub's output (ADR 0027): a QID whose levels or labels phase 1 would take from
+the data, a column released as it is (a sensitive attribute, a pseudonym), and models beyond k
+whose extra suppression depends on the data."""
 
 from __future__ import annotations
 
@@ -14,12 +18,21 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import OBJECTIVES, DifferentialPrivacy
+from airflow_skald.core.privacy.k_anonymity import KAnonymity
 
 # config fields of features ARX does not run with differential privacy
 _REFUSED = {
     "microaggregations": "microaggregation",
     "local_recoding": "local recoding",
 }
+#: the objective a DP search scores by when none is named: ARX's default quality model
+#: (``ARXConfiguration``: ``Metric.createLossMetric()``)
+DEFAULT_OBJECTIVE = "loss"
+GUIDE = "docs/guide/differential-privacy.md"
+_UNBOUNDED = (
+    "a value only one person has would show whether that person was sampled, which no "
+    "(epsilon, delta) bounds"
+)
 
 
 def dp_of(config: Any) -> DifferentialPrivacy | None:
@@ -29,7 +42,8 @@ def dp_of(config: Any) -> DifferentialPrivacy | None:
 
 def apply_dp_rules(config: Any, limit_given: bool) -> Any:
     """`config` with suppression limit 1 when it asks for DP; ConfigError (one line) for a
-    combination ARX refuses. `limit_given`: the file or a flag set the suppression limit."""
+    combination ARX or SafePub's proof refuses. `limit_given`: the file or a flag set the
+    suppression limit."""
     model = dp_of(config)
     if model is None:
         return config
@@ -41,6 +55,10 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
     for field, what in _REFUSED.items():
         if getattr(config, field, None):
             raise ConfigError(f"differential_privacy cannot be combined with {what} (as in ARX)")
+    check_models(config)
+    check_released_columns(config)
+    for spec in config.quasi_identifiers:
+        check_levels_configured(spec)
     if model.searched and config.objective not in OBJECTIVES:
         raise ConfigError(
             "differential_privacy's search scores nodes by one of "
@@ -48,3 +66,79 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
             f"{config.objective}"
         )
     return replace(config, suppression_limit=Fraction(1))
+
+
+def check_models(config: Any) -> None:
+    """k-anonymity (a larger k than SafePub's is judged as the policy's k: δ only falls as k
+    grows) and DP only: the other models suppress more, by data SafePub's proof does not
+    cover."""
+    for m in config.privacy:
+        if not isinstance(m, DifferentialPrivacy | KAnonymity):
+            raise ConfigError(
+                f"differential_privacy cannot be combined with privacy.{m.config_key}: its "
+                "extra suppression depends on the data in a way SafePub's proof does not "
+                f"cover (ARX allows it; see {GUIDE})"
+            )
+
+
+def check_released_columns(config: Any) -> None:
+    """Every column the release carries is generalised with its record: a sensitive attribute
+    or a pseudonym released as it is gives a sampled record away."""
+    for name in config.sensitive_attributes:
+        raise ConfigError(
+            f"sensitive attribute '{name}' would be released as it is under "
+            f"differential_privacy: {_UNBOUNDED}; declare it a quasi-identifier (with a "
+            "hierarchy) or leave it out (direct_identifiers)"
+        )
+    for name in config.pseudonymised:
+        raise ConfigError(
+            f"direct identifier '{name}' would be released as a pseudonym under "
+            f"differential_privacy: {_UNBOUNDED}; drop it instead of pseudonymising it"
+        )
+
+
+def passed_through_refusal(column: str) -> str:
+    """The line refusing an input column a DP release would pass through unchanged."""
+    return (
+        f"column '{column}' would be released as it is under differential_privacy: "
+        f"{_UNBOUNDED}; declare it a quasi-identifier (with a hierarchy) or leave it out "
+        "(direct_identifiers)"
+    )
+
+
+def check_levels_configured(spec: Any) -> None:
+    """Levels and labels from the configured hierarchies and rules only (docs/design.md §4e)."""
+    where = f"quasi-identifier '{spec.name}'"
+    rule = getattr(spec.rule, "kind", None)
+    if spec.encode:
+        raise ConfigError(
+            f"{where}: encode: true takes its levels and labels from the values phase 1 finds "
+            "(an outlier's included), which differential_privacy does not allow: configure "
+            "cut points instead (bins: [...] with below/above labels) or a hierarchy"
+        )
+    if spec.type == "numerical" and rule != "intervals":
+        raise ConfigError(
+            f"{where}: a numerical QID without cut points takes its bins from the data's "
+            "minimum and maximum, which differential_privacy does not allow: configure its "
+            "cut points (bins: [...] with below/above labels for values outside them)"
+        )
+    if rule == "masked" and spec.rule.pad is not None:
+        raise ConfigError(
+            f"{where}: pad pads every code to the longest code in the data, which "
+            "differential_privacy does not allow: store the codes at one length and leave "
+            "pad out"
+        )
+
+
+def check_levels_built(dims: list) -> None:
+    """After phase 1: no rule level dropped because the data fills it (one label for every
+    value): the levels would then depend on the data."""
+    for d in dims:
+        dropped = getattr(getattr(d, "hierarchy", None), "dropped", 0)
+        if dropped:
+            raise ConfigError(
+                f"quasi-identifier '{d.name}': {dropped} level(s) of its rule hold one label "
+                "for every value of the data, and under differential_privacy the levels may "
+                "not depend on the data: leave the rule's last "
+                f"{dropped} level(s) out"
+            )

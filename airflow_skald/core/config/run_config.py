@@ -12,7 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.config.dp_rules import apply_dp_rules
+from airflow_skald.core.config.dp_rules import DEFAULT_OBJECTIVE, apply_dp_rules
 from airflow_skald.core.config.locations import absolute_path, parse_location
 from airflow_skald.core.config.qids import QidSpec, parse_qids
 from airflow_skald.core.config.skald_config import SkaldConfig, check_transformation
@@ -20,6 +20,7 @@ from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
@@ -59,8 +60,11 @@ def load_config(
     path = Path(path)
     raw = load_yaml_file(path)
     base = path.resolve().parent
-    config = config_from_dict(raw, base_dir=base, source=str(path))
-    return config.with_overrides(overrides, base if paths_from_file else None)
+    config = config_from_dict(raw, base_dir=base, source=str(path), judge=False)
+    privacy = raw.get("privacy")
+    limit_given = isinstance(privacy, dict) and "suppression_limit" in privacy
+    # every flag overrides the file before differential privacy's rules judge the result
+    return config.with_overrides(overrides, base if paths_from_file else None, limit_given)
 
 
 # the sections of the file; the settings table adds the keys it places (chunk_rows, ...)
@@ -81,8 +85,12 @@ _SECTIONS = {
 }
 
 
-def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -> SkaldConfig:
-    """Validate a parsed config mapping; relative paths resolve against `base_dir`."""
+def config_from_dict(
+    raw: Any, base_dir: Path | None = None, source: str = "", judge: bool = True
+) -> SkaldConfig:
+    """Validate a parsed config mapping; relative paths resolve against `base_dir`.
+    `judge`: apply differential privacy's rules now (False: the caller applies overrides
+    first, then `with_overrides` judges)."""
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping")
     _no_unknown(raw, _SECTIONS | file_keys(), "config")
@@ -150,6 +158,10 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
         raise ConfigError("qid_priority lists a QID twice")
+    # under differential privacy an objective left out is ARX's default (loss), said so
+    named = quality.get("objective") is not None or not any(
+        isinstance(m, DifferentialPrivacy) for m in models
+    )
     output_table = None
     if isinstance(raw["output"], dict) and "table" in raw["output"]:
         output_table, folder = parse_target(raw["output"], "output")
@@ -182,7 +194,8 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
         microaggregated=tuple(out_of_lattice),
         suppressed_records=_file(raw, "suppressed_records"),
         root=_file(raw, "root"),
-        objective=_file(raw, "objective"),
+        objective=_file(raw, "objective") if named else DEFAULT_OBJECTIVE,
+        objective_default=not named,
         gs_factor=_file(raw, "gs_factor"),
         aggregate=_file(raw, "aggregate"),
         quality_weights=_weights(quality.get("weights"), names),
@@ -198,7 +211,7 @@ def config_from_dict(raw: Any, base_dir: Path | None = None, source: str = "") -
     )
     check_quality(config.quality, names)
     check_transformation(config)
-    return apply_dp_rules(config, "suppression_limit" in privacy)
+    return apply_dp_rules(config, "suppression_limit" in privacy) if judge else config
 
 
 def _weights(raw: Any, names: list[str]) -> tuple[tuple[str, Fraction], ...]:

@@ -56,6 +56,7 @@ class SkaldConfig:
     suppressed_records: str
     root: str
     objective: str = "dm_star"
+    objective_default: bool = False  # DP with no objective named: ARX's default (loss)
     gs_factor: Fraction = Fraction(1, 2)
     aggregate: str | None = None
     quality_weights: tuple[tuple[str, Fraction], ...] = ()
@@ -162,7 +163,10 @@ class SkaldConfig:
         return listed + [i for i in range(len(names)) if i not in listed]
 
     def with_overrides(
-        self, overrides: dict[str, Any] | None, base_dir: Path | None = None
+        self,
+        overrides: dict[str, Any] | None,
+        base_dir: Path | None = None,
+        limit_given: bool = False,
     ) -> SkaldConfig:
         """Apply CLI flags / DAG params (empty values keep the file's) and validate them.
         A relative input_path/output_path resolves against `base_dir` (DAG params: the
@@ -196,6 +200,8 @@ class SkaldConfig:
                 continue  # all of them at once, below
             else:
                 fields[key] = value
+                if key == "objective":
+                    fields["objective_default"] = False
         utility = utility_config.with_overrides(
             self.utility,
             values,
@@ -205,12 +211,14 @@ class SkaldConfig:
         )
         if utility is not self.utility:
             fields["utility"] = utility
-        if not fields:
-            return self
-        out = replace(self, **fields)
-        check_quality(out.quality, out.qid_names)
-        check_transformation(out)
-        return apply_dp_rules(out, "suppression_limit" in values)
+        out = self
+        if fields:
+            out = replace(self, **fields)
+            check_quality(out.quality, out.qid_names)
+            check_transformation(out)
+        # differential privacy's rules judge the settings after every flag (limit_given: the
+        # file set the suppression limit)
+        return apply_dp_rules(out, limit_given or "suppression_limit" in values)
 
     def effective(self) -> dict:
         """The effective settings in full (hierarchies as tables), for the run's archive."""

@@ -19,7 +19,7 @@ import io
 import json
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +41,9 @@ class Hierarchy:
 
     name: str
     table: np.ndarray  # object array of str, shape (n_values, n_levels); column 0 = values
+    # built from a rule: how many of its levels held one label for every value of the data
+    # (the top stands for them, docs/design.md §3a); differential privacy refuses such a QID
+    dropped: int = field(default=0, compare=False)
 
     @property
     def values(self) -> np.ndarray:

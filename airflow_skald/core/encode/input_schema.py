@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
+from airflow_skald.core.config.dp_rules import dp_of, passed_through_refusal
 from airflow_skald.core.config.run_config import SkaldConfig
-from airflow_skald.core.errors import DataError
+from airflow_skald.core.errors import ConfigError, DataError
 
 
 def _is_fixed_width(typ: pa.DataType) -> bool:
@@ -53,6 +54,10 @@ def check_columns(config: SkaldConfig, names: list[str], where: str) -> None:
     for name in needed:
         if name not in names:
             raise DataError(f"column '{name}' is missing from {where}")
+    if dp_of(config) is not None:  # every released column generalised with its record
+        for name in names:
+            if name not in needed:
+                raise ConfigError(passed_through_refusal(name))
 
 
 def check_types(config: SkaldConfig, where: str, schema: pa.Schema | None) -> None:

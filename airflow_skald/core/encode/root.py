@@ -11,10 +11,14 @@ broadcast product, no per-node work) and the root picked from that array (ADR 00
 `memory.root: adaptive` (docs/design.md §4a, ADR 0012): that root P is the upper bound, and phase 1 also
 fixes the chain of nodes from the all-zeros node up to P along which phase 2 counts
 (`adaptive_root`); phase 2 then sets `root` to the first chain node whose non-empty bins fit.
+
+Differential privacy (docs/design.md §4e, ADR 0027) searches the lattice the hierarchies define: its root
+is level 0 of every QID whatever the data, counted over the sampled records only.
 """
 
 from __future__ import annotations
 
+from airflow_skald.core.config.dp_rules import check_levels_built, dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.adaptive_root import root_chain
 from airflow_skald.core.encode.class_sums import summed_attributes
@@ -41,6 +45,8 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     if config.k > stats.n_rows:
         raise DataError(f"k={config.k} is larger than the number of records ({stats.n_rows})")
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
+    if dp_of(config) is not None:
+        check_levels_built(dims)  # no rule level dropped because the data fills it
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
     summed = summed_attributes(config, stats)  # no value axis: counted as sums per bin
@@ -58,12 +64,14 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
             f"{probe.bins(lattice.node(len(lattice) - 1))} bins"
         )
     root = lattice.node(root_index)
+    if dp_of(config) is not None:  # SafePub searches the hierarchies' lattice, from level 0
+        root = lattice.node(0)
     probe.root = root
     probe.root_bins = probe.bins(root)
     probe.root_evaluated = len(lattice)  # every node's N_data, computed at once
     probe.root_complying = int(complying.sum())
     probe.paper_root = root
-    if config.root == "adaptive":
+    if config.root == "adaptive" and dp_of(config) is None:
         probe.root_mode = "adaptive"
         probe.chain = root_chain(dims, root, config.priority_order(), factor)
     return probe

@@ -206,7 +206,9 @@ class Manifest:
         "an object",
         "(epsilon, delta)-DP (docs/design.md §4e): epsilon, delta, k and beta (ARX's), the search budget "
         "and steps, the node, the records sampled, released and suppressed (records the "
-        "sample left out count as suppressed), and that releases of the same data compose",
+        "sample left out count as suppressed), that releases of the same data compose, who "
+        "checked that every released row is in the keyed sample (`sample_check`), and the "
+        "score function chosen when none was named (`objective_chosen`)",
     )
     # --- the node and the searches
     node: dict = key(

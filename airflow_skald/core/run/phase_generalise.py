@@ -29,6 +29,7 @@ from airflow_skald.core.release.verify import verify_release
 from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run import utility_step as U
+from airflow_skald.core.run.dp_sample_check import check_in_sample, with_sample_check
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.publish import publish, record_timings
 from airflow_skald.core.run.state import Run
@@ -42,6 +43,7 @@ class Written:
     names: list[str]
     classes: ReleaseClasses
     utility: UtilityPartial | None = None  # the utility analysis's share (docs/design.md §5)
+    in_sample: int | None = None  # a DP run: released rows checked against its keyed sample
 
 
 class GeneralisePhase(Phase[Written, dict]):
@@ -68,18 +70,23 @@ class GeneralisePhase(Phase[Written, dict]):
             observed=observed,
         )
         classes = P.count_written(run.config, run.staging, names)
-        return Written(names, classes, U.merged(observed) if utility else None)
+        sample, in_sample = run.row_sample(), None
+        if sample is not None:  # the run holds the secret: it checks its own sample
+            args = (run.config, run.plan(), run.decision(), chunks, run.staging, sample)
+            in_sample = check_in_sample(*args)
+        return Written(names, classes, U.merged(observed) if utility else None, in_sample)
 
     def merge(self, parts: Sequence[Written]) -> Written:
         return Written(
             [n for p in parts for n in p.names],
             ReleaseClasses.merge([p.classes for p in parts]),
             U.merged([p.utility for p in parts]),
+            None if any(p.in_sample is None for p in parts) else sum(p.in_sample for p in parts),
         )
 
     def dump(self, part: Written) -> bytes:
         classes = part.classes.to_bytes()
-        head = {"names": part.names, "classes": len(classes)}
+        head = {"names": part.names, "classes": len(classes), "in_sample": part.in_sample}
         utility = part.utility.to_bytes() if part.utility else b""
         return json.dumps(head).encode() + b"\n" + classes + utility
 
@@ -89,7 +96,8 @@ class GeneralisePhase(Phase[Written, dict]):
         size = head["classes"]
         rest = body[size:]
         utility = UtilityPartial.from_bytes(rest) if rest else None
-        return Written(head["names"], ReleaseClasses.from_bytes(body[:size]), utility)
+        classes = ReleaseClasses.from_bytes(body[:size])
+        return Written(head["names"], classes, utility, head.get("in_sample"))
 
     def finish(self, run: Run, merged: Written) -> dict:
         config, plan, decision = run.config, run.plan(), run.decision()
@@ -103,6 +111,8 @@ class GeneralisePhase(Phase[Written, dict]):
             # the manifest about to be written: checked as `skald verify` checks the folder
             # (its every figure, no identifier column in any part), before it is written
             manifest = build_manifest(config, plan, decision, chunks, expected, True, run.token)
+            if decision.dp:
+                manifest = with_sample_check(manifest, merged.in_sample)
             policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
             if decision.steps:  # local recoding: the models' figures over every released class
                 args = (merged.classes, policy, plan.stats.sensitive, len(config.qid_names))

@@ -213,7 +213,9 @@ def search_lattice(
         plan = plan.with_root(counts.node)
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
     if search_key is not None:
-        return dp_decision(plan, counts, policy, config.quality, search_key)
+        return dp_decision(
+            plan, counts, policy, config.quality, search_key, config.objective_default
+        )
     decision = _search_lattice(
         plan,
         counts,

@@ -271,15 +271,18 @@ def node_fields(plan: Plan, node: tuple[int, ...]) -> dict:
     }
 
 
-def quality_figures(ctx: QualityContext, objective: Metric, scored: Scored, k: int) -> dict:
+def quality_figures(
+    ctx: QualityContext, objective: Metric, scored: Scored, k: int, before: bool = True
+) -> dict:
     """Every quality model's score for the chosen node and the per-QID table (docs/design.md §4d),
-    with each QID's distribution before and after generalisation (`distributions`)."""
+    with each QID's distribution before (unless not `before`: a DP release, whose suppressed
+    sampled records the figures may not show) and after generalisation (`distributions`)."""
     models = every_model(ctx)
     models[objective.name] = objective
     scores = {name: m.display(m.value(scored)) for name, m in models.items()}
     loss = models["loss"].per_qid(scored) or []
     entropy = models["nu_entropy"].per_qid(scored) or []
-    after = distributions(ctx, scored, k)
+    after = distributions(ctx, scored, k, before)
     qids = [
         {
             "name": d.name,
@@ -326,7 +329,7 @@ def _label(policy: PrivacyPolicy) -> str:
 TOP_LABELS = 10  # labels a distribution lists (the rest summed)
 
 
-def distributions(ctx: QualityContext, scored: Scored, k: int) -> list[dict]:
+def distributions(ctx: QualityContext, scored: Scored, k: int, before: bool = True) -> list[dict]:
     """Per QID, records per label before generalisation (at the root's level: level 0 when
     the root is) and after (kept records per label at the node, suppressed as '*'): the
     `TOP_LABELS` largest, from counts alone. A label holding fewer than k records is never
@@ -343,13 +346,11 @@ def distributions(ctx: QualityContext, scored: Scored, k: int) -> list[dict]:
         kept = ctx.marginal(i, int(level)).copy()
         if codes is not None:
             kept -= np.bincount(codes[i], weights=sizes, minlength=kept.size).astype(np.int64)
+        shown = {}
+        if before:
+            shown = {"before_level": int(root), "before": _top(d, root, ctx.marginal(i, root), k)}
         out.append(
-            {
-                "before_level": int(root),
-                "before": _top(d, root, ctx.marginal(i, root), k),
-                "after": _top(d, int(level), kept, k),
-                "suppressed": int(j.n_suppressed),
-            }
+            shown | {"after": _top(d, int(level), kept, k), "suppressed": int(j.n_suppressed)}
         )
     return out
 

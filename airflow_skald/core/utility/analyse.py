@@ -16,7 +16,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from airflow_skald.core.settings.utility import SEED, UtilitySettings
 from airflow_skald.core.utility import classify as C
@@ -26,12 +25,20 @@ from airflow_skald.core.utility.collect import (
     UtilityPartial,
     pair_name,
 )
-from airflow_skald.core.utility.summary import TOP, Counts, figures, release_figures
+from airflow_skald.core.utility.summary import Counts, figures, release_figures
 
 log = logging.getLogger("airflow_skald")
 
 #: labels per side of a contingency table the manifest lists (the rest summed as "other")
 PAIR_LABELS = 12
+#: why a differentially private release has no utility analysis (docs/design.md §4e, ADR 0027)
+DP_LEFT_OUT = (
+    "Left out under differential privacy: the input's figures (records, distinct values, "
+    "mean, standard deviation), the association of pairs before and after, and classifiers "
+    "trained on the original records are statistics of every input record, those the keyed "
+    "sample left out included, which the guarantee does not cover; no privacy budget is "
+    "spent on them, so they are not published."
+)
 #: significant digits of the figures (a retry writes the same manifest bytes)
 DIGITS = 6
 
@@ -151,16 +158,6 @@ def classification(
     return out
 
 
-def unreleased_as_suppressed(released: pa.Table, qids: Sequence[str], flags: pa.Array) -> pa.Table:
-    """The sampled records a DP release left out, every QID '*': the release holds nothing of
-    them (ARX suppresses them), so no model learns from them and theirs predict from nothing."""
-    for q in qids:
-        i = released.schema.get_field_index(q)
-        column = _column(released, q).cast(pa.string())
-        released = released.set_column(i, q, pc.if_else(flags, column, TOP))
-    return released
-
-
 def analyse(
     settings: UtilitySettings,
     qids: list[str],
@@ -171,13 +168,9 @@ def analyse(
     (suppressed records masked)."""
     t0 = time.process_time()
     rows, original = merged.sample.ordered()
-    flags = None
     if original is not None and RELEASED in original.column_names:  # a DP run's sample
-        flags = original.column(RELEASED).combine_chunks()
-        original = original.drop_columns([RELEASED])
+        return {"settings": settings.describe(), "left_out": DP_LEFT_OUT}
     released = generalise(original) if original is not None and original.num_rows else None
-    if released is not None and flags is not None:
-        released = unreleased_as_suppressed(released, qids, flags)
     section: dict = {
         "settings": settings.describe(),
         "sample": {"records": int(rows.size), "seed": SEED},

@@ -40,8 +40,14 @@ SCORES = {
 }
 UTILITY = {
     "type": "object",
-    "required": ["settings", "sample", "qids", "contingency"],
+    "required": ["settings"],
+    # a differentially private release: `left_out` says why, and nothing else is given
+    "oneOf": [
+        {"required": ["left_out"], "not": {"required": ["sample"]}},
+        {"required": ["sample", "qids", "contingency"], "not": {"required": ["left_out"]}},
+    ],
     "properties": {
+        "left_out": {"type": "string", "minLength": 1},
         "settings": {
             "type": "object",
             "required": ["target", "models", "folds", "max_records", "features", "contingency"],

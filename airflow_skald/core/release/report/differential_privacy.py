@@ -1,5 +1,6 @@
-"""Section: (ε, δ)-differential privacy (docs/design.md §4e): the parameters, the sample, the node and
-the composition of releases of the same data."""
+"""Section: (ε, δ)-differential privacy (docs/design.md §4e): the parameters, the sample, the node, the
+composition of releases of the same data, who checked the sample, and what the guarantee
+covers and does not (ADR 0027), in words a privacy officer signs."""
 
 from __future__ import annotations
 
@@ -24,6 +25,36 @@ _ROWS = (
 )
 
 
+#: what the guarantee covers: SafePub's output as ARX defines it
+COVERS = (
+    "What the guarantee covers. The released rows and the choice of the node together are "
+    "(ε, δ)-differentially private with respect to adding or removing any one person's record "
+    "of the input (SafePub: Bild, Kuhn and Prasser, PETS 2018; ARX 3.9's EDDifferentialPrivacy): "
+    "whether or not a person's record was in the input changes the probability of any release "
+    "by at most a factor e^ε, except with probability at most δ. The rows are the records a "
+    "keyed random sample kept (each with probability β), generalised to the node by the "
+    "configured hierarchies and rules only, and only in classes of at least k sampled records; "
+    "every other record is suppressed. Every released column is generalised with its record: "
+    "no column is released as it is. The figures of this report and its manifest that describe "
+    "the release (its classes, labels, records released and sampled, quality and risk) are "
+    "computed from the release itself."
+)
+#: what it does not cover
+NOT_COVERED = (
+    "What it does not cover. (1) The number of input records (and so the records counted as "
+    "suppressed: input records less released ones), the input files' row counts and "
+    "fingerprint, given for provenance: exact facts of the input, outside the guarantee. "
+    "(2) Other releases: each release of the same people spends its own ε and δ, and they add "
+    "up. (3) The secret: whoever holds it, with the input, can tell which records were "
+    "sampled; the guarantee holds only while it is kept secret and used for this run alone. "
+    "(4) Facts true of a group: the release may still show what is common among people like "
+    "a person, whether or not that person's record was in it. (5) With probability up to δ "
+    "the bound may fail outright. Statistics of the whole input (the utility analysis's "
+    "figures of the input, distributions before generalisation, models trained on original "
+    "records) are left out of this report and its manifest for that reason."
+)
+
+
 def _value(v: object) -> str:
     """Floats in full (β to its last bit, as the manifest), counts with separators."""
     return esc(repr(v)) if isinstance(v, float) else fmt_num(v)
@@ -39,8 +70,19 @@ def differential_privacy_html(m: Mapping) -> str:
     rows.append(
         ["node", esc(", ".join(f"{q} = {lv}" for q, lv in node.items())) + f" ({esc(how)})"]
     )
+    if dp.get("objective_chosen"):
+        rows.append(["score function chosen", esc(dp["objective_chosen"])])
+    check = dp.get("sample_check") or {}
+    checked = (
+        f"<p>Sample checked by {esc(check.get('checked_by'))} over {fmt_num(check.get('rows'))} "
+        f"released rows: {esc(check.get('checked'))}.</p>"
+        if check
+        else ""
+    )
     return (
         "<h2>Differential privacy</h2>"
         + table(rows, ["", ""])
         + f"<p>{esc(dp.get('composition', ''))}</p>"
+        + checked
+        + f"<p>{esc(COVERS)}</p><p>{esc(NOT_COVERED)}</p>"
     )

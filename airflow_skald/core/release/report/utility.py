@@ -176,6 +176,8 @@ def utility_html(m: Mapping) -> str:
         return ""
     settings = u.get("settings") or {}
     parts = ["<h2>What the release is still good for</h2>"]
+    if u.get("left_out"):
+        return parts[0] + f"<p>{esc(u['left_out'])}</p>"
     if isinstance(u.get("classification"), Mapping):
         parts.append(_classification(u["classification"], settings))
     parts.append(_qid_tables(u.get("qids") or []))

@@ -23,6 +23,12 @@ from airflow_skald.core.search.safepub.scores import OBJECTIVES, NodeClasses, sc
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text
 
+#: what the manifest says when no objective was named (docs/design.md §4e, ADR 0027)
+OBJECTIVE_DEFAULT = (
+    "no quality.objective was named: the search scores nodes by loss, ARX's default quality "
+    "model (the product's own default, dm_star, has no DP score function)"
+)
+
 
 def dp_model(policy: PrivacyPolicy) -> DifferentialPrivacy | None:
     found = [m for m in policy.models if isinstance(m, DifferentialPrivacy)]
@@ -59,16 +65,20 @@ def dp_decision(
     policy: PrivacyPolicy,
     quality: QualitySettings,
     search_key: int,
+    objective_default: bool = False,
 ) -> Decision:
     """The node a DP run releases and its figures (`counts`: the sampled records' root counts;
-    `search_key`: the run's keyed search stream)."""
+    `search_key`: the run's keyed search stream; `objective_default`: no objective was named,
+    the search scores by ARX's default)."""
     model = dp_model(policy)
     n_input, n_sampled = plan.stats.n_rows, counts.n_records
     if n_sampled > n_input:
         raise DataError("the sample holds more records than the input: the input changed")
     tops = tuple(plan.tops)
     source = ClassSource(plan, counts, policy.attributes)
-    k = model.k
+    # the policy's k: a larger explicit k is judged as it stands (SafePub's δ only falls as k
+    # grows, so the guarantee holds; ADR 0027)
+    k = max(m.min_class_size for m in policy.models)
 
     def classes(node: tuple[int, ...]) -> tuple[NodeClasses, Judgement, object]:
         keys, table = source.keyed(node)
@@ -98,6 +108,8 @@ def dp_decision(
             search_key,
         )
         best, nodes_scored = outcome.node, outcome.scored
+        if objective_default:
+            search["objective_chosen"] = OBJECTIVE_DEFAULT
         search |= {
             "objective": quality.objective,
             "score": float(outcome.score),
@@ -137,7 +149,7 @@ def dp_decision(
         at_risk=policy.at_risk(table.subset(j.kept)),
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
         quality=quality_figures(
-            ctx, objective, Scored(table, judgement, best, tops, node_classes.keys), k
+            ctx, objective, Scored(table, judgement, best, tops, node_classes.keys), k, False
         ),
         dp=section,
     )

@@ -11,14 +11,12 @@ import pytest
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.secret import SecretRef
-from tests.helpers_data import config_dict
+from tests.helpers_dp import dp_config_dict
 
 
 def _raw(**dp) -> dict:
-    raw = config_dict("/tmp/in", "/tmp/out")
-    raw["privacy"] = {"differential_privacy": {"epsilon": 2, "delta": 1e-5, **dp}}
+    raw = dp_config_dict("/tmp/in", "/tmp/out", "SOME_VARIABLE", **dp)
     raw["quality"] = {"objective": "dm"}
-    raw["dp_key"] = {"env": "SOME_VARIABLE"}
     return raw
 
 
