@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
+import yaml
 
 from tests.helpers_data import (
     CITIES,
@@ -38,10 +39,12 @@ def data(tmp_path) -> Path:
 
 
 def _config(tmp_path: Path, data: Path, pseudonym_key: dict, dp_key: dict) -> Path:
+    """Both keys configured; under DP no column is pseudonymised (a pseudonym would be
+    released as it is, ADR 0027), so `pid` is dropped and the run still reads both keys."""
     cfg = {
         "input": {"path": str(data)},
         "output": {"path": str(tmp_path / "out")},
-        "direct_identifiers": [{"pid": "pseudonymise"}],
+        "direct_identifiers": ["pid"],
         "quasi_identifiers": [{"name": "city", "type": "categorical", "hierarchy": CITY_HIERARCHY}],
         "privacy": {"differential_privacy": {"epsilon": 2.0, "delta": 1e-5, "node": {"city": 1}}},
         "quality": {"objective": "loss"},
@@ -83,7 +86,17 @@ def test_two_secrets_release(tmp_path, data, monkeypatch) -> None:
     cfg = _config(tmp_path, data, {"env": "SKALD_TEST_PSEUDONYM_KEY"}, {"env": "SKALD_TEST_DP_KEY"})
     done = run_subprocess(["run", str(cfg)])
     assert done.returncode == 0, done.stderr
-    rows = release_rows(tmp_path / "out")
+    assert release_rows(tmp_path / "out")
+    # the same pseudonym key pseudonymises in a run without DP (a pseudonym is never released
+    # under DP: it would show whether its person was sampled, ADR 0027)
+    body = yaml.safe_load(cfg.read_text())
+    body["direct_identifiers"] = [{"pid": "pseudonymise"}]
+    body["privacy"] = {"k": 2}
+    body["output"]["path"] = str(tmp_path / "out-k")
+    body.pop("dp_key")
+    done = run_subprocess(["run", str(write_config(tmp_path / "k.yaml", body))])
+    assert done.returncode == 0, done.stderr
+    rows = release_rows(tmp_path / "out-k")
     assert rows and all(len(r["pid"]) == 64 for r in rows)
 
 
