@@ -23,6 +23,7 @@ from tests.helpers_dp import dp_config_dict
 
 SECRET = "dp-independence-secret-5b1e77c2"
 ENV = "SKALD_TEST_DP_KEY"
+PSEUDONYM_ENV = "SKALD_TEST_PSEUDONYM_KEY"
 ROWS = 1500
 #: a greppable outlier no digit string of the figures holds by chance
 OUTLIER = 8675309
@@ -31,6 +32,7 @@ OUTLIER = 8675309
 @pytest.fixture(autouse=True)
 def secret(monkeypatch) -> None:
     monkeypatch.setenv(ENV, SECRET)
+    monkeypatch.setenv(PSEUDONYM_ENV, "a-pseudonym-key-of-its-own-3d9e")
 
 
 def _write(folder: Path, table: pa.Table) -> Path:
@@ -130,7 +132,7 @@ def test_no_statistic_of_the_input(tmp_path) -> None:
 def test_a_column_released_as_it_is_is_refused(tmp_path, capsys, change, words) -> None:
     """Item 4: a sensitive attribute, a passed-through column or a pseudonym would give a
     sampled record away: refused in one line, nothing written."""
-    cfg = _cfg(tmp_path, pseudonym_key={"env": ENV})
+    cfg = _cfg(tmp_path, pseudonym_key={"env": PSEUDONYM_ENV})
     change(cfg)
     _refused(tmp_path, cfg, capsys, words)
 
