@@ -58,24 +58,25 @@ log = logging.getLogger("airflow_skald")
 _SAFE = 1 << 62  # a mixed-radix key below this cannot overflow int64
 
 
-def audit(config: SkaldConfig) -> dict:
+def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
     """The audit report of `config.input` under the config's criteria (JSON-safe; see module).
-    A database input is read once into a private temporary folder, deleted after."""
+    A database input is read once into a private temporary folder, deleted after (`staged`:
+    its chunks, which name the table in messages, not the folder)."""
     if config.database is not None:
         from airflow_skald.core.data.database.connection import resolve_uri
         from airflow_skald.core.data.database.extract import extract
 
-        with tempfile.TemporaryDirectory(prefix="skald-audit-") as staged:
+        with tempfile.TemporaryDirectory(prefix="skald-audit-") as folder:
             uri = resolve_uri(config.database.connection)
-            extract(config.database, uri, config.chunk_rows, staged)
-            files = replace(config.input, path=staged)
-            report = audit(replace(config, database=None, input=files))
+            chunks = extract(config.database, uri, config.chunk_rows, folder)
+            files = replace(config.input, path=folder)
+            report = audit(replace(config, database=None, input=files), chunks)
         return {**report, "input": config.database.table or "query"}
     start = time.perf_counter()
-    manifest = release_manifest(config.input.path)
+    manifest = None if staged else release_manifest(config.input.path)
     if manifest is not None:
         config = replace(config, input=release_location(config.input, manifest))
-    chunks = list_chunks(config.input, config.chunk_rows)
+    chunks = list(staged) or list_chunks(config.input, config.chunk_rows)
     kind = "release" if manifest is not None else "dataset"
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
     not_checked = []

@@ -71,16 +71,18 @@ def test_a_row_error_names_the_table_its_key_and_the_row_never_a_staged_file(
     assert "skald-extract" not in err and "chunk-" not in err
 
 
-@pytest.mark.parametrize("source", [{}, {"order_by": ["age", "pid"]}])
+@pytest.mark.parametrize(
+    "command, source", [("run", {}), ("run", {"order_by": ["age", "pid"]}), ("audit", {})]
+)
 def test_a_missing_column_names_the_input_not_a_staged_file(
-    tmp_path, pg_uri, monkeypatch, capsys, source
+    tmp_path, pg_uri, monkeypatch, capsys, command, source
 ) -> None:
     load_table(pg_uri, "clinic.patients", make_table(60, seed=2).drop(["zip"]), key=["pid"])
     monkeypatch.setenv("SKALD_TEST_DB", pg_uri)
     cfg = write_config(tmp_path / "b.yaml", _config(tmp_path, "SKALD_TEST_DB", **source))
-    code, _, err = run_inprocess(["run", str(cfg)], capsys)
+    code, _, err = run_inprocess([command, str(cfg)], capsys)
     order = '"age", "pid"' if source else '"pid"'
     assert code == 2, err
     assert f"column 'zip' is missing from input table clinic.patients read in {order} order" in err
-    assert "skald-extract" not in err and "chunk-" not in err
+    assert "skald-extract" not in err and "skald-audit" not in err and "chunk-" not in err
     assert not (tmp_path / ".out.skald-extract").exists() and not (tmp_path / "out").exists()
