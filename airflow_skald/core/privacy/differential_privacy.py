@@ -64,8 +64,10 @@ class DifferentialPrivacy(PrivacyModel):
     unverifiable = (
         "not re-checked: that the released records are a keyed Binomial(N, beta) sample and "
         "the node the exponential mechanism's draw; both need the secret and the input "
-        "(re-checked: every released class holds at least k records, and the release holds "
-        "the sampled records only)"
+        "(the run that made the release, holding the secret, checked that every released row "
+        "is in its keyed sample: the manifest's differential_privacy.sample_check; re-checked "
+        "here: every released class holds at least k records, and the release holds the "
+        "sampled records only)"
     )
 
     @classmethod

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 
 from airflow_skald import __version__
 from airflow_skald.core.config.policy import describe_privacy
+from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
@@ -158,7 +159,10 @@ def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
     for spec, dim in zip(config.quasi_identifiers, plan.dims, strict=True):
         entry = spec.describe()
         if spec.rule is not None:
-            entry["hierarchy_sha256"] = dim.hierarchy.sha256
+            # a built hierarchy lists the level-0 values of every input record: under DP its
+            # hash would tell of records the sample left out (ADR 0027), so only its levels
+            if dp_of(config) is None:
+                entry["hierarchy_sha256"] = dim.hierarchy.sha256
             entry["hierarchy_levels"] = dim.hierarchy.top_level + 1
         if spec.type == "date":
             stats = plan.stats.qids[spec.name]

@@ -111,6 +111,9 @@ def test_no_statistic_of_the_input(tmp_path) -> None:
         assert "before" not in q["distribution"] and "after" in q["distribution"]
     report = (tmp_path / "out" / "report.html").read_text()
     assert "Left out under differential privacy" in report
+    # a built hierarchy lists every input record's level-0 value: its hash is not published
+    for q in m["quasi_identifiers"]:
+        assert "hierarchy_sha256" not in q or q["name"] == "city"
 
 
 @pytest.mark.parametrize(
@@ -165,7 +168,7 @@ def test_report_states_what_the_guarantee_covers(tmp_path) -> None:
     assert "adding or removing any one person" in report and "they add up" in report
 
 
-def test_the_run_checks_its_own_sample(tmp_path, monkeypatch) -> None:
+def test_the_run_checks_its_own_sample(tmp_path, monkeypatch, capsys) -> None:
     """Item 6: the manifest says who checked the sample and over how many rows; a release
     holding a record the sample left out fails the run's own check."""
     _write(tmp_path / "in", make_table(ROWS, seed=3))
@@ -174,6 +177,10 @@ def test_the_run_checks_its_own_sample(tmp_path, monkeypatch) -> None:
     check = m["differential_privacy"]["sample_check"]
     assert check["checked_by"] == "the run" and "keyed sample" in check["checked"]
     assert check["rows"] == len(release_rows(tmp_path / "out")) == m["verified"] * check["rows"]
+    # skald verify cannot re-check the sample (no secret) and says who did
+    code, stdout, _ = run_inprocess(["verify", str(tmp_path / "out")], capsys)
+    (entry,) = json.loads(stdout)["not_rechecked"]
+    assert code == 4 and "differential_privacy.sample_check" in entry["reason"]
     real = pipeline.write_parts
 
     def every_record(*args, **kw):  # a writer that forgets the sample
