@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_skald import __version__
-from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.dp_rules import dp_of
+from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
