@@ -49,6 +49,7 @@ from airflow_skald.operators.urls import (
     release_file_url,
     run_url,
 )
+from airflow_skald.releases_page import render_releases
 
 LEGACY = (MANIFEST, REPORT)  # what /runs/ serves from the run's artifacts
 RELEASES_ROUTE = "/releases"
@@ -120,97 +121,6 @@ def release_rows(events: list[Any]) -> list[dict]:
         )
         newer[release] = (dag_id, run_id)
     return rows
-
-
-_STYLE = """
-body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:1.5rem;color:#1b1f24}
-h1{font-size:1.4rem;margin:0 0 .3rem}p.sub{color:#57606a;margin:0 0 1rem}
-table{border-collapse:collapse;width:100%;font-size:.9rem}
-th,td{border-bottom:1px solid #d0d7de;padding:.45rem .6rem;text-align:left;vertical-align:top}
-th{background:#f6f8fa;position:sticky;top:0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-td.mono{font-family:ui-monospace,SFMono-Regular,Menlo,monospace;font-size:.82rem;word-break:break-all}
-.ok{color:#1a7f37;font-weight:600}.bad{color:#cf222e;font-weight:600}a{color:#0969da}
-code.hash{white-space:nowrap;word-break:normal;user-select:all;font-size:.78rem}
-.gone{color:#57606a}
-"""
-
-
-def render_releases(rows: list[dict], *, limit: int) -> str:
-    """The releases page (every value escaped)."""
-    e = html.escape
-
-    def cell(value: Any, cls: str = "") -> str:
-        attr = f' class="{cls}"' if cls else ""
-        return f"<td{attr}>{e(str(value))}</td>"
-
-    def link(url: str, text: str) -> str:
-        return f'<a href="{e(url)}" target="_blank" rel="noopener">{e(text)}</a>'
-
-    body = []
-    for r in rows:
-        verified = r["verified"]
-        mark = (
-            '<td class="ok">yes</td>'
-            if verified is True
-            else '<td class="bad">NO</td>'
-            if verified is False
-            else "<td>?</td>"
-        )
-        status = (
-            f'<br><a class="bad" href="{e(r["replaced_by_url"])}" target="_top">'
-            f"replaced by run {e(r['replaced_by'])}</a>"
-            if r["replaced_by"]
-            else '<br><span class="ok">current</span>'
-        )
-        sha, fp = str(r["config_sha256"]), str(r["input_fingerprint"])
-        body.append(
-            "<tr>"
-            + cell(r["time"])
-            + cell(r["dag_id"])
-            + f'<td class="mono"><a href="{e(r["run_url"])}" target="_top">{e(r["run_id"])}</a></td>'
-            + f'<td class="mono">{e(r["release"])}{status}</td>'
-            + cell(r["privacy"])
-            + cell(r["suppression_limit"], "num")
-            + f'<td>{e(r["node"])}<br><span class="mono">{e(str(r["node_paper"]))}</span></td>'
-            + cell(r["dm_star"], "num")
-            + cell(f"{r['n_suppressed']} of {r['n_records']}", "num")
-            + mark
-            + f'<td class="mono">{e(str(r["config"]))}<br>'
-            f'config_sha256<br><code class="hash">{e(sha)}</code><br>'
-            f'input_fingerprint<br><code class="hash">{e(fp)}</code></td>'
-            + "<td>"
-            + (
-                " · ".join(
-                    (
-                        link(r["report_url"], "report"),
-                        link(r["manifest_url"], "manifest"),
-                        link(r["effective_url"], "effective config"),
-                        link(r["yaml_url"], "YAML"),
-                    )
-                )
-                if r.get("files_kept", True)
-                else '<span class="gone">report, manifest, effective config, YAML: gone '
-                "(replaced, and no copy is kept beside the output or in the run-artifact "
-                "store)</span>"
-            )
-            + "</td></tr>"
-        )
-    if not body:
-        body.append('<tr><td colspan="12">No SKALD release has been recorded yet.</td></tr>')
-    more = f" (the newest {limit})" if len(rows) >= limit else ""
-    return (
-        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        "<title>SKALD releases</title>"
-        f"<style>{_STYLE}</style></head><body>"
-        "<h1>SKALD releases</h1>"
-        f'<p class="sub">{len(rows)} release(s){e(more)}, newest first, from the asset events '
-        "of the <code>skald-release</code> alias. Figures only: no data values.</p>"
-        "<table><thead><tr>"
-        "<th>Time</th><th>DAG</th><th>Run</th><th>Output</th><th>k / l / t</th>"
-        "<th>Suppression limit</th><th>Node</th><th>DM*</th><th>Suppressed</th>"
-        "<th>Verified</th><th>Config</th><th>Links</th>"
-        "</tr></thead><tbody>" + "".join(body) + "</tbody></table></body></html>"
-    )
 
 
 def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:

@@ -229,6 +229,104 @@ def test_releases_page_links_the_replacing_run_and_shows_hashes_whole():
     assert shown.endswith("<h1>r</h1></body></html>")
 
 
+# the page's layout as Chromium draws it: every column's box (header text -> [left, right]),
+# the widths, and each piece of a URI, path or run id with the number of lines it takes
+LAYOUT = """(() => {
+  const box = e => e.getBoundingClientRect();
+  const columns = Object.fromEntries([...document.querySelectorAll('thead th')]
+    .map(th => [th.innerText.trim(), [box(th).left, box(th).right]]));
+  const lines = e => { const r = document.createRange(); r.selectNodeContents(e);
+    return new Set([...r.getClientRects()].map(x => Math.round(x.top))).size; };
+  const pieces = [...document.querySelectorAll('td .piece')]
+    .map(p => [p.textContent, p.getClientRects().length]);
+  const strings = [...new Set([...document.querySelectorAll('td .piece')].map(p => p.parentNode))]
+    .map(e => [...e.querySelectorAll(':scope > .piece')].map(p => p.textContent));
+  const outputs = [...document.querySelectorAll('td.output')]
+    .map(td => [td.firstChild.parentNode.innerText, lines(td)]);
+  const links = [...document.querySelectorAll('td.links a')].map(a => box(a).right);
+  return {columns, pieces, strings, outputs, links, viewport: innerWidth,
+          scroll: document.documentElement.scrollWidth};
+})()"""
+
+LONG_URIS = (
+    "file:///srv/anonymisation/hospital-admissions/releases/quarterly_release_2026_q4/k10-l3",
+    "postgres://warehouse.example.org:5432/clinical_research/research/patients_k3_l2",
+    "s3://hospital-data-lake/anonymised/admissions/2026-q4/k5-l3-release",
+)
+
+
+def layout_rows() -> list[dict]:
+    """Releases with long output URIs, run ids and config paths, one of them replaced."""
+    from airflow_skald.plugin import release_rows
+
+    def event(i: int, release: str, run_id: str):
+        return types.SimpleNamespace(
+            extra={
+                "skald_release": 1,
+                "release": release,
+                "k": 10,
+                "criteria": [{"model": "distinct-l-diversity", "l": 3, "attribute": "disease"}],
+                "node": {"age": 2, "zipcode": 3, "sex": 0, "education": 1, "marital_status": 2},
+                "node_paper": "[2, 3, 0, 1, 2]",
+                "dm_star": 1234567890123,
+                "n_suppressed": 1234,
+                "n_records": 3000000,
+                "suppression_limit": "0.01",
+                "verified": True,
+                "config": "/srv/anonymisation/hospital-admissions/configs/quarterly/skald.yaml",
+                "config_sha256": "c" * 64,
+                "input_fingerprint": "f" * 64,
+            },
+            source_dag_id="skald_from_postgres",
+            source_run_id=run_id,
+            id=i,
+            timestamp=dt.datetime(2026, 1, 2, 3, 4, i, tzinfo=dt.UTC),
+        )
+
+    runs = ("manual__2026-12-02T01:35:11.668022+00:00", "scheduled__2026-12-01T00:00:00+00:00")
+    events = [event(i, uri, runs[i % 2]) for i, uri in enumerate(LONG_URIS)]
+    events.append(event(9, LONG_URIS[0], "manual__2026-12-03T08:00:00.000001+00:00"))
+    return release_rows(events)
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("width", [1216, 1280, 1600])
+def test_releases_page_fits_and_wraps_uris_between_words(width, tmp_path):
+    """Issue 40 item 6: the Links column was cut at 1600 px and output URIs broken inside
+    words. In Chromium at 1280 and 1600 px, and 1216 (the page embedded in the Airflow UI
+    of a 1280 px window, beside its navigation bar): nothing is wider than the window, every
+    column ends inside it; a URI, path or run id breaks only between its pieces (after a "/",
+    or a "_"/"-" in a long name), never inside one, and a long URI does wrap at 1280."""
+    from airflow_skald.plugin import render_releases
+
+    if CHROMIUM is None:
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
+    shots = Path(os.environ.get("SKALD_IT_SHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    page = tmp_path / "releases.html"
+    page.write_text(render_releases(layout_rows(), limit=200), encoding="utf-8")
+    browser = Browser(CHROMIUM, width=width, height=900)
+    try:
+        browser.goto(page.as_uri())
+        got = browser.wait_for(LAYOUT)
+        browser.screenshot(shots / f"skald-releases-{width}px.png")
+    finally:
+        browser.close()
+    assert got["viewport"] == width and got["scroll"] <= width, got
+    assert list(got["columns"])[-1] == "Links"
+    assert all(right <= width for _, right in got["columns"].values()), got["columns"]
+    assert got["links"] and max(got["links"]) <= width
+    assert got["pieces"] and all(n == 1 for _, n in got["pieces"]), got["pieces"]
+    for pieces in got["strings"]:  # a string breaks only after a separator
+        assert all(p[-1] in "/_-. T" for p in pieces[:-1]), pieces
+    outputs = {text.split("\n")[0]: lines for text, lines in got["outputs"]}
+    assert set(outputs) == set(LONG_URIS)  # whole, in order, nothing dropped by the pieces
+    if width <= 1280:
+        assert max(outputs.values()) > 1, outputs  # the long URIs wrap (between pieces)
+
+
 # --------------------------------------------------------------------------- dag.test()
 @pytest.fixture(scope="module")
 def dataset(tmp_path_factory) -> Path:
@@ -288,6 +386,10 @@ FRAME_TEXT = (
 )
 
 
+FRAME = (
+    "[...document.querySelectorAll('iframe')]"
+    ".find(f => (f.getAttribute('src') || '').includes('skald/releases'))"
+)
 CLICK_BROWSE = (
     "(() => { const b = [...document.querySelectorAll('button, a')]"
     ".find(e => e.innerText.trim() === 'Browse'); if (b) { b.click(); } return !!b; })()"
@@ -450,4 +552,29 @@ def test_releases_page_in_a_real_deployment(dep, dataset, tmp_path):
         assert runs[5] in framed and runs[12] in framed
     finally:
         browser.close()
+    # issue 40 item 6: embedded in the UI of a 1280 and a 1600 px window, the page fits its
+    # frame (the Links column too) and no piece of a URI or run id is broken
+    for width in (1280, 1600):
+        browser = Browser(CHROMIUM, width=width, height=900)
+        try:
+            browser.send(
+                "Network.setCookie", name="_token", value=dep.token(), url=dep.base_url + "/"
+            )
+            browser.goto(dep.base_url + "/plugin/skald-releases")
+            browser.wait_for(
+                f"(() => {{ const t = {FRAME_TEXT}; return t.includes('k=12') ? t : ''; }})()",
+                timeout=60,
+            )
+            frame = browser.evaluate(f"(() => {{ const f = {FRAME}; const r = f.getBoundingClientRect();"
+                                     " return [r.left, r.right, innerWidth]; }})()")  # fmt: skip
+            got = browser.evaluate(f"{FRAME}.contentWindow.eval({json.dumps(LAYOUT)})")
+            time.sleep(1.0)
+            browser.screenshot(shots / f"skald-releases-in-airflow-ui-{width}px.png")
+        finally:
+            browser.close()
+        assert frame[1] <= frame[2] == width, frame
+        assert got["scroll"] <= got["viewport"] <= frame[1] - frame[0], (got, frame)
+        assert max(right for _, right in got["columns"].values()) <= got["viewport"], got
+        assert got["links"] and max(got["links"]) <= got["viewport"], got
+        assert got["pieces"] and all(n == 1 for _, n in got["pieces"]), got["pieces"]
     assert time.monotonic() - t0 < 420
