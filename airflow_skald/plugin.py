@@ -10,7 +10,9 @@ or the UI's session cookie):
   replaced that release, the records that run kept beside the output are served
   (``core/release/replaced.py``; the report with a banner saying it was replaced, by which
   run), else the run's own copies in its artifacts; otherwise 404 naming the run that
-  replaced it. Needs read access to the DAG.
+  replaced it. A table release's records are its run's copies in the artifacts; its report
+  has the banner when a newer release event on the same table names another run. Needs read
+  access to the DAG.
 - ``/skald/runs/{dag_id}/{run_id}/manifest.json`` and ``.../report.html``: the copies in a
   run's artifact folder (``[skald] artifacts``), for links recorded before the above existed.
 - ``/skald/releases``: "SKALD releases", every release recorded as an asset event on the
@@ -128,7 +130,7 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
     run replaced it, the run's own copy in its artifacts); FileNotFoundError says why not."""
     from airflow_skald.core.data.io import filesystem
     from airflow_skald.core.release.commit import release_in_place
-    from airflow_skald.operators.links import release_of_run
+    from airflow_skald.operators.links import newest_release_on, release_of_run
 
     uri = release_of_run(dag_id, run_id)
     if uri is None:
@@ -137,6 +139,10 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
         data = replaced_record(uri, dag_id, run_id, name)  # artifacts after the commit
         if data is None:
             raise FileNotFoundError(f"the run-artifact store holds no {name} of run {run_id}")
+        # the table holds the release of the newest run that published one there
+        newest = newest_release_on(uri)
+        if name == REPORT and newest is not None and newest != (dag_id, run_id):
+            return with_replaced_banner(data, f"by run {newest[0]}-{newest[1]}", uri)
         return data
     location = local_path(uri)
     token = f"{dag_id}-{run_id}"

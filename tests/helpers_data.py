@@ -208,6 +208,17 @@ def chart_labels(html: str, title: str) -> list[str]:
     return [t.rsplit(": ", 1)[0] for t in re.findall(r"<rect[^>]*><title>(.*?)</title>", svg[1])]
 
 
+def where_rows(report: Path) -> dict[str, str]:
+    """report.html's "Where" rows as a reader sees them: label -> the value's text."""
+    import html
+    import re
+
+    text = report.read_text(encoding="utf-8")
+    section = text[text.index("<h2>Where</h2>") :].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td></tr>", section)
+    return {label: html.unescape(re.sub(r"<[^>]+>", "", value)) for label, value in rows}
+
+
 def worker_surroundings(group) -> tuple[str | None, str, int]:
     """What a worker process of `core.run.parallel` sees: a test variable, its folder, its pid."""
     return os.environ.get("SKALD_TEST_MARK"), os.getcwd(), os.getpid()

@@ -266,7 +266,7 @@ class SkaldBaseOperator(BaseOperator):
         """The run's conf checked, its config loaded with this run's settings (each parsed
         once, by the settings table), and the settings stated in the task's first log line."""
         from airflow_skald.core.config.run_config import load_config
-        from airflow_skald.core.data.database.connection import table_uri
+        from airflow_skald.core.data.database.connection import table_uri, unresolved_table_uri
         from airflow_skald.core.data.database.target import default_folder
         from airflow_skald.core.errors import ConfigError
         from airflow_skald.core.run.runner import Run
@@ -299,10 +299,14 @@ class SkaldBaseOperator(BaseOperator):
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
         run.resolve_connection = connection_uri  # a database's Airflow connection id
+        # OpenLineage's naming of a PostgreSQL table; until its connection is found (a missing
+        # one fails the task here) the connection's id stands for its host and database
         if config.database is not None and config.database.table:
-            uri = connection_uri(config.database.connection)
-            self._lineage["input"] = table_uri(uri, config.database.table)
-        if table is not None:  # OpenLineage's naming of a PostgreSQL table
+            source = config.database
+            self._lineage["input"] = unresolved_table_uri(source.connection, source.table)
+            self._lineage["input"] = table_uri(connection_uri(source.connection), source.table)
+        if table is not None:
+            self._lineage["output"] = unresolved_table_uri(table.connection, table.qualified)
             self._lineage["output"] = table_uri(connection_uri(table.connection), table.qualified)
         run.record.airflow = {"dag_id": store.dag_id, "run_id": store.run_id}
         started = getattr(dag_run, "start_date", None)  # the DAG run's, not this task's

@@ -50,6 +50,29 @@ def release_of_run(dag_id: str, run_id: str) -> str | None:
     return None
 
 
+def newest_release_on(uri: str) -> tuple[str, str] | None:
+    """(DAG id, run id) of the newest SKALD release event on the Asset `uri` (a table
+    release's: the run whose release the table holds), or None. Reads Airflow's metadata DB."""
+    from airflow.models.asset import AssetEvent, AssetModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    from airflow_skald.operators.release_event import RELEASE_MARKER
+
+    with create_session() as session:
+        events = session.scalars(
+            select(AssetEvent)
+            .join(AssetModel, AssetEvent.asset_id == AssetModel.id)
+            .where(AssetModel.uri == uri)
+            .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
+        )
+        for event in events:
+            extra = event.extra if isinstance(event.extra, dict) else {}
+            if extra.get(RELEASE_MARKER):
+                return str(event.source_dag_id or ""), str(event.source_run_id or "")
+    return None
+
+
 class _ReleaseFileLink(BaseOperatorLink):
     artifact = MANIFEST
 

@@ -201,6 +201,29 @@ def test_openlineage_of_a_release():
     assert before.outputs == [] and before.run_facets == {}
 
 
+def test_lineage_of_a_run_whose_connection_is_missing_names_the_table(tmp_path, monkeypatch):
+    """Issue 40 item 6: the task fails at the missing connection; what it reports to
+    OpenLineage (its FAIL event) names the input and output tables, the connection's id
+    standing for their host and database, not the staging folder of the extract."""
+    from airflow.sdk.exceptions import AirflowFailException
+    from helpers_data import config_dict, write_config
+
+    from airflow_skald.operators import EncodeOperator
+
+    body = config_dict(tmp_path / "unused", tmp_path / "unused-out", k=3)
+    body["input"] = {"table": "clinic.patients", "connection": "skald_missing_conn"}
+    body["output"] = {"table": "research.out", "connection": "skald_missing_conn"}
+    cfg = write_config(tmp_path / "skald.yaml", body)
+    monkeypatch.setenv("AIRFLOW__SKALD__ARTIFACTS", str(tmp_path / "artifacts"))
+    op = EncodeOperator(task_id="e", config=str(cfg))
+    with pytest.raises(AirflowFailException, match="connection skald_missing_conn: not found"):
+        op.execute(context())
+    lineage = op.get_openlineage_facets_on_complete(None)
+    assert [(d.namespace, d.name) for d in lineage.inputs] == [
+        ("postgres://skald_missing_conn", "clinic.patients")
+    ]
+
+
 def test_refusal_creates_nothing(tmp_path, monkeypatch):
     """Issue 30 item 1: a config in the input folder with input ``.`` (as `skald generate`
     writes it) and output ``rel/daily-{{ ds }}``: refused as inside the input folder, and

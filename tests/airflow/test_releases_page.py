@@ -566,7 +566,7 @@ def test_releases_page_in_a_real_deployment(dep, dataset, tmp_path):
                 timeout=60,
             )
             frame = browser.evaluate(f"(() => {{ const f = {FRAME}; const r = f.getBoundingClientRect();"
-                                     " return [r.left, r.right, innerWidth]; }})()")  # fmt: skip
+                                     " return [r.left, r.right, innerWidth]; })()")  # fmt: skip
             got = browser.evaluate(f"{FRAME}.contentWindow.eval({json.dumps(LAYOUT)})")
             time.sleep(1.0)
             browser.screenshot(shots / f"skald-releases-in-airflow-ui-{width}px.png")

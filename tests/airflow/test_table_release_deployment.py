@@ -263,3 +263,91 @@ def test_mapped_dag_releases_the_table_of_the_unmapped_one(dep, deployment_workd
         for t in dep.task_instances(dag_id, run_id):
             if t["map_index"] == -1:
                 assert PASSWORD not in _log(dep, run_id, t["task_id"], t["try_number"], dag_id)
+
+
+def _lineage_events(path: Path, keep, timeout: float = 90) -> list[dict]:
+    """The OpenLineage events of the deployment's file transport that `keep` selects (waits:
+    the listener writes after the task finished)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        found = [e for e in map(json.loads, lines) if keep(e)]
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(1)
+
+
+def test_replaced_table_release_report_where_and_a_missing_connection(
+    dep, deployment_workdir, warehouse
+):
+    """Issue 40 item 6: a table release replaced by a later run (overwrite, another k): its
+    report, as the plugin serves it, has the "replaced" banner naming that run (the newer
+    release's report has none); the "Where" section of the written report names the input
+    table and the release table (with their connections' names) and the records' folder. A run
+    whose connection is missing fails, and its lineage FAIL event names the input table
+    (the connection's id for its host), not the staging path."""
+    import urllib.parse
+    import urllib.request
+
+    from helpers_data import config_dict, where_rows, write_config
+
+    from airflow_skald.operators.dag_params import PARAMS
+
+    connection, table = "skald_it_replaced", "research.replaced_k"
+    _connection(dep, connection, warehouse)
+    work = deployment_workdir / "replaced-table-release"
+    body = config_dict(work / "unused", work / "unused-out", chunk_rows=50)
+    body["input"] = {"table": "clinic.patients", "connection": connection}
+    body["output"] = {"table": table, "connection": connection}
+    body["memory"] = {"histogram_bins": 10**6}
+    cfg = write_config(work / "skald.yaml", body)
+    conf = {name: param.value for name, param in PARAMS.items()} | {"config": str(cfg)}
+    runs = []
+    for more in ({"k": 3}, {"k": 4, "overwrite": True}):
+        runs.append(dep.trigger(DAG_ID, conf={**conf, **more}))
+        assert dep.wait_for_run(DAG_ID, runs[-1], timeout=300) == "success"
+    first, second = runs
+
+    def served_report(run_id: str) -> str:
+        quoted = urllib.parse.quote(run_id, safe="")
+        url = f"{dep.base_url}/skald/releases/{DAG_ID}/{quoted}/report.html"
+        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {dep.token()}"})
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.read().decode()
+
+    asset_uri = f"postgres://127.0.0.1:5432/{warehouse}/research/replaced_k"
+    replaced = served_report(first)
+    assert (
+        f"This release was replaced by run {DAG_ID}-{second}: {asset_uri} now holds another "
+        "release." in replaced
+    ), replaced[:2000]
+    assert "k = 3" in replaced  # the first release's own report, under the banner
+    assert "This release was replaced" not in served_report(second)
+
+    folder = deployment_workdir / "artifacts" / "skald-releases" / table
+    assert where_rows(folder / "report.html") == {
+        "config file": str(cfg),
+        "input table": f"clinic.patients through connection {connection}",
+        "release table": f"{table} through connection {connection}",
+        "release records": str(folder),
+    }
+
+    # a connection that does not exist: the run fails; the FAIL event names the table
+    body["input"]["connection"] = body["output"]["connection"] = "skald_it_missing"
+    missing = write_config(work / "missing.yaml", body)
+    run_id = dep.trigger(DAG_ID, conf={**conf, "config": str(missing), "k": 3})
+    assert dep.wait_for_run(DAG_ID, run_id, timeout=300) == "failed"
+    assert "connection skald_it_missing: not found" in _log(dep, run_id, "encode", 1)
+    failed = _lineage_events(
+        deployment_workdir / "openlineage.jsonl",
+        lambda e: (
+            e.get("eventType") == "FAIL"
+            and e["job"]["name"] == f"{DAG_ID}.encode"
+            and run_id in json.dumps(e["run"].get("facets", {}))
+        ),
+    )
+    assert failed, "no FAIL event of the encode task"
+    for event in failed:
+        assert [(d["namespace"], d["name"]) for d in event["inputs"]] == [
+            ("postgres://skald_it_missing", "clinic.patients")
+        ], event["inputs"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import quote, urlsplit, urlunsplit
 
 from airflow_skald.core.errors import ConfigError
 
@@ -84,6 +84,14 @@ def table_uri(uri: str, table: str) -> str:
     ns, db = namespace(uri)
     qualified = table if "." in table else f"public.{table}"
     return f"{ns}/{db}.{qualified}"
+
+
+def unresolved_table_uri(connection: str, table: str) -> str:
+    """A table whose connection is not (yet) known, named as OpenLineage names a table with
+    the connection's name in place of its host and database:
+    ``postgres://{connection}/{schema}.{table}``."""
+    qualified = table if "." in table else f"public.{table}"
+    return f"postgres://{quote(connection, safe='')}/{qualified}"
 
 
 def table_asset_uri(uri: str, table: str) -> str:
