@@ -1,8 +1,9 @@
-"""The real Adult table (../shared/data/adult, ARX's 8 hierarchies) for the benchmarks: its
+"""The real Adult table (tests/data/adult, ARX's 8 hierarchies) for the benchmarks: its
 config body, and a larger table resampled from its rows in chunk files."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,7 +11,11 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-ADULT = ROOT.parent / "shared" / "data" / "adult"
+sys.path.insert(0, str(ROOT / "tests"))  # Adult as the tests read it
+
+from adult_files import ADULT, adult_csv  # noqa: E402
+
+ADULT_CSV = adult_csv()  # the table, decompressed once from tests/data/adult/adult.csv.gz
 SENSITIVE = "salary-class"
 # ARX ships a hierarchy per attribute; every attribute but the sensitive one is a QID
 QIDS = sorted(
@@ -46,7 +51,7 @@ def resample_adult(rows: int, chunk_rows: int, out: Path, seed: int = 0) -> None
     out.mkdir(parents=True, exist_ok=True)
     opts = pacsv.ParseOptions(delimiter=";")
     convert = pacsv.ConvertOptions(column_types={"age": "string"})
-    table = pacsv.read_csv(ADULT / "adult.csv", parse_options=opts, convert_options=convert)
+    table = pacsv.read_csv(ADULT_CSV, parse_options=opts, convert_options=convert)
     rng = np.random.default_rng(seed)
     for i, start in enumerate(range(0, rows, chunk_rows)):
         n = min(chunk_rows, rows - start)

@@ -13,7 +13,7 @@ as text, interval labels such as `[0,99]`).
   by one level, ADR 0012).
 - FARS: 100,937 rows; every hierarchy ends in one constant label (`[0,99]`) as ARX's recoded
   FARS hierarchies do, so no `*` is appended (docs/design.md §3): lattice 4^4 x 3^4 = 20,736 nodes.
-- Adult: ARX's copy in ../shared/data/adult with its hierarchies; as in ARX's benchmark the
+- Adult: ARX's copy in tests/data/adult with its hierarchies; as in ARX's benchmark the
   sensitive attribute is `occupation` and the 8 others are the QIDs (4,320 nodes).
 
 `write_table(name, folder)` writes `data.parquet`, the hierarchy files and returns the config
@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from adult_data import ADULT
+from adult_data import ADULT, ADULT_CSV
 
 ADULT_SENSITIVE = "occupation"  # as in ARX's benchmark
 CUP_ROWS = 63_441
@@ -160,7 +160,7 @@ def _adult(folder: Path, k: int, limit: float) -> dict:
         if name != ADULT_SENSITIVE
     )
     return {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "input": {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"},
         "output": {"path": str(folder / "out")},
         "sensitive_attributes": [ADULT_SENSITIVE],
         "quasi_identifiers": [

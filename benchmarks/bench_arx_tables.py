@@ -50,7 +50,7 @@ from pathlib import Path
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
-from adult_data import ADULT
+from adult_data import ADULT_CSV
 from arx_tables import ADULT_SENSITIVE, write_table
 
 ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
@@ -184,7 +184,7 @@ def _arx_hierarchy(src: Path, dst: Path, sep: str) -> None:
 def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
     """ARX's command line for the case: the same CSV (written once), hierarchies, model."""
     if case.table == "adult":
-        data, sep = ADULT / "adult.csv", ";"
+        data, sep = ADULT_CSV, ";"
     else:
         data, sep = folder / "data.csv", ";"
         if not data.exists():
@@ -248,7 +248,7 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[st
         if case.subset:  # the population table: Adult with its research-subset flag
             population = work / "adult-population.csv"
             if not population.exists():
-                lines = (ADULT / "adult.csv").read_text().splitlines()
+                lines = ADULT_CSV.read_text().splitlines()
                 flags = [("true" if i % 10 == 0 else "false") for i in range(len(lines) - 1)]
                 rows = [f"{lines[0]};in_study"]
                 rows += [f"{r};{f}" for r, f in zip(lines[1:], flags, strict=True)]

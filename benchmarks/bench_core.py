@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
-from adult_data import ADULT, adult_body
+from adult_data import ADULT, ADULT_CSV, adult_body
 from paper_data import generate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -195,7 +195,7 @@ def main() -> int:
 
     if ADULT.exists():
         cfg = work / "adult.yaml"
-        source = {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"}
+        source = {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"}
         body = {**adult_body(source, work / "out-adult"), "memory": {"histogram_bins": 10**9}}
         cfg.write_text(json.dumps(body))
         report["adult_level0"] = _run_peak(cfg, work / "out-adult", [])

@@ -20,12 +20,12 @@ import statistics
 from pathlib import Path
 
 import yaml
-from adult_data import ADULT, adult_body
+from adult_data import ADULT_CSV, adult_body
 from bench_arx_tables import run_once
 
 
 def _config(work: Path, name: str, limit: float, privacy: dict) -> Path:
-    source = {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"}
+    source = {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"}
     body = adult_body(source, work / "out" / f"{name}-{limit}")
     body["privacy"] = {**privacy, "suppression_limit": limit}
     path = work / f"{name}-{limit}.yaml"

@@ -44,7 +44,7 @@ from airflow_skald.core.config.policy import build_policy
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # the Adult files and hierarchies, as the tests use them
 
-from skald_testdata import ADULT, adult_qid_config  # noqa: E402
+from skald_testdata import ADULT_CSV, adult_qid_config  # noqa: E402
 
 # name: (distinct values, fan-outs of the intermediate levels). Levels = len(fan-outs) + 2
 # (the value, the groups, the top "*"): 7, 4, 5, 5, 2, 3, 6, 7 -> 176,400 lattice nodes.
@@ -306,7 +306,7 @@ def adult(work: Path, repeats: int) -> list[dict]:
     )
 
     body = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "input": {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"},
         "output": {"path": str(work / "adult-out")},
         "chunk_rows": 8000,
         "sensitive_attributes": ["salary-class"],

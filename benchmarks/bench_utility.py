@@ -2,7 +2,7 @@
 
     python benchmarks/bench_utility.py [--rounds 3] [--chunks 10] [--work /tmp/skald-bench]
 
-- Adult (../shared/data/adult, ARX's 8 hierarchies, k = 5 at 5 %) with ARX's defaults
+- Adult (tests/data/adult, ARX's 8 hierarchies, k = 5 at 5 %) with ARX's defaults
   (target salary-class, the three models, 10 folds, 100,000 records): `cpu_s.utility` of
   run.json (the chunks' shares and the analysis, scikit-learn's import included) and the whole
   process's CPU; target <= 2 s.
@@ -22,7 +22,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adult_data import ADULT, adult_body
+from adult_data import ADULT, ADULT_CSV, adult_body
 from paper_data import generate
 
 ADULT_UTILITY = {"target": "salary-class"}  # ARX's defaults for the rest
@@ -51,7 +51,7 @@ def _span(values: list[float]) -> str:
 
 
 def bench_adult(work: Path, rounds: int) -> dict:
-    source = {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"}
+    source = {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"}
     body = {**adult_body(source, work / "out-adult-utility"), "utility": ADULT_UTILITY}
     cfg = work / "adult-utility.yaml"
     cfg.write_text(json.dumps(body))

@@ -1,4 +1,4 @@
-"""Writes tests/unit/privacy/dp/arx_dp_params.json: ARX 3.9.2's k and β for a grid of (ε, δ)
+"""Writes tests/data/arx_answers/dp-parameters-grid.json: ARX 3.9.2's k and β for a grid of (ε, δ)
 (`../shared/arx/arx --dp-params-only EPS:DELTA:BUDGET`, both modes) and the JVM's Math.exp at
 the two bounds ARX takes e^(-ε) of (the one input of β where a JVM may differ from the C
 library by an ulp). Run once by hand (ARX needs up to half a minute per point):
@@ -18,7 +18,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 ARX = ROOT.parent / "shared" / "arx" / "arx"
-OUT = ROOT / "tests" / "unit" / "privacy" / "dp" / "arx_dp_params.json"
+OUT = ROOT / "tests" / "data" / "arx_answers" / "dp-parameters-grid.json"
+COMMAND = "../shared/arx/arx --dp-params-only EPS:DELTA:BUDGET"
 GRID = [
     "0.1:1e-3:0.01",
     "0.25:1e-5:0.1",
@@ -56,6 +57,8 @@ def jvm_exp(xs: list[float]) -> list[float]:
 
 
 def main(specs: list[str]) -> None:
+    if not ARX.is_file():
+        sys.exit(f"ARX 3.9.2 is missing: {ARX} (../shared/arx must sit beside the repository)")
     rows = []
     for spec in specs:
         got = json.loads(
@@ -80,7 +83,8 @@ def main(specs: list[str]) -> None:
                     "jvm_exp_of_bounds": jvm_exp(bounds),
                 }
             )
-    OUT.write_text(json.dumps({"arx_version": "3.9.2", "points": rows}, indent=1) + "\n")
+    record = {"arx_version": "3.9.2", "command": COMMAND, "points": rows}
+    OUT.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

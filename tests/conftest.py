@@ -14,7 +14,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from skald_testdata import ADULT  # noqa: E402
+from skald_testdata import ADULT_CSV  # noqa: E402
 
 
 def pytest_addoption(parser) -> None:
@@ -45,9 +45,7 @@ def skald_logger_as_configured():
 
 @pytest.fixture(scope="session")
 def adult_df() -> pd.DataFrame:
-    if not ADULT.exists():
-        pytest.fail(f"Adult dataset not found at {ADULT} (shared/ must sit beside the repo)")
-    return pd.read_csv(ADULT / "adult.csv", sep=";")
+    return pd.read_csv(ADULT_CSV, sep=";")
 
 
 # ------------------------------------------------------------------------------- layers

@@ -10,10 +10,10 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+from adult_files import ADULT, adult_csv
 
-ADULT = Path(__file__).resolve().parents[2] / "shared" / "data" / "adult"
-#: ARX 3.9.2's command line (shared/arx, beside the repository), for answers to compare with
-ARX = ADULT.parents[1] / "arx" / "arx"
+#: Adult in the repository: ARX's hierarchies in ADULT, the table decompressed once at ADULT_CSV
+ADULT_CSV = adult_csv()
 ADULT_QIDS = [
     "age",
     "education",
@@ -75,7 +75,7 @@ def adult_config(
     release at `output` in `fmt`, `chunk_rows` (None: the default). `sections` adds top-level
     sections (memory, quality, ...); a `privacy` section adds its criteria to k's."""
     body: dict[str, Any] = {
-        "input": {"path": str(ADULT / "adult.csv"), "format": "csv", "delimiter": ";"},
+        "input": {"path": str(ADULT_CSV), "format": "csv", "delimiter": ";"},
         "output": {"path": str(output), "format": fmt},
     }
     if chunk_rows is not None:

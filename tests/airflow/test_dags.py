@@ -23,7 +23,6 @@ TESTS = Path(__file__).resolve().parents[1]
 # many dag.test() runs: spread over the workers (the session fixtures are made per worker)
 SPREAD_OVER_WORKERS = True
 sys.path.insert(0, str(TESTS))
-ADULT = TESTS.parents[1] / "shared" / "data" / "adult"
 
 # Fields of a manifest that legitimately differ between two runs of the same release.
 VOLATILE = {"timings_s", "peak_rss_bytes", "config_sha256", "run_token"}
@@ -417,8 +416,6 @@ def test_adult_both_dags(dagbag, artifacts_root, tmp_path, capsys):
 
     from airflow_skald.cli import main
 
-    if not ADULT.exists():
-        pytest.fail(f"Adult dataset not found at {ADULT}")
     cfg = _adult_config(tmp_path)
     outs = {}
     for dag_id in ("skald_anonymise", "skald_anonymise_mapped"):

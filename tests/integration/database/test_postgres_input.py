@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 from helpers_data import config_dict, make_table, release_rows, run_inprocess, write_config
 from helpers_postgres import execute, load_table
-from skald_testdata import ADULT, adult_config
+from skald_testdata import ADULT_CSV, adult_config
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.database.extract import extract
@@ -96,7 +96,7 @@ def test_staged_chunks_are_cut_at_chunk_rows_in_key_order(tmp_path, pg_uri) -> N
 
 def test_adult_from_postgres_equals_adult_from_csv(tmp_path, pg_uri, monkeypatch) -> None:
     adult = pacsv.read_csv(
-        ADULT / "adult.csv",
+        ADULT_CSV,
         parse_options=pacsv.ParseOptions(delimiter=";"),
         convert_options=pacsv.ConvertOptions(column_types={}, strings_can_be_null=False),
     )

@@ -1,23 +1,16 @@
-"""k and β of (ε, δ)-DP against ARX 3.9.2 run live for one cheap point (both modes); the grid
-is in tests/unit/privacy/dp/arx_dp_params.json (ARX needs up to 36 s a point)."""
+"""k and β of (ε, δ)-DP against ARX 3.9.2 for one cheap point (both modes): ARX's answer
+recorded in tests/data/arx_answers, and ARX run live where it is found; the grid is in
+tests/data/arx_answers/dp-parameters-grid.json (ARX needs up to 30 minutes a point)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-
-import pytest
-from skald_testdata import ARX
+from arx_answers import arx_answer
 
 from airflow_skald.core.privacy.dp.parameters import anonymisation_epsilon, calculate
 
 
-@pytest.mark.skipif(not ARX.exists(), reason="ARX 3.9.2 is not installed beside the repository")
-def test_k_and_beta_as_arx_live() -> None:
-    out = subprocess.run(
-        [str(ARX), "--dp-params-only", "1:1e-5:0.1"], check=True, capture_output=True, text=True
-    )
-    got = json.loads(out.stdout)
+def test_k_and_beta_as_arx() -> None:
+    got = arx_answer("dp-parameters-1-1e-5-0.1", ["--dp-params-only", "1:1e-5:0.1"])
     fixed, searched = got["without_search_budget"], got["data_dependent"]
     ours = calculate(1.0, 1e-5)
     assert (ours.k, ours.beta) == (fixed["k"], fixed["beta"])

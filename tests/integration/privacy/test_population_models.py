@@ -5,15 +5,12 @@ records are released, without the subset column; ARX 3.9.2's answer on Adult."""
 
 from __future__ import annotations
 
-import json
-import shutil
-import subprocess
-
 import numpy as np
 import pandas as pd
 import pytest
+from arx_answers import adult_input_args, arx_answer
 from oracle_population import subset_search
-from skald_testdata import ADULT, read_release, write_chunks, write_config
+from skald_testdata import ADULT, ADULT_CSV, read_release, write_chunks, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
@@ -130,15 +127,13 @@ def test_population_models_need_a_subset_and_refuse_other_models(tmp_path):
             "privacy": {"k": 2, "l_diversity": [{"attribute": "pid", "l": 2}]}}))  # fmt: skip
 
 
-ARX = ADULT.parents[1] / "arx" / "arx"
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "race", "sex", "workclass"]
 
 
-@pytest.mark.skipif(shutil.which("java") is None, reason="ARX needs java")
 def test_adult_population_models_equal_arx(tmp_path):
     """Adult as the population, every tenth record the research subset: the node, DM* (ARX's
     convention) and suppressed records under δ-presence (k = 2) equal ARX 3.9.2's."""
-    df = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str, keep_default_na=False)
+    df = pd.read_csv(ADULT_CSV, sep=";", dtype=str, keep_default_na=False)
     df["in_study"] = np.arange(len(df)) % 10 == 0
     df.to_csv(tmp_path / "adult_pop.csv", sep=";", index=False)
     qids = [
@@ -158,13 +153,9 @@ def test_adult_population_models_equal_arx(tmp_path):
         "quality": {"objective": "dm_star_arx"},
     }
     manifest = run(load_config(write_config(tmp_path / "c.yaml", body)))
-    cmd = [str(ARX), "--input", str(ADULT / "adult.csv"), "--sep", ";"]
-    for q in ADULT_QIDS:
-        cmd += ["--qid", f"{q}={ADULT / f'adult_hierarchy_{q}.csv'}"]
-    cmd += ["--insensitive", "salary-class,occupation", "--k", "2", "--dpresence", "0:0.5"]
-    cmd += ["--subset", "mod:10:0", "--suppression", "0.05", "--metric", "dmstar"]
-    arx = json.loads(subprocess.run(cmd + ["--no-own-stats"], capture_output=True, check=True,
-                                    text=True).stdout)  # fmt: skip
+    cmd = [*adult_input_args(ADULT_QIDS), "--insensitive", "salary-class,occupation"]
+    cmd += ["--k", "2", "--dpresence", "0:0.5", "--subset", "mod:10:0", "--suppression", "0.05"]
+    arx = arx_answer("dpresence-adult-k2-subset10", [*cmd, "--metric", "dmstar", "--no-own-stats"])
     stats = arx["arx_class_statistics_subset"]
     assert manifest["node"] == arx["node"]
     assert manifest["dm_star_arx"] == arx["arx_information_loss_value"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 import csv
 
 import pandas as pd
-from skald_testdata import ADULT, ADULT_QIDS, adult_config, write_config
+from skald_testdata import ADULT, ADULT_CSV, ADULT_QIDS, adult_config, write_config
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.run.runner import run
@@ -24,7 +24,7 @@ def hierarchy_labels(name: str, level: int) -> set[str]:
 def test_level_zero_is_ranked_generalised_levels_are_named(tmp_path):
     body = adult_config(tmp_path / "out", k=K, suppression_limit=0.05, chunk_rows=None)
     manifest = run(load_config(write_config(tmp_path / "adult.yaml", body)))
-    raw = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str)
+    raw = pd.read_csv(ADULT_CSV, sep=";", dtype=str)
     qids = {q["name"]: q for q in manifest["quality_models"]["qids"]}
     assert set(qids) == set(ADULT_QIDS)
     levels = manifest["node"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from helpers_browser import CHROMIUM, PAGE_TEXT, Browser
-from skald_testdata import ADULT, adult_config, read_release, write_config
+from skald_testdata import ADULT_CSV, adult_config, read_release, write_config
 
 from airflow_skald.cli import main
 from airflow_skald.core.release.manifest_schema import Manifest
@@ -58,7 +58,7 @@ def test_section_is_typed_and_does_not_depend_on_chunks_or_workers(runs):
 
 def test_figures_equal_pandas_on_the_input_and_on_the_written_release(runs):
     tmp, a, _ = runs
-    source = pd.read_csv(ADULT / "adult.csv", sep=";", dtype={"age": "int64"})
+    source = pd.read_csv(ADULT_CSV, sep=";", dtype={"age": "int64"})
     release = read_release(tmp / "a")
     for q in a["utility"]["qids"]:
         before, after, name = q["before"], q["after"], q["name"]

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
+from adult_files import ADULT
 
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.errors import ConfigError
@@ -304,7 +305,6 @@ def test_a_one_column_file_without_commas_is_a_one_level_hierarchy(tmp_path):
     assert h.table.tolist() == [["Private", "*"], ["State-gov", "*"]]
 
 
-ADULT = Path(__file__).resolve().parents[4] / "shared" / "data" / "adult"
 FILES = [
     "a;g;x\nb;g;x\nc;h;x\n",  # constant top
     "a;g\r\nb;h\r\n",  # Windows line ends

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 from fractions import Fraction
-from pathlib import Path
 
 import numpy as np
 import oracle_criteria as oracle
@@ -28,6 +27,7 @@ import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from skald_testdata import ADULT, ADULT_CSV
 
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy.distributions import closeness, diversity
@@ -602,10 +602,7 @@ def test_from_pairs_sums_repeats_and_subset_renumbers():
 
 # -- Adult ------------------------------------------------------------------------------------
 
-ADULT_CSV = Path(__file__).resolve().parents[4] / "shared" / "data" / "adult" / "adult.csv"
 
-
-@pytest.mark.skipif(not ADULT_CSV.exists(), reason="Adult data not present")
 @pytest.mark.parametrize(
     "qids", [["sex", "race", "marital-status"], ["education"], ["sex", "workclass", "race"]]
 )
@@ -616,7 +613,7 @@ def test_adult_occupation_and_age_match_oracle_and_arx(qids):
     df = pd.read_csv(ADULT_CSV, sep=";", dtype=str)
     hier_rows = [
         r.split(";")
-        for r in (ADULT_CSV.parent / "adult_hierarchy_occupation.csv").read_text().splitlines()
+        for r in (ADULT / "adult_hierarchy_occupation.csv").read_text().splitlines()
         if r
     ]
     paths = {r[0]: tuple(r[1:]) for r in hier_rows}

@@ -1,15 +1,14 @@
 """k and β of (ε, δ)-DP against ARX 3.9.2's ``ParameterCalculation`` on a grid (values ARX
-printed, `arx_dp_params.json`, made by benchmarks/dp_arx_fixture.py), in both modes: a fixed
-node (all of ε) and a searched one (ε − search budget)."""
+printed, tests/data/arx_answers/dp-parameters-grid.json, made by benchmarks/dp_arx_fixture.py),
+in both modes: a fixed node (all of ε) and a searched one (ε − search budget)."""
 
 from __future__ import annotations
 
-import json
 import math
 import time
-from pathlib import Path
 
 import pytest
+from arx_answers import dp_grid
 
 from airflow_skald.core.privacy.dp.parameters import (
     Iv,
@@ -21,7 +20,7 @@ from airflow_skald.core.privacy.dp.parameters import (
     interval_tail,
 )
 
-POINTS = json.loads((Path(__file__).parent / "arx_dp_params.json").read_text())["points"]
+POINTS = dp_grid()
 
 
 def _epsilon(p: dict) -> float:
