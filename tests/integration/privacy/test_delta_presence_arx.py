@@ -9,14 +9,14 @@ has no population class without a subset record, chunked or not."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from skald_testdata import ADULT, ARX, write_config
+from arx_answers import ARX, arx_live
+from skald_testdata import ADULT, ADULT_CSV, write_config
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.run.runner import run
@@ -34,7 +34,7 @@ LIVE = {"aecs-0.05", "loss-0"}  # re-run where ARX is present (each costs ARX's 
 
 @pytest.fixture(scope="module")
 def population(tmp_path_factory) -> Path:
-    df = pd.read_csv(ADULT / "adult.csv", sep=";", dtype=str, keep_default_na=False)
+    df = pd.read_csv(ADULT_CSV, sep=";", dtype=str, keep_default_na=False)
     df["in_study"] = np.arange(len(df)) % 10 == 0
     path = tmp_path_factory.mktemp("adult") / "adult_pop.csv"
     df.to_csv(path, sep=";", index=False)
@@ -49,8 +49,12 @@ def _generalised(column: pd.Series, qid: str, level: int) -> pd.Series:
 
 def _arx_live(command: list[str]) -> dict | None:
     """ARX's answer now, where ARX runs here (None: not present)."""
-    if shutil.which("java") is None or not ARX.exists():
+    if not arx_live():
         return None
+    here = {"../shared/arx/arx": str(ARX), "../shared/data/adult/adult.csv": str(ADULT_CSV)}
+    here["../shared/data/adult/"] = f"{ADULT}/"  # Adult as the repository holds it
+    for recorded, path in here.items():
+        command = [arg.replace(recorded, path) for arg in command]
     out = subprocess.run(command, capture_output=True, check=True, text=True, cwd=REPO)
     got = json.loads(out.stdout)
     stats = got["arx_class_statistics_subset"]
