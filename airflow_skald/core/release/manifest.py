@@ -116,9 +116,11 @@ def quality_section(quality: dict) -> dict:
 
 def node_section(plan: Plan, decision: Decision) -> dict:
     """The chosen node, the RAM root, and the searches that found them. In adaptive mode
-    (ADR 0012) the root is the one phase 2 settled on; paper mode's root is its bound."""
+    (ADR 0012) the root is the one phase 2 settled on; paper mode's root is its bound. A DP
+    release's floor is level 0 of every QID, and the figures phase 1 measured on every input
+    record (the root's bins, the root choice) are left out (ADR 0027)."""
     paper_root = plan.paper_root or plan.root
-    return {
+    out = {
         "node": decision.levels,
         "node_paper_levels": {n: lv + 1 for n, lv in decision.levels.items()},
         "node_paper": decision.node_paper,
@@ -127,6 +129,11 @@ def node_section(plan: Plan, decision: Decision) -> dict:
         "top_node": plan.levels(tuple(plan.tops)),
         "histogram_bins": plan.n_ram,
         "histogram_bins_derived": plan.n_ram_derived,
+    }
+    if decision.dp:  # the hierarchies' lattice from level 0: no figure of phase 1's domain
+        return {**out, "lattice": decision.lattice}
+    return {
+        **out,
         "root_bins": plan.root_bins,
         "root_bins_nonempty": decision.lattice.get("root_bins_nonempty"),
         "root_mode": plan.root_mode,

@@ -94,6 +94,10 @@ def test_the_lattice_is_the_hierarchies_one(tmp_path) -> None:
     cfg = _cfg(tmp_path, memory={"histogram_bins": 40})
     m = runner.run(load_config(write_config(tmp_path / "c.yaml", cfg)), token="lat")
     assert m["root_node"] == {"city": 0, "age": 0, "zip": 0}
+    # phase 1's figures of every input record (its distinct values) are not published
+    assert not {"root_bins", "root_lattice", "root_bins_nonempty"} & set(m)
+    assert "root_bins_nonempty" not in m["lattice"]
+    assert "Lattice floor" in (tmp_path / "out" / "report.html").read_text()
     cfg["privacy"]["differential_privacy"]["node"] = {"city": 0, "age": 0, "zip": 1}
     cfg["output"]["path"] = str(tmp_path / "fixed")
     m = runner.run(load_config(write_config(tmp_path / "f.yaml", cfg)), token="lat2")

@@ -121,6 +121,12 @@ def ram_root_html(m: Mapping) -> str:
         if m.get("histogram_bins_derived")
         else " (configured)"
     )
+    if isinstance(m.get("differential_privacy"), Mapping):  # the hierarchies' lattice
+        return (
+            "<h2>Lattice floor</h2><p>Differential privacy: the search starts at level 0 of "
+            "every QID, the lattice the hierarchies define, never a root measured on the "
+            "data (ADR 0027).</p>" + _node_table(m, m.get("root_node") or {}, "")
+        )
     if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (docs/design.md §4a)
         criteria = [x for x in m.get("privacy_models") or [] if x.get("attribute")]
         what = "non-empty (class, value) pairs" if criteria else "non-empty bins"

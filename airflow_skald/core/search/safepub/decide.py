@@ -142,7 +142,6 @@ def dp_decision(
             "evaluated": nodes_scored,
             "passing": nodes_scored,
             "pruned": 0,
-            "root_bins_nonempty": counts.bounded_bins,
         },
         risk=risk(kept, k),
         class_size_histogram=class_size_histogram(kept),
