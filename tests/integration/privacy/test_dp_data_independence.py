@@ -111,6 +111,7 @@ def test_no_statistic_of_the_input(tmp_path) -> None:
     cfg = _cfg(tmp_path, utility={"target": "city", "folds": 2, "models": ["naive_bayes"]})
     m = runner.run(load_config(write_config(tmp_path / "c.yaml", cfg)), token="stat")
     assert set(m["utility"]) == {"settings", "left_out"}
+    assert "score" not in m["differential_privacy"]  # the search's exact score of the sample
     for q in m["quality_models"]["qids"]:
         assert "before" not in q["distribution"] and "after" in q["distribution"]
     report = (tmp_path / "out" / "report.html").read_text()

@@ -111,9 +111,8 @@ def dp_decision(
         if objective_default:
             search["objective_chosen"] = OBJECTIVE_DEFAULT
         search |= {
-            "objective": quality.objective,
-            "score": float(outcome.score),
-            "pivots_drawn": outcome.pivots,
+            "objective": quality.objective,  # the score itself is not published: an exact
+            "pivots_drawn": outcome.pivots,  # figure of the sampled records (ADR 0027)
         }
     node_classes, j, table = classes(best)
     kept_records = node_classes.kept_records
