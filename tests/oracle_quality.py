@@ -92,10 +92,15 @@ def exhaustive_quality(
     root=None,
     l_diversity=(),
     t_closeness=(),
+    sample_based=None,
 ) -> dict:
     """The best node for `objective` and every model's score there (exact; entropies Decimal).
     With criteria (config-style dicts, tests/oracle.py's `Criteria`), a class is suppressed
-    if it has fewer than k records or violates one."""
+    if it has fewer than k records or violates one. `sample_based(sizes) -> bool` (docs/design.md §4c: a
+    sample-based model, e.g. sample uniqueness) then suppresses the shortest prefix of the
+    classes left that makes it hold, ordered by size, then (Loss) by each class's own loss as
+    ARX's MetricMDNMLoss.getInformationLossInternal(node, entry) gives it, then by first
+    record; no prefix within the limit: the node fails. The top node's class is not seen."""
     prepared = O._prepare(df, qids)
     criteria = O.Criteria(l_diversity, t_closeness, df)
     names = [q["name"] for q in qids]
@@ -118,6 +123,17 @@ def exhaustive_quality(
             a: O._class_distributions(ids, len(by_id), df[a].tolist()) for a in criteria.attributes
         }
         kept_list, s = O._judge(by_id, dists, k, criteria)
+        if sample_based is not None and node != tops:
+            per = _class_losses(node, prepared, ids, by_id, shares, ws, how, objective)
+            ranked = sorted(kept_list, key=lambda c: (by_id[c], per[c], c))  # c: first record
+            shortest = next(
+                (p for p in range(len(ranked) + 1) if sample_based([by_id[c] for c in ranked[p:]])),
+                None,
+            )
+            if shortest is None:
+                continue
+            s += sum(by_id[c] for c in ranked[:shortest])  # beyond the limit: the node fails
+            kept_list = ranked[shortest:]
         kept_ids = set(kept_list)
         if s > allowed:
             continue
@@ -130,13 +146,46 @@ def exhaustive_quality(
         else:
             key = (value, sum(node.values()), -prec, levels)
         if best is None or _less(key, best[0]):
-            best = (key, node, scores, s)
+            gone = [r for r, c in enumerate(ids) if c not in kept_ids]
+            best = (key, node, scores, s, gone)
     if best is None:
         return {"node": None}
     value = best[0][0]
     if how == "geometric_mean":
         value = float(value) ** (1 / len(names)) - 1 if value > 0 else -1.0
-    return {"node": best[1], "scores": best[2], "n_suppressed": best[3], "value": float(value)}
+    return {
+        "node": best[1],
+        "scores": best[2],
+        "n_suppressed": best[3],
+        "value": float(value),
+        "suppressed_rows": best[4],
+    }
+
+
+def _class_losses(node, prepared, ids, by_id, shares, ws, how, objective) -> list:
+    """Per class, ARX's loss of the class alone (Loss only; else 0 for all): per QID its
+    records times its label's domain share, weighted, aggregated as ARX's ILMultiDimensional
+    does (geometric mean: prod(v w + 1); arithmetic mean and sum: sum(v w); maximum)."""
+    if objective != "loss":
+        return [0] * len(by_id)
+    first = {}
+    for r, c in enumerate(ids):
+        first.setdefault(c, r)
+    out = []
+    for c, size in enumerate(by_id):
+        vs = []
+        for (name, level), w in zip(node.items(), ws, strict=True):
+            u, per_level = shares[name]
+            label = prepared[name]["codes"][level][first[c]]
+            vs.append(size * Fraction(per_level[level][label], u) * w)
+        if how == "geometric_mean":
+            key = Fraction(1)
+            for v in vs:
+                key *= v + 1
+        else:
+            key = max(vs) if how == "maximum" else sum(vs)
+        out.append(key)
+    return out
 
 
 def _less(a: tuple, b: tuple) -> bool:

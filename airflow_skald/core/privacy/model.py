@@ -12,7 +12,7 @@ other threshold directly.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
@@ -39,6 +39,10 @@ class ClassTable:
     # classes of this table: nothing of them is released or can be suppressed; δ-presence
     # with min > 0 fails the node on them, docs/design.md §4e)
     unreleased: int = 0
+    # the objective's order of classes of one size (docs/design.md §4c; None: none): given indices of
+    # classes of one size, a rank of each one's loss (the sample-based models suppress the
+    # smaller first, then by first row); set by the search, never carried to `subset`
+    class_order: Callable[[np.ndarray], np.ndarray] | None = None
 
     @property
     def n_classes(self) -> int:

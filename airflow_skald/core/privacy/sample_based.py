@@ -1,8 +1,9 @@
 """What the sample-based models (average risk, sample uniqueness, population uniqueness) share
 (docs/design.md §4c, ARX's ``SampleBasedCriterion`` / ``RiskBasedCriterion.enforce``): they judge the
 distribution of the classes left by the class-based models and, if it does not hold, suppress
-the shortest prefix of those classes, ordered by size ascending then by first input row, that
-makes it hold. Each model says only whether it holds after suppressing each of some prefixes
+the shortest prefix of those classes, ordered by size ascending, then by the objective's loss of
+each class where ARX orders by it (Loss: `ClassTable.class_order`, ADR 0041), then by first
+input row, that makes it hold. Each model says only whether it holds after suppressing each of some prefixes
 (`holds`, vectorised); the shortest is found here: all candidates at once for cheap models,
 in growing batches for the estimators. ARX's binary search assumes the answer monotone in the
 prefix, which population uniqueness is not; every candidate is tried in order instead.
@@ -158,7 +159,8 @@ def enforce(
     top: bool = False,
 ) -> np.ndarray:
     """The classes kept once each sample-based model, in order, has suppressed the shortest
-    prefix (size ascending, then first input row) of the classes left that makes it hold; a
+    prefix (size ascending, then loss where the table has an order, then first input row) of
+    the classes left that makes it hold; a
     later model never restores what an earlier one suppressed. Where no prefix within the
     suppression limit `allowed` makes a model hold, every class it sees is suppressed (the
     node fails). `top`: the node is the top node, whose class is left out of what they see."""
@@ -205,11 +207,37 @@ def enforce_within(
             p, cut = sizes.size, q == CUT
             break
         p = q
+    tie = 0 < p < sizes.size and sizes[p - 1] == sizes[p]
+    if tie and table.class_order is not None:  # the run the prefix ends in, by loss
+        return kept, cut, _suppress_by_loss(table, kept, visible, unordered, p, int(sizes[p]))
     if p:  # which classes: size ascending, then first input row (else the classes' order)
         first = table.first_rows[visible] if table.first_rows is not None else visible
         kept[visible[np.lexsort((first, unordered))[:p]]] = False
-    tie = 0 < p < sizes.size and sizes[p - 1] == sizes[p]
     return kept, cut, int(sizes[p - 1]) if tie else 0
+
+
+def _suppress_by_loss(
+    table: ClassTable,
+    kept: np.ndarray,
+    visible: np.ndarray,
+    sizes: np.ndarray,
+    p: int,
+    size: int,
+) -> int:
+    """Suppresses (in `kept`) the first `p` of the `visible` classes (their `sizes`) when the
+    p-th ends inside the run of classes of `size`: every smaller class, then those of `size`
+    by the objective's loss (`ClassTable.class_order`), then first input row (else the
+    classes' order). Returns `size` where first rows decide (equal loss across the cut), else
+    0."""
+    smaller = sizes < size
+    kept[visible[smaller]] = False
+    run = np.flatnonzero(sizes == size)
+    q = p - int(np.count_nonzero(smaller))  # of the run: at least 1, fewer than all
+    rank = np.asarray(table.class_order(visible[run]), dtype=np.int64)
+    first = table.first_rows[visible[run]] if table.first_rows is not None else run
+    order = np.lexsort((first, rank))
+    kept[visible[run[order[:q]]]] = False
+    return size if rank[order[q - 1]] == rank[order[q]] else 0
 
 
 def fraction_setting(raw: Any, key: str, setting: str, where: str) -> Fraction:

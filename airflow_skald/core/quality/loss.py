@@ -8,10 +8,12 @@ known for every node of the lattice before any roll-up (shares only grow up the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
 
+from airflow_skald.core.quality.class_order import loss_ranks
 from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.multidim import MultiDimensional, exact_int_dot
 
@@ -20,6 +22,7 @@ class Loss(MultiDimensional):
     name = "loss"
     default_aggregate = "geometric_mean"
     needs_keys = True
+    orders_classes = True
 
     def _total(self, i: int, level: int) -> int:
         """sum over labels of records * share numerator, at `level`."""
@@ -47,6 +50,14 @@ class Loss(MultiDimensional):
             raw_u = self.g * (total - sup_n) + sup_n + self.s * (s * u - sup_n)
             out.append(self._normalised(i, raw_u))
         return out
+
+    def class_order(self, keys: np.ndarray, size: int, node: Sequence[int]) -> np.ndarray:
+        """ARX's loss of each class alone (`getInformationLossInternal(node, entry)`): per
+        QID its records times its label's domain share, aggregated (`class_order`)."""
+        codes = self.ctx.codes(keys, node)
+        nums = [self.ctx.shares(i)[1][level][codes[i]] for i, level in enumerate(node)]
+        domains = [self.ctx.shares(i)[0] for i in range(len(node))]
+        return loss_ranks(nums, domains, self.ctx.weights, size, self.how)
 
     def level_bound(self, i: int, level: int) -> float:
         return float(self._normalised(i, self.g * self._total(i, level)))

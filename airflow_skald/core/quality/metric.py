@@ -69,6 +69,7 @@ class Metric(ABC):
     # the model has node bounds) and whether it climbs to failing nodes first (`climb_fails`)
     top_down: bool | None = None
     climb_fails: bool = False
+    orders_classes: bool = False  # `class_order` ranks classes of one size (docs/design.md §4c)
 
     @abstractmethod
     def value(self, scored: Scored) -> Any:
@@ -85,6 +86,12 @@ class Metric(ABC):
         sample-based models suppress them) whose suppression, on top of the classes not kept,
         leaves the loss <= `best`; the loss must never fall as the prefix grows. None: no such
         bound (every prefix is tried)."""
+        return None
+
+    def class_order(self, keys: np.ndarray, size: int, node: Sequence[int]) -> np.ndarray | None:
+        """Ranks of the loss of classes `keys` of `node`, all of `size` records, where ARX
+        orders the classes a sample-based model suppresses by it (docs/design.md §4c); None: ARX does
+        not (its `HashGroupifyDistribution` list: height, precision, entropy, AECS, DM, DM*)."""
         return None
 
     def node_bounds(self, lattice: Lattice) -> np.ndarray | None:

@@ -23,7 +23,7 @@ from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice, search_optimal
-from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.context import QualityContext
@@ -181,6 +181,7 @@ def search_lattice(
             if fewest is not None and fewest > most:
                 return False, False, None, None  # too many classes to pass: no roll-up
         keys, table = source.keyed(node) if keyed else (None, source.table(node))
+        table = _class_order(table, keys, node, objective, policy)
         if most is not None and table.n_classes > most:  # too many classes to pass, here and
             return False, False, None, objective.lower_bound(table)  # at every node below
         within = None
@@ -221,6 +222,7 @@ def search_lattice(
         )
     best = lattice.node(outcome.best)
     keys, table = source.keyed(best)
+    table = _class_order(table, keys, best, objective, policy)
     judgement = policy.judge(table, top=best == tops)
     if first_rows is not None and judgement.tie_size:  # the order within a class size matters
         tied = table.sizes == judgement.tie_size
@@ -320,6 +322,24 @@ def _most_classes(policy: PrivacyPolicy, n: int) -> int | None:
     if smallest < 2:
         return None
     return n // smallest + max_suppressed(policy.suppression_limit, n)
+
+
+def _class_order(
+    table: ClassTable,
+    keys: np.ndarray | None,
+    node: tuple[int, ...],
+    objective: Metric,
+    policy: PrivacyPolicy,
+) -> ClassTable:
+    """The table with the objective's order of classes of one size, where the sample-based
+    models suppress by it (docs/design.md §4c: Loss) and the classes' keys are known."""
+    if keys is None or not objective.orders_classes or not policy.sample_based:
+        return table
+
+    def ranks(index: np.ndarray) -> np.ndarray:
+        return objective.class_order(keys[index], int(table.sizes[index[0]]), node)
+
+    return replace(table, class_order=ranks)
 
 
 def _label(policy: PrivacyPolicy) -> str:
