@@ -7,7 +7,8 @@ PostgreSQL with real processes killed by SIGKILL:
 - killed just after its swap committed, a run leaves the table holding its release and its
   records in its staging folder: the next run on the output (even one that is refused)
   commits those records into the release folder, which then describes the table again, and
-  nothing is left beside it (staging, lease, read-back);
+  nothing is left beside it (staging, lease, read-back); the run's own retry publishes its
+  release again, leaving nothing either;
 - a run that may not replace the table release is refused before its database input is read,
   in one line naming the table and what to set.
 """
@@ -127,6 +128,14 @@ def test_kill_9_just_after_the_swap_then_the_next_run_completes_and_clears(
     assert _beside(tmp_path) == ["rel"]
     code, out, err = run_inprocess(["verify", str(tmp_path / "rel")], capsys)
     assert code == 0 and json.loads(out)["verified"] is True, err
+    # killed again just after its swap: the run's retry publishes its own release again
+    _killed_after("swap", _config(tmp_path, k=6), "run-c", systemp)
+    cfg = config_from_dict(_config(tmp_path, k=6)).with_overrides({"overwrite": True})
+    retry = runner.run(cfg, token="run-c")
+    manifest = (tmp_path / "rel" / "manifest.json").read_bytes()
+    assert hashlib.sha256(manifest).hexdigest() == _comment(warehouse)["manifest_sha256"]
+    assert json.loads(manifest)["run_token"] == retry["run_token"] == "run-c"
+    assert _beside(tmp_path) == ["rel"] and list(systemp.iterdir()) == []
 
 
 def test_a_refused_replacement_comes_before_the_input_is_read(tmp_path, warehouse, capsys):
