@@ -47,12 +47,14 @@ def _query(uri: str, *sql: str) -> list[tuple]:
 
 @pytest.fixture
 def roles(warehouse):
-    """Three roles of this test (roles are the server's, not the database's): a reader, a
-    reader of one column, and the table's owner; dropped after it."""
+    """The roles of this test (roles are the server's, not the database's): a reader, a
+    reader of one column, the table's owner, and a writer that is no superuser; dropped
+    after it."""
     tag = uuid.uuid4().hex[:8]
     names = {"reader": f"reader_{tag}", "columns": f"Col Reader {tag}", "owner": f"owner_{tag}"}
+    names["writer"] = f"writer_{tag}"
     for name in names.values():
-        execute(warehouse, f'CREATE ROLE "{name}"')
+        execute(warehouse, f'CREATE ROLE "{name}" LOGIN')
     try:
         yield names
     finally:
@@ -182,3 +184,28 @@ def test_what_cannot_be_kept_is_refused_before_phase_1(tmp_path, warehouse, caps
     assert "pass --overwrite" not in str(refused.value)
     rows = _query(warehouse, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")
     assert first["run_token"] in rows[0][0]  # the first release, untouched
+
+
+def test_an_owner_the_writer_may_not_give_is_refused_before_the_input_is_read(
+    tmp_path, warehouse, roles, monkeypatch, capsys
+):
+    writer, owner = roles["writer"], roles["owner"]
+    execute(warehouse, f'ALTER SCHEMA research OWNER TO "{writer}"')  # it may drop the table
+    monkeypatch.setenv("SKALD_TEST_DB", warehouse.replace("postgres@", f"{writer}@"))
+    runner.run(config_from_dict(_config(tmp_path)))  # written by the writer
+    execute(warehouse, f'GRANT CREATE ON SCHEMA research TO "{owner}"')
+    execute(warehouse, f'ALTER TABLE {TABLE} OWNER TO "{owner}"')
+    run = runner.Run(config_from_dict(_config(tmp_path, k=5)).with_overrides({"overwrite": True}))
+    with pytest.raises(DataError) as refused:
+        run.check_target_early()
+    assert str(refused.value) == (
+        f"output table {TABLE} cannot be replaced keeping who may read what and how it is "
+        f"used: it is owned by role {owner}, of which the connection's role {writer} is not "
+        "a member (the new table could not be given that owner)"
+    )
+    cfg = write_config(tmp_path / "k5.yaml", _config(tmp_path, k=5))
+    code, _, err = run_inprocess(["run", str(cfg), "-q", "--overwrite"], capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "is not a member" in err, err
+    rows = _query(warehouse, f"SELECT relowner::regrole::text FROM pg_class WHERE oid = "
+                  f"'{TABLE}'::regclass")  # fmt: skip
+    assert rows == [(owner,)]  # the table as it was
