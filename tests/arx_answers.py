@@ -66,17 +66,20 @@ def arx_answer(
     *,
     output_columns: Sequence[str] = (),
     volatile: Collection[str] = (),
+    places: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """ARX's recorded answer to `args` (see the module's text), checked against a live run of
     ARX where it is found. `output_columns`: columns of ARX's ``--output`` CSV recorded by
     their checksum (``answer["output_sha256"][column]``, see `column_sha256`). `volatile`:
-    more keys (at any depth) left out of the answer, e.g. figures of a time-limited solver."""
+    more keys (at any depth) left out of the answer, e.g. figures of a time-limited solver.
+    `places`: more placeholders of the arguments, e.g. ``{"{table}": folder}`` for a table a
+    test generates (recorded as the placeholder)."""
     path = ANSWERS / f"{name}.json"
     if os.environ.get(RECORD) == "1":
         if not arx_live():
             raise AssertionError(f"{RECORD}=1 needs ARX at {ARX} and java on PATH")
-        answer = _run_live(args, output_columns, volatile)
-        _write(path, args, answer)
+        answer = _run_live(args, output_columns, volatile, places)
+        _write(path, args, answer, places)
         return answer
     if not path.is_file():
         raise AssertionError(
@@ -87,7 +90,7 @@ def arx_answer(
         f"{path.name}: the test's ARX arguments changed; record again"
     )
     if arx_live():
-        live = _run_live(args, output_columns, volatile)
+        live = _run_live(args, output_columns, volatile, places)
         assert live == recorded["answer"], f"ARX 3.9.2 run live differs from {path.name}"
     return recorded["answer"]
 
@@ -108,10 +111,14 @@ def dp_grid_point(epsilon: float, delta: float, mode: str) -> dict[str, Any]:
 
 
 def _run_live(
-    args: Sequence[str], output_columns: Sequence[str], volatile: Collection[str]
+    args: Sequence[str],
+    output_columns: Sequence[str],
+    volatile: Collection[str],
+    places: dict[str, str] | None = None,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="skald-arx-") as tmp:
         where = {"{adult}": str(ADULT), "{adult_csv}": str(adult_csv()), "{tmp}": tmp}
+        where.update(places or {})
         concrete = [_substitute(a, where) for a in args]
         done = subprocess.run([str(ARX), *concrete], capture_output=True, text=True)
         if done.returncode != 0:
@@ -155,7 +162,9 @@ def _output_checksums(args: list[str], columns: Sequence[str]) -> dict[str, str]
     return {c: column_sha256(r[names.index(c)] for r in cells) for c in columns}
 
 
-def _write(path: Path, args: Sequence[str], answer: dict) -> None:
+def _write(
+    path: Path, args: Sequence[str], answer: dict, places: dict[str, str] | None = None
+) -> None:
     record = {
         "arx_version": answer.get("arx_version"),
         "command": shlex.join(["../shared/arx/arx", *args]),
@@ -163,6 +172,7 @@ def _write(path: Path, args: Sequence[str], answer: dict) -> None:
             "{adult}": "tests/data/adult",
             "{adult_csv}": "tests/data/adult/adult.csv.gz, decompressed",
             "{tmp}": "a fresh temporary folder",
+            **{key: "a folder the test writes (its table, hierarchies)" for key in places or {}},
         },
         "recorded_by": f"tests/arx_answers.py ({RECORD}=1), ARX 3.9.2 at ../shared/arx/arx",
         "args": list(args),
