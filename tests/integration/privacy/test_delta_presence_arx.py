@@ -2,20 +2,18 @@
 population at the node is judged, and a population class without any subset record (δ = 0,
 nothing of it to suppress) fails the node. Adult as the population, every tenth record the
 research subset: the node, the objective's score, the suppressed records and the classes equal
-ARX's answers recorded in arx_answers/delta_presence_adult.json (each with its ARX command);
-where ARX is present (../shared/arx) two of them are run again and must still give them. The release
-has no population class without a subset record, chunked or not."""
+ARX's answers recorded in tests/data/arx_answers/dpresence-adult-*.json with their commands
+(tests/arx_answers.py: where ARX is present it is run again and must still give them). No
+population class at the chosen node is without a subset record."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
-from arx_answers import ARX, arx_live
+from arx_answers import adult_input_args, arx_answer
 from skald_testdata import ADULT, ADULT_CSV, write_config
 
 from airflow_skald.core.config.run_config import load_config
@@ -23,13 +21,10 @@ from airflow_skald.core.run.runner import run
 
 pytestmark = pytest.mark.integration
 
-RECORDED = Path(__file__).parent / "arx_answers" / "delta_presence_adult.json"
-REPO = Path(__file__).resolve().parents[3]
 QIDS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
 QIDS += ["salary-class"]  # ARX's column order: its node vector's order
 OBJECTIVE = {"aecs": "aecs", "entropy": "nu_entropy", "loss": "loss"}
-CASES = json.loads(RECORDED.read_text())["cases"]
-LIVE = {"aecs-0.05", "loss-0"}  # re-run where ARX is present (each costs ARX's JVM and load)
+CASES = ["aecs-0", "aecs-0.05", "entropy-0.05", "loss-0"]  # ARX's metric, suppression limit
 
 
 @pytest.fixture(scope="module")
@@ -47,30 +42,13 @@ def _generalised(column: pd.Series, qid: str, level: int) -> pd.Series:
     return column.map(dict(zip(rows[0], rows[level], strict=True)))
 
 
-def _arx_live(command: list[str]) -> dict | None:
-    """ARX's answer now, where ARX runs here (None: not present)."""
-    if not arx_live():
-        return None
-    here = {"../shared/arx/arx": str(ARX), "../shared/data/adult/adult.csv": str(ADULT_CSV)}
-    here["../shared/data/adult/"] = f"{ADULT}/"  # Adult as the repository holds it
-    for recorded, path in here.items():
-        command = [arg.replace(recorded, path) for arg in command]
-    out = subprocess.run(command, capture_output=True, check=True, text=True, cwd=REPO)
-    got = json.loads(out.stdout)
-    stats = got["arx_class_statistics_subset"]
-    return {
-        "node": got["node"],
-        "arx_information_loss_value": got["arx_information_loss_value"],
-        "suppressed_records": stats["suppressed_records"],
-        "equivalence_classes": stats["equivalence_classes"],
-    }
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
+@pytest.mark.parametrize("name", CASES)
 def test_delta_presence_equals_arx(tmp_path, population, name):
-    case = CASES[name]
-    expected = case["answer"]
     metric, limit = name.split("-", 1)
+    args = [*adult_input_args(QIDS), "--insensitive", "occupation"]
+    args += ["--dpresence", "0.05:0.15", "--subset", "mod:10:0", "--suppression", limit]
+    arx = arx_answer(f"dpresence-adult-{name}", [*args, "--metric", metric, "--no-own-stats"])
+    stats = arx["arx_class_statistics_subset"]
     body = {
         "input": {"path": str(population), "format": "csv", "delimiter": ";"},
         "output": {"path": str(tmp_path / "out")},
@@ -87,22 +65,14 @@ def test_delta_presence_equals_arx(tmp_path, population, name):
         "quality": {"objective": OBJECTIVE[metric]},
     }
     manifest = run(load_config(write_config(tmp_path / "c.yaml", body)))
-    assert manifest["node"] == expected["node"]
-    assert manifest["n_suppressed"] == expected["suppressed_records"]
-    assert manifest["n_equivalence_classes"] == expected["equivalence_classes"]
+    assert manifest["node"] == arx["node"]
+    assert manifest["n_suppressed"] == stats["suppressed_records"]
+    assert manifest["n_equivalence_classes"] == stats["equivalence_classes"]
     score = manifest["quality_models"]["scores"][OBJECTIVE[metric]]
-    assert score == pytest.approx(expected["arx_information_loss_value"], rel=1e-9)
+    assert score == pytest.approx(arx["arx_information_loss_value"], rel=1e-9)
     # every population class at the node holds a subset record (none has δ = 0)
     df = pd.read_csv(population, sep=";", dtype=str, keep_default_na=False)
     flags = df["in_study"] == "True"
     assert flags.sum() == manifest["n_records"]
     labels = [_generalised(df[q], q, level) for q, level in manifest["node"].items()]
     assert flags.groupby(labels).any().all()
-    live = _arx_live(case["command"]) if name in LIVE else None
-    if live is not None:  # the recorded answer is still ARX's
-        assert live["node"] == expected["node"]
-        assert live["suppressed_records"] == expected["suppressed_records"]
-        assert live["equivalence_classes"] == expected["equivalence_classes"]
-        assert live["arx_information_loss_value"] == pytest.approx(
-            expected["arx_information_loss_value"], rel=1e-12
-        )
