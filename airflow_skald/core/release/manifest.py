@@ -171,7 +171,7 @@ def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
             if dp_of(config) is None:
                 entry["hierarchy_sha256"] = dim.hierarchy.sha256
             entry["hierarchy_levels"] = dim.hierarchy.top_level + 1
-        if spec.type == "date":
+        if spec.type == "date" and dp_of(config) is None:  # flags over every input record
             stats = plan.stats.qids[spec.name]
             entry["values_cut_to_first_level"] = bool(stats.finer)
             entry["time_zones_normalised_to_utc"] = bool(stats.zoned)

@@ -54,6 +54,8 @@ class EncodePhase(Phase[DomainStats, Plan]):
                 plan.n_ram,
                 merged.n_rows,
             )
+        elif run.dp is not None:  # the possible bins count every input record's values
+            log.info("root %s: level 0 of every QID (differential privacy)", plan.levels(plan.root))
         else:
             log.info(
                 "RAM root %s (%d possible bins, N_RAM=%d) over %d records",

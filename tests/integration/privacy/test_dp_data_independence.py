@@ -239,3 +239,46 @@ def sample_of(config, token: str) -> list[bool]:
     run.layout()
     sample = run.row_sample()
     return [bool(x) for c in run.chunks() for x in sample.keeps(c, c.n_rows)]
+
+
+def _with_dates(table: pa.Table, planted: dict[int, str]) -> pa.Table:
+    """`table` with a text date column `seen` over three years; `planted` rows hold their own
+    text (a finer time, a zone)."""
+    days = [f"20{20 + i % 3}-{1 + i % 12:02d}-{1 + i % 28:02d}" for i in range(table.num_rows)]
+    return table.append_column("seen", pa.array([planted.get(i, d) for i, d in enumerate(days)]))
+
+
+def test_no_figure_of_phase_1_over_unsampled_records(tmp_path, caplog) -> None:
+    """Nothing phase 1 measured over every input record is published (docs/design.md §4e): an
+    age and a date with a time and a zone, planted in rows the sample leaves out, changed the
+    manifest's root_bins (the product of the level-0 domains), root_lattice (nodes complying
+    with N_RAM over them), a date QID's values_cut_to_first_level and
+    time_zones_normalised_to_utc, the report's 'possible bins' and the log line saying them."""
+    cfg = _cfg(tmp_path, suppressed_records="drop")
+    cfg["privacy"]["differential_privacy"]["node"] = {"city": 1, "age": 1, "zip": 1, "seen": 2}
+    cfg["quasi_identifiers"].append(
+        {"name": "seen", "type": "date", "levels": ["day", "month", "year"]}
+    )
+    table = make_table(ROWS, seed=3)
+    _write(tmp_path / "in", _with_dates(table, {}))
+    token = "phase1"
+    unsampled = [i for i, kept in enumerate(sample_of(config_from_dict(cfg), token)) if not kept]
+    seen = {}
+    for planted in (False, True):
+        if planted:
+            ages = table.column("age").to_pylist()
+            for i in unsampled[:3]:
+                ages[i] = 100 + i  # level-0 values no other record has
+            table = table.set_column(table.schema.get_field_index("age"), "age", pa.array(ages))
+        dates = {i: "2021-05-05T13:37:00+05:00" for i in unsampled[:3]} if planted else {}
+        _write(tmp_path / "in", _with_dates(table, dates))
+        caplog.clear()
+        with caplog.at_level("INFO"):
+            m = runner.run(config_from_dict(cfg), token=token)
+        report = (tmp_path / "out" / "report.html").read_text()
+        assert "root_bins" not in m and "root_lattice" not in m
+        (q,) = [q for q in m["quasi_identifiers"] if q["name"] == "seen"]
+        assert "values_cut_to_first_level" not in q and "time_zones_normalised_to_utc" not in q
+        assert "possible bins" not in report and "possible bins" not in caplog.text
+        seen[planted] = (m["node"], m["differential_privacy"]["records_released"], report)
+    assert seen[True][:2] == seen[False][:2]
