@@ -209,3 +209,48 @@ def test_an_owner_the_writer_may_not_give_is_refused_before_the_input_is_read(
     rows = _query(warehouse, f"SELECT relowner::regrole::text FROM pg_class WHERE oid = "
                   f"'{TABLE}'::regclass")  # fmt: skip
     assert rows == [(owner,)]  # the table as it was
+
+
+@pytest.mark.parametrize(
+    ("sql", "named"),
+    [
+        (
+            [
+                "CREATE FUNCTION research.counted() RETURNS bigint LANGUAGE sql BEGIN ATOMIC "
+                f"SELECT count(*) FROM {TABLE}; END"
+            ],
+            "function research.counted() depends on it",
+        ),
+        (
+            [f"CREATE FUNCTION research.one(r {TABLE}) RETURNS int LANGUAGE sql AS 'SELECT 1'"],
+            f"function research.one({TABLE}) depends on it",
+        ),
+        (
+            [f"CREATE TABLE research.copies (n int, person {TABLE})"],
+            "column person of table research.copies depends on it",
+        ),
+        (
+            [
+                "CREATE TABLE research.notes (n int)",
+                f"CREATE POLICY seen ON research.notes USING (EXISTS (SELECT 1 FROM {TABLE}))",
+            ],
+            "policy seen on table research.notes depends on it",
+        ),
+    ],
+    ids=["function-body", "function-argument", "column-of-its-type", "policy-elsewhere"],
+)
+def test_other_objects_using_the_table_are_refused_before_phase_1(tmp_path, warehouse, sql, named):
+    """A function whose SQL body reads the table, one taking its row type, another table's
+    column of its row type or policy reading it: PostgreSQL will not drop the table for them,
+    so the swap failed after the whole run (input extracted, phases 1-3 done): refused before
+    the input is listed, in one line naming the object."""
+    first = runner.run(config_from_dict(_config(tmp_path)))
+    for statement in sql:
+        execute(warehouse, statement)
+    run = runner.Run(config_from_dict(_config(tmp_path)).with_overrides({"overwrite": True}))
+    with pytest.raises(DataError) as refused:
+        run.check_target_early()
+    message = str(refused.value)
+    assert len(message.splitlines()) == 1 and message.endswith(named), message
+    rows = _query(warehouse, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")
+    assert first["run_token"] in rows[0][0]  # the first release, untouched

@@ -121,7 +121,11 @@ FROM pg_policy p WHERE p.polrelid = to_regclass($1)
 ORDER BY p.polname
 """
 
-# What depends on the table from outside it (it could not be dropped, or would lose it).
+# What depends on the table from outside it (it could not be dropped, or would lose it): views
+# and rules, foreign keys, inheritance, publications, and any other object PostgreSQL records
+# a normal dependency of (a function's SQL body or argument of its row type, another table's
+# column of that type or policy reading it); the table's own policies, triggers, defaults
+# and constraints are kept instead.
 _BLOCKERS = """
 SELECT DISTINCT CASE v.relkind WHEN 'v' THEN 'view ' WHEN 'm' THEN 'materialized view '
        ELSE 'a rule of table ' END || v.oid::regclass::text || ' depends on it'
@@ -143,6 +147,21 @@ UNION ALL
 SELECT 'it is in publication ' || quote_ident(p.pubname)
 FROM pg_publication_rel x JOIN pg_publication p ON p.oid = x.prpubid
 WHERE x.prrelid = to_regclass($1)
+UNION ALL
+SELECT DISTINCT pg_describe_object(d.classid, d.objid, d.objsubid) || ' depends on it'
+FROM pg_depend d
+WHERE d.deptype = 'n' AND (
+    (d.refclassid = 'pg_class'::regclass AND d.refobjid = to_regclass($1))
+    OR (d.refclassid = 'pg_type'::regclass
+        AND d.refobjid = (SELECT c.reltype FROM pg_class c WHERE c.oid = to_regclass($1))))
+  AND d.classid NOT IN ('pg_rewrite'::regclass, 'pg_constraint'::regclass)
+  AND NOT (d.classid = 'pg_policy'::regclass
+           AND d.objid IN (SELECT oid FROM pg_policy WHERE polrelid = to_regclass($1)))
+  AND NOT (d.classid = 'pg_trigger'::regclass
+           AND d.objid IN (SELECT oid FROM pg_trigger WHERE tgrelid = to_regclass($1)))
+  AND NOT (d.classid = 'pg_attrdef'::regclass
+           AND d.objid IN (SELECT oid FROM pg_attrdef WHERE adrelid = to_regclass($1)))
+  AND NOT (d.classid = 'pg_class'::regclass AND d.objid = to_regclass($1))
 """
 
 
