@@ -245,7 +245,8 @@ class Criteria:
     """The l-diversity and t-closeness criteria of a run (config-style dicts), with the input's
     distribution of each attribute they name (t-closeness compares with ALL N records).
 
-    l_diversity: [{"attribute", "l", "variant": distinct|entropy|recursive, "c"}]
+    l_diversity: [{"attribute", "l", "variant": distinct|entropy|recursive, "c",
+                   "estimator": shannon|grassberger (entropy)}]
     t_closeness: [{"attribute", "t", "distance": equal|ordered|hierarchical, "hierarchy" or
     "hierarchy_file"}]
     """
@@ -286,7 +287,10 @@ class Criteria:
             d, ell, variant = dists[c["attribute"]], int(c["l"]), c.get("variant", "distinct")
             if variant == "distinct" and not OC.distinct_ok(d, ell):
                 return False
-            if variant == "entropy" and not OC.entropy_ok(d, ell):
+            grassberger = c.get("estimator") == "grassberger"
+            if variant == "entropy" and grassberger and not OC.grassberger_ok(d, ell):
+                return False
+            if variant == "entropy" and not grassberger and not OC.entropy_ok(d, ell):
                 return False
             if variant == "recursive" and not OC.recursive_ok(d, Fraction(str(c["c"])), ell):
                 return False
@@ -316,6 +320,8 @@ class Criteria:
                 out.append(None)
             elif variant == "distinct":
                 out.append(min(OC.distinct_count(d) for d in ds))
+            elif variant == "entropy" and c.get("estimator") == "grassberger":
+                out.append(min(math.exp(OC.grassberger_h(d)) for d in ds))
             elif variant == "entropy":
                 out.append(min(OC.entropy_l_figure(d) for d in ds))
             else:

@@ -59,7 +59,16 @@ def datasets(draw):
     return df, qids, oracle, k, limit, bins, list(priority)
 
 
-VARIANTS = ["distinct", "entropy", "recursive", "t-equal", "t-ordered", "t-hierarchical", "mixed"]
+VARIANTS = [
+    "distinct",
+    "entropy",
+    "entropy-grassberger",
+    "recursive",
+    "t-equal",
+    "t-ordered",
+    "t-hierarchical",
+    "mixed",
+]
 
 
 T_VALUES = ["0.05", "0.1", "0.15", "0.2", "0.3", "0.5"]
@@ -112,6 +121,10 @@ def one_criterion(draw, variant: str, df: pd.DataFrame) -> tuple[str, dict]:
     if variant == "entropy":
         ell = draw(st.integers(2, min(m, 3)))
         return "l_diversity", {"attribute": attribute, "l": ell, "variant": "entropy"}
+    if variant == "entropy-grassberger":  # ARX's EntropyEstimator.GRASSBERGER (ADR 0043)
+        ell = draw(st.integers(2, min(m, 3)))
+        entropy = {"variant": "entropy", "estimator": "grassberger"}
+        return "l_diversity", {"attribute": attribute, "l": ell, **entropy}
     if variant == "recursive":
         ell = draw(st.integers(2, min(m, 3)))
         c = draw(st.sampled_from(C_VALUES))

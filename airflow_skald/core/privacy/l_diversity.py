@@ -1,6 +1,8 @@
 """l-diversity (docs/design.md §4b, ARX's DistinctLDiversity / EntropyLDiversity / RecursiveCLDiversity):
 every kept class holds its sensitive attribute's values diversely enough. Distinct l is
-monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same)."""
+monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same). Entropy l
+estimates the entropy as Shannon (ARX's default) or Grassberger (`estimator: grassberger`,
+ARX's `EntropyEstimator.GRASSBERGER`, distributions/grassberger.py)."""
 
 from __future__ import annotations
 
@@ -14,6 +16,10 @@ import numpy as np
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
+from airflow_skald.core.privacy.distributions.grassberger import (
+    ESTIMATORS,
+    entropy_l_grassberger,
+)
 from airflow_skald.core.privacy.model import (
     ClassTable,
     ParseContext,
@@ -60,10 +66,11 @@ class LDiversity(PrivacyModel):
     l: int  # noqa: E741 - the criterion's own name
     variant: str = "distinct"
     c: Fraction | None = None
+    estimator: str = "shannon"
 
     name = "l"
     config_key = "l_diversity"
-    thresholds = ("l", "c")
+    thresholds = ("l", "c", "entropy_estimator")
     manifest_models = (
         "distinct-l-diversity",
         "entropy-l-diversity",
@@ -74,7 +81,7 @@ class LDiversity(PrivacyModel):
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
         out = []
         for at, item in criteria_list(raw, "l_diversity", list(ctx.sensitive)):
-            no_unknown(item, {"attribute", "l", "variant", "c"}, at)
+            no_unknown(item, {"attribute", "l", "variant", "c", "estimator"}, at)
             if "l" not in item:
                 raise ConfigError(f"{at} needs 'l'")
             variant = choice(item.get("variant", "distinct"), VARIANTS, f"{at}.variant")
@@ -86,7 +93,12 @@ class LDiversity(PrivacyModel):
                 c = BY_NAME["c"].parse(item["c"], f"{at}.c")
             elif "c" in item:
                 raise ConfigError(f"{at}: 'c' applies to variant recursive only")
-            out.append(cls(item["attribute"], ell, variant, c))
+            estimator = "shannon"
+            if "estimator" in item:
+                if variant != "entropy":
+                    raise ConfigError(f"{at}: 'estimator' applies to variant entropy only")
+                estimator = BY_NAME["entropy_estimator"].parse(item["estimator"], f"{at}.estimator")
+            out.append(cls(item["attribute"], ell, variant, c, estimator))
         no_repeats(out, "l_diversity", lambda c: (c.attribute, c.variant))
         return tuple(out)
 
@@ -94,11 +106,17 @@ class LDiversity(PrivacyModel):
         out: dict[str, Any] = {"attribute": self.attribute, "variant": self.variant, "l": self.l}
         if self.c is not None:
             out["c"] = decimal_text(self.c)
+        if self.estimator != "shannon":
+            out["estimator"] = self.estimator
         return out
 
     def with_threshold(self, key: str, value: Any) -> PrivacyModel:
         if key == "c" and self.variant != "recursive":
             raise ConfigError("c applies to recursive (c,l)-diversity only")
+        if key == "entropy_estimator":
+            if self.variant != "entropy":
+                raise ConfigError("entropy_estimator applies to entropy l-diversity only")
+            return replace(self, estimator=value)
         return replace(self, **{key: value})
 
     def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
@@ -122,6 +140,10 @@ class LDiversity(PrivacyModel):
         c = decimal_of(entry["c"]) if recursive else 1
         if c is None or c <= 0:
             return ".c must be a number > 0"
+        if entry.get("estimator", "shannon") not in ESTIMATORS or (
+            "estimator" in entry and entry["model"] != "entropy-l-diversity"
+        ):
+            return f".estimator must be one of {', '.join(ESTIMATORS)}, of entropy l only"
         return None
 
     @classmethod
@@ -129,7 +151,8 @@ class LDiversity(PrivacyModel):
         name = entry["model"]
         variant = "recursive" if name.startswith("recursive") else name.split("-")[0]
         c = Fraction(entry["c"]) if "c" in entry else None
-        return cls(entry["attribute"], int(entry["l"]), variant, c)
+        estimator = entry.get("estimator", "shannon")
+        return cls(entry["attribute"], int(entry["l"]), variant, c, estimator)
 
     @property
     def monotone(self) -> bool:  # type: ignore[override]
@@ -144,6 +167,8 @@ class LDiversity(PrivacyModel):
         cv = table.values[self.attribute]
         if self.variant == "distinct":
             return S.distinct_l(cv, self.l)
+        if self.variant == "entropy" and self.estimator == "grassberger":
+            return entropy_l_grassberger(cv, self.l)
         if self.variant == "entropy":
             return S.entropy_l(cv, self.l)
         return S.recursive_cl(cv, self.c, self.l)
@@ -153,8 +178,8 @@ class LDiversity(PrivacyModel):
 
     def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
         verdict = self.verdict(table)
-        if self.variant != "entropy":
-            return verdict.ok, 0.0
+        if self.variant != "entropy" or self.estimator != "shannon":
+            return verdict.ok, 0.0  # Grassberger's estimate is not concave: no floor
         return verdict.ok, entropy_floor(table.sizes, verdict.figure, self.l)
 
     def describe(self) -> dict:
@@ -167,6 +192,8 @@ class LDiversity(PrivacyModel):
         }
         if self.c is not None:
             out["c"] = decimal_text(self.c)
+        if self.estimator != "shannon":
+            out["estimator"] = self.estimator
         return out
 
     def figure(self, kept: ClassTable) -> dict:
@@ -177,6 +204,8 @@ class LDiversity(PrivacyModel):
 
     def label(self) -> str:
         c = f", c={self.c}" if self.c is not None else ""
+        if self.estimator != "shannon":
+            c += f", {self.estimator} estimator"
         return f"{self.variant} l-diversity of '{self.attribute}' (l={self.l}{c})"
 
     def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:

@@ -122,6 +122,16 @@ SETTINGS: tuple[Setting, ...] = (
         cli=False,
         param=False,
     ),
+    # privacy.l_diversity[i].estimator (entropy l-diversity; ADR 0043)
+    choice_setting(
+        "entropy_estimator",
+        None,
+        ("shannon", "grassberger"),
+        "How the one configured entropy l-diversity criterion estimates entropy: shannon "
+        "(ARX's default) or grassberger (ARX's EntropyEstimator.GRASSBERGER); empty = the file's.",
+        cli=False,
+        param=False,
+    ),
     # privacy.average_risk.max (docs/design.md §4c)
     decimal_setting(
         "average_risk",
