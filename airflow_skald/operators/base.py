@@ -62,6 +62,9 @@ class SkaldBaseOperator(BaseOperator):
     :param t: t of the one configured t-closeness criterion; empty = the config file's. (templated)
     :param c: c of the one configured recursive (c,l)-diversity criterion; empty = the file's.
         (templated)
+    :param entropy_estimator: How the one configured entropy l-diversity criterion estimates
+        entropy: shannon (ARX's default) or grassberger (ARX's EntropyEstimator.GRASSBERGER);
+        empty = the file's. (templated)
     :param average_risk: Largest average re-identification risk of the configured average-risk
         model; empty = the config file's. (templated)
     :param sample_uniqueness: Largest share of sample-unique records (sample-uniqueness model);
@@ -145,6 +148,7 @@ class SkaldBaseOperator(BaseOperator):
         l: int | str | None = None,  # noqa: E741 (the setting's name)
         t: float | str | None = None,
         c: float | str | None = None,
+        entropy_estimator: str | None = None,
         average_risk: float | str | None = None,
         sample_uniqueness: float | str | None = None,
         population_uniqueness: float | str | None = None,
@@ -195,6 +199,7 @@ class SkaldBaseOperator(BaseOperator):
         self.l = l
         self.t = t
         self.c = c
+        self.entropy_estimator = entropy_estimator
         self.average_risk = average_risk
         self.sample_uniqueness = sample_uniqueness
         self.population_uniqueness = population_uniqueness

@@ -32,7 +32,7 @@ EXAMPLES = {
     "k": 3,
     "l_diversity": [
         {"attribute": "disease", "l": 2},
-        {"attribute": "disease", "l": 2, "variant": "entropy"},
+        {"attribute": "disease", "l": 2, "variant": "entropy", "estimator": "grassberger"},
         {"attribute": "disease", "l": 2, "variant": "recursive", "c": 3},
     ],
     "t_closeness": [{"attribute": "disease", "t": 0.4}],
@@ -63,8 +63,10 @@ THRESHOLD_VALUES = {
     "dp_delta": Fraction(1, 4),
     "dp_search_budget": Fraction(1, 2),
     "dp_search_steps": 20,
+    "entropy_estimator": "grassberger",
 }
 OWNER_FIELD = {
+    "entropy_estimator": "estimator",
     "k_map": "k",
     "b_likeness": "beta",
     "d_disclosure": "delta",
@@ -144,9 +146,12 @@ def test_k_is_a_model_like_the_others() -> None:
 @pytest.mark.parametrize("key", sorted(THRESHOLD_VALUES))
 def test_per_run_threshold_sets_the_one_owner(key: str) -> None:
     ctx = ParseContext(sensitive=("disease",))
+    diversity = {"attribute": "disease", "l": 2, "variant": "recursive", "c": 3}
+    if key == "entropy_estimator":  # the estimator belongs to entropy l-diversity
+        diversity = {"attribute": "disease", "l": 2, "variant": "entropy"}
     raw = {
         "k": 3,
-        "l_diversity": [{"attribute": "disease", "l": 2, "variant": "recursive", "c": 3}],
+        "l_diversity": [diversity],
         "t_closeness": [{"attribute": "disease", "t": 0.4}],
         **{k: EXAMPLES[k] for k in OWNER_FIELD if k in EXAMPLES},
         "differential_privacy": EXAMPLES["differential_privacy"],
