@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_skald.core.data.database.connection import namespace, redacted, table_uri
+from airflow_skald.core.data.database.connection import namespace, redacted, scrub, table_uri
 from airflow_skald.core.data.database.extract import plain_types, write_chunks
 
 
@@ -75,3 +75,20 @@ def test_uris_without_passwords() -> None:
     assert "s3cret" not in redacted(uri) and "alice:***@db.example:6543" in redacted(uri)
     assert namespace(uri) == ("postgres://db.example:6543", "clinic")
     assert table_uri("postgres://u@h/db", "patients") == "postgres://h:5432/db.public.patients"
+
+
+def test_a_password_given_as_a_query_parameter_is_never_shown() -> None:
+    """libpq takes a password from the query string too (`?password=...`): a connection's
+    variable holding that form printed it in the one error line of a failed read."""
+    for uri in (
+        "postgresql://alice@db.example:6543/clinic?password=s3cret-q",
+        "postgresql://alice@db.example/clinic?sslmode=require&password=s3cret-q&x=1",
+        "postgresql://alice:s3cret%2Dq@db.example/clinic",
+    ):
+        shown = redacted(uri)
+        assert "s3cret" not in shown and "db.example" in shown, shown
+        said = scrub(f"FATAL: bad password s3cret-q in {uri}", uri)  # as written, decoded
+        assert "s3cret" not in said, said
+    assert "sslmode=require" in redacted(
+        "postgresql://alice@db.example/clinic?sslmode=require&password=s3cret-q"
+    )

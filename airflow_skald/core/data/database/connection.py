@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import re
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 from airflow_skald.core.errors import ConfigError
 
@@ -55,20 +55,35 @@ def normalised(uri: str) -> str:
     return "postgresql://" + uri.split("://", 1)[1] if uri.startswith("postgres://") else uri
 
 
+def _passwords(uri: str) -> list[str]:
+    """Every form of the URI's password a message could quote: the user info's and a
+    `password=` query parameter's (libpq takes both), as written and percent-decoded."""
+    parts = urlsplit(uri)
+    found = [parts.password] if parts.password else []
+    found += [v for k, v in parse_qsl(parts.query, keep_blank_values=True) if k == "password"]
+    found += [x for p in found for x in (unquote(p), quote(p, safe=""))]
+    return sorted({p for p in found if p}, key=len, reverse=True)
+
+
 def redacted(uri: str) -> str:
     """The URI without its password (for messages)."""
     parts = urlsplit(uri)
-    if parts.password is None:
-        return uri
-    host = parts.hostname or ""
-    netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
-    return urlunsplit(parts._replace(netloc=netloc))
+    if parts.password is not None:
+        host = parts.hostname or ""
+        netloc = f"{parts.username or ''}:***@{host}" + (f":{parts.port}" if parts.port else "")
+        parts = parts._replace(netloc=netloc)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    if any(k == "password" for k, _ in query):
+        kept = [(k, "***" if k == "password" else v) for k, v in query]
+        parts = parts._replace(query=urlencode(kept, safe="*"))
+    return urlunsplit(parts)
 
 
 def scrub(message: str, uri: str) -> str:
-    """A driver's message with the connection's password removed, if it quotes it."""
-    password = urlsplit(uri).password
-    return message.replace(password, "***") if password else message
+    """A driver's message with the connection's password removed, in any form it quotes it."""
+    for password in _passwords(uri):
+        message = message.replace(password, "***")
+    return message
 
 
 def namespace(uri: str) -> tuple[str, str]:
