@@ -116,7 +116,7 @@ class GeneraliseOperator(SkaldBaseOperator):
         if manifest is None:
             with R.claim_output(run, LEASE_TTL_S, release="on_success", judge=dag_run_gone):
                 if self.mode == "all":
-                    R.prepare_staging(run.staging)
+                    R.prepare_staging(run.staging, private=run.config.output_table is not None)
                 else:
                     R.drop_temporaries(run.staging)
                 # the records of a release another run made, kept beside the output before

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.data.files import local_path
 from airflow_skald.core.data.io import GLOB_CHARS, ChunkRef, filesystem, write_part
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
@@ -278,13 +279,15 @@ def _alive(pid: int) -> bool:
 _UNUSABLE = (PermissionError, FileExistsError, NotADirectoryError, FileNotFoundError)
 
 
-def prepare_staging(staging: str) -> None:
-    """A clean staging folder (a stale one from a killed attempt is removed)."""
+def prepare_staging(staging: str, private: bool = False) -> None:
+    """A clean staging folder (a stale one from a killed attempt is removed); `private`: a
+    table release's, 0700 (`set_staging_private`)."""
     fs, root = filesystem(staging)
     try:
         if fs.exists(root):
             fs.rm(root, recursive=True)
         fs.makedirs(root, exist_ok=True)
+        set_staging_private(staging, private)
     except OSError as exc:
         if not isinstance(exc, _UNUSABLE) and exc.errno != errno.EROFS:
             raise  # not the location's fault (a network error, a full disk...)
@@ -292,6 +295,21 @@ def prepare_staging(staging: str) -> None:
             f"cannot create the output folder {_output_of(staging)}: "
             f"{exc.filename or staging}: {exc.strerror or type(exc).__name__}"
         ) from None
+
+
+def set_staging_private(staging: str, private: bool) -> None:
+    """A local staging folder 0700 (`private`: a table release's generalised rows, which the
+    table's policies and grants guard, wait there for the swap) or as the umask makes a
+    folder (the records folder the swap leaves behind)."""
+    path = local_path(staging)
+    if path is None or not os.path.isdir(path):
+        return
+    if private:
+        os.chmod(path, 0o700)
+        return
+    umask = os.umask(0o077)
+    os.umask(umask)
+    os.chmod(path, 0o777 & ~umask)
 
 
 def _output_of(staging: str) -> str:

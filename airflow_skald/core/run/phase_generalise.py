@@ -22,6 +22,7 @@ from airflow_skald.core.release.archive import (
 from airflow_skald.core.release.classes import ReleaseClasses
 from airflow_skald.core.release.commit import (
     part_name,
+    set_staging_private,
     write_bytes_atomic,
 )
 from airflow_skald.core.release.manifest import build_manifest
@@ -55,6 +56,7 @@ class GeneralisePhase(Phase[Written, dict]):
     def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> Written:
         fs, root = filesystem(run.staging)
         fs.makedirs(root, exist_ok=True)
+        set_staging_private(run.staging, run.config.output_table is not None)
         utility = U.collector(run.config, run.plan(), run.chunks())
         observed: list = []
         names = P.write_parts(

@@ -16,6 +16,7 @@ from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.release.commit import (
     commit,
     discard,
+    set_staging_private,
     write_bytes_atomic,
 )
 from airflow_skald.core.release.manifest import (
@@ -64,6 +65,7 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
             args = (run.staging, manifest, to_json_bytes(manifest), run.predecessor(), check)
             out = run.config.output.path
             publish_table(run.config.output_table, run.output_uri(), *args, output=out)
+            set_staging_private(run.staging, False)  # the rows went: the records stay
         committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)
     except BaseException:

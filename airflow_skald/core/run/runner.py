@@ -177,7 +177,7 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
             remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
             for phase in phases[:-1]:
                 phase.run_all(run, workers)
-            prepare_staging(run.staging)
+            prepare_staging(run.staging, private=run.config.output_table is not None)
             try:
                 return phases[-1].run_all(run, workers)
             except BaseException:

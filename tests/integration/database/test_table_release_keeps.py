@@ -254,3 +254,28 @@ def test_other_objects_using_the_table_are_refused_before_phase_1(tmp_path, ware
     assert len(message.splitlines()) == 1 and message.endswith(named), message
     rows = _query(warehouse, f"SELECT obj_description('{TABLE}'::regclass, 'pg_class')")
     assert first["run_token"] in rows[0][0]  # the first release, untouched
+
+
+def test_staged_rows_of_a_table_release_are_private_until_the_swap(tmp_path, warehouse):
+    """The table's policies and grants decide who reads its rows; the generalised rows staged
+    on disk before the swap were in a 0755 folder (files 0644) for every local user: the
+    staging folder is 0700 while they are there, whatever the umask; the records folder the
+    release leaves (manifest, report) is as the umask makes it."""
+    import os
+    import stat
+
+    seen: set[int] = set()
+
+    def progress(phase: str, i: int, total: int, rows: int) -> None:
+        for folder in tmp_path.glob(".rel.skald-staging-*"):
+            if any(folder.glob("part-*")):
+                seen.add(stat.S_IMODE(folder.stat().st_mode))
+
+    old = os.umask(0o022)
+    try:
+        runner.run(config_from_dict(_config(tmp_path)), progress=progress)
+    finally:
+        os.umask(old)
+    assert seen == {0o700}
+    assert stat.S_IMODE((tmp_path / "rel").stat().st_mode) == 0o755
+    assert not list(tmp_path.glob(".rel.skald-staging-*"))
