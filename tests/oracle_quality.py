@@ -11,7 +11,9 @@ lattice and generalisation), every model scored per record in plain Python:
 - height: per QID the level;
 - nu_entropy: per QID gF * sum over records log2(|label| / |value|) (no suppression);
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
-  prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w.
+  prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w, rank: the v w
+  sorted largest first, compared element by element (ARX's ILMultiDimensionalRank; its figure
+  the first element).
 Entropies are summed in 80-digit Decimal and compared with a 1e-40 tolerance (a tie within
 it counts as a tie); everything else in Fractions. Ties: dm_star as docs/design.md §4 (higher precision,
 then qid_priority), every other objective smaller sum of levels first.
@@ -76,6 +78,8 @@ def _aggregate(values: list, weights: list[Fraction], how: str):
         return sum(weighted) / len(weighted)
     if how == "sum":
         return sum(weighted)
+    if how == "rank":
+        return tuple(sorted(weighted, reverse=True))
     return max(weighted)
 
 
@@ -153,6 +157,8 @@ def exhaustive_quality(
     value = best[0][0]
     if how == "geometric_mean":
         value = float(value) ** (1 / len(names)) - 1 if value > 0 else -1.0
+    if how == "rank":
+        value = value[0]
     return {
         "node": best[1],
         "scores": best[2],
@@ -182,6 +188,8 @@ def _class_losses(node, prepared, ids, by_id, shares, ws, how, objective) -> lis
             key = Fraction(1)
             for v in vs:
                 key *= v + 1
+        elif how == "rank":
+            key = tuple(sorted(vs, reverse=True))
         else:
             key = max(vs) if how == "maximum" else sum(vs)
         out.append(key)

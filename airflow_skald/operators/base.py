@@ -97,8 +97,9 @@ class SkaldBaseOperator(BaseOperator):
         (templated)
     :param gs_factor: ARX's gs factor weighting generalisation against suppression (0..1; default
         0.5). (templated)
-    :param aggregate: How a multi-dimensional objective combines the QIDs; empty = the model's
-        default (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
+    :param aggregate: How a multi-dimensional objective combines the QIDs (rank: ARX's RANK,
+        the weighted values largest first, compared in turn); empty = the model's default
+        (loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).
         (templated)
     :param local_recoding: Local recoding (docs/design.md §4f): the share of ALL records each step must
         release (e.g. 0.01); empty = the file's (off when the file has no

@@ -4,7 +4,8 @@ ARX has one for this (Loss: ``MetricMDNMLoss.getInformationLossInternal(node, en
 by first record. A class of size c whose label of QID i has domain share num_i / U_i scores
 c * num_i / U_i per QID, weighted (w_i, divided by the largest) and aggregated as ARX's
 ``ILMultiDimensional*`` does: geometric mean ``prod (v_i w_i + 1)^(1/d) - 1``, arithmetic mean,
-sum, maximum. ARX compares those doubles; here they are compared exactly (ADR 0041).
+sum, maximum, rank (the weighted values largest first, lexicographically: ADR 0043). ARX
+compares those doubles; here they are compared exactly (ADR 0041).
 
 Vectorised: the classes' share vectors are made unique, ordered by a float key, and only
 distinct vectors whose float keys are too close to tell apart are compared as integers.
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 from fractions import Fraction
 
 import numpy as np
+
+from airflow_skald.core.quality.rank import rank_key
 
 _CLOSE = 1e-9  # relative gap under which two float keys are compared exactly
 
@@ -49,7 +52,7 @@ def _float_keys(
     per = rows / np.asarray(domains, dtype=np.float64) * np.asarray(weights, dtype=np.float64)
     if how == "geometric_mean":
         return np.log1p(per * size).sum(axis=1)
-    if how == "maximum":
+    if how in ("maximum", "rank"):  # rank: its first element (ties compared exactly)
         return per.max(axis=1)
     return per.sum(axis=1)  # sum, arithmetic mean: the same order (size and d are common)
 
@@ -91,4 +94,6 @@ def _exact_key(
         return math.prod((size * v + 1 for v in per), start=Fraction(1))
     if how == "maximum":
         return max(per)
+    if how == "rank":
+        return rank_key(per)  # type: ignore[return-value]
     return sum(per, Fraction(0))

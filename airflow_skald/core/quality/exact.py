@@ -19,6 +19,7 @@ from fractions import Fraction
 from functools import total_ordering
 
 from airflow_skald.core.privacy.distributions import factor
+from airflow_skald.core.quality.rank import rank_key
 
 _REL_ERR = 1e-12  # relative error bound of a component's float (fsum of terms ~1e-16 each)
 
@@ -124,7 +125,8 @@ def _sign_of_logs(coeffs: Mapping[int, Fraction]) -> int:
 def aggregate_key(values: Sequence[Fraction], weights: Sequence[Fraction], how: str) -> Fraction:
     """The exact key an aggregate of per-QID values is compared by (ARX's ILMultiDimensional*):
     geometric mean -> prod((v+1)*w) (its n-th root minus 1 is monotone in it), arithmetic
-    mean -> sum(v*w)/n, sum -> sum(v*w), maximum -> max(v*w)."""
+    mean -> sum(v*w)/n, sum -> sum(v*w), maximum -> max(v*w), rank -> the v*w largest first
+    (a `RankKey`, compared lexicographically)."""
     weighted = [Fraction(v) * w for v, w in zip(values, weights, strict=True)]
     if how == "geometric_mean":
         out = Fraction(1)
@@ -137,11 +139,14 @@ def aggregate_key(values: Sequence[Fraction], weights: Sequence[Fraction], how: 
         return sum(weighted, Fraction(0))
     if how == "maximum":
         return max(weighted, default=Fraction(0))
+    if how == "rank":
+        return rank_key(weighted)  # type: ignore[return-value]  # ordered like a Fraction
     raise ValueError(f"unknown aggregate {how!r}")
 
 
 def aggregate_value(key: Fraction, n: int, how: str) -> float:
-    """The aggregate ARX reports, from `aggregate_key` (geometric: the n-th root minus 1)."""
+    """The aggregate ARX reports, from `aggregate_key` (geometric: the n-th root minus 1; rank:
+    its largest weighted value)."""
     if how == "geometric_mean":
         return float(key) ** (1.0 / max(n, 1)) - 1.0 if key > 0 else -1.0
     return float(key)

@@ -120,7 +120,7 @@ def grid_aggregate(
         out = np.ones(lattice.shape, dtype=np.float64)
         for i, (t, w) in enumerate(zip(tables, weights, strict=True)):
             out = out * ((np.maximum(t, 0.0) + 1.0) * w).reshape(_axis(d, i))
-    elif how == "maximum":
+    elif how in ("maximum", "rank"):  # rank: its first (largest) element, `rank.RankKey`
         out = np.full(lattice.shape, -np.inf)
         for i, (t, w) in enumerate(zip(tables, weights, strict=True)):
             out = np.maximum(out, (t * w).reshape(_axis(d, i)))

@@ -13,7 +13,7 @@ from airflow_skald.core.errors import ConfigError
 OBJECTIVES = ("dm_star", "dm_star_arx", "dm", "aecs", "loss", "nu_entropy", "precision", "height")
 #: ARX's multi-dimensional models: per-QID values, weighted and aggregated
 MULTI_DIMENSIONAL = ("loss", "nu_entropy", "precision", "height")
-AGGREGATES = ("geometric_mean", "arithmetic_mean", "sum", "maximum")
+AGGREGATES = ("geometric_mean", "arithmetic_mean", "sum", "maximum", "rank")
 LINEAR = ("sum", "arithmetic_mean")  # aggregates of logarithms decided exactly
 
 
@@ -72,7 +72,7 @@ def check(settings: QualitySettings, qids: Sequence[str]) -> None:
         if settings.objective == "nu_entropy" and how not in LINEAR:
             raise ConfigError(
                 "quality.aggregate of nu_entropy must be sum or arithmetic_mean (a geometric "
-                "mean or maximum of logarithms cannot be decided exactly)"
+                "mean, maximum or rank of logarithms cannot be decided exactly)"
             )
     for name in settings.weights:
         if name not in qids:

@@ -247,7 +247,8 @@ SETTINGS: tuple[Setting, ...] = (
         "aggregate",
         ("quality", "aggregate"),
         AGGREGATES,
-        "How a multi-dimensional objective combines the QIDs; empty = the model's default "
+        "How a multi-dimensional objective combines the QIDs (rank: ARX's RANK, the weighted "
+        "values largest first, compared in turn); empty = the model's default "
         "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).",
     ),
     decimal_setting(

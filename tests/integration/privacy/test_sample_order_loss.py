@@ -41,6 +41,8 @@ CASES = [
     (1, 120, AR, 0.2, None, None),
     (1, 120, AR, 0.2, "sum", None),
     (1, 120, SU, 0.2, "maximum", None),
+    (1, 160, SU, 0.15, "rank", None),  # ARX's RANK (ADR 0043)
+    (1, 120, AR, 0.2, "rank", {"cat": 3, "num": 1, "sex": 2}),
 ]
 
 
