@@ -126,6 +126,16 @@ CASES: dict[str, Case] = {
         ("--kmap", "5:ztp:0.1"),
     ),
 }
+# issue 44 item 3: Zayatz's model against the USA's population (ARX's Region.USA), Loss
+ZAYATZ = {"max": 0.0001, "model": "zayatz", "population": 317238626}
+CASES["adult-zayatz-4"] = Case(
+    "adult",
+    0.04,
+    {"population_uniqueness": ZAYATZ},
+    ("--pop-unique", "0.0001:zayatz:usa"),
+    objective="loss",
+    no_k=True,
+)
 DP_ENV = "SKALD_BENCH_DP_KEY"  # the DP case's secret (a benchmark's, not a real key)
 CASES.update(
     {

@@ -17,6 +17,7 @@ import numpy as np
 from airflow_skald.core.privacy.model import ClassTable, ParseContext, PrivacyModel
 from airflow_skald.core.privacy.risk.analysis import PopulationModel
 from airflow_skald.core.privacy.risk.estimators import MODELS, Histograms, estimate
+from airflow_skald.core.privacy.risk.zayatz_bounds import HOLDS, UNDECIDED, decide
 from airflow_skald.core.privacy.sample_based import (
     SampleBasedModel,
     fraction_of,
@@ -41,7 +42,7 @@ class PopulationUniqueness(SampleBasedModel):
     thresholds = ("population_uniqueness",)
     manifest_models = ("population-uniqueness",)
     monotone = False
-    cheap = False
+    cheap = False  # (Zayatz's candidates are mostly decided by bounds: `zayatz_bounds`)
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
@@ -64,26 +65,40 @@ class PopulationUniqueness(SampleBasedModel):
     def with_records(self, n_records: int) -> PrivacyModel:
         return PopulationUniqueness(self.max, self.model, self.population, n_records)
 
+    def _population(self, sizes: np.ndarray) -> float:
+        return self.population.size(self.n_input if self.n_input is not None else int(sizes.sum()))
+
     def uniques(self, sizes: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
         """The estimated share of population uniques after each prefix (NaN: unavailable)."""
         values, counts = np.unique(sizes, return_counts=True)
         starts = np.r_[0, np.cumsum(counts)[:-1]]
         gone = np.clip(prefixes[:, None] - starts[None, :], 0, counts[None, :])
         left = counts[None, :] - gone
-        pop = self.population.size(self.n_input if self.n_input is not None else int(sizes.sum()))
+        pop = self._population(sizes)
         u = estimate(Histograms(values, left, pop), (self.model,), fallback=False)
         return getattr(u, self.model) / pop
 
     def holds(self, sizes: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
         if sizes.size == 0:
             return np.ones(prefixes.size, dtype=bool)
-        empty = prefixes >= sizes.size
-        ones = np.count_nonzero(sizes == 1)
-        no_uniques = prefixes >= ones
-        u = self.uniques(sizes, np.minimum(prefixes, sizes.size - 1))
-        with np.errstate(invalid="ignore"):
-            fine = (u > 0) & (u <= float(self.max))
-        return empty | no_uniques | fine
+        out = prefixes >= np.count_nonzero(sizes == 1)  # no class of size 1 left
+        todo = np.flatnonzero(~out)
+        if todo.size:
+            out[todo] = self._fulfils(sizes, prefixes[todo])
+        return out
+
+    def _fulfils(self, sizes: np.ndarray, prefixes: np.ndarray) -> np.ndarray:
+        """0 < u <= max after each prefix (each leaving classes of size 1)."""
+        verdict = np.full(prefixes.size, UNDECIDED, dtype=np.int8)
+        if self.model == "zayatz":
+            values, counts = np.unique(sizes, return_counts=True)
+            verdict = decide(values, counts, self._population(sizes), prefixes, float(self.max))
+        todo = np.flatnonzero(verdict == UNDECIDED)
+        if todo.size:
+            u = self.uniques(sizes, prefixes[todo])
+            with np.errstate(invalid="ignore"):
+                verdict[todo] = (u > 0) & (u <= float(self.max))
+        return verdict == HOLDS
 
     def describe(self) -> dict:
         return {

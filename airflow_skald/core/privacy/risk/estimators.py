@@ -15,50 +15,31 @@ from dataclasses import dataclass
 import numpy as np
 
 from airflow_skald.core.privacy.risk.histograms import Histograms
+from airflow_skald.core.privacy.risk.hypergeometric import probability_one
 from airflow_skald.core.privacy.risk.newton import solve_batch
 from airflow_skald.core.privacy.risk.pitman import pitman
 
-# scipy is imported where an estimator runs: importing scipy.stats costs ~1-2 s of start-up to
-# every run, most of which never estimate population uniqueness (issue 23).
+# scipy is imported where an estimator runs (Pitman): importing scipy costs start-up to every
+# run, most of which never estimate population uniqueness (issue 23).
 
 MODELS = ("zayatz", "pitman", "snb", "dankar")
-__all__ = ["MODELS", "Histograms", "estimate", "hypergeom_one"]
-
-
-def hypergeom_one(total: int, good: np.ndarray, drawn: np.ndarray) -> np.ndarray:
-    """scipy.stats.hypergeom.pmf(1, total, good, drawn), the same values: scipy.stats computes
-    it with scipy.special's `_hypergeom_pmf` (Boost), called here directly so that a run need
-    not import scipy.stats (~1 s); where that gives NaN (outside its domain, or where scipy.stats
-    answers 0) scipy.stats answers."""
-    good, drawn = np.broadcast_arrays(np.asarray(good), np.asarray(drawn))
-    try:
-        from scipy.special._ufuncs import _hypergeom_pmf
-    except ImportError:  # pragma: no cover - another scipy layout
-        _hypergeom_pmf = None
-    out = np.full(good.shape, np.nan)
-    if _hypergeom_pmf is not None:
-        with np.errstate(all="ignore"):
-            out = np.asarray(_hypergeom_pmf(1, good, drawn, total), dtype=np.float64)
-    bad = np.isnan(out)
-    if bad.any():
-        from scipy import stats
-
-        out = out.copy()
-        out[bad] = stats.hypergeom.pmf(1, total, good[bad], drawn[bad])
-    return out
+__all__ = ["MODELS", "Histograms", "estimate"]
 
 
 def zayatz(h: Histograms) -> np.ndarray:
     """Zayatz (1991), ModelZayatz: population uniques estimated from the sample uniques and the
-    hypergeometric chance of drawing one record of each class size (closed form)."""
+    hypergeometric chance of drawing one record of each class size (closed form), computed as
+    ARX computes it: commons-math's pmf (`hypergeometric.probability_one`, the population and
+    the records cast to int), the terms summed size by size in ascending order."""
     pop = min(int(h.population), 2**31 - 1)  # ARX casts to int (and caps)
     n = np.minimum(h.records.astype(np.int64), 2**31 - 1)
     c = h.classes
-    one = hypergeom_one(pop, h.sizes[None, :], n[:, None])  # (B, S)
-    temp = (h.counts / c[:, None] * one).sum(axis=1)
-    c1 = h.of_size(1)
+    one = probability_one(pop, h.sizes[None, :], n[:, None])  # (B, S)
     with np.errstate(all="ignore"):
-        uniqueness = (c1 / c) * hypergeom_one(pop, np.ones_like(n), n) / temp
+        terms = np.where(h.counts > 0, h.counts / c[:, None] * one, 0.0)
+        temp = np.cumsum(terms, axis=1)[:, -1]  # ARX's loop: a sum in order, not pairwise
+        c1 = h.of_size(1)
+        uniqueness = (c1 / c) * probability_one(pop, 1, n) / temp
         return c1 * uniqueness / h.fraction
 
 
