@@ -71,7 +71,7 @@ def test_dp_run_in_a_deployment_keeps_the_secret_out_of_everything(dep, deployme
     work = deployment_workdir / "dp"
     write_dataset(work / "in", n_files=2, rows=600)
     body = dp_config_dict(work / "in", work / "out", search_steps=8)
-    body["quality"] = {"objective": "loss"}
+    body["quality"] = {"objective": "precision"}
     body["dp_key"] = {"variable": VARIABLE}
     config = write_config(work / "skald.yaml", body)
     dep.api("POST", "/variables", {"key": VARIABLE, "value": SECRET})

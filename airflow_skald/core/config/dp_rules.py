@@ -65,6 +65,8 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
             f"{', '.join(OBJECTIVES)} (ARX's score functions): quality.objective is "
             f"{config.objective}"
         )
+    if model.searched and config.objective == "loss":
+        check_loss_weights(config)
     return replace(config, suppression_limit=Fraction(1))
 
 
@@ -128,6 +130,30 @@ def check_levels_configured(spec: Any) -> None:
             "differential_privacy does not allow: store the codes at one length and leave "
             "pad out"
         )
+
+
+def check_loss_weights(config: Any) -> None:
+    """Loss weighs a label by its share of the hierarchy's leaves; a rule builds its hierarchy
+    over the values found in the whole input, so a search scored by loss over such a QID would
+    depend on records the sample left out (ADR 0027). Hierarchies listed in full, and the
+    other score functions, do not read the input."""
+    built = [spec.name for spec in config.quasi_identifiers if spec.rule is not None]
+    if not built:
+        return
+    if config.objective_default:
+        chosen = "no quality.objective was named and differential_privacy's default, loss,"
+        instead = "name quality.objective (precision, dm or aecs) or list its hierarchy in full"
+    else:
+        chosen = "the loss objective"
+        instead = (
+            "list its hierarchy in full (hierarchy_file) or choose quality.objective "
+            "precision, dm or aecs"
+        )
+    raise ConfigError(
+        f"quasi-identifier '{built[0]}': {chosen} weighs its labels by the values found in "
+        "the whole input (its hierarchy is built from a rule), so the search would depend on "
+        f"records the sample left out: {instead}"
+    )
 
 
 def check_levels_built(dims: list) -> None:

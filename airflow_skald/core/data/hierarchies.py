@@ -44,6 +44,9 @@ class Hierarchy:
     # built from a rule: how many of its levels held one label for every value of the data
     # (the top stands for them, docs/design.md §3a); differential privacy refuses such a QID
     dropped: int = field(default=0, compare=False)
+    # built from a rule over the values found in the input (not listed in full): its leaves,
+    # and so Loss's domain shares, come from the data (ADR 0027)
+    built: bool = field(default=False, compare=False)
 
     @property
     def values(self) -> np.ndarray:

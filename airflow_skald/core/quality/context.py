@@ -19,6 +19,13 @@ from airflow_skald.core.encode.dimensions import CategoricalDimension, Dimension
 from airflow_skald.core.quality.exact import Component
 from airflow_skald.core.settings.quality import QualitySettings
 
+#: why a DP release's manifest and report have no Loss for such QIDs (ADR 0027)
+LOSS_LEFT_OUT = (
+    "Loss is left out for QIDs whose hierarchy a rule built (and so the aggregate Loss): it "
+    "weighs each label by the values found in the whole input, records the sample left out "
+    "included, which differential privacy does not allow; list a hierarchy in full to have it"
+)
+
 
 class QualityContext:
     """Per-QID counts and domain shares for every level at or above the root."""
@@ -45,7 +52,7 @@ class QualityContext:
         radices = [d.cards[lv] for d, lv in zip(self.dims, self.root, strict=True)]
         self._root_marginals = _marginals(classes.keys, classes.counts, radices)
         self._marginal: dict[tuple[int, int], np.ndarray] = {}
-        self._shares: dict[int, tuple[int, list[np.ndarray]]] = {}
+        self._shares: dict[int, tuple[int, list[np.ndarray], bool]] = {}
         self._entropy: dict[tuple[int, int], Component] = {}
 
     @property
@@ -71,7 +78,13 @@ class QualityContext:
         """QID i's domain size U and, per level, each label's share numerator (share = n/U)."""
         if i not in self._shares:
             self._shares[i] = _domain_shares(self.dims[i])
-        return self._shares[i]
+        return self._shares[i][:2]
+
+    def shares_from_data(self) -> set[int]:
+        """The QIDs whose domain shares count the values found in the input (a rule's
+        hierarchy, a numerical domain, or the observed values), not a hierarchy listed in
+        full."""
+        return {i for i in range(len(self.dims)) if self.shares(i) and self._shares[i][2]}
 
     def entropy_part(self, i: int, level: int) -> Component:
         """sum_L B_L ln B_L over QID i's labels at `level` (B_L their records)."""
@@ -104,8 +117,9 @@ def _marginals(keys: np.ndarray, counts: np.ndarray, radices: Sequence[int]) -> 
     return out
 
 
-def _domain_shares(dim: Dimension) -> tuple[int, list[np.ndarray]]:
-    """(U, per level the share numerators of the level's labels)."""
+def _domain_shares(dim: Dimension) -> tuple[int, list[np.ndarray], bool]:
+    """(U, per level the share numerators of the level's labels, whether they count the
+    values found in the input)."""
     if isinstance(dim, NumericalDimension):
         u = int(dim.n_units)
         out = []
@@ -115,7 +129,7 @@ def _domain_shares(dim: Dimension) -> tuple[int, list[np.ndarray]]:
                 continue
             lo, hi = dim.bounds(level, np.arange(card, dtype=np.int64))
             out.append((hi - lo).astype(np.int64))
-        return u, out
+        return u, out, True
     hierarchy = getattr(dim, "hierarchy", None)
     if isinstance(dim, CategoricalDimension) and hierarchy is not None:
         table = hierarchy.table
@@ -132,16 +146,20 @@ def _domain_shares(dim: Dimension) -> tuple[int, list[np.ndarray]]:
             if not found.all():
                 return _observed_shares(dim)
             out.append(per[pos].astype(np.int64))
-        return u, out
+        return u, out, hierarchy.built
     return _observed_shares(dim)
 
 
-def _observed_shares(dim: Dimension) -> tuple[int, list[np.ndarray]]:
+def _observed_shares(dim: Dimension) -> tuple[int, list[np.ndarray], bool]:
     """Without a hierarchy table: the observed level-0 values are the domain."""
     u = int(dim.cards[0])
-    return u, [
-        np.bincount(dim.level_map(0, level), minlength=card).astype(np.int64)
-        if level
-        else np.ones(card, dtype=np.int64)
-        for level, card in enumerate(dim.cards)
-    ]
+    return (
+        u,
+        [
+            np.bincount(dim.level_map(0, level), minlength=card).astype(np.int64)
+            if level
+            else np.ones(card, dtype=np.int64)
+            for level, card in enumerate(dim.cards)
+        ],
+        True,
+    )

@@ -26,7 +26,7 @@ from airflow_skald.core.lattice import Lattice, search_optimal
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
-from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.context import LOSS_LEFT_OUT, QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import every_model
 from airflow_skald.core.quality.registry import objective as configured_objective
@@ -281,8 +281,12 @@ def quality_figures(
     sampled records the figures may not show) and after generalisation (`distributions`)."""
     models = every_model(ctx)
     models[objective.name] = objective
-    scores = {name: m.display(m.value(scored)) for name, m in models.items()}
     loss = models["loss"].per_qid(scored) or []
+    # under DP (not `before`) no Loss weighed by values found outside the sample (ADR 0027)
+    from_data = set() if before else ctx.shares_from_data()
+    if from_data:
+        models.pop("loss")
+    scores = {name: m.display(m.value(scored)) for name, m in models.items()}
     entropy = models["nu_entropy"].per_qid(scored) or []
     after = distributions(ctx, scored, k, before)
     qids = [
@@ -291,7 +295,7 @@ def quality_figures(
             "level": int(level),
             "top": int(d.top),
             "labels": ctx.labels(i, int(level)),
-            "loss": loss[i],
+            **({} if i in from_data else {"loss": loss[i]}),
             "nu_entropy": entropy[i],
             "distribution": after[i],
         }
@@ -303,6 +307,7 @@ def quality_figures(
         "scores": scores,
         "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
         "qids": qids,
+        **({"left_out": LOSS_LEFT_OUT} if from_data else {}),
     }
 
 

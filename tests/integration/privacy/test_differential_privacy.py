@@ -40,7 +40,7 @@ def data(tmp_path_factory) -> Path:
 
 def _config(tmp: Path, data: Path, out: str = "out", **dp) -> Path:
     cfg = dp_config_dict(data, tmp / out, ENV, search_steps=12, **dp)
-    cfg["quality"] = {"objective": "loss"}
+    cfg["quality"] = {"objective": "precision"}
     cfg["suppressed_records"] = "drop"
     return write_config(tmp / f"{out}.yaml", cfg)
 

@@ -43,7 +43,7 @@ def _write(folder: Path, table: pa.Table) -> Path:
 
 def _cfg(tmp: Path, **change) -> dict:
     cfg = dp_config_dict(tmp / "in", tmp / "out", ENV, search_steps=8)
-    cfg["quality"] = {"objective": "loss"}
+    cfg["quality"] = {"objective": "precision"}
     cfg.update(change)
     return cfg
 
@@ -213,24 +213,87 @@ def test_a_larger_explicit_k_is_the_policy_k(tmp_path) -> None:
 
 
 def test_flags_override_the_file_before_dp_judges(tmp_path, capsys) -> None:
-    """Item 5: `--objective loss` over a file's dm_star is what the DP search scores by."""
+    """Item 5: `--objective precision` over a file's dm_star (no DP score) is what the DP
+    search scores by."""
     _write(tmp_path / "in", make_table(ROWS, seed=3))
     cfg = _cfg(tmp_path, quality={"objective": "dm_star"})
     path = write_config(tmp_path / "c.yaml", cfg)
-    code, _, err = run_inprocess(["run", str(path), "--objective", "loss", "-q"], capsys)
+    code, _, err = run_inprocess(["run", str(path), "--objective", "precision", "-q"], capsys)
     assert code == 0, err
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
-    assert manifest["differential_privacy"]["objective"] == "loss"
+    assert manifest["differential_privacy"]["objective"] == "precision"
 
 
 def test_no_objective_named_scores_by_arx_default(tmp_path) -> None:
-    """Item 5: a DP run without an objective scores by loss (ARX's default) and says so."""
+    """Item 5: a DP run without an objective scores by loss (ARX's default) and says so (its
+    one QID's hierarchy listed in full: Loss's weights are the configuration's)."""
     _write(tmp_path / "in", make_table(ROWS, seed=3))
     cfg = _cfg(tmp_path)
     cfg.pop("quality")
+    cfg["quasi_identifiers"] = cfg["quasi_identifiers"][:1]
+    cfg["direct_identifiers"] = [*cfg["direct_identifiers"], "age", "zip"]
+    cfg["qid_priority"] = ["city"]
     m = runner.run(load_config(write_config(tmp_path / "c.yaml", cfg)), token="noobj")
     dp = m["differential_privacy"]
     assert dp["objective"] == "loss" and "ARX's default" in dp["objective_chosen"]
+
+
+@pytest.mark.parametrize(
+    ("quality", "words"),
+    [
+        ({"objective": "loss"}, "the loss objective weighs its labels by the values found"),
+        (None, "no quality.objective was named and differential_privacy's default, loss,"),
+    ],
+)
+def test_loss_over_a_rule_built_qid_is_refused(tmp_path, capsys, quality, words) -> None:
+    """Loss weighs age's bins by the ages found in the whole input (the rule builds its
+    hierarchy over them), so the search would score by records the sample left out: refused
+    in one line naming the QID and what to do instead, named objective or default."""
+    cfg = _cfg(tmp_path, quality=quality)
+    if quality is None:
+        cfg.pop("quality")
+    _refused(tmp_path, cfg, capsys, f"quasi-identifier 'age': {words}")
+    with pytest.raises(ConfigError, match="precision, dm or aecs") as err:
+        config_from_dict(cfg)
+    assert ("name quality.objective" in str(err.value)) == (quality is None)
+
+
+@pytest.mark.parametrize("objective", ["precision", "dm", "aecs"])
+def test_other_objectives_over_rule_built_qids_run(tmp_path, objective) -> None:
+    """The alternatives the refusal names run with the same QIDs; a DP manifest and report
+    publish no Loss weighed by the input (age's and zip's, hence the aggregate), with the
+    sentence why; city's (its hierarchy listed in full) stays."""
+    _write(tmp_path / "in", make_table(ROWS, seed=3))
+    cfg = _cfg(tmp_path, quality={"objective": objective})
+    m = runner.run(load_config(write_config(tmp_path / "c.yaml", cfg)), token=objective)
+    assert m["differential_privacy"]["objective"] == objective
+    _assert_no_loss_of_the_input(m, tmp_path / "out")
+
+
+def test_a_fixed_node_under_loss_publishes_no_loss_of_the_input(tmp_path) -> None:
+    """A fixed node searches nothing: loss (named or by default) is accepted, and the
+    manifest and report leave out the Loss figures the input's values weigh."""
+    _write(tmp_path / "in", make_table(ROWS, seed=3))
+    for quality in ({"objective": "loss"}, None):
+        cfg = _cfg(tmp_path, quality=quality)
+        if quality is None:
+            cfg.pop("quality")
+        cfg["privacy"]["differential_privacy"]["node"] = {"city": 1, "age": 1, "zip": 1}
+        out = tmp_path / f"out-{quality is None}"
+        cfg["output"]["path"] = str(out)
+        m = runner.run(load_config(write_config(tmp_path / "c.yaml", cfg)), token="fixed")
+        assert m["node"] == {"city": 1, "age": 1, "zip": 1}
+        _assert_no_loss_of_the_input(m, out)
+
+
+def _assert_no_loss_of_the_input(m: dict, out: Path) -> None:
+    q = m["quality_models"]
+    assert "loss" not in q["scores"] and {"dm", "precision", "aecs"} <= set(q["scores"])
+    by_name = {r["name"]: r for r in q["qids"]}
+    assert "loss" in by_name["city"]
+    assert "loss" not in by_name["age"] and "loss" not in by_name["zip"]
+    assert "whole input" in q["left_out"]
+    assert "Loss is left out" in (out / "report.html").read_text()
 
 
 def sample_of(config, token: str) -> list[bool]:

@@ -41,9 +41,11 @@ ZIP_KINDS = {
 }
 
 
-def _config(tmp: Path, mode: str, node: bool, zip_kind: str) -> Path:
+def _config(tmp: Path, mode: str, node: bool, zip_kind: str, objective: str | None) -> Path:
     dp = {"search_steps": 6} | ({"node": {"city": 1, "age": 1, "zip": 0}} if node else {})
     cfg = dp_config_dict(tmp / "in", tmp / "out", ENV, **dp)
+    if objective is not None:  # None: DP's default, loss
+        cfg["quality"] = {"objective": objective}
     cfg["quasi_identifiers"][2] = ZIP_KINDS[zip_kind] or cfg["quasi_identifiers"][2]
     cfg["quasi_identifiers"][0]["hierarchy"] = {**CITY_HIERARCHY, CITY: [COUNTRY]}
     cfg["suppressed_records"] = mode
@@ -76,20 +78,28 @@ def _plant(table: pa.Table, rows: list[int]) -> pa.Table:
     mode=st.sampled_from(["mask", "drop"]),
     node=st.booleans(),
     zip_kind=st.sampled_from(["bins", "bins", "encode", "plain"]),
+    objective=st.sampled_from([None, "loss", "precision", "dm", "aecs"]),
 )
 def test_no_unsampled_value_is_published(
-    tmp_path_factory, monkeypatch, seed, picks, mode, node, zip_kind
+    tmp_path_factory, monkeypatch, seed, picks, mode, node, zip_kind, objective
 ):
-    """A config whose levels phase 1 would take from the data is refused before any work;
-    every other release holds no planted value."""
+    """A config whose levels phase 1 would take from the data is refused before any work, and
+    so is a search scored by loss over a rule-built QID (loss weighs age's and zip's bins by
+    the values found in the whole input, the planted outliers included); every other release
+    holds no planted value, and no Loss weighed by them."""
     monkeypatch.setenv(ENV, SECRET)
     tmp = tmp_path_factory.mktemp("dp-prop")
     table = make_table(ROWS, seed=seed)
     (tmp / "in").mkdir()
     pq.write_table(table, tmp / "in" / "data.parquet")  # the layout the sample is drawn over
-    path = _config(tmp, mode, node, zip_kind)
+    path = _config(tmp, mode, node, zip_kind, objective)
     if zip_kind != "bins":
         with pytest.raises(ConfigError, match="quasi-identifier 'zip'"):
+            load_config(path)
+        assert not (tmp / "out").exists()
+        return
+    if objective in (None, "loss") and not node:
+        with pytest.raises(ConfigError, match="quasi-identifier 'age': .*loss.* whole input"):
             load_config(path)
         assert not (tmp / "out").exists()
         return
@@ -104,6 +114,8 @@ def test_no_unsampled_value_is_published(
     assert any(p.name == "run.json" for p in written) and any(
         p.suffix == ".parquet" for p in written
     )
+    assert "loss" not in m["quality_models"]["scores"]
+    assert [r["name"] for r in m["quality_models"]["qids"] if "loss" in r] == ["city"]
     for path in written:
         data = path.read_bytes()
         for value in PLANTED:

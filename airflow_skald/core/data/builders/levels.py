@@ -33,7 +33,7 @@ def hierarchy_from_levels(
     for j, labels in enumerate(kept):
         table[:, j + 1] = list(labels)
     table[:, -1] = TOP_LABEL
-    return Hierarchy(name=name, table=table, dropped=len(levels) - len(kept))
+    return Hierarchy(name=name, table=table, dropped=len(levels) - len(kept), built=True)
 
 
 def rule_error(qid: str, rule: str, what: str) -> str:

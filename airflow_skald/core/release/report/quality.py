@@ -101,6 +101,7 @@ def quality_models_html(m: Mapping) -> str:
         )
         + table(rows, ["model", "score of the release" if recoded else "score at the chosen node"])
         + table(per_qid, ["QID", "level", "loss", "NU-entropy (bits)", "labels"])
+        + (f'<p class="muted">{esc(q["left_out"])}</p>' if q.get("left_out") else "")
         + charts
     )
 

@@ -97,6 +97,11 @@ def dp_decision(
                 f"nu_entropy (ARX's score functions), not {quality.objective}: set "
                 "quality.objective"
             )
+        if quality.objective == "loss" and ctx.shares_from_data():  # the config refuses it
+            raise ConfigError(
+                "differential privacy's search may not score by loss weighed by "
+                "values found in the whole input (ADR 0027)"
+            )
         score = scorer(quality.objective, ctx, k)
         outcome = safepub_search(
             tops,
