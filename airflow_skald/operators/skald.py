@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.operators.base import MODES, SkaldBaseOperator
 from airflow_skald.operators.lease import LEASE_TTL_S, dag_run_gone
 from airflow_skald.operators.links import SkaldManifestLink
@@ -57,16 +58,20 @@ class EncodeOperator(SkaldBaseOperator):
             stats = ENCODE.run_group(run, group, chunk_ids)
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
-        return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan)}
+        dp = dp_of(run.config) is not None
+        return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, dp)}
 
 
-def _root(plan) -> dict:
-    return {
+def _root(plan, dp: bool) -> dict:
+    """What phase 1 returns to XCom. Under DP the root is level 0 (the hierarchies' lattice)
+    and the root's bins, a product of every input record's distinct values, are left out as
+    the manifest leaves them out (ADR 0027)."""
+    out = {
         "n_rows": plan.stats.n_rows,
         "root_node": plan.levels(plan.root),
-        "root_bins": plan.root_bins,
         "histogram_bins": plan.n_ram,
     }
+    return out if dp else {**out, "root_bins": plan.root_bins}
 
 
 class HistogramLatticeOperator(SkaldBaseOperator):

@@ -97,6 +97,8 @@ def test_dp_run_in_a_deployment_keeps_the_secret_out_of_everything(dep, deployme
             continue
         seen[f"xcom of {task_id}"] = json.dumps(value).encode()
     assert any(k.startswith("xcom") for k in seen)
+    # phase 1's root bins (a product of every input record's distinct values) stay out (ADR 0027)
+    assert not [k for k, v in seen.items() if k.startswith("xcom") and b"root_bins" in v]
     seen |= _texts(work / "out")  # manifest, report, run record, effective config, parts
     seen |= _texts(deployment_workdir / "artifacts")  # every run's artifacts
     seen |= _texts(dep.home / "logs")  # every component's and task's log file
