@@ -21,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.operators.base import MODES, SkaldBaseOperator
 from airflow_skald.operators.lease import LEASE_TTL_S, dag_run_gone
 from airflow_skald.operators.links import SkaldManifestLink
@@ -58,6 +57,10 @@ class EncodeOperator(SkaldBaseOperator):
             stats = ENCODE.run_group(run, group, chunk_ids)
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
+        from airflow_skald.core.config.dp_rules import (
+            dp_of,
+        )  # not at import: DAG parsing stays light
+
         dp = dp_of(run.config) is not None
         return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, dp)}
 
