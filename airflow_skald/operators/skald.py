@@ -57,9 +57,8 @@ class EncodeOperator(SkaldBaseOperator):
             stats = ENCODE.run_group(run, group, chunk_ids)
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
-        from airflow_skald.core.config.dp_rules import (
-            dp_of,
-        )  # not at import: DAG parsing stays light
+        # imported here, not at import: DAG parsing stays light (no pyarrow)
+        from airflow_skald.core.config.dp_rules import dp_of
 
         dp = dp_of(run.config) is not None
         return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, dp)}
