@@ -100,6 +100,17 @@ def arx_answer(
     return recorded["answer"]
 
 
+def assert_arx_release(
+    manifest: dict[str, Any], arx: dict[str, Any], statistics: str = "arx_class_statistics"
+) -> None:
+    """The product's node, suppressed records and classes are ARX's (`arx`: its answer;
+    `statistics`: its class statistics to compare, e.g. ``arx_class_statistics_subset``)."""
+    stats = arx[statistics]
+    assert manifest["node"] == arx["node"]
+    assert manifest["n_suppressed"] == stats["suppressed_records"]
+    assert manifest["n_equivalence_classes"] == stats["equivalence_classes"]
+
+
 def dp_grid() -> list[dict[str, Any]]:
     """ARX's k and β of (ε, δ)-DP on a grid of points, each in both modes (`fixed`: all of ε;
     `searched`: ε less the search budget), as benchmarks/dp_arx_fixture.py recorded them (ARX
