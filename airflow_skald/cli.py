@@ -220,13 +220,13 @@ VERIFIED_IN_PART = 4  # `skald verify`: what it re-checked holds, but not every 
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from airflow_skald.core.release.verify import verify_release
+    from airflow_skald.core.release.check.verify import verify_release
     from airflow_skald.core.settings.table import parse_overrides
 
     given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
     from airflow_skald.core.data.database.connection import resolve_uri
-    from airflow_skald.core.release.release_reading import read_manifest
+    from airflow_skald.core.release.check.release_reading import read_manifest
     from airflow_skald.core.release.table_release import is_table_release, verify_table_release
 
     limits = (given.get("k"), given.get("suppression_limit"))
@@ -249,7 +249,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 def _cmd_audit(args: argparse.Namespace) -> int:
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     overrides = {key: getattr(args, key, None) for key in _AUDIT_SETTINGS}
     config = load_config(args.config, overrides)

@@ -8,7 +8,7 @@ or the UI's session cookie):
   and settings, never a data value), read from the release folder itself (found through the
   run's asset event), so links survive a move of the run-artifact store. If a later run
   replaced that release, the records that run kept beside the output are served
-  (``core/release/replaced.py``; the report with a banner saying it was replaced, by which
+  (``core/release/write/replaced.py``; the report with a banner saying it was replaced, by which
   run), else the run's own copies in its artifacts; otherwise 404 naming the run that
   replaced it. A table release's records are its run's copies in the artifacts; its report
   has the banner when a newer release event on the same table names another run. Needs read
@@ -129,7 +129,7 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
     """A file of the release run `run_id` published, from the release folder (or, if a later
     run replaced it, the run's own copy in its artifacts); FileNotFoundError says why not."""
     from airflow_skald.core.data.io import filesystem
-    from airflow_skald.core.release.commit import release_in_place
+    from airflow_skald.core.release.write.commit import release_in_place
     from airflow_skald.operators.links import newest_release_on, release_of_run
 
     uri = release_of_run(dag_id, run_id)
@@ -165,9 +165,9 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
 
 def replaced_record(location: str, dag_id: str, run_id: str, name: str) -> bytes | None:
     """A record of run `run_id`'s replaced release: kept beside the output by the run that
-    replaced it (``core/release/replaced.py``), else the run's own copy in its artifacts
+    replaced it (``core/release/write/replaced.py``), else the run's own copy in its artifacts
     (releases replaced before records were kept); None if neither is there."""
-    from airflow_skald.core.release.replaced import archived_file
+    from airflow_skald.core.release.write.replaced import archived_file
     from airflow_skald.core.run.runner import CONFIG_ARCHIVE
     from airflow_skald.operators.artifacts import RunArtifacts
 

@@ -58,7 +58,7 @@ def _config(data: Path, k: int, criteria: bool):
 
 def bench_release(data: Path, k: int, criteria: bool, repeats: int) -> dict:
     from airflow_skald.core.generalise.part import released_columns
-    from airflow_skald.core.release.commit import discard, prepare_staging
+    from airflow_skald.core.release.write.commit import discard, prepare_staging
     from airflow_skald.core.run.pipeline import (
         count_histogram,
         count_written,

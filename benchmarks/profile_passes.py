@@ -71,7 +71,7 @@ def main() -> int:
 
     from airflow_skald.core.config.run_config import load_config
     from airflow_skald.core.data import chunk_threads
-    from airflow_skald.core.release.commit import discard, prepare_staging
+    from airflow_skald.core.release.write.commit import discard, prepare_staging
     from airflow_skald.core.run.pipeline import (
         count_histogram,
         list_chunks,

@@ -19,7 +19,7 @@ def release_lease_on_failure(context) -> None:
     try:
         from airflow_skald.core.data.database.extract import remove_staged
         from airflow_skald.core.data.database.source import staged_path
-        from airflow_skald.core.release.lease import release_run_lease
+        from airflow_skald.core.release.write.lease import release_run_lease
         from airflow_skald.core.run.runner import TARGET
         from airflow_skald.operators.artifacts import RunArtifacts
 
@@ -37,7 +37,7 @@ def release_lease_on_failure(context) -> None:
 
 
 def dag_run_gone(info) -> str | None:
-    """A lease judge (core.release.lease.Judge): a lease held by an Airflow DAG run that is no
+    """A lease judge (core.release.write.lease.Judge): a lease held by an Airflow DAG run that is no
     longer queued or running (failed, succeeded, marked) is stale. None when it still runs or
     the Execution API cannot tell (then only the lease's expiry frees it)."""
     holder = getattr(info, "holder", None) or {}

@@ -61,7 +61,7 @@ RELEASE_ALIAS_NAME = "skald-release"
 RELEASE_ALIAS = AssetAlias(name=RELEASE_ALIAS_NAME)
 RELEASE_MARKER = "skald_release"  # the extra key that marks a SKALD release event
 
-# Manifest keys copied as they are into the event extra (docs/design.md §5 / core/release/manifest.py).
+# Manifest keys copied as they are into the event extra (docs/design.md §5 / core/release/write/manifest.py).
 _FROM_MANIFEST = (
     "k",
     "node",

@@ -108,7 +108,7 @@ class GeneraliseOperator(SkaldBaseOperator):
     operator_extra_links = (SkaldManifestLink(),)  # the plugin adds both links to every task
 
     def run_phase(self, run, context) -> Any:
-        from airflow_skald.core.release.replaced import archive_replaced
+        from airflow_skald.core.release.write.replaced import archive_replaced
         from airflow_skald.core.run import runner as R
 
         R.check_still_current(run)  # a stale retry is refused before any work
@@ -127,7 +127,7 @@ class GeneraliseOperator(SkaldBaseOperator):
                 else:
                     R.drop_temporaries(run.staging)
                 # the records of a release another run made, kept beside the output before
-                # this run replaces it: the plugin serves them (core/release/replaced.py)
+                # this run replaces it: the plugin serves them (core/release/write/replaced.py)
                 archive_replaced(run.config.output.path, run.token)
                 manifest = self.drive(R.GENERALISE, run)
         run.remove_extract()  # committed: a database input's staged chunks go

@@ -216,9 +216,9 @@ class CommitCrash(OSError):
 def test_crash_mid_commit_then_lease_then_retry(
     s3, dagbag, config, releases, monkeypatch, capfd, caplog
 ):
-    from airflow_skald.core.release import commit as release
-    from airflow_skald.core.release.commit import COMMIT_MARKER, staging_path
-    from airflow_skald.core.release.lease import read_lease
+    from airflow_skald.core.release.write import commit as release
+    from airflow_skald.core.release.write.commit import COMMIT_MARKER, staging_path
+    from airflow_skald.core.release.write.lease import read_lease
 
     dag_id = "skald_anonymise_mapped"
     out = f"s3://{s3['bucket']}/releases/crashed"

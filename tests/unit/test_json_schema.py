@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_skald.core.json_schema import _plainly_valid, is_valid
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.settings.table import SETTINGS
 
 SCHEMAS = [s.schema for s in SETTINGS] + [

@@ -77,9 +77,9 @@ class ParseContext:
 class RebuildContext:
     """What `skald verify` has to rebuild a model from its manifest entry: the distributions
     of the sensitive attributes (the release's own, or over all input records for those in
-    `overall`: ``core.release.archive``), whether suppressed rows were dropped, the
+    `overall`: ``core.release.check.archive``), whether suppressed rows were dropped, the
     hierarchies the release archives (by SHA-256), and whether it keeps its classes' population
-    counts (``core.release.population_counts``)."""
+    counts (``core.release.check.population_counts``)."""
 
     sensitive: Mapping[str, Any] = field(default_factory=dict)
     dropped: bool = False
@@ -133,7 +133,7 @@ class PrivacyModel(ABC):
     #: the sensitive attribute whose per-class distribution `keeps` reads (None: sizes only)
     attribute: str | None = None
     #: compares classes with its attribute's distribution over ALL input records (a release
-    #: dropping suppressed records keeps that distribution: ``core.release.archive``)
+    #: dropping suppressed records keeps that distribution: ``core.release.check.archive``)
     needs_overall: ClassVar[bool] = False
     #: judges the distribution of the classes left, suppressing a prefix of them
     #: (``core.privacy.sample_based``), after every class-based model (docs/design.md §4c)

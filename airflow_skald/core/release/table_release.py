@@ -43,17 +43,17 @@ from airflow_skald.core.data.database.release_table import (
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.release.archive import SENSITIVE_COUNTS
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
+from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
+from airflow_skald.core.release.check.recoding_steps import RECODING_STEPS
+from airflow_skald.core.release.write.commit import (
     MANIFEST,
     ReleaseIdentity,
     _output_of,
     refuse_superseded,
     replacement_message,
 )
-from airflow_skald.core.release.leftovers import read_back_path, remove_read_backs
-from airflow_skald.core.release.population_counts import POPULATION_COUNTS
-from airflow_skald.core.release.recoding_steps import RECODING_STEPS
+from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 
 log = logging.getLogger("airflow_skald")
 
@@ -197,7 +197,7 @@ def _verify_rows(
 ) -> dict:
     """The table's rows (read back as `parts` in `folder`) verified against the manifest as
     `skald verify` verifies a folder release; messages name the table, not the folder."""
-    from airflow_skald.core.release.verify import verify_release
+    from airflow_skald.core.release.check.verify import verify_release
 
     if records is not None:  # the input's distributions a check needs, kept beside
         fs, root = filesystem(records)
@@ -253,7 +253,7 @@ def verify_table_release(
     """`skald verify FOLDER` of a table release: the table's comment names the manifest in
     `folder` (its SHA-256), and the table's rows pass every check of a folder release.
     `connection` (a URI or variable name) overrides the manifest's connection name."""
-    from airflow_skald.core.release.release_reading import read_manifest
+    from airflow_skald.core.release.check.release_reading import read_manifest
 
     manifest = read_manifest(folder)
     if not is_table_release(manifest):

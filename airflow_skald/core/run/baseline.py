@@ -39,16 +39,16 @@ from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import ConfigError, DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import sum_squares
-from airflow_skald.core.release.classes import release_classes
-from airflow_skald.core.release.manifest import (
+from airflow_skald.core.release.check.verify import class_figures
+from airflow_skald.core.release.check.verify_steps import class_local, verify_steps
+from airflow_skald.core.release.count.classes import release_classes
+from airflow_skald.core.release.write.manifest import (
     privacy_section,
     provenance_section,
     release_section,
     risk_section,
 )
-from airflow_skald.core.release.manifest_schema import Manifest
-from airflow_skald.core.release.verify import class_figures
-from airflow_skald.core.release.verify_steps import class_local, verify_steps
+from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.run.pipeline import (
     ChunkProgress,
     Progress,

@@ -12,22 +12,22 @@ from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.data.io import ChunkRef, filesystem
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy.research_subset import released_records
-from airflow_skald.core.release import population_counts, recoding_steps
-from airflow_skald.core.release.archive import (
+from airflow_skald.core.release.check import population_counts, recoding_steps
+from airflow_skald.core.release.check.archive import (
     SENSITIVE_COUNTS,
     overall_attributes,
     sensitive_counts_bytes,
     with_sensitive_counts,
 )
-from airflow_skald.core.release.classes import ReleaseClasses
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.check.verify import verify_release
+from airflow_skald.core.release.check.verify_steps import class_local, recoded_figures, verify_steps
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.write.commit import (
     part_name,
     set_staging_private,
     write_bytes_atomic,
 )
-from airflow_skald.core.release.manifest import build_manifest
-from airflow_skald.core.release.verify import verify_release
-from airflow_skald.core.release.verify_steps import class_local, recoded_figures, verify_steps
+from airflow_skald.core.release.write.manifest import build_manifest
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run import utility_step as U
 from airflow_skald.core.run.dp_sample_check import check_in_sample, with_sample_check

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
-from airflow_skald.core.release import population_counts
+from airflow_skald.core.release.check import population_counts
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import plan_summary

@@ -13,13 +13,14 @@ from collections.abc import Callable
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.table_release import publish_table
+from airflow_skald.core.release.write.commit import (
     commit,
     discard,
     set_staging_private,
     write_bytes_atomic,
 )
-from airflow_skald.core.release.manifest import (
+from airflow_skald.core.release.write.manifest import (
     CONFIG_YAML,
     EFFECTIVE_JSON,
     MANIFEST_JSON,
@@ -30,7 +31,6 @@ from airflow_skald.core.release.manifest import (
     now_iso,
     to_json_bytes,
 )
-from airflow_skald.core.release.table_release import publish_table
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.state import Run
 from airflow_skald.core.run.store import TIMINGS

@@ -19,7 +19,12 @@ from airflow_skald.core.generalise.part import released_columns
 from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
 from airflow_skald.core.privacy.dp import keys as dp_keys
 from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.table_release import (
+    check_table_not_superseded,
+    check_table_target,
+    table_in_place,
+)
+from airflow_skald.core.release.write.commit import (
     ReleaseIdentity,
     check_not_superseded,
     check_output_target,
@@ -27,16 +32,11 @@ from airflow_skald.core.release.commit import (
     release_in_place,
     staging_path,
 )
-from airflow_skald.core.release.lease import (
+from airflow_skald.core.release.write.lease import (
     Lease,
 )
-from airflow_skald.core.release.manifest import (
+from airflow_skald.core.release.write.manifest import (
     RunRecord,
-)
-from airflow_skald.core.release.table_release import (
-    check_table_not_superseded,
-    check_table_target,
-    table_in_place,
 )
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.store import (

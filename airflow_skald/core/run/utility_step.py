@@ -17,7 +17,7 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.part import generalise_table, released_columns
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.transform.microaggregation import Aggregates
 from airflow_skald.core.utility.analyse import analyse

@@ -37,8 +37,8 @@ from helpers_s3 import s3_server
 
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.release import commit as release
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.write import commit as release
+from airflow_skald.core.release.write.commit import (
     COMMIT_MARKER,
     MANIFEST,
     REPORT,
@@ -50,7 +50,7 @@ from airflow_skald.core.release.commit import (
     write_bytes_atomic,
     write_part_atomic,
 )
-from airflow_skald.core.release.lease import (
+from airflow_skald.core.release.write.lease import (
     LeaseLostError,
     OutputBusyError,
     acquire_lease,
@@ -231,7 +231,7 @@ def test_crash_mid_commit_leaves_no_manifest(bucket: str, monkeypatch, copied: i
 
 _SLOW_COMMIT = """
 import sys, time
-from airflow_skald.core.release import commit as release
+from airflow_skald.core.release.write import commit as release
 real, n = release._copy_object, [0]
 def slow(fs, src, dst):
     real(fs, src, dst)

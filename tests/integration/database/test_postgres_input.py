@@ -188,7 +188,7 @@ def test_what_a_killed_run_staged_is_replaced_not_read(tmp_path, pg_uri, monkeyp
 
 
 def test_audit_of_a_table_equals_the_audit_of_its_rows_in_a_file(tmp_path, pg_uri, monkeypatch):
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     people = _people()
     load_table(pg_uri, "clinic.patients", people, key=["pid"])

@@ -16,7 +16,7 @@ from helpers_data import config_dict, make_table, release_rows, write_dataset
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.release.verify import verify_release
+from airflow_skald.core.release.check.verify import verify_release
 from airflow_skald.core.run import runner
 
 KEY = "k3y-for-tests-0123456789"

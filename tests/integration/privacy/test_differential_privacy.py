@@ -167,7 +167,7 @@ def test_verify_rechecks_k_and_names_what_it_cannot(tmp_path, data, capsys) -> N
     pq.write_table(table.set_column(i, "city", pa.array(cities)), part)
     code, _, err = run_inprocess(["verify", str(tmp_path / "out")], capsys)
     assert code == 1 and f"is not {m['differential_privacy']['k']}-anonymous" in err, err
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     (named,) = audit(load_config(_config(tmp_path, data)))["not_checked"]  # the input's audit
     assert named["model"] == "differential-privacy" and "secret" in named["reason"]

@@ -166,7 +166,7 @@ def test_adult_population_models_equal_arx(tmp_path):
 def test_audit_reports_delta_and_population_counts(tmp_path):
     """`skald audit` of a population table judges the subset's classes with their population
     counts (δ per class, the smallest population count); of a release, the other models only."""
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     df = _table(11, 60, 0.4)
     write_chunks(df, tmp_path / "in", [25])
@@ -202,7 +202,7 @@ def test_audit_reports_delta_and_population_counts(tmp_path):
 def test_audit_fails_delta_presence_on_a_class_without_subset_records(tmp_path):
     """`skald audit` of a population table with min > 0: a population class holding no subset
     record (δ = 0) cannot be suppressed, so the policy does not hold, whatever the limit."""
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     df = _table(31, 80, 0.3)
     write_chunks(df, tmp_path / "in", [30])
@@ -273,7 +273,7 @@ def test_keyed_subset_releases_what_the_column_releases(tmp_path, key):
     by_key = run(load_config(write_config(tmp_path / "b.yaml", keyed)))
     for figure in ("node", "dm_star", "n_suppressed", "n_records", "privacy_models"):
         assert by_key[figure] == by_column[figure], figure
-    from airflow_skald.core.release.audit import audit
+    from airflow_skald.core.release.check.audit import audit
 
     audited = audit(load_config(tmp_path / "b.yaml"))
     assert audited["n_records"] == by_key["n_records"]

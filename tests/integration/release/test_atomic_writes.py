@@ -37,7 +37,7 @@ from helpers_data import (
     write_dataset,
 )
 
-from airflow_skald.core.release import commit as release
+from airflow_skald.core.release.write import commit as release
 from airflow_skald.core.run import phase_generalise, pipeline, publish, runner
 
 # ------------------------------------------------------------------------------ helpers

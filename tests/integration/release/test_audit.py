@@ -24,8 +24,8 @@ from helpers_data import (
 )
 
 from airflow_skald.core.config.run_config import load_config
-from airflow_skald.core.release.audit import audit
-from airflow_skald.core.release.tuples import group_tuples
+from airflow_skald.core.release.check.audit import audit
+from airflow_skald.core.release.count.tuples import group_tuples
 
 QIDS = ["city", "age", "zip"]
 

@@ -27,8 +27,8 @@ from helpers_data import REPO, config_dict, release_bytes, write_dataset
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.release import lease as leases
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.write import lease as leases
+from airflow_skald.core.release.write.commit import (
     MANIFEST,
     ReleaseIdentity,
     check_output_target,
@@ -36,7 +36,7 @@ from airflow_skald.core.release.commit import (
     prepare_staging,
     staging_path,
 )
-from airflow_skald.core.release.lease import (
+from airflow_skald.core.release.write.lease import (
     LeaseLostError,
     OutputBusyError,
     acquire_lease,
@@ -272,7 +272,7 @@ def test_heartbeat_keeps_a_long_run_s_lease(tmp_path: Path) -> None:
 
 _HOLDER = """
 import sys, time
-from airflow_skald.core.release.lease import acquire_lease
+from airflow_skald.core.release.write.lease import acquire_lease
 acquire_lease(sys.argv[1], sys.argv[2], ttl_s=3600)
 print("held", flush=True)
 time.sleep(120)

@@ -27,7 +27,7 @@ from helpers_data import (
 from airflow_skald.core.data.generate import generate_dataset
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.release.commit import (
+from airflow_skald.core.release.write.commit import (
     ReleaseIdentity,
     check_output_target,
     prepare_staging,

@@ -15,8 +15,8 @@ import pytest
 from airflow_skald.core.data.io import read_release_part
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.domain import dictionary_of
-from airflow_skald.core.release import classes as verify
-from airflow_skald.core.release.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.count import classes as verify
+from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
 
 QIDS = ["a", "b", "c"]
 SENSITIVE = ["s", "t"]

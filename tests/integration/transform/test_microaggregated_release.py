@@ -16,7 +16,7 @@ from skald_testdata import read_release, write_chunks, write_config
 from airflow_skald.cli import main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.release.verify import verify_release
+from airflow_skald.core.release.check.verify import verify_release
 from airflow_skald.core.run.baseline import run_per_chunk
 from airflow_skald.core.run.runner import run
 

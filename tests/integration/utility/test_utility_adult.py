@@ -15,7 +15,7 @@ from helpers_browser import CHROMIUM, PAGE_TEXT, Browser
 from skald_testdata import ADULT_CSV, adult_config, read_release, write_config
 
 from airflow_skald.cli import main
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.write.manifest_schema import Manifest
 
 
 def _run(tmp_path, name, chunk_rows):

@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from airflow_skald.core.release.charts import bar_chart, nice_ticks
+from airflow_skald.core.release.report.charts import bar_chart, nice_ticks
 
 NS = "{http://www.w3.org/2000/svg}"
 

@@ -9,7 +9,7 @@ import time
 import fsspec.spec
 from fsspec.implementations.memory import MemoryFileSystem
 
-from airflow_skald.core.release import lease as leases
+from airflow_skald.core.release.write import lease as leases
 
 
 class NoModifiedTimes(MemoryFileSystem):

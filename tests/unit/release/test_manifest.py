@@ -1,10 +1,10 @@
-"""The release's JSON files (core/release/manifest.py)."""
+"""The release's JSON files (core/release/write/manifest.py)."""
 
 from __future__ import annotations
 
 import json
 
-from airflow_skald.core.release.manifest import effective_json_bytes, to_json_bytes
+from airflow_skald.core.release.write.manifest import effective_json_bytes, to_json_bytes
 
 
 def test_effective_json_is_the_same_value_with_tables_on_one_line() -> None:

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.release.manifest_schema import ABSENT, Manifest
+from airflow_skald.core.release.write.manifest_schema import ABSENT, Manifest
 
 SCHEMA_FILE = Path(__file__).resolve().parents[3] / "docs" / "manifest.schema.json"
 
@@ -22,7 +22,7 @@ def test_published_schema_is_current() -> None:
     written = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
     assert written == Manifest.json_schema(), (
         "docs/manifest.schema.json is stale: python -c 'import json; from "
-        "airflow_skald.core.release.manifest_schema import Manifest; "
+        "airflow_skald.core.release.write.manifest_schema import Manifest; "
         "print(json.dumps(Manifest.json_schema(), indent=2))' > docs/manifest.schema.json"
     )
     jsonschema.Draft202012Validator.check_schema(written)

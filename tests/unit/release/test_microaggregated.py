@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.release.classes import ReleaseClasses
-from airflow_skald.core.release.microaggregated import check_microaggregated, out_of_lattice
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.write.microaggregated import check_microaggregated, out_of_lattice
 
 
 def _classes(rows: list[tuple[str, str, str]]) -> ReleaseClasses:

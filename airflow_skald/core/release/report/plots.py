@@ -6,7 +6,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 
-from airflow_skald.core.release.charts import bar_chart
+from airflow_skald.core.release.report.charts import bar_chart
 
 
 def _lower_bound(label: str) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.charts import bar_chart
+from airflow_skald.core.release.report.charts import bar_chart
 from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
 
 _FIGURES = (

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 
-from airflow_skald.core.release.commit import REPORT, write_bytes_atomic
 from airflow_skald.core.release.report.at_risk import at_risk_html
 from airflow_skald.core.release.report.audit import audit_html
 from airflow_skald.core.release.report.differential_privacy import differential_privacy_html
@@ -21,6 +20,7 @@ from airflow_skald.core.release.report.recoding import recoding_html
 from airflow_skald.core.release.report.risk import risk_analysis_html, risk_html
 from airflow_skald.core.release.report.runtime import run_identity_html, timings_html
 from airflow_skald.core.release.report.utility import all_top_html, utility_html
+from airflow_skald.core.release.write.commit import REPORT, write_bytes_atomic
 
 log = logging.getLogger("airflow_skald")
 

@@ -33,11 +33,11 @@ from airflow_skald.core.encode.dimensions import TOP, Dimension
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.release.archive import overall_attributes, read_named
-from airflow_skald.core.release.classes import ReleaseClasses
-from airflow_skald.core.release.commit import write_bytes_atomic
-from airflow_skald.core.release.manifest_schema import Manifest
-from airflow_skald.core.release.population_counts import labels_digest
+from airflow_skald.core.release.check.archive import overall_attributes, read_named
+from airflow_skald.core.release.check.population_counts import labels_digest
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.write.commit import write_bytes_atomic
+from airflow_skald.core.release.write.manifest_schema import Manifest
 
 RECODING_STEPS = "recoding_steps.json"
 MANIFEST_WHERE = "the manifest about to be written"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import posixpath
 
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.release.commit import release_in_place
-from airflow_skald.core.release.manifest import (
+from airflow_skald.core.release.write.commit import release_in_place
+from airflow_skald.core.release.write.manifest import (
     CONFIG_YAML,
     EFFECTIVE_JSON,
     MANIFEST_JSON,

@@ -26,7 +26,7 @@ from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
 
 if TYPE_CHECKING:
-    from airflow_skald.core.release.lease import Lease
+    from airflow_skald.core.release.write.lease import Lease
 
 MANIFEST = "manifest.json"
 REPORT = "report.html"
@@ -73,7 +73,7 @@ class ReleaseIdentity:
     ) -> ReleaseIdentity:
         """This run's identity, from its effective config and chunk list (before phase 1;
         `chunks` None: before a database input is read, no input fingerprint yet)."""
-        from airflow_skald.core.release.manifest import input_fingerprint
+        from airflow_skald.core.release.write.manifest import input_fingerprint
 
         dp = any(m.config_key == "differential_privacy" for m in config.privacy)
         fingerprint = input_fingerprint(list(chunks)) if chunks is not None else None

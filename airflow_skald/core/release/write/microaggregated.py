@@ -20,7 +20,7 @@ from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.transform.microaggregation import ValueDomain
 
 

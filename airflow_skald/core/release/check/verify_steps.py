@@ -25,8 +25,8 @@ from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.registry import bind_models
-from airflow_skald.core.release.classes import ReleaseClasses
-from airflow_skald.core.release.recoding_steps import RecordedStep
+from airflow_skald.core.release.check.recoding_steps import RecordedStep
+from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.transform.local_recoding import step_sensitive
 
 #: models that judge a class by itself: the whole release is checked against them at once

@@ -27,7 +27,7 @@ from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats, value_text
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyModel
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.write.manifest_schema import Manifest
 
 SENSITIVE_COUNTS = "sensitive_counts.json"
 EFFECTIVE = "effective.json"  # = manifest.EFFECTIVE_JSON (not imported: no arrow back up)

@@ -15,8 +15,8 @@ from airflow_skald.core.data.files import filesystem, full_path
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.registry import check_entry
-from airflow_skald.core.release.commit import MANIFEST
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.write.commit import MANIFEST
+from airflow_skald.core.release.write.manifest_schema import Manifest
 
 
 def release_parts(path: str) -> tuple[list[str], str]:

@@ -33,9 +33,9 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.research_subset import SubsetFlags, flags_of
-from airflow_skald.core.release.archive import read_named
-from airflow_skald.core.release.classes import ReleaseClasses
-from airflow_skald.core.release.manifest_schema import Manifest
+from airflow_skald.core.release.check.archive import read_named
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision
 

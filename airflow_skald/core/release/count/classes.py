@@ -33,8 +33,8 @@ from airflow_skald.core.encode.domain import dictionary_of, single_array
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.release.class_tables import NONE as _NONE
-from airflow_skald.core.release.class_tables import class_tables
+from airflow_skald.core.release.count.class_tables import NONE as _NONE
+from airflow_skald.core.release.count.class_tables import class_tables
 
 _SAFE = 1 << 62  # a mixed-radix key below this cannot overflow int64
 

@@ -21,7 +21,7 @@ from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.privacy.model import decimal_of
-from airflow_skald.core.release.recoding_section import SCHEMA as RECODING
+from airflow_skald.core.release.write.recoding_section import SCHEMA as RECODING
 from airflow_skald.core.utility.schema import UTILITY
 
 

@@ -27,9 +27,9 @@ from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.release.manifest_schema import Manifest
-from airflow_skald.core.release.microaggregated import manifest_entry
-from airflow_skald.core.release.recoding_section import recoding_section
+from airflow_skald.core.release.write.manifest_schema import Manifest
+from airflow_skald.core.release.write.microaggregated import manifest_entry
+from airflow_skald.core.release.write.recoding_section import recoding_section
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text

@@ -58,29 +58,29 @@ from airflow_skald.core.privacy.registry import rebuild, with_threshold
 from airflow_skald.core.quality.dm import DM
 from airflow_skald.core.quality.dm_star import DMStar
 from airflow_skald.core.quality.metric import Scored
-from airflow_skald.core.release.archive import (
+from airflow_skald.core.release.check.archive import (
     archived_hierarchies,
     check_within,
     read_sensitive_counts,
 )
-from airflow_skald.core.release.classes import ReleaseClasses, release_classes
-from airflow_skald.core.release.commit import MANIFEST
-from airflow_skald.core.release.microaggregated import check_microaggregated, out_of_lattice
-from airflow_skald.core.release.population_counts import (
+from airflow_skald.core.release.check.population_counts import (
     PopulationCounts,
     read_population_counts,
     with_population,
 )
-from airflow_skald.core.release.recoding_steps import read_recoding_steps
-from airflow_skald.core.release.release_reading import (
+from airflow_skald.core.release.check.recoding_steps import read_recoding_steps
+from airflow_skald.core.release.check.release_reading import (
     check_manifest,
     listed_parts,
     read_manifest,
 )
-from airflow_skald.core.release.verify_figures import compare_with_manifest
-from airflow_skald.core.release.verify_pseudonyms import pseudonyms_well_formed
-from airflow_skald.core.release.verify_steps import standalone as recoded_standalone
-from airflow_skald.core.release.verify_steps import verify_recorded
+from airflow_skald.core.release.check.verify_figures import compare_with_manifest
+from airflow_skald.core.release.check.verify_pseudonyms import pseudonyms_well_formed
+from airflow_skald.core.release.check.verify_steps import standalone as recoded_standalone
+from airflow_skald.core.release.check.verify_steps import verify_recorded
+from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.write.commit import MANIFEST
+from airflow_skald.core.release.write.microaggregated import check_microaggregated, out_of_lattice
 
 
 def class_figures(

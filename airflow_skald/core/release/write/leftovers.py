@@ -30,7 +30,7 @@ import tempfile
 from airflow_skald.core.data.database.release_table import table_state
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.release.commit import MANIFEST, _is_local, commit, staging_path
+from airflow_skald.core.release.write.commit import MANIFEST, _is_local, commit, staging_path
 
 log = logging.getLogger("airflow_skald")
 

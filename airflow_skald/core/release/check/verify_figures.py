@@ -27,7 +27,7 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.precision import precision
-from airflow_skald.core.release.commit import MANIFEST
+from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.search.figures import class_size_histogram, risk
 
 # floats the run and the check compute alike but maybe in another order of summation

@@ -17,7 +17,7 @@ from airflow_skald.core.encode.domain import DICTIONARY, csv_types, dictionary_o
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats, as_stored
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.release.class_tables import class_tables
+from airflow_skald.core.release.count.class_tables import class_tables
 
 _SAFE = 1 << 62  # a mixed-radix key below this cannot overflow int64
 
