@@ -54,6 +54,7 @@ __all__ = [
     "DomainStats",
     "IntKeys",
     "QidStats",
+    "check_files",
     "check_no_nulls",
     "check_types",
     "counting_types",
@@ -95,17 +96,16 @@ def one_line(value: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) -> DomainStats:
-    """Phase 1 over `chunks`: schema checks and per-QID domain statistics."""
-    if not chunks:
-        raise DataError("no chunks to scan")
+def check_files(
+    config: SkaldConfig, chunks: Sequence[ChunkRef]
+) -> tuple[list[str], int, list[str]]:
+    """Every file's schema, from its metadata, before any data: the columns (in file order),
+    the estimated bytes per record, and the files checked."""
     columns: list[str] | None = None
     bpr = 0
-    qstats: dict[str, QidStats] | None = None
     files: list[str] = []
-    n_rows = 0
     seen_types: dict[str, tuple[pa.DataType, str]] = {}
-    for first in first_chunks(chunks):  # every file's schema before any data
+    for first in first_chunks(chunks):
         file, where = first.file, first.where()  # "file F", or a database input's table
         names = column_names(config.input, file)
         check_columns(config, names, where)
@@ -118,6 +118,16 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         check_types(config, where, schema)
         check_passed_through(config, where, schema, seen_types)
         files.append(file)
+    return columns or [], bpr, files
+
+
+def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) -> DomainStats:
+    """Phase 1 over `chunks`: schema checks and per-QID domain statistics."""
+    if not chunks:
+        raise DataError("no chunks to scan")
+    columns, bpr, files = check_files(config, chunks)
+    qstats: dict[str, QidStats] | None = None
+    n_rows = 0
 
     attributes = config.counted_attributes
     numbers = {m.attribute for m in config.privacy if m.numeric_attribute}

@@ -1,0 +1,148 @@
+"""Phase 1 inside the engine (docs/design.md §2b): what `encode.domain.scan_domain` learns over
+the chunks, from aggregates the engine computes. Per QID: its distinct values (a GROUP BY),
+or for a plain numerical QID only its minimum, maximum and counts of nulls, non-finite and
+non-whole values; per counted attribute its distinct values and their counts. The worker
+turns them into the same `QidStats`/`SensitiveStats` with the chunk path's own functions, run
+over the distinct values instead of the rows (their answers depend on the set of values, not
+on how often each occurs), so the root and the codes are the chunk path's."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from airflow_skald.core.config.run_config import QidSpec
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.domain import QidStats, _scan_qid, one_line
+from airflow_skald.core.encode.sensitive_domain import (
+    SensitiveStats,
+    as_stored,
+    as_values,
+    sorted_values,
+)
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.errors import DataError
+
+_DBL_MAX = float(np.finfo(np.float64).max)
+
+
+@dataclass
+class SqlInput:
+    """The input as the engine sees it: a relation (a view or table) and its Arrow schema."""
+
+    relation: str
+    schema: pa.Schema
+    where: str  # the input as messages name it
+    #: per column: its distinct values as the engine returned them (phase 1's answer)
+    distinct: dict[str, pa.Array] = field(default_factory=dict)
+
+    def type_of(self, column: str) -> pa.DataType:
+        return self.schema.field(column).type
+
+
+def distinct_counts(session: SqlSession, source: SqlInput, column: str) -> pa.Table:
+    """`column`'s distinct values (v, a null among them) and their record counts (n)."""
+    select = (
+        exp.select(D.column(column).as_("v"), D.count_star().as_("n"))
+        .from_(D.table(source.relation))
+        .group_by(D.column(column))
+    )
+    return session.query(select)
+
+
+def row_count(session: SqlSession, source: SqlInput) -> int:
+    select = exp.select(D.count_star().as_("n")).from_(D.table(source.relation))
+    return int(session.query(select).column("n")[0].as_py())
+
+
+def _nulls(name: str, table: pa.Table, source: SqlInput) -> None:
+    values = table.column("v")
+    bad = values.is_null(nan_is_null=pa.types.is_floating(values.type))
+    n_bad = int(pc.sum(pc.if_else(bad, table.column("n"), 0)).as_py() or 0)
+    if n_bad:
+        raise DataError(f"column '{name}' has {n_bad} null/NaN value(s) in {source.where}")
+
+
+def _not_in_hierarchy(q: QidSpec, table: pa.Table, source: SqlInput) -> None:
+    listed = q.hierarchy.values.astype(str).tolist() if q.rule is None else q.rule.order
+    values = table.column("v")
+    text = values if pa.types.is_string(values.type) else values.cast(pa.string())
+    known = pc.is_in(text, value_set=pa.array(list(listed), pa.string()))
+    missing = np.flatnonzero(~known.to_numpy(zero_copy_only=False))
+    if missing.size:
+        i = int(missing[0])
+        value = text[i].as_py()
+        shown = f"value '{one_line(value)}'" if value.strip() else "an empty value"
+        n_same = int(table.column("n")[i].as_py())
+        raise DataError(
+            f"column '{q.name}' has {shown} not in its hierarchy ({n_same} row(s) in "
+            f"{source.where})"
+        )
+
+
+def qid_stats(session: SqlSession, source: SqlInput, q: QidSpec, chunk: ChunkRef) -> QidStats:
+    """One QID's phase-1 statistics, computed in the engine."""
+    typ = source.type_of(q.name)
+    plain = q.type == "numerical" and not q.encode and q.rule is None
+    if plain:
+        return _numeric_summary(session, source, q.name, typ)
+    table = distinct_counts(session, source, q.name)
+    _nulls(q.name, table, source)
+    if q.type == "categorical":
+        _not_in_hierarchy(q, table, source)
+    values = table.column("v").combine_chunks()
+    source.distinct[q.name] = values
+    return _scan_qid(q, pa.chunked_array([values]), chunk)
+
+
+def _numeric_summary(
+    session: SqlSession, source: SqlInput, name: str, typ: pa.DataType
+) -> QidStats:
+    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+        raise DataError(f"column '{name}' in {source.where} is not numeric")
+    x = D.column(name)
+    nulls = exp.Sub(this=D.count_star(), expression=exp.Count(this=x))
+    parts = [exp.Min(this=x).as_("lo"), exp.Max(this=x).as_("hi"), nulls.as_("nulls")]
+    if pa.types.is_floating(typ):
+        finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
+        parts.append(_count_where(exp.Not(this=finite)).as_("odd"))
+        whole = exp.NEQ(this=x, expression=exp.Floor(this=x))
+        parts.append(_count_where(exp.and_(finite, whole)).as_("fractional"))
+    row = session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
+    if row["nulls"]:
+        raise DataError(f"column '{name}' has {row['nulls']} null/NaN value(s) in {source.where}")
+    if row.get("odd"):
+        raise DataError(f"column '{name}' has infinite values in {source.where}")
+    integral = not row.get("fractional")
+    lo, hi = row["lo"], row["hi"]
+    if pa.types.is_floating(typ):
+        lo, hi = float(lo), float(hi)
+    return QidStats(name, min=lo, max=hi, integral=integral)
+
+
+def _count_where(condition: exp.Expression) -> exp.Expression:
+    return exp.Sum(this=exp.If(this=condition, true=D.number(1), false=D.number(0)))
+
+
+def sensitive_stats(
+    session: SqlSession, source: SqlInput, name: str, numbers: bool
+) -> SensitiveStats:
+    """A counted attribute's distinct values and counts (as `SensitiveStats.of_column` makes
+    them from rows: empty text a null, text read as numbers where the model orders them)."""
+    table = distinct_counts(session, source, name)
+    raw = table.column("v").combine_chunks()
+    source.distinct[name] = raw
+    values, numeric = as_values(name, raw, numbers)
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    distinct = pc.unique(values)
+    group = pc.index_in(values, value_set=distinct).to_numpy(zero_copy_only=False)
+    totals = np.zeros(len(distinct), dtype=np.int64)
+    np.add.at(totals, group.astype(np.intp), table.column("n").to_numpy())
+    out = as_stored(distinct).to_pylist()
+    return SensitiveStats(name, *sorted_values(out, totals.tolist()), numeric)

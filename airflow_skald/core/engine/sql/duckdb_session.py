@@ -1,0 +1,63 @@
+"""DuckDB as an engine (docs/design.md §2b): embedded, in this process, over the input's
+Parquet files. duckdb is imported here only (the optional extra `airflow-skald[duckdb]`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+from sqlglot import exp
+
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.session import drop, temporary_name
+from airflow_skald.core.errors import ConfigError
+
+
+def _duckdb():
+    try:
+        import duckdb
+    except ImportError:
+        raise ConfigError(
+            "execution engine duckdb needs the duckdb package: pip install 'airflow-skald[duckdb]'"
+        ) from None
+    return duckdb
+
+
+class DuckDBSession:
+    """One in-memory DuckDB connection; `threads` bounds its worker threads."""
+
+    dialect = "duckdb"
+
+    def __init__(self, threads: int | None = None):
+        self.db = _duckdb().connect(":memory:")
+        if threads:
+            self.db.execute(f"SET threads = {int(threads)}")
+        self.temporaries: list[str] = []
+
+    def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
+        return self.db.execute(D.render(statement, self.dialect), list(params)).fetch_arrow_table()
+
+    def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
+        self.db.execute(D.render(statement, self.dialect), list(params))
+
+    def send(self, prefix: str, table: pa.Table) -> str:
+        name = temporary_name(prefix)
+        view = name + "_arrow"
+        self.db.register(view, table)
+        try:
+            select = exp.select(exp.Star()).from_(D.table(view))
+            create = exp.Create(this=D.table(name), kind="TABLE", expression=select)
+            create.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+            self.temporaries.append(name)
+            self.execute(create)
+        finally:
+            self.db.unregister(view)
+        return name
+
+    def close(self) -> None:
+        try:
+            for name in self.temporaries:
+                self.execute(drop(name))
+            self.temporaries.clear()
+        finally:
+            self.db.close()

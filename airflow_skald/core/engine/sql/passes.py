@@ -1,0 +1,155 @@
+"""SKALD's three passes as SQL in an engine (docs/design.md §2b, ADR 0053): what an SQL
+engine answers for each pass, over a session and the input's relation in it. Only counts
+and labels cross to the worker; the worker sends mapping, label and suppressed-key tables.
+
+Nothing is kept between passes (each may run in a task of its own): phase 2 and 3 ask the
+engine again for the distinct values their mapping tables are made from."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+from sqlglot import exp
+
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.encode.dimensions import NumericalDimension
+from airflow_skald.core.encode.domain import DomainStats, check_files
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.coding import Coding, build_coding
+from airflow_skald.core.engine.sql.counts import root_counts
+from airflow_skald.core.engine.sql.domain import (
+    SqlInput,
+    distinct_counts,
+    qid_stats,
+    row_count,
+    sensitive_stats,
+)
+from airflow_skald.core.engine.sql.release import send_tables
+from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.release.classes import ReleaseClasses
+from airflow_skald.core.search.decide import Decision
+
+Opened = Callable[[], contextlib.AbstractContextManager[tuple[SqlSession, SqlInput]]]
+
+
+def numbers_of(config: SkaldConfig) -> set[str]:
+    """Attributes whose values the models read as numbers (as phase 1 on chunks)."""
+    numbers = {m.attribute for m in config.privacy if m.numeric_attribute}
+    return numbers | set(config.microaggregations)
+
+
+def domain_stats(
+    session: SqlSession, source: SqlInput, config: SkaldConfig, chunks: Sequence[ChunkRef]
+) -> DomainStats:
+    """Phase 1: the files' schemas checked from their metadata (as the chunk path does), then
+    the engine's aggregates."""
+    columns, bpr, files = check_files(config, chunks)
+    n = row_count(session, source)
+    chunk = ChunkRef(0, source.where, 0, n, origin=source.where)
+    qids = {q.name: qid_stats(session, source, q, chunk) for q in config.quasi_identifiers}
+    numbers = numbers_of(config)
+    sensitive = {
+        a: sensitive_stats(session, source, a, a in numbers) for a in config.counted_attributes
+    }
+    return DomainStats(n, len(chunks), columns, bpr, qids, files, sensitive)
+
+
+def load_distinct(
+    session: SqlSession, source: SqlInput, plan: Plan, attributes: Sequence[str]
+) -> None:
+    """The distinct values the mapping tables are made of (mapped QIDs, counted attributes)."""
+    mapped = [
+        d.name
+        for d in plan.dims
+        if not (isinstance(d, NumericalDimension) and d.encoded_values is None)
+    ]
+    for name in [*mapped, *attributes]:
+        source.distinct[name] = distinct_counts(session, source, name).column("v").combine_chunks()
+
+
+def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldConfig) -> Coding:
+    attributes = plan.value_attributes(config.counted_attributes)
+    load_distinct(session, source, plan, attributes)
+    return build_coding(session, source, plan, attributes)
+
+
+def histogram(session: SqlSession, source: SqlInput, config: SkaldConfig, plan: Plan) -> RootCounts:
+    """Phase 2: the root histogram, counted in the engine."""
+    return root_counts(session, source, coding_of(session, source, plan, config), plan)
+
+
+def chunk_first_rows(
+    session: SqlSession,
+    source: SqlInput,
+    config: SkaldConfig,
+    plan: Plan,
+    node: tuple[int, ...],
+    wanted: np.ndarray,
+    chunk_id: int,
+) -> tuple[np.ndarray, np.ndarray]:
+    """For one chunk (a relation whose ROW_COLUMN numbers its rows in input order): the
+    positions in `wanted` (sorted class keys at `node`) of the classes it holds, and each
+    one's first row, `chunk_id << 32 | row` (`count.first_rows`)."""
+    from airflow_skald.core.count.first_rows import ROW_BITS
+
+    table = session.send("wanted", pa.table({"k": np.asarray(wanted, dtype=np.int64)}))
+    coding = coding_of(session, source, plan, config)
+    key = coding.key(plan, node)
+    select = coding.relation(source).join(
+        exp.alias_(D.table(table), "w"),
+        on=exp.EQ(this=key, expression=D.column("k", "w")),
+        join_type="inner",
+    )
+    first = exp.Min(this=D.column(ROW_COLUMN, "i"))
+    found = session.query(select.select(key.as_("k"), first.as_("r")).group_by(key))
+    keys = found.column("k").to_numpy().astype(np.int64)
+    rows = found.column("r").to_numpy().astype(np.int64)
+    return np.searchsorted(wanted, keys).astype(np.int64), (np.int64(chunk_id) << ROW_BITS) + rows
+
+
+ROW_COLUMN = "file_row_number"
+
+
+def write_parts(
+    session: SqlSession,
+    parts: Sequence[tuple[str, SqlInput]],
+    config: SkaldConfig,
+    plan: Plan,
+    decision: Decision,
+    write: Callable[[exp.Select, str], None],
+) -> None:
+    """Phase 3: each part's released rows, written by the engine (`write(select, name)`)."""
+    from airflow_skald.core.engine.sql.release import released_select
+
+    for name, source in parts:
+        coding = coding_of(session, source, plan, config)
+        labels, suppressed = send_tables(session, source, plan, decision, coding)
+        write(
+            released_select(session, source, config, plan, decision, coding, labels, suppressed),
+            name,
+        )
+
+
+@contextlib.contextmanager
+def atomic_path(path: str) -> Iterator[str]:
+    """A path to write, renamed onto `path` once written (a killed write leaves no part)."""
+    temporary = path + ".writing"
+    yield temporary
+    os.replace(temporary, path)
+
+
+__all__ = [
+    "ReleaseClasses",
+    "atomic_path",
+    "domain_stats",
+    "chunk_first_rows",
+    "histogram",
+    "write_parts",
+]

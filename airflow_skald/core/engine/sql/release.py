@@ -1,0 +1,136 @@
+"""Phase 3 inside the engine (docs/design.md §2b): the release as a mapping plus a filter,
+written by the engine, and its class table from the engine's own GROUP BY of what it wrote.
+
+Each QID becomes its bin's label at the chosen node: a label table (code -> label, made by
+the worker with `Dimension.labels` for the codes present) joined on the QID's code; the
+records of suppressed classes (their keys sent as a temporary table) get "*" in every QID,
+or are left out (`suppressed_records: drop`); direct identifiers are not selected; every
+other column is passed through as the engine read it. What the worker receives back is the
+release's class table (labels and counts), which the shared release check judges."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from sqlglot import exp
+
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.encode.domain import dictionary_of
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.coding import INPUT, Coding
+from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.generalise.part import bin_labels, released_columns
+from airflow_skald.core.release.classes import ReleaseClasses, _classes, _values
+from airflow_skald.core.search.decide import Decision
+
+SUPPRESSED = "sup"
+
+
+def present_codes(
+    session: SqlSession, source: SqlInput, coding: Coding, index: int, level: int
+) -> np.ndarray:
+    """The codes of QID `index` at `level` that some record has (integers only)."""
+    code = coding.qids[index].at(level)
+    select = coding.relation(source).select(code.as_("c")).distinct()
+    return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))
+
+
+def released_select(
+    session: SqlSession,
+    source: SqlInput,
+    config: SkaldConfig,
+    plan: Plan,
+    decision: Decision,
+    coding: Coding,
+    labels: list[str | None],
+    suppressed: str | None,
+) -> exp.Select:
+    """The released rows of `source`: `labels[i]` is QID i's label table (None: one bin),
+    `suppressed` the table of suppressed class keys (None: none suppressed)."""
+    select = coding.relation(source)
+    masked: exp.Expression | None = None
+    if suppressed is not None:
+        key = coding.key(plan, tuple(decision.node))
+        on = exp.EQ(this=key, expression=D.column("k", SUPPRESSED))
+        select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
+        masked = exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
+        if config.suppressed_records == "drop":
+            select = select.where(exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
+            masked = None
+    index = {d.name: i for i, d in enumerate(plan.dims)}
+    out = []
+    for name in released_columns(config, plan.stats.columns):
+        if name not in index:
+            out.append(D.column(name, INPUT).as_(name))
+            continue
+        i = index[name]
+        dim, level = plan.dims[i], int(decision.node[i])
+        if labels[i] is None:
+            label: exp.Expression = D.text(bin_labels(dim, level, np.zeros(1, np.int64))[0])
+        else:
+            alias = f"l{i}"
+            on = exp.EQ(this=coding.qids[i].at(level), expression=D.column("c", alias))
+            select = select.join(exp.alias_(D.table(labels[i]), alias), on=on, join_type="inner")
+            label = D.column("label", alias)
+        if masked is not None:
+            label = exp.Case(ifs=[exp.If(this=masked, true=D.text(TOP))], default=label)
+        out.append(label.as_(name))
+    return select.select(*out)
+
+
+def send_tables(
+    session: SqlSession, source: SqlInput, plan: Plan, decision: Decision, coding: Coding
+) -> tuple[list[str | None], str | None]:
+    """The label tables of the QIDs at the chosen node and the suppressed keys' table."""
+    labels: list[str | None] = []
+    for i, (dim, level) in enumerate(zip(plan.dims, decision.node, strict=True)):
+        if dim.cards[level] == 1:
+            labels.append(None)
+            continue
+        codes = present_codes(session, source, coding, i, int(level))
+        texts = bin_labels(dim, int(level), codes)
+        labels.append(session.send("labels", pa.table({"c": codes, "label": texts})))
+    suppressed = None
+    if decision.suppressed_keys.size:
+        keys = np.asarray(decision.suppressed_keys, dtype=np.int64)
+        suppressed = session.send("suppressed", pa.table({"k": keys}))
+    return labels, suppressed
+
+
+def copy_to_parquet(select: exp.Select, path: str) -> exp.Expression:
+    """COPY (select) TO path (FORMAT PARQUET): DuckDB writes the part itself."""
+    params = [exp.CopyParameter(this=exp.Var(this="FORMAT"), expression=exp.Var(this="PARQUET"))]
+    return exp.Copy(this=exp.Subquery(this=select), kind=False, files=[D.text(path)], params=params)
+
+
+def classes_of(table: pa.Table, qids: list[str], sensitive: list[str]) -> ReleaseClasses:
+    """The release's classes from the engine's GROUP BY of its (QID, sensitive) tuples (a
+    column `n` of counts): as `release_classes` counts them from the parts' rows."""
+    n_rows = int(pc.sum(table.column("n")).as_py() or 0)
+    if not table.num_rows:
+        return ReleaseClasses.empty(len(qids) + len(sensitive), n_rows)
+    labels, codes = [], []
+    for name in [*qids, *sensitive]:
+        enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
+        local, index = enc.dictionary.to_pylist(), enc.indices
+        if any(v is None for v in local) or index.null_count:
+            if name in qids:
+                raise VerificationError(f"release column '{name}' has empty values")
+            local, index = [*local, None], index.fill_null(len(local))
+        labels.append(local)
+        codes.append(index.to_numpy(zero_copy_only=False))
+    radices = [max(len(x), 1) for x in labels]
+    weights = table.column("n").to_numpy().astype(np.int64)
+    classes, counts = _classes(codes, radices, weights)
+    return ReleaseClasses(labels, classes, counts, n_rows)
+
+
+def grouped_release(relation: exp.Expression, names: list[str]) -> exp.Select:
+    """SELECT the tuple columns, COUNT(*) AS n FROM the written release GROUP BY them."""
+    columns = [D.column(n) for n in names]
+    return exp.select(*columns, D.count_star().as_("n")).from_(relation).group_by(*columns)

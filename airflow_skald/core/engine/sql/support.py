@@ -1,0 +1,47 @@
+"""What the SQL engines run today, and the one-line refusal of the rest (docs/design.md §2b:
+"what it cannot do yet is refused before any work in one line"). Checked from the config
+alone, before the output's lease, a temporary table or a byte is written."""
+
+from __future__ import annotations
+
+from airflow_skald.core.config.dp_rules import dp_of
+from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.errors import ConfigError
+
+#: privacy models (their config keys) whose figures the engine's counts carry exactly
+SUPPORTED_MODELS: frozenset[str] = frozenset(
+    {"k", "l_diversity", "t_closeness", "b_likeness", "d_disclosure"}
+)
+
+
+def unsupported(config: SkaldConfig, engine: str) -> str | None:
+    """The first setting `engine` does not run yet, as the refusal's text; None: all run."""
+    if dp_of(config) is not None:
+        return (
+            "differential privacy: its keyed sample would put the key into the engine's "
+            "query text; use execution: chunks"
+        )
+    checks = [
+        (config.pseudonymised, "pseudonymised (a keyed hash in the engine)"),
+        (config.research_subset is not None, "research_subset"),
+        (config.microaggregations, "microaggregation"),
+        (config.local_recoding is not None, "transformation.local_recoding"),
+        (config.utility is not None, "utility (the analysis reads the released rows)"),
+    ]
+    for present, what in checks:
+        if present:
+            return f"{what} does not run in the {engine} engine yet; use execution: chunks"
+    for model in config.privacy:
+        if model.config_key not in SUPPORTED_MODELS or model.sample_based:
+            return (
+                f"privacy.{model.config_key} does not run in the {engine} engine yet; "
+                "use execution: chunks"
+            )
+    return None
+
+
+def check_supported(config: SkaldConfig, engine: str) -> None:
+    """Refuse (ConfigError, one line) what `engine` does not run yet."""
+    reason = unsupported(config, engine)
+    if reason is not None:
+        raise ConfigError(f"execution.engine {engine}: {reason}")
