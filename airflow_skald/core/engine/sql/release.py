@@ -25,7 +25,7 @@ from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import bin_labels, released_columns
-from airflow_skald.core.release.classes import ReleaseClasses, _classes, _values
+from airflow_skald.core.release.count.classes import ReleaseClasses, _classes, _values
 from airflow_skald.core.search.decide import Decision
 
 SUPPRESSED = "sup"
