@@ -16,6 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from airflow_skald.core.lattice import (
+    HIGHEST_FIRST,
+    HIGHEST_FIRST_CLIMBING,
+    LOWEST_FIRST,
+    MONOTONE,
+    PARTLY_MONOTONE,
     Lattice,
     best_by_precision,
     fitting_nodes,
@@ -69,12 +74,13 @@ def test_search_equals_brute_force(problem):
     lattice, tops, priority, mono, full, loss, bound, all_monotone, no_bound = problem
     calls = []
 
-    def evaluate(i: int):
+    def evaluate(i: int, best_loss=None):
         calls.append(i)
         b = None if no_bound else int(bound[i])
         return bool(mono[i]), bool(full[i]), int(loss[i]), b
 
-    out = search_optimal(lattice, evaluate, tops, priority, all_monotone=all_monotone)
+    predicate = MONOTONE if all_monotone else PARTLY_MONOTONE
+    out = search_optimal(lattice, evaluate, tops, priority, predicate=predicate)
     passing = [i for i in range(len(lattice)) if full[i]]
     if not passing:
         assert out.best is None
@@ -90,8 +96,12 @@ def test_search_equals_brute_force(problem):
 
 
 @settings(max_examples=200, deadline=None)
-@given(problems(), st.integers(0, 2**32 - 1), st.sampled_from([None, False, True]), st.booleans())
-def test_search_orders_with_node_bounds_equal_brute_force(problem, seed, top_down, climb_fails):
+@given(
+    problems(),
+    st.integers(0, 2**32 - 1),
+    st.sampled_from([None, LOWEST_FIRST, HIGHEST_FIRST, HIGHEST_FIRST_CLIMBING]),
+)
+def test_search_orders_with_node_bounds_equal_brute_force(problem, seed, order):
     """Per-node bounds known in advance (node-only quality models) with every search order:
     lowest first, highest alive first, and climbing to failing nodes first (`climb_fails`);
     the answer is the brute force's and no node is evaluated twice."""
@@ -107,7 +117,7 @@ def test_search_orders_with_node_bounds_equal_brute_force(problem, seed, top_dow
         node_bounds = node_bounds - np.abs(node_bounds) * 1e-9
     calls = []
 
-    def evaluate(i: int):
+    def evaluate(i: int, best_loss=None):
         calls.append(i)
         b = None if no_bound else int(bound[i])
         return bool(mono[i]), bool(full[i]), int(loss[i]), b
@@ -117,10 +127,9 @@ def test_search_orders_with_node_bounds_equal_brute_force(problem, seed, top_dow
         evaluate,
         tops,
         priority,
-        all_monotone=all_monotone,
+        predicate=MONOTONE if all_monotone else PARTLY_MONOTONE,
         node_bounds=node_bounds,
-        top_down=top_down,
-        climb_fails=climb_fails,
+        order=order,
     )
     passing = [i for i in range(len(lattice)) if full[i]]
     if not passing:
@@ -140,7 +149,7 @@ def test_search_prunes_by_bound_and_tags():
     loss = bound + rng.integers(0, 15, len(lattice))
     mono = heights >= 3
 
-    def evaluate(i: int):
+    def evaluate(i: int, best_loss=None):
         return bool(mono[i]), bool(mono[i]), int(loss[i]), int(bound[i])
 
     out = search_optimal(lattice, evaluate, (4, 3, 4, 2, 5, 3), list(range(6)))

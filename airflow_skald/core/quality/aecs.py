@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.lattice import HEIGHT_FIRST, LOWEST_FIRST, Lattice
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.exact import round_down
@@ -21,7 +21,7 @@ from airflow_skald.core.quality.metric import Metric, Scored
 
 class AECS(Metric):
     name = "aecs"
-    by_height = True
+    ties = HEIGHT_FIRST
 
     def __init__(self, ctx: QualityContext, aggregate: str | None = None):
         self.ctx = ctx
@@ -33,7 +33,7 @@ class AECS(Metric):
         self._s_int = int(self.s * self._den)
         self._g_int = int(self.g * self._den)
         # with suppression the optimum keeps many classes: a low node, found early bottom-up
-        self.top_down = None if ctx.max_suppressed == 0 else False
+        self.search_order = None if ctx.max_suppressed == 0 else LOWEST_FIRST
 
     def value(self, scored: Scored) -> Any:
         j = scored.judgement

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from airflow_skald.core.lattice import HIGHEST_FIRST_CLIMBING
 from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.multidim import MultiDimensional
 
@@ -12,7 +13,7 @@ class Height(MultiDimensional):
     name = "height"
     default_aggregate = "sum"
     node_only = True
-    climb_fails = True  # the lower alive nodes mostly fail: tag them from above
+    search_order = HIGHEST_FIRST_CLIMBING  # the lower alive nodes mostly fail: tag from above
 
     def qid_values(self, scored: Scored) -> list[Fraction]:
         return [Fraction(int(lv)) for lv in scored.node]

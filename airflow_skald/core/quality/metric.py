@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.lattice import PRECISION_FIRST, Lattice, SearchOrder, TieOrder
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.policy import Judgement
 
@@ -62,13 +62,10 @@ class Metric(ABC):
     node_only: bool = False
     needs_keys: bool = False
     suppression_blind: bool = False
-    by_height: bool = (
-        False  # ties: smaller sum of levels first (docs/design.md §4d), then precision
-    )
-    # the search's order once a best is known (`lattice.search_optimal`; None: top-down when
-    # the model has node bounds) and whether it climbs to failing nodes first (`climb_fails`)
-    top_down: bool | None = None
-    climb_fails: bool = False
+    # the search's tie order (HEIGHT_FIRST: smaller sum of levels first, docs/design.md §4d)
+    ties: TieOrder = PRECISION_FIRST
+    # the search's order of evaluations (`lattice.orders`; None: `orders.default_order`)
+    search_order: SearchOrder | None = None
     orders_classes: bool = False  # `class_order` ranks classes of one size (docs/design.md §4c)
 
     @abstractmethod

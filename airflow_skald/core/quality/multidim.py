@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.lattice import HEIGHT_FIRST, Lattice
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.exact import aggregate_key, aggregate_value
 from airflow_skald.core.quality.metric import Metric, Scored
@@ -23,7 +23,7 @@ class MultiDimensional(Metric):
     above it, with suppression or not)."""
 
     default_aggregate = "sum"
-    by_height = True
+    ties = HEIGHT_FIRST
 
     def __init__(self, ctx: QualityContext, aggregate: str | None = None):
         self.ctx = ctx

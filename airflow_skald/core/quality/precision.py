@@ -10,6 +10,7 @@ import math
 from collections.abc import Sequence
 from fractions import Fraction
 
+from airflow_skald.core.lattice import HIGHEST_FIRST_CLIMBING
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.multidim import MultiDimensional
 
@@ -33,7 +34,7 @@ class NMPrecision(MultiDimensional):
     name = "precision"
     default_aggregate = "arithmetic_mean"
     node_only = True
-    climb_fails = True  # the lower alive nodes mostly fail: tag them from above
+    search_order = HIGHEST_FIRST_CLIMBING  # the lower alive nodes mostly fail: tag from above
 
     def _share(self, i: int, level: int) -> Fraction:
         top = self.ctx.tops[i]

@@ -4,20 +4,23 @@ over all input records (records the sample left out count as suppressed)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice
-from airflow_skald.core.privacy import Judgement, PrivacyPolicy
+from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy
 from airflow_skald.core.privacy.differential_privacy import COMPOSE, DifferentialPrivacy
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
-from airflow_skald.core.search.decide import Decision, node_fields, quality_figures
+from airflow_skald.core.search.decide import Decision, node_fields
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.safepub.pivots import safepub_search
 from airflow_skald.core.search.safepub.scores import OBJECTIVES, NodeClasses, scorer
 from airflow_skald.core.settings.quality import QualitySettings
@@ -59,6 +62,26 @@ def fixed_node(plan: Plan, model: DifferentialPrivacy) -> tuple[int, ...]:
     return node
 
 
+@dataclass(frozen=True)
+class SampledClasses:
+    """A node's classes over the sampled records, judged by the policy (`NodeClasses` for the
+    score functions; the records the sample left out count as suppressed)."""
+
+    source: ClassSource
+    policy: PrivacyPolicy
+    tops: tuple[int, ...]
+    n_input: int
+    n_sampled: int
+
+    def judged(self, node: tuple[int, ...]) -> tuple[NodeClasses, Judgement, ClassTable]:
+        keys, table = self.source.keyed(node)
+        j = self.policy.judge(table, top=node == self.tops)
+        return NodeClasses(node, table.sizes, j.kept, keys, self.n_input, self.n_sampled), j, table
+
+    def __call__(self, node: tuple[int, ...]) -> NodeClasses:
+        return self.judged(node)[0]
+
+
 def dp_decision(
     plan: Plan,
     counts: RootCounts,
@@ -75,56 +98,23 @@ def dp_decision(
     if n_sampled > n_input:
         raise DataError("the sample holds more records than the input: the input changed")
     tops = tuple(plan.tops)
-    source = ClassSource(plan, counts, policy.attributes)
-    # the policy's k: a larger explicit k is judged as it stands (SafePub's δ only falls as k
-    # grows, so the guarantee holds; ADR 0027)
-    k = max(m.min_class_size for m in policy.models)
-
-    def classes(node: tuple[int, ...]) -> tuple[NodeClasses, Judgement, object]:
-        keys, table = source.keyed(node)
-        j = policy.judge(table, top=node == tops)
-        return NodeClasses(node, table.sizes, j.kept, keys, n_input, n_sampled), j, table
-
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, None, k)
-    search: dict = {"mode": "fixed" if model.node is not None else "searched"}
+    sampled = SampledClasses(
+        ClassSource(plan, counts, policy.attributes), policy, tops, n_input, n_sampled
+    )
+    # the policy's minimal class size: a larger explicit k is judged as it stands (SafePub's δ
+    # only falls as k grows, so the guarantee holds; ADR 0027)
+    min_class_size = max(m.min_class_size for m in policy.models)
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, quality, None, min_class_size)
     if model.node is not None:
-        best = fixed_node(plan, model)
-        nodes_scored = 0
+        best, nodes_scored, search = fixed_node(plan, model), 0, {"mode": "fixed"}
     else:
-        if quality.objective not in OBJECTIVES:
-            raise ConfigError(
-                "differential privacy's search scores nodes by dm, loss, precision, aecs or "
-                f"nu_entropy (ARX's score functions), not {quality.objective}: set "
-                "quality.objective"
-            )
-        if quality.objective == "loss" and ctx.shares_from_data():  # the config refuses it
-            raise ConfigError(
-                "differential privacy's search may not score by loss weighed by "
-                "values found in the whole input (ADR 0027)"
-            )
-        score = scorer(quality.objective, ctx, k)
-        outcome = safepub_search(
-            tops,
-            tuple(plan.root),
-            lambda node: classes(node)[0],
-            score,
-            model.search_steps,
-            model.epsilon_per_step,
-            search_key,
+        best, nodes_scored, search = _searched_node(
+            plan, model, ctx, quality, sampled, search_key, objective_default, min_class_size
         )
-        best, nodes_scored = outcome.node, outcome.scored
-        if objective_default:
-            search["objective_chosen"] = OBJECTIVE_DEFAULT
-        search |= {
-            "objective": quality.objective,  # the score itself is not published: an exact
-            "pivots_drawn": outcome.pivots,  # figure of the sampled records (ADR 0027)
-        }
-    node_classes, j, table = classes(best)
+    node_classes, j, table = sampled.judged(best)
     kept_records = node_classes.kept_records
     judgement = Judgement(j.kept, n_input, n_input - kept_records, n_input, True, True)
-    figures = NodeFigures.of(table, policy, best, tops, judgement=judgement)
     kept = table.sizes[j.kept]
-    lattice = Lattice(plan.root, tops)
     section = {
         **model.describe(),
         **search,
@@ -136,23 +126,62 @@ def dp_decision(
         "composition": COMPOSE,
     }
     section.pop("model", None)
-    objective = configured_objective(ctx)
+    scored = Scored(table, judgement, best, tops, node_classes.keys)
     return Decision(
         **node_fields(plan, best),
-        figures=figures,
+        figures=NodeFigures.of(table, policy, best, tops, judgement=judgement),
         privacy={"models": policy.describe(), "suppression_limit": decimal_text(1)},
         lattice={
-            "nodes": len(lattice),
+            "nodes": len(Lattice(plan.root, tops)),
             "evaluated": nodes_scored,
             "passing": nodes_scored,
             "pruned": 0,
         },
-        risk=risk(kept, k),
+        risk=risk(kept, min_class_size),
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(j.kept)),
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
-        quality=quality_figures(
-            ctx, objective, Scored(table, judgement, best, tops, node_classes.keys), k, False
-        ),
+        quality=quality_figures(ctx, configured_objective(ctx), scored, min_class_size, False),
         dp=section,
     )
+
+
+def _searched_node(
+    plan: Plan,
+    model: DifferentialPrivacy,
+    ctx: QualityContext,
+    quality: QualitySettings,
+    sampled: SampledClasses,
+    search_key: int,
+    objective_default: bool,
+    min_class_size: int,
+) -> tuple[tuple[int, ...], int, dict]:
+    """SafePub's node, the nodes it scored and the manifest's account of the search."""
+    if quality.objective not in OBJECTIVES:
+        raise ConfigError(
+            "differential privacy's search scores nodes by dm, loss, precision, aecs or "
+            f"nu_entropy (ARX's score functions), not {quality.objective}: set "
+            "quality.objective"
+        )
+    if quality.objective == "loss" and ctx.shares_from_data():  # the config refuses it
+        raise ConfigError(
+            "differential privacy's search may not score by loss weighed by "
+            "values found in the whole input (ADR 0027)"
+        )
+    outcome = safepub_search(
+        tuple(plan.tops),
+        tuple(plan.root),
+        sampled,
+        scorer(quality.objective, ctx, min_class_size),
+        model.search_steps,
+        model.epsilon_per_step,
+        search_key,
+    )
+    search: dict = {"mode": "searched"}
+    if objective_default:
+        search["objective_chosen"] = OBJECTIVE_DEFAULT
+    search |= {
+        "objective": quality.objective,  # the score itself is not published: an exact
+        "pivots_drawn": outcome.pivots,  # figure of the sampled records (ADR 0027)
+    }
+    return outcome.node, outcome.scored, search

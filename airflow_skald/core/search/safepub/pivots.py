@@ -39,24 +39,18 @@ def safepub_search(
     epsilon_step: float,
     search_key: int,
 ) -> SearchOutcome:
-    scores: dict[Node, Fraction] = {}
-    scored = 0
-
-    def score_of(node: Node) -> Fraction:
-        nonlocal scored
-        scored += 1
-        return score(classes_of(node))
-
+    scores: dict[Node, Fraction] = {}  # every node scored below the top (each once)
     pivot = top
-    candidates = {pivot: score_of(pivot)}
+    candidates = {pivot: score(classes_of(pivot))}
     best, best_score = pivot, candidates[pivot]
     uniforms = keys.uniforms(search_key, 0, steps)
     drawn = 0
     for step in range(steps):
         for p in predecessors(pivot, floor):
             if p not in candidates:
-                candidates[p] = scores[p] if p in scores else score_of(p)
-                scores[p] = candidates[p]
+                if p not in scores:
+                    scores[p] = score(classes_of(p))
+                candidates[p] = scores[p]
         del candidates[pivot]
         if not candidates:  # every node above the floor has been a pivot
             break
@@ -66,4 +60,4 @@ def safepub_search(
         drawn += 1
         if candidates[pivot] > best_score:
             best, best_score = pivot, candidates[pivot]
-    return SearchOutcome(best, best_score, drawn, scored)
+    return SearchOutcome(best, best_score, drawn, 1 + len(scores))  # the top, then the rest

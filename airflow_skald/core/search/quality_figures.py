@@ -1,0 +1,104 @@
+"""The chosen node's quality figures (docs/design.md §4d): every quality model's score, and per
+QID its loss, entropy and distribution of records before and after generalisation."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from airflow_skald.core.quality.context import LOSS_LEFT_OUT, QualityContext
+from airflow_skald.core.quality.metric import Metric, Scored
+from airflow_skald.core.quality.registry import every_model
+from airflow_skald.core.text import rank_names
+
+
+def quality_figures(
+    ctx: QualityContext, objective: Metric, scored: Scored, min_class_size: int, before: bool = True
+) -> dict:
+    """Every quality model's score for the chosen node and the per-QID table (docs/design.md §4d),
+    with each QID's distribution before (unless not `before`: a DP release, whose suppressed
+    sampled records the figures may not show) and after generalisation (`distributions`)."""
+    models = every_model(ctx)
+    models[objective.name] = objective
+    loss = models["loss"].per_qid(scored) or []
+    # under DP (not `before`) no Loss weighed by values found outside the sample (ADR 0027)
+    from_data = set() if before else ctx.shares_from_data()
+    if from_data:
+        models.pop("loss")
+    scores = {name: m.display(m.value(scored)) for name, m in models.items()}
+    entropy = models["nu_entropy"].per_qid(scored) or []
+    after = distributions(ctx, scored, min_class_size, before)
+    qids = [
+        {
+            "name": d.name,
+            "level": int(level),
+            "top": int(d.top),
+            "labels": ctx.labels(i, int(level)),
+            **({} if i in from_data else {"loss": loss[i]}),
+            "nu_entropy": entropy[i],
+            "distribution": after[i],
+        }
+        for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True))
+    ]
+    return {
+        **ctx.settings.describe(),
+        "aggregate": getattr(objective, "how", None),
+        "scores": scores,
+        "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
+        "qids": qids,
+        **({"left_out": LOSS_LEFT_OUT} if from_data else {}),
+    }
+
+
+TOP_LABELS = 10  # labels a distribution lists (the rest summed)
+
+
+def distributions(
+    ctx: QualityContext, scored: Scored, min_class_size: int, before: bool = True
+) -> list[dict]:
+    """Per QID, records per label before generalisation (at the root's level: level 0 when
+    the root is) and after (kept records per label at the node, suppressed as '*'): the
+    `TOP_LABELS` largest, from counts alone. A label holding fewer than `min_class_size` records
+    is never
+    listed (counted in `other`): the figures show no rare value, so no record. Level 0 holds
+    the input's own values: they are listed as ranks ("value #01"), never named (manifests
+    hold no data value); a generalised level's labels are named."""
+    j = scored.judgement
+    sup = ~j.kept
+    codes = ctx.codes(scored.keys[sup], scored.node) if j.n_suppressed else None
+    sizes = scored.table.sizes[sup] if j.n_suppressed else None
+    out = []
+    for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True)):
+        root = ctx.root[i]
+        kept = ctx.marginal(i, int(level)).copy()
+        if codes is not None:
+            kept -= np.bincount(codes[i], weights=sizes, minlength=kept.size).astype(np.int64)
+        shown = {}
+        if before:
+            shown = {
+                "before_level": int(root),
+                "before": _top(d, root, ctx.marginal(i, root), min_class_size),
+            }
+        out.append(
+            shown
+            | {
+                "after": _top(d, int(level), kept, min_class_size),
+                "suppressed": int(j.n_suppressed),
+            }
+        )
+    return out
+
+
+def _top(dim, level: int, counts: np.ndarray, min_class_size: int) -> dict:
+    shown = np.flatnonzero(counts >= max(min_class_size, 1))
+    shown = shown[np.argsort(-counts[shown], kind="stable")][:TOP_LABELS]
+    if level == 0:  # the input's values: ranked, not named
+        labels = rank_names(shown.size)
+    else:
+        labels = dim.labels(level, shown) if shown.size else []
+    total = int(counts.sum())
+    listed = [[str(lab), int(c)] for lab, c in zip(labels, counts[shown].tolist(), strict=True)]
+    return {
+        "labels": listed,
+        "other": total - sum(c for _, c in listed),
+        "other_labels": int(np.count_nonzero(counts)) - len(listed),
+    }
