@@ -1,5 +1,6 @@
 """The settings reference page of the documentation site, written from the settings table itself
-(`table.SETTINGS`), so the page names every setting the file, the CLI and the DAG params take.
+(`table.SETTINGS`), so the page names every setting the file, the CLI, the DAG params and the
+operators take.
 
 `python -m airflow_skald.core.settings.reference [FILE]` writes it (`make docs` does, into
 docs/reference/settings.md); the site's build and `make test` fail when the page in docs/ is not
@@ -25,15 +26,16 @@ _HEADER = """# Settings reference
 table, airflow_skald/core/settings/table.py: edit the table, not this page. -->
 
 Every per-run setting, as the one settings table defines it (ADR 0010): its name, which is also
-its DAG param's, where it sits in the YAML file, its `skald run` flag, the values it takes and
-its default when the file leaves it out. A flag or param left empty means the file's value,
+its DAG param's and the three operators' keyword (ADR 0108), where it sits in the YAML file, its
+`skald run` flag, whether the operators template it, the values it takes and its default when
+the file leaves it out. A flag or param left empty means the file's value,
 never a hidden default ([§2](../design.md#s2)); a bad value is refused on every route with the
 same one line, `<setting> must be <values> (got ...)`. The file's other sections (input and output, the QIDs
 and their hierarchies, the criteria themselves) are described in the
 [configuration guide](../guide/configuration.md) and the [design](../design.md).
 
-| setting (DAG param) | YAML key | `skald run` flag | values (default) | what |
-|---|---|---|---|---|
+| setting (DAG param) | YAML key | `skald run` flag | operators | values (default) | what |
+|---|---|---|---|---|---|
 """
 
 _FOOTER = """
@@ -71,12 +73,20 @@ def _flag(setting: Setting) -> str:
     return f"`{setting.flag}` (no value)" if setting.schema["type"] == "boolean" else "—"
 
 
+def _keyword(setting: Setting) -> str:
+    """The operators' keyword (operators/keywords.py): templated, plain, or none."""
+    if not setting.operator:
+        return "—"
+    return "templated" if setting.templated else "not templated"
+
+
 def _row(setting: Setting) -> str:
     default = "" if setting.default is None else f" ({_value(setting.default)})"
     cells = (
         f"`{setting.name}`" + ("" if setting.param else " (not a param)"),
         f"`{'.'.join(setting.path)}`" if setting.path else "—",
         _flag(setting),
+        _keyword(setting),
         setting.expects.replace("|", "\\|") + default,
         _linked(setting.description),
     )

@@ -92,7 +92,10 @@ class Setting:
 
     ``path`` is where it sits in the YAML file (None: a run option only, e.g. ``overwrite``);
     ``expects`` completes "<name> must be ..." in the error message of every route;
-    ``default`` is the value when the file leaves it out (the only place it is written).
+    ``default`` is the value when the file leaves it out (the only place it is written);
+    ``cli``, ``param`` and ``operator``: a ``skald run`` flag with a value, a DAG param, a
+    keyword of the three operators (``operators/keywords.py``), ``templated`` one of their
+    template fields; ``description`` is its help, Param description and ``:param`` line.
     """
 
     name: str
@@ -104,6 +107,8 @@ class Setting:
     cli: bool = True
     param: bool = True
     default: Any = None
+    operator: bool = True
+    templated: bool = True
 
     @property
     def flag(self) -> str:

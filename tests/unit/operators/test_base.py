@@ -1,22 +1,29 @@
-"""The operators' keywords are the settings table's rows, written out (issue 19 item 6).
+"""The operators' keywords are the settings table's rows (issue 19 item 6, issue 42 item 5).
 
-Each setting of `core.settings.table.SETTINGS` is an explicit, typed, keyword-only argument
-of `SkaldBaseOperator.__init__` (default None: the file's value), in the table's order, with a
-`:param name: <the table's description> (templated)` line in the class docstring, and is a
-template field. Read from the source (no Airflow import: this is the unit layer), so a setting
-added to the table without its keyword fails here, with the lines to paste.
+Each setting of `core.settings.table.SETTINGS` marked ``operator`` is a typed, keyword-only
+argument of the three operators (default None: the file's value), in the table's order, with a
+`:param name: <the table's description> (templated)` line in their base's docstring, a template
+field iff the row says ``templated``, filled from ``default_args`` by name as Airflow's own
+keywords are; a keyword that is no setting is refused. A row added to the table reaches the
+operators, the CLI and the DAG params with no other edit (`test_a_new_row_reaches_...`).
+Airflow is imported inside the tests (tests/airflow/conftest.py sets its home first).
 """
 
 from __future__ import annotations
 
-import ast
+import importlib
+import inspect
 import re
-import textwrap
+import sys
 from pathlib import Path
 
+import pytest
+
+from airflow_skald.core.settings.setting import choice_setting, decimal_setting, integer_setting
 from airflow_skald.core.settings.table import SETTINGS
 
-SOURCE = Path(__file__).resolve().parents[3] / "airflow_skald" / "operators" / "base.py"
+BASE = Path(__file__).resolve().parents[3] / "airflow_skald" / "operators" / "base.py"
+OWN = ["config", "artifacts", "mode", "chunk_group", "dp_key_conn_id", "dp_key_variable"]
 #: a templated value may be a Jinja string whatever the setting's type
 ANNOTATION = {
     "integer": "int | str | None",
@@ -27,68 +34,112 @@ ANNOTATION = {
 }
 
 
-def _operator() -> ast.ClassDef:
-    tree = ast.parse(SOURCE.read_text(encoding="utf-8"))
-    return next(
-        n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "SkaldBaseOperator"
+def _operators(module) -> list[type]:
+    return [module.EncodeOperator, module.HistogramLatticeOperator, module.GeneraliseOperator]
+
+
+def check_keywords(module, settings) -> None:
+    """Every operator row of `settings` is a keyword, documented and templated as it says."""
+    rows = [s for s in settings if s.operator]
+    base = module.SkaldBaseOperator
+    params = inspect.signature(base.__init__).parameters
+    assert list(params)[1:-1] == OWN + [s.name for s in rows]
+    doc = " ".join((base.__doc__ or "").split())
+    lines = re.findall(r":param (\w+): (.*?)(?= :param |$)", doc)
+    assert len(lines) == len(dict(lines)), "a keyword documented twice"
+    for s in settings:
+        if not s.operator:
+            assert s.name not in params and s.name not in dict(lines), s.name
+            continue
+        param = params[s.name]
+        assert param.kind is param.KEYWORD_ONLY and param.default is None, s.name
+        assert param.annotation == ANNOTATION[s.schema["type"]], s.name
+        line = s.description + (" (templated)" if s.templated else "")
+        assert dict(lines)[s.name] == " ".join(line.split()), s.name
+    for op in _operators(module):
+        for s in settings:
+            assert (s.name in op.template_fields) == (s.operator and s.templated), s.name
+        values = {s.name: f"{{{{ params.{s.name} }}}}" for s in rows}
+        task = op(task_id="t", **values)
+        assert all(getattr(task, s.name) == values[s.name] for s in rows)
+        unset = op(task_id="u")
+        assert all(getattr(unset, s.name) is None for s in rows)
+
+
+def test_every_operator_setting_is_a_typed_keyword_in_table_order():
+    import airflow_skald.operators.skald as skald
+
+    check_keywords(skald, SETTINGS)
+
+
+def test_keywords_are_checked_and_filled_from_default_args():
+    """An unknown keyword is refused as Airflow refuses any; ``default_args`` fill a setting by
+    its name (the metaclass reads the signature), an explicit keyword wins."""
+    from airflow.sdk import DAG
+
+    from airflow_skald.operators import EncodeOperator, GeneraliseOperator
+
+    with pytest.raises(TypeError, match="Invalid arguments were passed to EncodeOperator"):
+        EncodeOperator(task_id="e", k_anonymity=3)
+    defaults = {"k": 7, "suppression_limit": "0.1", "retries": 2, "chunks_per_task": 3}
+    op = EncodeOperator(task_id="e", default_args=defaults, suppression_limit=0.2)
+    assert (op.k, op.suppression_limit, op.retries, op.chunks_per_task) == (7, 0.2, 2, 3)
+    with DAG("unit_defaults", schedule=None, default_args={"k": 5, "overwrite": True}):
+        g = GeneraliseOperator(task_id="g", output_path="/out")
+    assert (g.k, g.overwrite, g.output_path, g.objective) == (5, True, "/out", None)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'kk'"):
+        GeneraliseOperator.partial(task_id="p", kk=1).expand(chunk_group=[{}])
+
+
+def test_settings_render_as_templates():
+    from airflow_skald.operators import HistogramLatticeOperator
+
+    op = HistogramLatticeOperator(
+        task_id="h", k="{{ params.k }}", output_path="rel/{{ params.day }}", objective="dm"
     )
+    op.render_template_fields({"params": {"k": 4, "day": "d1"}})
+    assert (op.k, op.output_path, op.objective) == ("4", "rel/d1", "dm")
 
 
-def _init(cls: ast.ClassDef) -> ast.FunctionDef:
-    return next(n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__")
+def test_base_is_well_under_400_lines():
+    assert len(BASE.read_text(encoding="utf-8").splitlines()) < 300
 
 
-def expected_lines() -> str:
-    """What to paste: the keywords, the docstring lines and the assignments."""
-    params = [
-        f"        {s.name}: {ANNOTATION[s.schema['type']]} = None,"
-        + ("  # noqa: E741 (the setting's name)" if s.name == "l" else "")
-        for s in SETTINGS
-    ]
-    docs = [
-        textwrap.fill(
-            f":param {s.name}: {s.description} (templated)",
-            width=99,
-            initial_indent="    ",
-            subsequent_indent="        ",
-            break_on_hyphens=False,
-        )
-        for s in SETTINGS
-    ]
-    sets = [f"        self.{s.name} = {s.name}" for s in SETTINGS]
-    return "\n".join(["# __init__ keywords", *params, "# docstring", *docs, "# body", *sets])
+THROW_AWAY = (
+    integer_setting("top_code", None, 1, "Throw-away: the largest value released of a QID."),
+    decimal_setting(
+        "top_share", None, ({"minimum": 0}, "a number >= 0"), "Throw-away.", templated=False
+    ),
+    choice_setting("top_how", None, ("cap", "drop"), "Throw-away, not for tasks.", operator=False),
+)
 
 
-def test_every_setting_is_an_explicit_typed_keyword_in_table_order():
-    init = _init(_operator())
-    own = ["config", "artifacts", "mode", "chunk_group", "dp_key_conn_id", "dp_key_variable"]
-    names = [a.arg for a in init.args.kwonlyargs]
-    wanted = own + [s.name for s in SETTINGS]
-    assert names == wanted, "operator keywords differ from the settings table:\n" + expected_lines()
-    pairs = zip(init.args.kwonlyargs, init.args.kw_defaults, strict=True)
-    by_name = dict(zip(names, pairs, strict=True))
-    for s in SETTINGS:
-        arg, default = by_name[s.name]
-        assert isinstance(default, ast.Constant) and default.value is None, s.name
-        assert ast.unparse(arg.annotation) == ANNOTATION[s.schema["type"]], s.name
-        assigned = [
-            n
-            for n in ast.walk(init)
-            if isinstance(n, ast.Assign)
-            and any(isinstance(t, ast.Attribute) and t.attr == s.name for t in n.targets)
-        ]
-        assert assigned, f"__init__ does not keep {s.name} (self.{s.name} = {s.name})"
+def test_a_new_row_reaches_the_operators_the_cli_and_the_params(monkeypatch):
+    """Rows added to the table (and taken out again after the test) are keywords of the three
+    operators, flags of `skald run` and DAG params, each as its row says; nothing else edited."""
+    from airflow_skald import cli
+    from airflow_skald.core.settings import table
 
+    monkeypatch.setattr(table, "SETTINGS", (*table.SETTINGS, *THROW_AWAY))
+    for row in THROW_AWAY:
+        monkeypatch.setitem(table.BY_NAME, row.name, row)
+    import airflow_skald.operators as package
 
-def test_every_setting_has_its_param_line_from_the_table():
-    doc = " ".join((ast.get_docstring(_operator()) or "").split())
-    for s in SETTINGS:
-        line = " ".join(f":param {s.name}: {s.description} (templated)".split())
-        assert line in doc, f"docstring line missing or stale:\n{expected_lines()}"
-    documented = re.findall(r":param (\w+):", doc)
-    assert len(documented) == len(set(documented)), "a keyword documented twice"
-
-
-def test_settings_are_template_fields():
-    source = SOURCE.read_text(encoding="utf-8")
-    assert re.search(r"template_fields[^=]*=\s*\([^)]*\*OVERRIDE_KEYS", source)
+    for name in ("keywords", "base", "skald", "dag_params"):  # imported anew from the table
+        importlib.import_module(f"airflow_skald.operators.{name}")
+        monkeypatch.delitem(sys.modules, f"airflow_skald.operators.{name}")
+        monkeypatch.setattr(package, name, getattr(package, name))
+    skald = importlib.import_module("airflow_skald.operators.skald")
+    check_keywords(skald, table.SETTINGS)
+    op = skald.GeneraliseOperator(
+        task_id="g", top_code="{{ params.top }}", top_share="{{ x }}", default_args={"k": 3}
+    )
+    op.render_template_fields({"params": {"top": 90}})
+    assert (op.top_code, op.top_share, op.k) == ("90", "{{ x }}", 3)
+    with pytest.raises(TypeError, match="top_how"):
+        skald.EncodeOperator(task_id="e", top_how="cap")
+    params = importlib.import_module("airflow_skald.operators.dag_params").PARAMS
+    assert {"top_code", "top_share", "top_how"} <= set(params)
+    args = cli._parser().parse_args(["run", "c.yaml", "--top-code", "7", "--top-how", "cap"])
+    assert (args.top_code, args.top_how) == ("7", "cap")
+    assert table.parse_overrides({"top_code": "7"}) == {"top_code": 7}
