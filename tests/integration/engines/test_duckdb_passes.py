@@ -5,6 +5,7 @@ settings. Real DuckDB, in memory."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 from engine_compare import config, rows_multiset, write_files
 from sqlglot import exp
@@ -33,6 +34,24 @@ def _open(files, rows=False):
     session.execute(view)
     schema = session.query(exp.select(exp.Star()).from_(D.table("skald_input")).limit(0)).schema
     return session, SqlInput("skald_input", schema, "the input")
+
+
+def _same_first_rows(cfg, plan, counts, chunks, files):
+    from airflow_skald.core.count.first_rows import FirstRowScan
+
+    node = tuple(counts.node)
+    keys = counts.classes.keys
+    expected = P.first_rows(cfg, plan, chunks, node, keys)
+    scan = FirstRowScan(keys)
+    for i, f in enumerate(files):
+        session, source = _open([f], rows=True)
+        try:
+            scan.add(*passes.chunk_first_rows(session, source, cfg, plan, node, keys, i))
+        finally:
+            session.close()
+    # codes are chunk << 32 | row (the chunk path cuts files into chunk_rows): the same order
+    assert (np.argsort(scan.result(), kind="stable") == np.argsort(expected, kind="stable")).all()
+    assert len(chunks) > len(files)
 
 
 CASES = [
@@ -81,6 +100,8 @@ def test_duckdb_passes_equal_the_chunk_path(tmp_path, seed, n_files, rows, setti
         session.close()
     plan_sql = plan_sql.with_root(counts_sql.node, counts_sql.bounded_bins)
     decision_sql = P.search_lattice(cfg, plan_sql, counts_sql)
+    if seed == 1:  # the first rows of classes (the sample-based models' order), in input order
+        _same_first_rows(cfg, plan_sql, counts_sql, chunks, files)
     assert decision_sql.node == decision.node
     assert decision_sql.figures == decision.figures
     assert decision_sql.figures.dm_star == decision.figures.dm_star

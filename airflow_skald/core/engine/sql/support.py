@@ -7,10 +7,21 @@ from __future__ import annotations
 from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.k_map_exact import ExactKMap
 
 #: privacy models (their config keys) whose figures the engine's counts carry exactly
 SUPPORTED_MODELS: frozenset[str] = frozenset(
-    {"k", "l_diversity", "t_closeness", "b_likeness", "d_disclosure"}
+    {
+        "k",
+        "l_diversity",
+        "t_closeness",
+        "b_likeness",
+        "d_disclosure",
+        "average_risk",
+        "sample_uniqueness",
+        "population_uniqueness",
+        "k_map",  # with an estimator (k_map against a population table: refused below)
+    }
 )
 
 
@@ -32,7 +43,7 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
         if present:
             return f"{what} does not run in the {engine} engine yet; use execution: chunks"
     for model in config.privacy:
-        if model.config_key not in SUPPORTED_MODELS or model.sample_based:
+        if model.config_key not in SUPPORTED_MODELS or isinstance(model, ExactKMap):
             return (
                 f"privacy.{model.config_key} does not run in the {engine} engine yet; "
                 "use execution: chunks"

@@ -1,0 +1,60 @@
+"""PostgreSQL as an engine (docs/design.md §2b): the input's own database runs the passes,
+through ADBC (the driver the product reads tables with, `airflow-skald[postgres]`). The
+worker's small tables go in as temporary tables (ADBC's bulk ingest: COPY, no values in the
+statement text); they are dropped by `close`, and with the session anyway."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pyarrow as pa
+from sqlglot import exp
+
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.session import drop, temporary_name
+from airflow_skald.core.errors import ConfigError
+
+
+def _driver():
+    try:
+        import adbc_driver_postgresql.dbapi as pg
+    except ImportError:
+        raise ConfigError(
+            "execution engine postgresql needs ADBC's PostgreSQL driver: "
+            "pip install 'airflow-skald[postgres]'"
+        ) from None
+    return pg
+
+
+class PostgresSession:
+    """One connection to the input's database (a URI)."""
+
+    dialect = "postgres"
+
+    def __init__(self, uri: str):
+        self.db = _driver().connect(uri, autocommit=True)
+        self.temporaries: list[str] = []
+
+    def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
+        with self.db.cursor() as cur:
+            cur.execute(D.render(statement, self.dialect), list(params) or None)
+            return cur.fetch_arrow_table()
+
+    def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
+        with self.db.cursor() as cur:
+            cur.execute(D.render(statement, self.dialect), list(params) or None)
+
+    def send(self, prefix: str, table: pa.Table) -> str:
+        name = temporary_name(prefix)
+        self.temporaries.append(name)
+        with self.db.cursor() as cur:
+            cur.adbc_ingest(name, table, mode="create", temporary=True)
+        return name
+
+    def close(self) -> None:
+        try:
+            for name in self.temporaries:
+                self.execute(drop(name))
+            self.temporaries.clear()
+        finally:
+            self.db.close()
