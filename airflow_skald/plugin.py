@@ -129,7 +129,7 @@ def read_release_file(dag_id: str, run_id: str, name: str) -> bytes:
     """A file of the release run `run_id` published, from the release folder (or, if a later
     run replaced it, the run's own copy in its artifacts); FileNotFoundError says why not."""
     from airflow_skald.core.data.io import filesystem
-    from airflow_skald.core.release.write.commit import release_in_place
+    from airflow_skald.core.release.write.output_target import release_in_place
     from airflow_skald.operators.links import newest_release_on, release_of_run
 
     uri = release_of_run(dag_id, run_id)

@@ -46,14 +46,13 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
 from airflow_skald.core.release.check.recoding_steps import RECODING_STEPS
-from airflow_skald.core.release.write.commit import (
-    MANIFEST,
+from airflow_skald.core.release.write.commit import MANIFEST, _output_of
+from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
+from airflow_skald.core.release.write.output_target import (
     ReleaseIdentity,
-    _output_of,
     refuse_superseded,
     replacement_message,
 )
-from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 
 log = logging.getLogger("airflow_skald")
 

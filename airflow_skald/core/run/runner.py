@@ -22,12 +22,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow_skald.core.config.run_config import SkaldConfig
-from airflow_skald.core.release.write.commit import (
-    check_output_target,
-    discard,
-    prepare_staging,
-    remove_stale_staging,
-)
+from airflow_skald.core.release.write.commit import discard, prepare_staging, remove_stale_staging
 from airflow_skald.core.release.write.lease import (
     Judge,
     Lease,
@@ -36,6 +31,7 @@ from airflow_skald.core.release.write.lease import (
     release_run_lease,
 )
 from airflow_skald.core.release.write.leftovers import clear_leftovers
+from airflow_skald.core.release.write.output_target import check_output_target
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import ENCODE

@@ -24,19 +24,18 @@ from airflow_skald.core.release.table_release import (
     check_table_target,
     table_in_place,
 )
-from airflow_skald.core.release.write.commit import (
-    ReleaseIdentity,
-    check_not_superseded,
-    check_output_target,
-    cli_token,
-    release_in_place,
-    staging_path,
-)
+from airflow_skald.core.release.write.commit import cli_token, staging_path
 from airflow_skald.core.release.write.lease import (
     Lease,
 )
 from airflow_skald.core.release.write.manifest import (
     RunRecord,
+)
+from airflow_skald.core.release.write.output_target import (
+    ReleaseIdentity,
+    check_not_superseded,
+    check_output_target,
+    release_in_place,
 )
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.store import (
@@ -199,14 +198,14 @@ class Run:
         return self.resolve_connection(self.config.output_table.connection)
 
     def release_in_place(self) -> str | None:
-        """The run token of the release at the output now (`commit.release_in_place`; a
+        """The run token of the release at the output now (`output_target.release_in_place`; a
         table release: its table's comment)."""
         if self.config.output_table is not None:
             return table_in_place(self.config.output_table, self.output_uri())
         return release_in_place(self.config.output.path)
 
     def check_not_superseded(self) -> None:
-        """`commit.check_not_superseded` for this run's output (a folder or a table)."""
+        """`output_target.check_not_superseded` for this run's output (a folder or a table)."""
         if self.config.output_table is not None:
             target, uri = self.config.output_table, self.output_uri()
             check_table_not_superseded(target, uri, self.token, self.predecessor())

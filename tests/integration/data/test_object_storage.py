@@ -42,8 +42,6 @@ from airflow_skald.core.release.write.commit import (
     COMMIT_MARKER,
     MANIFEST,
     REPORT,
-    ReleaseIdentity,
-    check_output_target,
     commit,
     prepare_staging,
     staging_path,
@@ -58,6 +56,7 @@ from airflow_skald.core.release.write.lease import (
     output_lease,
     read_lease,
 )
+from airflow_skald.core.release.write.output_target import ReleaseIdentity, check_output_target
 
 
 @pytest.fixture(scope="module")

@@ -28,14 +28,8 @@ from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.release.write import lease as leases
-from airflow_skald.core.release.write.commit import (
-    MANIFEST,
-    ReleaseIdentity,
-    check_output_target,
-    commit,
-    prepare_staging,
-    staging_path,
-)
+from airflow_skald.core.release.write import lease_store
+from airflow_skald.core.release.write.commit import MANIFEST, commit, prepare_staging, staging_path
 from airflow_skald.core.release.write.lease import (
     LeaseLostError,
     OutputBusyError,
@@ -44,6 +38,7 @@ from airflow_skald.core.release.write.lease import (
     output_lease,
     read_lease,
 )
+from airflow_skald.core.release.write.output_target import ReleaseIdentity, check_output_target
 from airflow_skald.core.run import pipeline, runner
 
 OLD = ReleaseIdentity("cli-123", "1a2b3c4d5e6f" + "0" * 52, "f" * 64, 10)
@@ -363,7 +358,7 @@ def test_unreadable_lease_counts_as_held_until_it_ages(tmp_path: Path, monkeypat
     Path(lease_path(out)).write_text("garbage")
     with pytest.raises(OutputBusyError, match=r"\(unreadable lease\)"):
         acquire_lease(out, "run-1")
-    monkeypatch.setattr(leases, "DEFAULT_TTL_S", -1.0)  # as if it were older than the ttl
+    monkeypatch.setattr(lease_store, "DEFAULT_TTL_S", -1.0)  # as if it were older than the ttl
     acquire_lease(out, "run-1").release()
 
 
@@ -393,7 +388,7 @@ def test_lease_without_hard_links_falls_back_to_o_excl(tmp_path: Path, monkeypat
     def no_links(src, dst):
         raise PermissionError("this filesystem has no hard links")
 
-    monkeypatch.setattr(leases.os, "link", no_links)
+    monkeypatch.setattr(lease_store.os, "link", no_links)
     out = str(tmp_path / "out")
     held = acquire_lease(out, "run-1")
     with pytest.raises(OutputBusyError):

@@ -27,12 +27,8 @@ from helpers_data import (
 from airflow_skald.core.data.generate import generate_dataset
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.release.write.commit import (
-    ReleaseIdentity,
-    check_output_target,
-    prepare_staging,
-    staging_path,
-)
+from airflow_skald.core.release.write.commit import prepare_staging, staging_path
+from airflow_skald.core.release.write.output_target import ReleaseIdentity, check_output_target
 
 
 def _loc(path: Path | str) -> DataLocation:

@@ -9,7 +9,7 @@ import time
 import fsspec.spec
 from fsspec.implementations.memory import MemoryFileSystem
 
-from airflow_skald.core.release.write import lease as leases
+from airflow_skald.core.release.write import lease_record, lease_store
 
 
 class NoModifiedTimes(MemoryFileSystem):
@@ -23,12 +23,12 @@ def test_unreadable_lease_of_unknown_age_is_held() -> None:
     path = "/verify-lease-test/.out.skald-lease"
     fs.pipe_file(path, b"garbage")
     try:
-        info = leases._read(fs, path)
+        info = lease_store.read_object(fs, path)
         assert info is not None
         later = time.time() + 10 * 365 * 86400  # ten years on it is still held
         assert info.stale(now=later) is None
-        assert leases._read(fs, path).nonce == info.nonce  # the same lease at every read
-        message = leases._busy_message("out", info, path)
+        assert lease_store.read_object(fs, path).nonce == info.nonce  # the same lease at every read
+        message = lease_record.busy_message("out", info, path)
         assert "unreadable lease" in message and f"delete {path}" in message
     finally:
         fs.rm(path)
@@ -39,8 +39,10 @@ def test_unreadable_lease_with_a_modification_time_ages() -> None:
     path = "/verify-lease-test/.aged.skald-lease"
     fs.pipe_file(path, b"garbage")
     try:
-        info = leases._read(fs, path)
+        info = lease_store.read_object(fs, path)
         assert info.stale(now=time.time()) is None
-        assert info.stale(now=time.time() + leases.DEFAULT_TTL_S + 60).startswith("expired at")
+        assert info.stale(now=time.time() + lease_record.DEFAULT_TTL_S + 60).startswith(
+            "expired at"
+        )
     finally:
         fs.rm(path)

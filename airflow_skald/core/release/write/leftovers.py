@@ -30,7 +30,8 @@ import tempfile
 from airflow_skald.core.data.database.release_table import table_state
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.release.write.commit import MANIFEST, _is_local, commit, staging_path
+from airflow_skald.core.release.write.commit import MANIFEST, commit, staging_path
+from airflow_skald.core.release.write.stores import is_local
 
 log = logging.getLogger("airflow_skald")
 
@@ -45,7 +46,7 @@ def _read_back_home(output: str) -> tuple[str, str]:
     """The folder that holds `output`'s read-back folders, and their names' prefix."""
     fs, root = filesystem(output)
     root = root.rstrip("/")
-    if _is_local(fs):
+    if is_local(fs):
         head, tail = posixpath.split(root)
         return head or ".", f".{tail}{READ_BACK}"
     tag = hashlib.sha256(output.rstrip("/").encode()).hexdigest()[:16]
@@ -81,7 +82,7 @@ def remove_old_aside(output: str) -> None:
     """A release a commit moved aside (``{output}.skald-old``), once a complete release is in
     place (a commit killed between its two renames leaves the one aside as the release)."""
     fs, root = filesystem(output)
-    if not _is_local(fs):
+    if not is_local(fs):
         return
     root = root.rstrip("/")
     if os.path.isfile(os.path.join(root, MANIFEST)) and os.path.isdir(root + ".skald-old"):

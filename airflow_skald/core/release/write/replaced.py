@@ -15,7 +15,6 @@ from __future__ import annotations
 import posixpath
 
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.release.write.commit import release_in_place
 from airflow_skald.core.release.write.manifest import (
     CONFIG_YAML,
     EFFECTIVE_JSON,
@@ -23,6 +22,7 @@ from airflow_skald.core.release.write.manifest import (
     REPORT_HTML,
     RUN_JSON,
 )
+from airflow_skald.core.release.write.output_target import release_in_place
 
 #: what is kept of a replaced release (never its parts)
 RECORDS = (MANIFEST_JSON, REPORT_HTML, RUN_JSON, EFFECTIVE_JSON, CONFIG_YAML)
