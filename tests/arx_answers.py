@@ -47,6 +47,11 @@ _VOLATILE = {"input", "json", "output"}
 _JAVA_OPTS = "-Xmx4g -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 
 
+#: the project's own harness of ARX's profitability models (benchmarks/arx_profitability: the
+#: same jars, ADR 0046), for `arx_answer(..., command=PROFITABILITY)`
+PROFITABILITY = ROOT / "benchmarks" / "arx_profitability" / "arx-profitability"
+
+
 def arx_live() -> bool:
     """ARX can run here: its command beside the repository and a Java runtime."""
     return ARX.is_file() and shutil.which("java") is not None
@@ -72,19 +77,21 @@ def arx_answer(
     output_columns: Sequence[str] = (),
     volatile: Collection[str] = (),
     places: dict[str, str] | None = None,
+    command: Path = ARX,
 ) -> dict[str, Any]:
     """ARX's recorded answer to `args` (see the module's text), checked against a live run of
     ARX where it is found. `output_columns`: columns of ARX's ``--output`` CSV recorded by
     their checksum (``answer["output_sha256"][column]``, see `column_sha256`). `volatile`:
     more keys (at any depth) left out of the answer, e.g. figures of a time-limited solver.
     `places`: more placeholders of the arguments, e.g. ``{"{table}": folder}`` for a table a
-    test generates (recorded as the placeholder)."""
+    test generates (recorded as the placeholder). `command`: ARX's command line (default
+    ``../shared/arx/arx``; `PROFITABILITY`: the project's harness calling the same jars)."""
     path = ANSWERS / f"{name}.json"
     if os.environ.get(RECORD) == "1":
         if not arx_live():
             raise AssertionError(f"{RECORD}=1 needs ARX at {ARX} and java on PATH")
-        answer = _run_live(args, output_columns, volatile, places)
-        _write(path, args, answer, places)
+        answer = _run_live(args, output_columns, volatile, places, command)
+        _write(path, args, answer, places, command)
         return answer
     if not path.is_file():
         raise AssertionError(
@@ -95,7 +102,7 @@ def arx_answer(
         f"{path.name}: the test's ARX arguments changed; record again"
     )
     if arx_live():
-        live = _run_live(args, output_columns, volatile, places)
+        live = _run_live(args, output_columns, volatile, places, command)
         assert live == recorded["answer"], f"ARX 3.9.2 run live differs from {path.name}"
     return recorded["answer"]
 
@@ -131,13 +138,14 @@ def _run_live(
     output_columns: Sequence[str],
     volatile: Collection[str],
     places: dict[str, str] | None = None,
+    command: Path = ARX,
 ) -> dict:
     with tempfile.TemporaryDirectory(prefix="skald-arx-") as tmp:
         where = {"{adult}": str(ADULT), "{adult_csv}": str(adult_csv()), "{tmp}": tmp}
         where.update(places or {})
         concrete = [_substitute(a, where) for a in args]
         env = {**os.environ, "JAVA_OPTS": os.environ.get("JAVA_OPTS", _JAVA_OPTS)}
-        done = subprocess.run([str(ARX), *concrete], capture_output=True, text=True, env=env)
+        done = subprocess.run([str(command), *concrete], capture_output=True, text=True, env=env)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or [done.stdout.strip()])[-1]
             raise AssertionError(f"ARX exited with {done.returncode}: {last}")
@@ -180,11 +188,16 @@ def _output_checksums(args: list[str], columns: Sequence[str]) -> dict[str, str]
 
 
 def _write(
-    path: Path, args: Sequence[str], answer: dict, places: dict[str, str] | None = None
+    path: Path,
+    args: Sequence[str],
+    answer: dict,
+    places: dict[str, str] | None = None,
+    command: Path = ARX,
 ) -> None:
+    program = "../shared/arx/arx" if command == ARX else str(command.relative_to(ROOT))
     record = {
         "arx_version": answer.get("arx_version"),
-        "command": shlex.join(["../shared/arx/arx", *args]),
+        "command": shlex.join([program, *args]),
         "placeholders": {
             "{adult}": "tests/data/adult",
             "{adult_csv}": "tests/data/adult/adult.csv.gz, decompressed",

@@ -10,6 +10,7 @@ lattice and generalisation), every model scored per record in plain Python:
 - precision: per QID ((N - s) * gF * level/top + s * sF) / N;
 - height: per QID the level;
 - nu_entropy: per QID gF * sum over records log2(|label| / |value|) (no suppression);
+- publisher_payout: ARX's payout forgone with its default cost/benefit (`_payout`);
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
   prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w, rank: the v w
   sorted largest first, compared element by element (ARX's ILMultiDimensionalRank; its figure
@@ -21,6 +22,7 @@ then qid_priority), every other objective smaller sum of levels first.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from decimal import Decimal, localcontext
 from fractions import Fraction
@@ -245,7 +247,35 @@ def _scores(node, prepared, ids, sizes, kept_ids, s, n, g, s_f, ws, shares, tops
         per["height"].append(Fraction(level))
         per["nu_entropy"].append(_entropy(values, labels, g))
     out["per_qid"] = per
+    out["publisher_payout"] = _payout(node, prepared, ids, kept_ids, shares, g, s_f)
     return out
+
+
+def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
+    """ARX's MetricSDNMPublisherPayout with ARX's default cost/benefit (benefit 1200, loss
+    300, gain 300, cost 4), prosecutor: per class of c records g c (1200 - payout), or s c 1200
+    suppressed; payout = 1200 (1 - IL) - (300 / c if 300 / c - 4 > 0), IL = log10(product of
+    the labels' domain shares) / log10(product of the domain sizes) + 1 (doubles, as ARX)."""
+    max_il = math.log10(math.prod(float(shares[name][0]) for name in node))
+    first: dict[int, int] = {}
+    for r, c in enumerate(ids):
+        first.setdefault(c, r)
+    counts = Counter(ids)
+    total = 0.0
+    for c, r in first.items():
+        size = counts[c]
+        if c not in kept_ids:
+            total += float(s_f) * size * 1200.0
+            continue
+        product = 1.0
+        for name, level in node.items():
+            u, per_level = shares[name]
+            product *= per_level[level][prepared[name]["codes"][level][r]] / u
+        il = min(1.0, max(0.0, math.log10(product) / max_il + 1.0)) if max_il else 0.0
+        p = 1.0 / size
+        payout = 1200.0 * (1.0 - il) - (300.0 * p if 300.0 * p - 4.0 > 0 else 0.0)
+        total += float(g) * size * (1200.0 - payout)
+    return total
 
 
 def _entropy(values: list, labels: list, g: Fraction) -> Decimal:

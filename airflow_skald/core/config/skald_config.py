@@ -143,8 +143,13 @@ class SkaldConfig:
     @property
     def quality(self) -> QualitySettings:
         """The objective and its settings (docs/design.md §4d)."""
+        game = [m.settings for m in self.privacy if m.config_key == "profitability"]
         return QualitySettings(
-            self.objective, self.gs_factor, dict(self.quality_weights), self.aggregate
+            self.objective,
+            self.gs_factor,
+            dict(self.quality_weights),
+            self.aggregate,
+            *((game[0].cost, game[0].attacker) if game else ()),
         )
 
     @property

@@ -43,6 +43,9 @@ class ClassTable:
     # classes of one size, a rank of each one's loss (the sample-based models suppress the
     # smaller first, then by first row); set by the search, never carried to `subset`
     class_order: Callable[[np.ndarray], np.ndarray] | None = None
+    # each class's entropy-based information loss (ARX's, ADR 0046), set by the search where a
+    # model (`PrivacyModel.reads_label_loss`) or the objective reads it
+    label_loss: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -58,7 +61,8 @@ class ClassTable:
         first = None if self.first_rows is None else self.first_rows[index]
         values = {a: v.subset(index) for a, v in self.values.items()}
         population = None if self.population is None else self.population[index]
-        return ClassTable(self.sizes[index], values, first, population)
+        loss = None if self.label_loss is None else self.label_loss[index]
+        return ClassTable(self.sizes[index], values, first, population, label_loss=loss)
 
 
 @dataclass(frozen=True)
@@ -140,6 +144,8 @@ class PrivacyModel(ABC):
     sample_based: ClassVar[bool] = False
     #: compares classes with a population table: reads `ClassTable.population` (docs/design.md §4e)
     population_based: ClassVar[bool] = False
+    #: reads each class's entropy-based information loss (`ClassTable.label_loss`, ADR 0046)
+    reads_label_loss: ClassVar[bool] = False
     #: what no count of released records can show (a randomised mechanism's draws): `skald
     #: verify` and `skald audit` name it, with this reason, beside what they re-check
     unverifiable: ClassVar[str | None] = None

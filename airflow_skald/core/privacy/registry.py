@@ -19,6 +19,8 @@ from airflow_skald.core.privacy.k_map_exact import ExactKMap
 from airflow_skald.core.privacy.l_diversity import LDiversity
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel, RebuildContext
 from airflow_skald.core.privacy.population_uniqueness import PopulationUniqueness
+from airflow_skald.core.privacy.profitability import Profitability
+from airflow_skald.core.privacy.profitability_no_attack import ProfitabilityNoAttack
 from airflow_skald.core.privacy.sample_uniqueness import SampleUniqueness
 from airflow_skald.core.privacy.t_closeness import TCloseness
 
@@ -33,6 +35,8 @@ MODELS: tuple[type[PrivacyModel], ...] = (
     DeltaPresence,
     BLikeness,
     DDisclosure,
+    ProfitabilityNoAttack,  # profitability with attack: false (ADR 0046)
+    Profitability,  # ARX's game-theoretic model (ADR 0046)
     AverageRisk,
     SampleUniqueness,
     PopulationUniqueness,

@@ -14,6 +14,7 @@ from airflow_skald.core.quality.metric import Metric
 from airflow_skald.core.quality.multidim import MultiDimensional
 from airflow_skald.core.quality.nu_entropy import NUEntropy
 from airflow_skald.core.quality.precision import NMPrecision
+from airflow_skald.core.quality.publisher_payout import PublisherPayout
 
 MODELS: dict[str, type[Metric]] = {
     "dm_star": DMStar,
@@ -24,6 +25,7 @@ MODELS: dict[str, type[Metric]] = {
     "nu_entropy": NUEntropy,
     "precision": NMPrecision,
     "height": Height,
+    "publisher_payout": PublisherPayout,
 }
 
 
@@ -31,6 +33,8 @@ def build(name: str, ctx: QualityContext, aggregate: str | None = None) -> Metri
     cls = MODELS[name]
     if issubclass(cls, MultiDimensional) or cls is AECS:
         return cls(ctx, aggregate)  # type: ignore[call-arg]
+    if cls is PublisherPayout:
+        return cls(ctx)  # type: ignore[call-arg]
     return cls()
 
 

@@ -22,10 +22,16 @@ from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max
 from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.entropy_loss import label_losses
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
-from airflow_skald.core.search.evaluate import NodeEvaluator, class_order
+from airflow_skald.core.search.evaluate import (
+    LabelLoss,
+    NodeEvaluator,
+    class_order,
+    with_label_loss,
+)
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.settings.quality import QualitySettings
@@ -158,9 +164,10 @@ def search_lattice(
     limit = max_suppressed(policy.suppression_limit, n)
     ctx = QualityContext(plan.dims, plan.root, classes, quality, limit, _kept_size(policy))
     objective = objective or configured_objective(ctx)
+    losses = label_losses(ctx, policy.models, objective)  # ADR 0046 (None: nothing reads them)
     outcome = search_optimal(
         lattice,
-        NodeEvaluator.of(lattice, source, policy, objective, n),
+        NodeEvaluator.of(lattice, source, policy, objective, n, losses),
         plan.tops,
         priority,
         predicate=MONOTONE if policy.all_monotone else PARTLY_MONOTONE,
@@ -169,9 +176,9 @@ def search_lattice(
         node_bounds=objective.node_bounds(lattice),
     )
     if outcome.best is None:
-        raise _nothing_passes(source, policy, lattice.upper, n)
+        raise _nothing_passes(source, policy, lattice.upper, n, losses)
     best = lattice.node(outcome.best)
-    chosen = _chosen(source, best, objective, policy, lattice.upper, first_rows)
+    chosen = _chosen(source, best, objective, policy, lattice.upper, first_rows, losses)
     figures = NodeFigures.of(chosen.table, policy, best, plan.tops, judgement=chosen.judgement)
     kept = chosen.table.sizes[chosen.judgement.kept]
     figures_risk = risk(kept, policy.min_class_size)
@@ -236,11 +243,13 @@ def _chosen(
     policy: PrivacyPolicy,
     tops: tuple[int, ...],
     first_rows: FirstRowsOf | None,
+    losses: LabelLoss | None = None,
 ) -> _Chosen:
     """The chosen node judged once more, with its classes' first rows where the order within
     a class size decides which are suppressed (docs/design.md §4c)."""
     keys, table = source.keyed(best)
     table = class_order(table, keys, best, objective, policy)
+    table = with_label_loss(table, keys, best, losses)
     judgement = policy.judge(table, top=best == tops)
     if first_rows is not None and judgement.tie_size:  # the order within a class size matters
         tied = table.sizes == judgement.tie_size
@@ -252,9 +261,14 @@ def _chosen(
 
 
 def _nothing_passes(
-    source: ClassSource, policy: PrivacyPolicy, tops: tuple[int, ...], n: int
+    source: ClassSource,
+    policy: PrivacyPolicy,
+    tops: tuple[int, ...],
+    n: int,
+    losses: LabelLoss | None = None,
 ) -> DataError:
-    top_table = source.table(tops)
+    top_keys, top_table = source.keyed(tops)
+    top_table = with_label_loss(top_table, top_keys, tops, losses)
     top = NodeFigures.of(top_table, policy, judgement=policy.judge(top_table, top=True))
     return DataError(
         f"no generalisation satisfies {_label(policy)}: even the top node suppresses "

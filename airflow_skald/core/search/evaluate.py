@@ -11,6 +11,7 @@ never the answer, can differ).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -22,6 +23,8 @@ from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.search.class_source import ClassSource
 
+#: each class's entropy-based loss, from the classes' keys at a node (`entropy_loss.class_loss`)
+LabelLoss = Callable[[np.ndarray, tuple[int, ...]], np.ndarray]
 #: what `NodeEvaluator` returns: (monotone part passes, all pass, loss, bound above)
 Evaluation = tuple[bool, bool, Any, int | float | None]
 
@@ -41,6 +44,9 @@ class NodeEvaluator:
     objective: Metric
     most: int | None
     keyed: bool
+    # each class's entropy-based loss from its keys at a node, where a model or the objective
+    # reads it (`ClassTable.label_loss`, ADR 0046; None: nothing does)
+    losses: LabelLoss | None = None
 
     @classmethod
     def of(
@@ -50,10 +56,11 @@ class NodeEvaluator:
         policy: PrivacyPolicy,
         objective: Metric,
         n_records: int,
+        losses: LabelLoss | None = None,
     ) -> NodeEvaluator:
-        keyed = objective.needs_keys and policy.suppression_limit > 0
+        keyed = (objective.needs_keys and policy.suppression_limit > 0) or losses is not None
         most = most_classes(policy, n_records)
-        return cls(lattice, lattice.upper, source, policy, objective, most, keyed)
+        return cls(lattice, lattice.upper, source, policy, objective, most, keyed, losses)
 
     def __call__(self, i: int, best_loss: object = None) -> Evaluation:
         node, most, objective = self.lattice.node(i), self.most, self.objective
@@ -63,6 +70,7 @@ class NodeEvaluator:
                 return False, False, None, None  # too many classes to pass: no roll-up
         keys, table = self.source.keyed(node) if self.keyed else (None, self.source.table(node))
         table = class_order(table, keys, node, objective, self.policy)
+        table = with_label_loss(table, keys, node, self.losses)
         if most is not None and table.n_classes > most:  # too many classes to pass, here and
             return False, False, None, objective.lower_bound(table)  # at every node below
         within = None
@@ -122,3 +130,12 @@ def _class_ranks(
 ) -> np.ndarray:
     """The objective's ranks of the classes `index` (all of one size) of `node`."""
     return objective.class_order(keys[index], int(sizes[index[0]]), node)
+
+
+def with_label_loss(
+    table: ClassTable, keys: np.ndarray | None, node: tuple[int, ...], losses: LabelLoss | None
+) -> ClassTable:
+    """The table with each class's entropy-based loss, where something reads it."""
+    if losses is None or keys is None:
+        return table
+    return replace(table, label_loss=losses(keys, node))

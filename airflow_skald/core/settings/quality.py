@@ -8,9 +8,20 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.cost_benefit import CostBenefit
 
 #: every objective, in the registry's order (core.quality.registry.MODELS)
-OBJECTIVES = ("dm_star", "dm_star_arx", "dm", "aecs", "loss", "nu_entropy", "precision", "height")
+OBJECTIVES = (
+    "dm_star",
+    "dm_star_arx",
+    "dm",
+    "aecs",
+    "loss",
+    "nu_entropy",
+    "precision",
+    "height",
+    "publisher_payout",
+)
 #: ARX's multi-dimensional models: per-QID values, weighted and aggregated
 MULTI_DIMENSIONAL = ("loss", "nu_entropy", "precision", "height")
 AGGREGATES = ("geometric_mean", "arithmetic_mean", "sum", "maximum", "rank")
@@ -26,6 +37,9 @@ class QualitySettings:
     gs_factor: Fraction = Fraction(1, 2)
     weights: Mapping[str, Fraction] = field(default_factory=dict)
     aggregate: str | None = None
+    # publisher_payout (ADR 0046): the configured profitability model's parameters and attacker
+    cost_benefit: CostBenefit = field(default_factory=CostBenefit)
+    attacker: str = "prosecutor"
 
     @property
     def g_factor(self) -> Fraction:
@@ -53,6 +67,11 @@ class QualitySettings:
             "gs_factor": _text(self.gs_factor),
             "weights": {k: _text(v) for k, v in sorted(self.weights.items())},
             "aggregate": self.aggregate,
+            **(
+                {"cost_benefit": self.cost_benefit.describe(), "attacker": self.attacker}
+                if self.objective == "publisher_payout"
+                else {}
+            ),
         }
 
 

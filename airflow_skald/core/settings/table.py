@@ -173,6 +173,35 @@ SETTINGS: tuple[Setting, ...] = (
         ABOVE_ZERO,
         "delta of the one configured d-disclosure criterion; empty = the config file's.",
     ),
+    # privacy.profitability.publisher_benefit, ... (ARX's cost/benefit configuration, ADR 0046)
+    decimal_setting(
+        "publisher_benefit",
+        None,
+        AT_LEAST_ZERO,
+        "Profitability: the publisher's benefit per record released (ARX's default 1200); "
+        "empty = the config file's.",
+    ),
+    decimal_setting(
+        "publisher_loss",
+        None,
+        AT_LEAST_ZERO,
+        "Profitability: the publisher's loss per successful re-identification (ARX's default "
+        "300); empty = the config file's.",
+    ),
+    decimal_setting(
+        "adversary_gain",
+        None,
+        AT_LEAST_ZERO,
+        "Profitability: the adversary's gain per successful re-identification (ARX's default "
+        "300); empty = the config file's.",
+    ),
+    decimal_setting(
+        "adversary_cost",
+        None,
+        AT_LEAST_ZERO,
+        "Profitability: the adversary's cost per attack (ARX's default 4); empty = the config "
+        "file's.",
+    ),
     # privacy.differential_privacy.epsilon, .delta, .search_budget, .search_steps
     decimal_setting(
         "dp_epsilon",
@@ -233,7 +262,7 @@ SETTINGS: tuple[Setting, ...] = (
         ("quality", "objective"),
         OBJECTIVES,
         "What the search minimises (docs/design.md §4d): dm_star (the paper's, default), dm_star_arx, dm, "
-        "aecs, loss, nu_entropy, precision, height (ARX's quality models).",
+        "aecs, loss, nu_entropy, precision, height, publisher_payout (ARX's quality models).",
         default="dm_star",
     ),
     decimal_setting(

@@ -47,6 +47,7 @@ CASES = [
     ("nu_entropy", "entropy", "1", "drop", None),
     ("precision", "t-ordered", "2", "drop", None),
     ("height", "mixed", "1", "mask", None),
+    ("publisher_payout", "distinct", "2", "mask", None),
 ]
 assert sorted(c[0] for c in CASES) == sorted(OBJECTIVES)
 QIDS = [

@@ -1,0 +1,99 @@
+"""ARX's publisher-payout objective (``MetricSDNMPublisherPayout``, ADR 0046): the payout the
+publisher forgoes. A kept class of c records costs g x c x (benefit - its payout per record), a
+suppressed one s x c x benefit; the payout per record is that of the profitability models
+(benefit x (1 - the class's entropy-based loss), less the publisher's loss x the adversary's
+success where attacking pays: `settings.cost_benefit`), success 1 / c (prosecutor) or 1 / the
+class's population records (journalist, with a research subset). Not monotone. The cost/benefit
+parameters and the attacker are those of the configured `privacy.profitability` entry, else
+ARX's defaults and the prosecutor (`QualitySettings`).
+
+A float, as ARX's: the classes' terms summed in the order of their keys at the node (numpy's
+pairwise sum), the same classes over any chunking. Bounds: every term is at least
+min(g, s) x c x benefit x loss (a kept class's payout is at most benefit (1 - loss), a
+suppressed class's loss at most 1), and the records' losses only grow up the lattice: from the
+node's classes (`lower_bound`) or, before any roll-up, from the labels' records alone
+(`node_bounds`: sum over records of loss = N + sum_i sum_L B_L log10(share_L) / maxIL).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.privacy.model import ClassTable
+from airflow_skald.core.privacy.profitability import success_probability
+from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.entropy_loss import class_loss, level_loss, max_loss
+from airflow_skald.core.quality.exact import round_down
+from airflow_skald.core.quality.metric import Metric, Scored
+
+
+class PublisherPayout(Metric):
+    name = "publisher_payout"
+    needs_keys = True
+    reads_label_loss = True
+
+    def __init__(self, ctx: QualityContext):
+        self.ctx = ctx
+        s = ctx.settings
+        self.cost = s.cost_benefit
+        self.journalist = s.attacker == "journalist"
+        self.g, self.s = float(s.g_factor), float(s.s_factor)
+        self.benefit = float(self.cost.publisher_benefit)
+
+    def _loss(self, table: ClassTable, scored: Scored | None = None) -> np.ndarray | None:
+        if table.label_loss is not None:
+            return table.label_loss
+        if scored is None or scored.keys is None:
+            return None
+        return class_loss(self.ctx, scored.keys, scored.node)
+
+    def value(self, scored: Scored) -> float:
+        table = scored.table
+        loss = self._loss(table, scored)
+        if loss is None:
+            raise ValueError("publisher payout needs the classes' keys")
+        journalist = self.journalist and table.population is not None
+        payout = self.cost.payout(loss, success_probability(table, journalist))
+        sizes = table.sizes.astype(np.float64)
+        kept = scored.judgement.kept
+        terms = np.where(
+            kept, self.g * sizes * (self.benefit - payout), self.s * sizes * self.benefit
+        )
+        return float(terms.sum())
+
+    def payout(self, scored: Scored) -> float:
+        """ARX's "Publisher payout": the kept records' payout."""
+        table = scored.table
+        loss = self._loss(table, scored)
+        journalist = self.journalist and table.population is not None
+        payout = self.cost.payout(loss, success_probability(table, journalist))
+        kept = scored.judgement.kept
+        return float(np.dot(table.sizes[kept].astype(np.float64), payout[kept]))
+
+    def _factor(self) -> float:
+        return min(self.g, self.s) * self.benefit
+
+    def lower_bound(self, table: ClassTable) -> float | None:
+        if table.label_loss is None:
+            return None
+        total = float(np.dot(table.sizes.astype(np.float64), table.label_loss))
+        return round_down(self._factor() * total)
+
+    def node_bounds(self, lattice: Lattice) -> np.ndarray | None:
+        top = max_loss(self.ctx)
+        if top == 0 or math.isnan(top) or math.isinf(top):
+            return None
+        tables = [
+            np.asarray([level_loss(self.ctx, i, lv) / top for lv in range(lo, up + 1)])
+            for i, (lo, up) in enumerate(zip(lattice.lower, lattice.upper, strict=True))
+        ]
+        total = self.ctx.n_records + lattice.grid_sum(tables, dtype=np.float64)
+        bound = self._factor() * np.clip(total, 0.0, None)
+        return bound - np.abs(bound) * 1e-9 - 1e-9
+
+    def display(self, value: Any) -> float:
+        return float(value)
