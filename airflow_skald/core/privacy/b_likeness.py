@@ -1,7 +1,8 @@
-"""b-likeness (docs/design.md §4c, ARX's ``BasicBLikeness`` / ``EnhancedBLikeness``): in every kept
-class, each value v present is at most beta more frequent, relative to its share p_v over all
-input records, than in the input: (c_v/n - p_v)/p_v <= beta; enhanced: <= min(beta, -ln p_v).
-Class-based; monotone with generalisation only (not with suppression)."""
+"""β-likeness (Cao and Karras 2012; docs/design.md §4c, ARX's ``BasicBLikeness`` /
+``EnhancedBLikeness``): in every kept class, each value v present is at most beta more frequent,
+relative to its share p_v over all input records, than in the input: (c_v/n - p_v)/p_v <= beta;
+enhanced: <= min(beta, -ln p_v). Class-based; monotone with generalisation only (not with
+suppression)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""d-disclosure privacy (docs/design.md §4c, ARX's ``DDisclosurePrivacy``): in every kept class, each
-value v present has |log2((c_v/n) / p_v)| < delta, p_v its share over all input records.
-Class-based; not monotone."""
+"""δ-disclosure privacy (Brickell and Shmatikov 2008; docs/design.md §4c, ARX's
+``DDisclosurePrivacy``): in every kept class, each value v present has |log2((c_v/n) / p_v)| <
+delta, p_v its share over all input records. Class-based; not monotone."""
 
 from __future__ import annotations
 

@@ -1,10 +1,11 @@
-"""δ-presence (docs/design.md §4e, ARX's ``DPresence``): with a research subset of a population table,
-every class of the population at the node has dmin <= subset records / population records <=
-dmax, decided exactly (fractions; ARX compares doubles). A released class that fails is
-suppressed; a population class without a subset record has δ = 0 and nothing to suppress, so
-with dmin > 0 it fails the node (ARX's ``HashGroupify.analyzeAll``; ADR 0040). Class-based; not
-monotone (merging two classes averages their ratios), so the search learns every node (ARX: not
-monotone either); only that failure is monotone (`judged`: it holds at every finer node)."""
+"""δ-presence (Nergiz, Atzori and Clifton 2007; docs/design.md §4e, ARX's ``DPresence``): with a
+research subset of a population table, every class of the population at the node has dmin <= subset
+records / population records <= dmax, decided exactly (fractions; ARX compares doubles). A released
+class that fails is suppressed; a population class without a subset record has δ = 0 and nothing to
+suppress, so with dmin > 0 it fails the node (ARX's ``HashGroupify.analyzeAll``; ADR 0040).
+Class-based; not monotone (merging two classes averages their ratios), so the search learns every
+node (ARX: not monotone either); only that failure is monotone (`judged`: it holds at every finer
+node)."""
 
 from __future__ import annotations
 

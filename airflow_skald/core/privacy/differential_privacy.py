@@ -1,4 +1,5 @@
-"""(ε, δ)-differential privacy as ARX 3.9's ``EDDifferentialPrivacy`` (SafePub, docs/design.md §4e).
+"""(ε, δ)-differential privacy as ARX 3.9's ``EDDifferentialPrivacy`` (SafePub: Bild, Kuhn and
+Prasser 2018; docs/design.md §4e).
 
 The model is k-anonymity over a β-sample of the input: k and β come from ε (less the search
 budget when the node is searched) and δ by ARX's ``ParameterCalculation``

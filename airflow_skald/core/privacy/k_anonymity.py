@@ -1,4 +1,5 @@
-"""k-anonymity: every kept class has at least k records (monotone with suppression)."""
+"""k-anonymity (Sweeney 2002, "k-anonymity: a model for protecting privacy"; ARX's ``KAnonymity``):
+every kept class has at least k records (monotone with suppression)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
-"""k-map, estimated (docs/design.md §4c, ARX's ``KMap`` with an estimator): k-anonymity with ARX's
-derived k' (`risk.kmap.derived_k`: Poisson or zero-truncated Poisson at significance alpha,
-from the sampling fraction or the population size), capped at k and at the records.
-Class-based, monotone with suppression and generalisation."""
+"""k-map, estimated (Sweeney; El Emam and Dankar 2008; docs/design.md §4c, ARX's ``KMap`` with an
+estimator): k-anonymity with ARX's derived k' (`risk.kmap.derived_k`: Poisson or zero-truncated
+Poisson at significance alpha, from the sampling fraction or the population size), capped at k and
+at the records. Class-based, monotone with suppression and generalisation."""
 
 from __future__ import annotations
 

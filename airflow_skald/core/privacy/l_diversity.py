@@ -1,8 +1,8 @@
-"""l-diversity (docs/design.md §4b, ARX's DistinctLDiversity / EntropyLDiversity / RecursiveCLDiversity):
-every kept class holds its sensitive attribute's values diversely enough. Distinct l is
-monotone with suppression; entropy l and recursive (c,l) are not (ARX: the same). Entropy l
-estimates the entropy as Shannon (ARX's default) or Grassberger (`estimator: grassberger`,
-ARX's `EntropyEstimator.GRASSBERGER`, distributions/grassberger.py)."""
+"""l-diversity (Machanavajjhala et al. 2007; docs/design.md §4b, ARX's ``DistinctLDiversity`` /
+``EntropyLDiversity`` / ``RecursiveCLDiversity``): every kept class holds its sensitive attribute's
+values diversely enough. Distinct l is monotone with suppression; entropy l and recursive (c,l) are
+not (ARX: the same). Entropy l estimates the entropy as Shannon (ARX's default) or Grassberger
+(`estimator: grassberger`, ARX's `EntropyEstimator.GRASSBERGER`, distributions/grassberger.py)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
-"""t-closeness (docs/design.md §4b, ARX's Equal/Ordered/HierarchicalDistanceTCloseness): the distribution
-of the sensitive attribute in every kept class is within t of its distribution over all input
-records. Not monotone with suppression."""
+"""t-closeness (Li, Li and Venkatasubramanian 2007; docs/design.md §4b, ARX's
+``EqualDistanceTCloseness`` / ``OrderedDistanceTCloseness`` / ``HierarchicalDistanceTCloseness``):
+the distribution of the sensitive attribute in every kept class is within t of its distribution over
+all input records. Not monotone with suppression."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
-"""ARX's average equivalence class size (`MetricSDAECS`): `N / (kept classes * s_factor
-+ g_factor if any record is suppressed)` (ARX swaps the factors on purpose: the suppressed
-records form one more class); its bound is ARX's `N / (all classes * s_factor)` made tighter
-with the fewest records of a kept class (`lower_bound`). Exact fractions; a zero denominator
-is infinite."""
+"""ARX's average equivalence class size (`MetricSDAECS`; LeFevre, DeWitt and Ramakrishnan 2006): `N
+/ (kept classes * s_factor + g_factor if any record is suppressed)` (ARX swaps the factors on
+purpose: the suppressed records form one more class); its bound is ARX's `N / (all classes *
+s_factor)` made tighter with the fewest records of a kept class (`lower_bound`). Exact fractions; a
+zero denominator is infinite."""
 
 from __future__ import annotations
 

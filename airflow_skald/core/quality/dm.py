@@ -1,4 +1,5 @@
-"""DM (Bayardo and Agrawal): kept |E|^2 + N * s (each suppressed record costs the table size)."""
+"""DM, the discernibility metric (Bayardo and Agrawal 2005; ARX's ``MetricSDNMDiscernability``):
+kept |E|^2 + N * s (each suppressed record costs the table size)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""DM* as the paper (El Emam et al.) defines it: sum over kept classes |E|^2 + s^2.
+"""DM* as the paper (El Emam et al. 2009) defines it: sum over kept classes |E|^2 + s^2.
 
 Not monotone when suppression changes; its lower bound over every node above is ARX's DM*
 (merging classes never lowers sum |E|^2, and the suppressed |E|^2 sum to at most s^2).

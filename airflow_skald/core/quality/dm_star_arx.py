@@ -1,4 +1,5 @@
-"""ARX's DM*: sum over ALL classes (suppressed ones too) of |E|^2; monotone, its own bound."""
+"""ARX's DM* (``MetricSDDiscernability``, the monotone discernibility): sum over ALL classes
+(suppressed ones too) of |E|^2; monotone, its own bound."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""ARX's Loss (`MetricMDNMLoss`, its GUI's default): per QID, each record's label's domain share
-(generalised records count `g * share`, suppressed ones `share + s * (1 - share)`), summed and
-normalised by ARX's minimum `g N / U` and maximum `N` (clamped at 0); aggregated by the
+"""ARX's Loss (`MetricMDNMLoss`, its GUI's default; Iyengar 2002): per QID, each record's label's
+domain share (generalised records count `g * share`, suppressed ones `share + s * (1 - share)`),
+summed and normalised by ARX's minimum `g N / U` and maximum `N` (clamped at 0); aggregated by the
 geometric mean by default. Exact: per QID a fraction over the integer share numerators.
 
 Its lower bound is Loss with every class kept: it needs only the records per label, so it is

@@ -1,8 +1,8 @@
-"""Precision. Sweeney's `1 - mean_i(level_i / top_i)` (higher is better), the figure docs/design.md §5
-reports as `precision`; and ARX's non-monotone precision (`MetricMDNMPrecision`), a loss:
-per QID `((N - s) * g * level/top + s * s_factor) / N`, the arithmetic mean by default. It
-needs the node and the suppressed count only; its bound (`g * level/top`, ARX's, when
-suppression costs at least that) the node alone."""
+"""Precision. Sweeney's (2002) `1 - mean_i(level_i / top_i)` (higher is better), the figure
+docs/design.md §5 reports as `precision`; and ARX's non-monotone precision (`MetricMDNMPrecision`),
+a loss: per QID `((N - s) * g * level/top + s * s_factor) / N`, the arithmetic mean by default. It
+needs the node and the suppressed count only; its bound (`g * level/top`, ARX's, when suppression
+costs at least that) the node alone."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""Microaggregation (docs/design.md §4f): a QID released as an aggregate of its original values over
-the record's class instead of a generalised label, as ARX's `MicroAggregationFunction`
-(`DistributionAggregateFunction`) computes it.
+"""Microaggregation (Domingo-Ferrer and Mateo-Sanz 2002; docs/design.md §4f): a QID released as an
+aggregate of its original values over the record's class instead of a generalised label, as ARX's
+`MicroAggregationFunction` (`DistributionAggregateFunction`) computes it.
 
 Where the values come from (ADR 0022): phase 2 counts the attribute's values per root bin,
 as it counts a sensitive attribute's for l-diversity (a (class, value) histogram, exactly

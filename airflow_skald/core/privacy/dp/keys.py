@@ -1,4 +1,5 @@
-"""The keyed pseudo-random streams of a differentially private run (docs/design.md §4e).
+"""The keyed pseudo-random streams of a differentially private run (docs/design.md §4e): Philox
+(Salmon et al. 2011), keyed by HMAC-SHA-256 (RFC 2104).
 
 Every random decision of a DP run (which records the sample keeps, which pivot the search
 draws) is a function of the secret, the run's identity and the decision's position: a Philox

@@ -1,7 +1,7 @@
-"""k-map's derived k' (ARX's ``KMap.calculateKPoisson`` / ``calculateKZeroPoisson``): the class
-size that, at significance `alpha`, guarantees k matching records in the population when
-population cell sizes follow a Poisson (El Emam's D3, Pannekoek) or zero-truncated Poisson
-(D4) distribution of mean lambda = sampling fraction * k.
+"""k-map's derived k' (ARX's ``KMap.calculateKPoisson`` / ``calculateKZeroPoisson``): the class size
+that, at significance `alpha`, guarantees k matching records in the population when population cell
+sizes follow a Poisson (El Emam and Dankar 2008: D3, Pannekoek 1999) or zero-truncated Poisson (D4)
+distribution of mean lambda = sampling fraction * k.
 
 ARX sums the distribution in doubles; here every term is a 60-digit decimal, so the
 comparison with 1 - alpha is decided correctly wherever doubles could round either way.

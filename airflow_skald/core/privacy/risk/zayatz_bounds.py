@@ -1,5 +1,6 @@
-"""Zayatz's estimate over many prefixes of one node's classes, decided by certain bounds where
-they decide and by the estimate itself (`estimators.zayatz`) only where they do not.
+"""Zayatz's (1991) estimate, as ARX's ``ModelZayatz`` computes it, over many prefixes of one node's
+classes, decided by certain bounds where they decide and by the estimate itself
+(`estimators.zayatz`) only where they do not.
 
 A prefix p that leaves sample uniques suppresses p classes of size 1 only (classes ascending
 by size), so it leaves c1 = a - p of them and n = m - p records, every other class as it was.
