@@ -50,6 +50,9 @@ _JAVA_OPTS = "-Xmx4g -XX:+UseSerialGC -XX:TieredStopAtLevel=1"
 #: the project's own harness of ARX's profitability models (benchmarks/arx_profitability: the
 #: same jars, ADR 0046), for `arx_answer(..., command=PROFITABILITY)`
 PROFITABILITY = ROOT / "benchmarks" / "arx_profitability" / "arx-profitability"
+#: the project's own harness of ARX's adaptive local recoding, ``optimizeIterative``
+#: (benchmarks/arx_iterative: the same jars, ADR 0048), for `arx_answer(..., command=ITERATIVE)`
+ITERATIVE = ROOT / "benchmarks" / "arx_iterative" / "arx-iterative"
 
 
 def arx_live() -> bool:

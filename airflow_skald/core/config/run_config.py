@@ -111,7 +111,7 @@ def config_from_dict(
     if recoding is not None:
         recoding = _mapping(recoding, "transformation.local_recoding")
         _no_unknown(recoding, file_keys("transformation", "local_recoding"), "local_recoding")
-        if recoding.get("records") is None:
+        if recoding.get("records") is None and recoding.get("mode") != "adaptive":
             raise ConfigError("transformation.local_recoding needs records (e.g. 0.01)")
     if "sampling_fraction" in risk and "population" in risk:
         raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
@@ -205,6 +205,8 @@ def config_from_dict(
         local_recoding_records=_file(raw, "local_recoding"),
         local_recoding_gs=_file(raw, "local_recoding_gs"),
         local_recoding_steps=_file(raw, "local_recoding_steps"),
+        local_recoding_mode=_file(raw, "local_recoding_mode"),
+        local_recoding_adaption=_file(raw, "local_recoding_adaption"),
         dp_key=SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
         utility=utility_config.from_file(raw, names, direct),
         source=source,

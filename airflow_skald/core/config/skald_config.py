@@ -35,7 +35,7 @@ from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import BY_NAME, parse_overrides
-from airflow_skald.core.settings.transformation import LocalRecodingSettings
+from airflow_skald.core.settings.transformation import LocalRecodingSettings, check_mode
 from airflow_skald.core.settings.transformation import check_models as check_recoded_models
 from airflow_skald.core.settings.utility import UtilitySettings
 from airflow_skald.core.utility import config as utility_config
@@ -68,6 +68,8 @@ class SkaldConfig:
     local_recoding_records: Fraction | None = None
     local_recoding_gs: Fraction | None = None
     local_recoding_steps: int | None = None
+    local_recoding_mode: str | None = None  # None: fast (docs/adr/0048)
+    local_recoding_adaption: Fraction | None = None
     utility: UtilitySettings | None = (
         None  # the utility analysis (docs/design.md §5), off when None
     )
@@ -155,10 +157,15 @@ class SkaldConfig:
     @property
     def local_recoding(self) -> LocalRecodingSettings | None:
         """`transformation.local_recoding` (docs/design.md §4f), or None when off."""
-        if self.local_recoding_records is None:
+        mode = self.local_recoding_mode or "fast"
+        if self.local_recoding_records is None and mode == "fast":
             return None
         return LocalRecodingSettings(
-            self.local_recoding_records, self.local_recoding_gs, self.local_recoding_steps
+            self.local_recoding_records,
+            self.local_recoding_gs,
+            self.local_recoding_steps,
+            mode,
+            self.local_recoding_adaption,
         )
 
     def priority_order(self) -> list[int]:
@@ -301,9 +308,14 @@ class SkaldConfig:
 def check_transformation(config: SkaldConfig) -> None:
     """Local recoding's settings without records, or with a model ARX does not recode."""
     if config.local_recoding is None:
-        if config.local_recoding_gs is not None or config.local_recoding_steps is not None:
-            raise ConfigError("local_recoding_gs and local_recoding_steps need local_recoding")
+        given = (config.local_recoding_gs, config.local_recoding_steps)
+        if given != (None, None) or config.local_recoding_adaption is not None:
+            raise ConfigError(
+                "local_recoding_gs, local_recoding_steps and local_recoding_adaption need "
+                "local_recoding (records, or mode adaptive)"
+            )
         return
+    check_mode(config.local_recoding)
     if config.microaggregations:  # a step's records would need their own class aggregates
         raise ConfigError(
             "transformation.local_recoding and microaggregation cannot be combined yet "

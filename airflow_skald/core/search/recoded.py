@@ -41,28 +41,28 @@ def local_recoding(
     bound to (default phase 1's; a chunk's own for `--per-chunk`)."""
     settings = config.local_recoding
     quality = config.quality
-    if settings.gs_factor is not None:
-        quality = replace(quality, gs_factor=settings.gs_factor)
     n = plan.stats.n_rows
     sensitive = plan.stats.sensitive if sensitive is None else sensitive
-    k = policy.min_class_size
 
     def policy_of(sub: RootCounts, limit: Fraction) -> PrivacyPolicy:
         distributions = {a: LR.value_counts(h) for a, h in sub.values.items()}
         step = LR.step_sensitive(sensitive, distributions)
         return PrivacyPolicy(bind_models(policy.models, step, n), limit)
 
-    def search(step_plan: Plan, sub: RootCounts, policy: PrivacyPolicy) -> Decision:
+    def search(step_plan: Plan, sub: RootCounts, policy: PrivacyPolicy, gs) -> Decision:
+        q = quality if gs is None else replace(quality, gs_factor=gs)
         return search_lattice(
-            step_plan, sub, policy, config.priority_order(), quality=quality, subset=True
+            step_plan, sub, policy, config.priority_order(), quality=q, subset=True
         )
 
-    steps = LR.recode(settings, plan, counts, decision, k, policy_of, search)
+    steps = LR.recode(
+        settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor
+    )
     out = with_steps(plan, counts, decision, steps, settings.describe())
     out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], config.quality)
     out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, config.quality)
     released = out.recoded_sizes
-    figures_risk = risk(released, k)
+    figures_risk = risk(released, policy.min_class_size)
     if "analysis" in decision.risk:
         seen = released if tuple(decision.node) != tuple(plan.tops) else released[:0]
         figures_risk["analysis"] = config.risk_settings.analyse(seen, n)

@@ -30,6 +30,7 @@ from airflow_skald.core.settings.setting import (
     to_names,
     to_pairs,
 )
+from airflow_skald.core.settings.transformation import MODES as LOCAL_RECODING_MODES
 from airflow_skald.core.settings.utility import MODELS as UTILITY_MODELS
 
 _TABLE_NAME = {
@@ -297,7 +298,24 @@ SETTINGS: tuple[Setting, ...] = (
         "local_recoding_steps",
         ("transformation", "local_recoding", "max_steps"),
         1,
-        "Local recoding: the most steps; empty = unlimited (as ARX).",
+        "Local recoding: the most searches (each step is one; adaptive: a search that released "
+        "nothing counts too, ARX's maxIterations); empty = unlimited.",
+    ),
+    choice_setting(
+        "local_recoding_mode",
+        ("transformation", "local_recoding", "mode"),
+        LOCAL_RECODING_MODES,
+        "Local recoding: fast (ARX's optimizeIterativeFast: each step releases at least "
+        "`records` of all records) or adaptive (ARX's optimizeIterative: each step under the "
+        "run's suppression limit, its gs factor raised by the adaption factor after a search "
+        "that released nothing); empty = the file's (default fast).",
+    ),
+    decimal_setting(
+        "local_recoding_adaption",
+        ("transformation", "local_recoding", "adaption_factor"),
+        ZERO_TO_ONE,
+        "Local recoding, adaptive: added to the steps' gs factor after a search that released "
+        "nothing (0..1; 0: stop there); empty = the file's (default 0.05, ARX's).",
     ),
     Setting(
         "utility_target",

@@ -15,30 +15,74 @@ from airflow_skald.core.text import decimal_text
 SUPPORTED = ("k", "l", "t", "b_likeness", "d_disclosure", "average_risk", "k_map")
 
 
+#: `transformation.local_recoding.mode`: ARX's optimizeIterativeFast and optimizeIterative
+MODES = ("fast", "adaptive")
+#: the adaptive mode's adaption factor when the config gives none (ARX's GUI default)
+ADAPTION_DEFAULT = Fraction(1, 20)
+
+
 @dataclass(frozen=True)
 class LocalRecodingSettings:
-    """`transformation.local_recoding` of the config, validated (records in (0, 1])."""
+    """`transformation.local_recoding` of the config, validated. ``fast`` (ARX's
+    ``optimizeIterativeFast``): records in (0, 1]; ``adaptive`` (ARX's ``optimizeIterative``,
+    docs/adr/0048): no records, each step under the run's suppression limit, the gs factor
+    raised by `adaption_factor` after a search that released nothing."""
 
-    records: Fraction
+    records: Fraction | None
     gs_factor: Fraction | None = None
     max_steps: int | None = None
+    mode: str = "fast"
+    adaption_factor: Fraction | None = None
+
+    @property
+    def adaptive(self) -> bool:
+        return self.mode == "adaptive"
 
     def describe(self) -> dict:
+        gs = None if self.gs_factor is None else decimal_text(self.gs_factor)
+        if not self.adaptive:  # as before the adaptive mode (the settings' hash unchanged)
+            return {
+                "records": decimal_text(self.records),
+                "gs_factor": gs,
+                "max_steps": self.max_steps,
+            }
         return {
-            "records": decimal_text(self.records),
-            "gs_factor": None if self.gs_factor is None else decimal_text(self.gs_factor),
+            "mode": self.mode,
+            "gs_factor": gs,
             "max_steps": self.max_steps,
+            "adaption_factor": decimal_text(self.adaption),
         }
+
+    @property
+    def adaption(self) -> Fraction:
+        """The adaptive mode's adaption factor (ARX's GUI default 0.05 when not given)."""
+        return ADAPTION_DEFAULT if self.adaption_factor is None else self.adaption_factor
 
     def at_least(self, n_records: int) -> Fraction:
         """The records every step must release: records * N (a fraction of all records)."""
         return self.records * n_records
 
-    def step_limit(self, n_records: int, remaining: int) -> Fraction:
+    def step_limit(self, n_records: int, remaining: int, run_limit: Fraction) -> Fraction:
         """The suppression limit of a step over `remaining` records: 1 - records * N / R,
-        clamped to [0, 1] (exact)."""
+        clamped to [0, 1] (exact); adaptive: the run's (`run_limit`, as ARX's ``optimize``
+        keeps the configuration's)."""
+        if self.adaptive:
+            return run_limit
         limit = 1 - self.at_least(n_records) / remaining
         return min(Fraction(1), max(Fraction(0), limit))
+
+
+def check_mode(settings: LocalRecodingSettings) -> None:
+    """`records` belongs to the fast mode, `adaption_factor` to the adaptive one."""
+    if settings.adaptive and settings.records is not None:
+        raise ConfigError(
+            "transformation.local_recoding.records does not apply with mode adaptive (each step "
+            "runs under the run's suppression limit, as ARX's optimizeIterative)"
+        )
+    if not settings.adaptive and settings.records is None:
+        raise ConfigError("transformation.local_recoding needs records (e.g. 0.01)")
+    if not settings.adaptive and settings.adaption_factor is not None:
+        raise ConfigError("transformation.local_recoding.adaption_factor needs mode adaptive")
 
 
 def check_models(models: Sequence[Any]) -> None:

@@ -10,8 +10,13 @@ d-disclosure compare with the step's own distribution; estimated k-map keeps the
 its suppression limit is ``1 - records * N / R`` clamped to [0, 1] (R: the step's records,
 N: all input records), so it releases at least ``records * N`` of them, and ``gs_factor``,
 when set, replaces the objective's. Steps repeat until a step releases nothing, nothing is
-suppressed, fewer than k records remain, or ``max_steps`` steps were made. Records a step
+suppressed, fewer than k records remain, or ``max_steps`` searches were made. Records a step
 releases at the top node are all-``*`` rows: counted as suppressed, and nothing is left.
+
+The adaptive mode (ARX's ``optimizeIterative``, docs/adr/0048) searches each step under the
+run's suppression limit with a gs factor of its own: after a search that released nothing
+(all its records suppressed) the gs factor is raised by the adaption factor and the same
+records are searched again, while it stays <= 1.
 
 Phase 3 maps each record to the step that released it (`StepChain`).
 """
@@ -32,6 +37,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.settings.transformation import LocalRecodingSettings
+from airflow_skald.core.text import decimal_text
 
 __all__ = ["LocalRecodingSettings", "Step", "recode"]
 
@@ -55,6 +61,7 @@ class Step:
     kept_sizes: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     # per criteria attribute, the step's records per value code (its models' distribution)
     distributions: dict[str, list[int]] = field(default_factory=dict)
+    gs_factor: Fraction | None = None  # adaptive: the gs factor the step was searched with
 
     def to_dict(self) -> dict:
         """The step as the manifest lists it (no data values)."""
@@ -68,6 +75,7 @@ class Step:
             "score": self.score,
             "at_top": self.at_top,
             "n_equivalence_classes": int(self.kept_sizes.size),
+            **({"gs_factor": decimal_text(self.gs_factor)} if self.gs_factor is not None else {}),
         }
 
     def to_state(self) -> dict:
@@ -97,6 +105,7 @@ class Step:
             kept_keys=np.asarray(d["kept_keys"], dtype=np.int64),
             kept_sizes=np.asarray(d["kept_sizes"], dtype=np.int64),
             distributions=d.get("distributions", {}),
+            gs_factor=Fraction(d["gs_factor"]) if d.get("gs_factor") is not None else None,
         )
 
 
@@ -153,8 +162,9 @@ def step_sensitive(sensitive: dict, distributions: dict) -> dict:
     return out
 
 
-# (plan, the step's counts, its policy) -> the step's `Decision` (DataError: no node passes)
-SearchStep = Callable[[Plan, RootCounts, PrivacyPolicy], Any]
+# (plan, the step's counts, its policy, its gs factor or None) -> the step's `Decision`
+# (DataError: no node passes)
+SearchStep = Callable[[Plan, RootCounts, PrivacyPolicy, Fraction | None], Any]
 # (the step's counts, its suppression limit) -> the models bound to the step's records
 PolicyOf = Callable[[RootCounts, Fraction], PrivacyPolicy]
 
@@ -164,14 +174,16 @@ def recode(
     plan: Plan,
     counts: RootCounts,
     decision: Any,
-    min_class_size: int,
+    policy: PrivacyPolicy,
     policy_of: PolicyOf,
     search: SearchStep,
+    gs_factor: Fraction,
 ) -> list[Step]:
-    """The steps after the global `decision` (a `Decision`): each one phase 2's search over
-    the root bins the previous node suppressed. Stops when a step releases nothing, nothing
-    is left suppressed, fewer than `min_class_size` (k) records are left, at the top node, or
-    after `max_steps` steps."""
+    """The steps after the global `decision` (a `Decision` made under `policy`): each one
+    phase 2's search over the root bins the previous node suppressed. Stops when a search
+    releases nothing (adaptive: unless the gs factor can still be raised), nothing is left
+    suppressed, fewer than k records are left, at the top node, or after `max_steps`
+    searches. `gs_factor`: the objective's (the steps' unless the settings give one)."""
     n = counts.n_records
     root_keys, sizes = counts.classes.keys, counts.classes.counts
     tops = tuple(plan.tops)
@@ -180,41 +192,82 @@ def recode(
     if not suppressed.size or node == tops:
         return steps
     left = in_sorted(keys_at(plan, root_keys, node), suppressed)
-    while settings.max_steps is None or len(steps) < settings.max_steps:
+    gs = GsSchedule(settings, gs_factor)
+    searches = 0
+    while settings.max_steps is None or searches < settings.max_steps:
         remaining = int(sizes[left].sum(dtype=np.int64))
-        if remaining == 0 or remaining < min_class_size:
+        if remaining == 0 or remaining < policy.min_class_size:
             break
         sub = subset_counts(counts, left)
+        limit = settings.step_limit(n, remaining, policy.suppression_limit)
+        searches += 1
         try:
-            d = search(plan, sub, policy_of(sub, settings.step_limit(n, remaining)))
-        except DataError:  # no node passes over these records: nothing more is released
+            d = search(plan, sub, policy_of(sub, limit), gs.value)
+        except DataError:  # no node passes over these records (whatever the gs factor)
             break
         released = remaining - d.figures.n_suppressed
         if released <= 0:
+            if gs.raise_():  # adaptive: the same records again, generalisation cheaper
+                continue
             break
-        node = tuple(d.node)
-        keys, kept = kept_classes(plan, sub, node, d.suppressed_keys)
-        steps.append(
-            Step(
-                node=node,
-                levels=d.levels,
-                radices=tuple(d.radices),
-                n_records=remaining,
-                released=released,
-                max_suppressed=d.figures.max_suppressed,
-                score=d.quality["scores"].get(d.quality["objective"]),
-                objective=d.quality["objective"],
-                at_top=node == tops,
-                suppressed_keys=d.suppressed_keys,
-                kept_keys=keys,
-                kept_sizes=kept,
-                distributions={a: value_counts(h).tolist() for a, h in sub.values.items()},
-            )
-        )
-        if not d.suppressed_keys.size or node == tops:
+        steps.append(step_of(plan, sub, d, remaining, released, gs.shown))
+        if not d.suppressed_keys.size or tuple(d.node) == tops:
             break
-        left &= in_sorted(keys_at(plan, root_keys, node), d.suppressed_keys)
+        left &= in_sorted(keys_at(plan, root_keys, tuple(d.node)), d.suppressed_keys)
     return steps
+
+
+class GsSchedule:
+    """The steps' gs factor. Fast: the settings' (None: the objective's), fixed. Adaptive (ARX's
+    ``optimizeIterative``): starts at the settings' (else the objective's) and is raised by the
+    adaption factor after a search that released nothing, while it stays <= 1; that test is
+    made in doubles, as ARX adds them (``gsFactor += adaptionFactor``), the objective gets the
+    exact decimal sum."""
+
+    def __init__(self, settings: LocalRecodingSettings, objective_gs: Fraction) -> None:
+        self.adaptive = settings.adaptive
+        start = objective_gs if settings.gs_factor is None else settings.gs_factor
+        self.value: Fraction | None = start if self.adaptive else settings.gs_factor
+        self.adaption = settings.adaption if self.adaptive else Fraction(0)
+        self._double = float(start)
+
+    @property
+    def shown(self) -> Fraction | None:
+        """The gs factor a step lists (adaptive only: it changes from step to step)."""
+        return self.value if self.adaptive else None
+
+    def raise_(self) -> bool:
+        """Raise the gs factor after a search that released nothing; False: stop there."""
+        if not self.adaptive or self.adaption == 0:
+            return False
+        self._double += float(self.adaption)
+        assert self.value is not None
+        self.value += self.adaption
+        return self._double <= 1.0
+
+
+def step_of(
+    plan: Plan, sub: RootCounts, d: Any, remaining: int, released: int, gs: Fraction | None
+) -> Step:
+    """The step a search made over `remaining` records (`d`: its `Decision`)."""
+    node = tuple(d.node)
+    keys, kept = kept_classes(plan, sub, node, d.suppressed_keys)
+    return Step(
+        node=node,
+        levels=d.levels,
+        radices=tuple(d.radices),
+        n_records=remaining,
+        released=released,
+        max_suppressed=d.figures.max_suppressed,
+        score=d.quality["scores"].get(d.quality["objective"]),
+        objective=d.quality["objective"],
+        at_top=node == tuple(plan.tops),
+        suppressed_keys=d.suppressed_keys,
+        kept_keys=keys,
+        kept_sizes=kept,
+        distributions={a: value_counts(h).tolist() for a, h in sub.values.items()},
+        gs_factor=gs,
+    )
 
 
 def kept_classes(

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from arx_answers import adult_input_args, arx_answer
+from arx_answers import ITERATIVE, adult_input_args, arx_answer, column_sha256
 from oracle import (
     Coded,
     Criteria,
@@ -376,3 +376,143 @@ def test_mapped_tasks_give_the_serial_release(tmp_path):
             manifest = phase.run_merge(merging)
     assert manifest["local_recoding"] == serial["local_recoding"]
     assert _digest(tmp_path / "b" / "out") == _digest(tmp_path / "a" / "out")
+
+
+# ---------------------------------------------------------------------- adaptive (ARX's optimizeIterative)
+def adaptive_oracle(df, k, limit, gs, adaption, max_steps=None) -> tuple[list[dict], list]:
+    """ARX's optimizeIterative (docs/adr/0048) from scratch over the exhaustive Loss oracle: the
+    global optimum (gs 0.5), then while at least k records are suppressed, the search over them
+    alone under the run's limit with the steps' gs factor; a search that releases nothing raises
+    it by `adaption` (while the double sum stays <= 1, as ARX adds doubles) and searches again.
+    Returns the releasing steps (node, records, released, gs) and each row's QID strings."""
+    from oracle_quality import exhaustive_quality
+
+    chains = {name: hierarchy_chains(h) for name, h in HIERARCHIES.items()}
+    tops = {name: len(next(iter(c.values()))) - 1 for name, c in chains.items()}
+    out: list = [None] * len(df)
+    rows, steps, searches = np.arange(len(df)), [], 0
+    gs, gs_double, step_gs = Fraction(str(gs)), float(gs), Fraction(1, 2)
+    while rows.size and (not steps or rows.size >= k):
+        if steps and max_steps is not None and searches >= max_steps:
+            break
+        sub = df.iloc[rows].reset_index(drop=True)
+        res = exhaustive_quality(sub, QIDS, k, Fraction(str(limit)), [], "loss", gs_factor=step_gs)
+        searches += 1 if steps else 0
+        if res["node"] is None:
+            break
+        gone = set(res["suppressed_rows"])
+        if len(gone) == len(sub):  # released nothing: a higher gs factor, the same records
+            gs_double += float(adaption)
+            if adaption and gs_double <= 1:
+                gs, step_gs = gs + Fraction(str(adaption)), gs + Fraction(str(adaption))
+                continue
+            break
+        node = res["node"]
+        steps.append({"node": node, "records": len(sub), "released": len(sub) - len(gone)})
+        steps[-1]["gs"] = step_gs if len(steps) > 1 else None
+        for j, r in enumerate(rows):
+            if j not in gone and node != tops:
+                out[r] = tuple(chains[q][df.iloc[r][q]][node[q]] for q in HIERARCHIES)
+        rows = rows[[j in gone for j in range(len(sub))]]
+        step_gs = gs
+        if node == tops:
+            break
+    stars = tuple("*" for _ in HIERARCHIES)
+    return steps, [r if r is not None else stars for r in out]
+
+
+ADAPTIVE = [  # seed, n, k, limit, gs, adaption, chunks
+    (1, 120, 3, 1, 0.05, 0.05, (120,)),
+    (2, 150, 4, 1, 0.1, 0.2, (17, 40, 33)),
+    (3, 140, 3, 1, 0.3, 0, (70, 70)),  # adaption 0: the first search releasing nothing ends it
+]
+
+
+@pytest.mark.parametrize("seed,n,k,limit,gs,adaption,chunks", ADAPTIVE)
+def test_adaptive_steps_and_rows_equal_the_oracle(
+    tmp_path, seed, n, k, limit, gs, adaption, chunks
+):
+    """Every step (node, records searched and released, gs factor) and every written row are
+    the oracle's, however the input is chunked; `skald verify` re-checks the release."""
+    df = dataset(seed, n)
+    steps, rows = adaptive_oracle(df, k, limit, gs, adaption)
+    lr = {"mode": "adaptive", "gs_factor": gs, "adaption_factor": adaption}
+    body = yaml_body(config(tmp_path, df, k, limit, 0.01, chunks=chunks))
+    body["transformation"]["local_recoding"] = lr
+    body["quality"] = {"objective": "loss"}
+    manifest = run(load_config(write_config(tmp_path / "adaptive.yaml", body)))
+    assert manifest["verified"] is True and manifest["node"] == steps[0]["node"]
+    got = manifest["local_recoding"]["steps"]
+    want = steps[1:]
+    assert [(s["node"], s["records"], s["released"]) for s in got] == [
+        (s["node"], s["records"], s["released"]) for s in want
+    ]
+    assert [Fraction(s["gs_factor"]) for s in got] == [s["gs"] for s in want]
+    assert want and any(s["gs"] != Fraction(str(gs)) for s in want) == (adaption > 0)  # raised
+    release = read_release(tmp_path / "out")
+    written = list(release[list(HIERARCHIES)].astype(str).itertuples(index=False, name=None))
+    assert written == rows
+
+
+def test_adaptive_settings_refused_in_one_line(tmp_path):
+    body = yaml_body(config(tmp_path, dataset(1, 60), 2, 0.2, 0.02))
+    for lr, message in [
+        ({"mode": "adaptive", "records": 0.01}, "records does not apply with mode adaptive"),
+        ({"records": 0.01, "adaption_factor": 0.05}, "adaption_factor needs mode adaptive"),
+        ({"mode": "adaptive", "adaption_factor": 2}, "adaption_factor"),
+    ]:
+        body["transformation"]["local_recoding"] = lr
+        with pytest.raises(ConfigError, match=message):
+            load_config(write_config(tmp_path / "bad.yaml", body))
+
+
+def test_adaptive_adult_equals_arx(tmp_path):
+    """Adult, 5 QIDs, k = 5, every record may be suppressed, Loss; ARX's optimizeIterative(output,
+    0.05, 100, 0.05) through benchmarks/arx_iterative (ARX's jars): the same global node,
+    every step that released records (node, records, at the gs factor ARX had raised to), and
+    the same released table, column by column."""
+    qids = ["age", "education", "marital-status", "race", "sex"]
+    arx = arx_answer(
+        "local-recoding-adaptive-adult-k5",
+        [
+            *adult_input_args(qids),
+            *("--k", "5", "--suppression", "1", "--metric", "loss"),
+            *("--iterative", "0.05:100:0.05", "--output", "{tmp}/arx.csv"),
+        ],
+        output_columns=qids,
+        command=ITERATIVE,
+    )
+    want = arx["local_recoding"]
+    gs, expected = Fraction(1, 20), []
+    for s in want["steps"]:  # ARX lists the searches that released nothing too
+        if s["records_transformed"]:
+            expected.append((s["node"], s["records_transformed"], gs))
+        else:
+            gs += Fraction(1, 20)
+    lr = {"mode": "adaptive", "gs_factor": 0.05, "max_steps": 100, "adaption_factor": 0.05}
+    body = adult_config(
+        tmp_path / "out",
+        k=5,
+        suppression_limit=1,
+        qids=qids,
+        fmt="csv",
+        quality={"objective": "loss"},
+        transformation={"local_recoding": lr},
+    )
+    m = run(load_config(write_config(tmp_path / "adult.yaml", body)))
+    got = m["local_recoding"]
+    assert list(m["node"].values()) == arx["node"]
+    assert got["before"]["n_suppressed"] == arx["arx_class_statistics"]["suppressed_records"]
+    assert [(s["node_levels"], s["released"], Fraction(s["gs_factor"])) for s in got["steps"]] == (
+        expected
+    )
+    own = want["own"]
+    assert m["n_suppressed"] == own["suppressed_records"] == want["suppressed_after"] == 3
+    assert (m["n_equivalence_classes"], m["min_class_size"], m["dm_star"]) == (
+        own["equivalence_classes"],
+        own["min_class_size"],
+        own["dm_star_skald"],
+    )
+    release = read_release(tmp_path / "out")
+    for q in qids:
+        assert column_sha256(release[q].astype(str)) == arx["output_sha256"][q], q

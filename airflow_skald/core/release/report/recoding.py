@@ -64,11 +64,21 @@ def recoding_html(m: Mapping) -> str:
             )
         )
     gs = settings.get("gs_factor")
+    if settings.get("mode") == "adaptive":
+        how = (
+            "ARX's optimizeIterative): each step under the run's suppression limit, its gs "
+            f"factor raised by {esc(settings.get('adaption_factor'))} after a search that "
+            "released nothing"
+        )
+    else:
+        how = (
+            "ARX's optimizeIterativeFast): each step must release at least records = "
+            f"{esc(settings.get('records'))} of all records"
+        )
     return (
         "<h2>Local recoding</h2>"
-        + f'<p class="muted">The records the global node suppresses are anonymised again, on '
-        f"their own, at a node of their own (ARX's optimizeIterativeFast): each step must "
-        f"release at least records = {esc(settings.get('records'))} of all records"
+        + '<p class="muted">The records the global node suppresses are anonymised again, on '
+        f"their own, at a node of their own ({how}"
         + (f", gs factor {esc(gs)}" if gs is not None else "")
         + ". A record released at the top node is all '*' and counted as suppressed.</p>"
         + table(figures, ["figure", "global node only", "after local recoding"])

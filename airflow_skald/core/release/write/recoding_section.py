@@ -33,6 +33,7 @@ _STEP = {
         "score": {"type": ["number", "null"]},
         "at_top": {"type": "boolean"},
         "n_equivalence_classes": _INT0,
+        "gs_factor": {"type": "string"},  # adaptive mode: the step's
     },
 }
 
@@ -42,11 +43,13 @@ SCHEMA: dict[str, Any] = {
     "properties": {
         "settings": {
             "type": "object",
-            "required": ["records"],
+            "required": ["gs_factor", "max_steps"],
             "properties": {
-                "records": {"type": "string"},
+                "records": {"type": "string"},  # fast mode
                 "gs_factor": {"type": ["string", "null"]},
                 "max_steps": {"type": ["integer", "null"]},
+                "mode": {"enum": ["adaptive"]},  # absent: fast
+                "adaption_factor": {"type": "string"},
             },
         },
         "before": _FIGURES,
