@@ -178,6 +178,11 @@ def _adult(folder: Path, k: int, limit: float) -> dict:
 CRITERIA = {
     "l3": {"l_diversity": [{"attribute": ADULT_SENSITIVE, "l": 3, "variant": "entropy"}]},
     "t0.2": {"t_closeness": [{"attribute": ADULT_SENSITIVE, "t": 0.2, "distance": "equal"}]},
+    "l3g": {  # Grassberger's estimator (ARX's EntropyEstimator.GRASSBERGER)
+        "l_diversity": [
+            {"attribute": ADULT_SENSITIVE, "l": 3, "variant": "entropy", "estimator": "grassberger"}
+        ]
+    },
 }
 
 

@@ -26,7 +26,11 @@ This round's models have rows of their own: local recoding (`adult-lr-5`: every 
 records released must be ARX's), microaggregation (`adult-micro-5`: node and suppressed
 records; the released means are compared with ARX's in tests/) and differential privacy
 (`adult-dp`: SafePub's node and sample are random draws on both sides, so the derived k and
-beta are the answer compared).
+beta are the answer compared). Issue 44: `adult-l3-grassberger-5` (Grassberger's entropy
+estimator: the same node; ARX stops its sum early and may suppress more, ADR 0043),
+`adult-rank-5` (Loss with ARX's RANK aggregate) and `adult-lr-adaptive` (ARX's
+`optimizeIterative(output, 0.05, 100, 0.05)` with every record suppressible, through
+benchmarks/arx_iterative: every releasing step's node and records, ADR 0048).
 
 Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
 `run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
@@ -51,6 +55,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import yaml
 from adult_data import ADULT_CSV
+from arx_answers import ITERATIVE
 from arx_tables import ADULT_SENSITIVE, write_table
 
 ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
@@ -73,6 +78,7 @@ class Case:
     # steps, each one's node and records released ("steps"); DP's derived k and beta ("dp":
     # its node and sample are random draws)
     answer: str = "node"
+    command: Path | None = None  # a harness of the project's (same jars) in place of ARX's
 
 
 PU = {"max": 0.01, "model": "pitman", "sampling_fraction": 0.1}
@@ -170,6 +176,38 @@ CASES.update(
         ),
     }
 )
+# issue 44 items 7, 8, 10: Grassberger's entropy estimator, adaptive local recoding (ARX's
+# optimizeIterative, through benchmarks/arx_iterative), the RANK aggregate
+ADAPTIVE = {"mode": "adaptive", "gs_factor": 0.05, "max_steps": 100, "adaption_factor": 0.05}
+CASES.update(
+    {
+        # ARX stops summing n_i G(n_i) at the first partial sum above its bound, in its hash
+        # table's bucket order (ADR 0043): the same node, ARX may suppress more classes
+        "adult-l3-grassberger-5": Case(
+            "adult",
+            0.05,
+            criterion="l3g",
+            arx=("--ldiv", "occupation:entropy-grassberger:3"),
+            answer="node-early-abort",
+        ),
+        "adult-rank-5": Case(
+            "adult",
+            0.05,
+            arx=("--gs-factor", "0.5", "--aggregate", "rank"),
+            objective="loss",
+            body={"quality": {"objective": "loss", "aggregate": "rank"}},
+        ),
+        "adult-lr-adaptive": Case(
+            "adult",
+            1.0,
+            arx=("--iterative", "0.05:100:0.05"),
+            objective="loss",
+            body={"transformation": {"local_recoding": ADAPTIVE}},
+            answer="steps",
+            command=ITERATIVE,
+        ),
+    }
+)
 ARX_METRIC = {"dm_star_arx": "dmstar", "loss": "loss", "dm": "dm", "aecs": "aecs"}
 
 
@@ -202,7 +240,7 @@ def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
             pacsv.write_csv(table, data, pacsv.WriteOptions(delimiter=";", quoting_style="none"))
     hier = folder / "arx-hierarchies"
     hier.mkdir(exist_ok=True)
-    args = [str(ARX), "--input", str(data), "--sep", sep]
+    args = [str(case.command or ARX), "--input", str(data), "--sep", sep]
     qids = [q["name"] for q in body["quasi_identifiers"]]
     for q in body["quasi_identifiers"]:
         dst = hier / f"{q['name']}.csv"
@@ -221,8 +259,8 @@ def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
     if case.subset and "k" in case.privacy:
         args += ["--k", str(case.privacy["k"])]
     args += [*case.arx, "--suppression", str(case.limit)]
-    args += ["--metric", ARX_METRIC[case.objective], "--no-own-stats"]
-    return args
+    args += ["--metric", ARX_METRIC[case.objective]]
+    return args + ([] if case.command else ["--no-own-stats"])
 
 
 def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[str]]]:
@@ -332,9 +370,10 @@ def run_arx(args: list[str], out: Path) -> dict:
         "dm_star": got.get("arx_information_loss_value"),
         "suppressed": stats.get("suppressed_records"),
         "checked": got.get("transformations_checked"),
-        "steps": [
+        "steps": [  # ARX lists the searches that released nothing too (optimizeIterative)
             (s["node"], s["records_transformed"])
             for s in (got.get("local_recoding") or {}).get("steps", [])
+            if s["records_transformed"]
         ],
         "dp": [(got.get("dp") or {}).get(x) for x in ("derived_k", "beta")],
     }
@@ -360,6 +399,9 @@ def _same_answer(name: str, product: dict, arx: dict) -> str:
         raise SystemExit(f"{name}: k, beta {product['dp']} are not ARX's {arx['dp']}")
     if product["node"] == arx["node"] and product["n_suppressed"] == arx["suppressed"]:
         return "yes"
+    same_node = product["node"] == arx["node"]
+    if kind == "node-early-abort" and same_node and product["n_suppressed"] <= arx["suppressed"]:
+        return f"same node; {product['n_suppressed']} suppressed, ARX {arx['suppressed']}"
     if CASES[name].better and product["dm_star_arx"] <= float(arx["dm_star"]):
         return f"better (DM* {product['dm_star_arx']} vs ARX's {arx['dm_star']})"
     raise SystemExit(
