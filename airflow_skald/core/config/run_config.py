@@ -19,6 +19,7 @@ from airflow_skald.core.config.skald_config import SkaldConfig, check_transforma
 from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
 from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.engine.settings import ExecutionSettings, normalise
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
@@ -105,6 +106,8 @@ def config_from_dict(
     _no_unknown(quality, file_keys("quality") | {"weights"}, "quality")
     risk = _mapping(raw.get("risk") or {}, "risk")
     _no_unknown(risk, file_keys("risk"), "risk")
+    execution = _mapping(normalise(raw.get("execution")) or {}, "execution")
+    _no_unknown(execution, file_keys("execution"), "execution")
     transformation = _mapping(raw.get("transformation") or {}, "transformation")
     _no_unknown(transformation, file_keys("transformation"), "transformation")
     recoding = transformation.get("local_recoding")
@@ -209,6 +212,10 @@ def config_from_dict(
         local_recoding_adaption=_file(raw, "local_recoding_adaption"),
         dp_key=SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
         utility=utility_config.from_file(raw, names, direct),
+        execution_settings=ExecutionSettings(
+            _file({"execution": execution}, "execution"),
+            _file({"execution": execution}, "execution_connection"),
+        ),
         source=source,
     )
     check_quality(config.quality, names)

@@ -19,6 +19,7 @@ from airflow_skald.core.data.database.source import DatabaseSource, staged_path
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
+from airflow_skald.core.engine.settings import ExecutionSettings
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import PrivacyModel
 from airflow_skald.core.privacy.registry import (
@@ -93,12 +94,25 @@ class SkaldConfig:
     # where a DP run reads its secret (never the secret; not in the settings nor the hash)
     dp_key: SecretRef | None = field(default=None, compare=False)
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
+    # where the passes run (docs/design.md §2b): not in the hash (every engine makes the same
+    # release) nor the archive (a connection may hold a password)
+    execution_settings: ExecutionSettings = field(default_factory=ExecutionSettings, compare=False)
     source: str = field(default="", compare=False)
 
     @property
     def input_table(self) -> str | None:
         """The database table read (None: files, or a query)."""
         return self.database.table if self.database else None
+
+    @property
+    def execution(self) -> str:
+        """The engine that runs the passes (`execution.engine`, docs/design.md §2b)."""
+        return self.execution_settings.engine
+
+    @property
+    def execution_connection(self) -> str | None:
+        """The engine's connection (`execution.connection`; None: none given)."""
+        return self.execution_settings.connection
 
     @property
     def qid_names(self) -> list[str]:
@@ -204,6 +218,8 @@ class SkaldConfig:
                 fields["output"] = replace(self.output, path=absolute_path(value, base_dir))
                 if self.database is not None and "input" not in fields:  # staged beside it
                     fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
+            elif key in ("execution", "execution_connection"):
+                fields["execution_settings"] = _execution(self.execution_settings, values)
             elif key == "local_recoding":
                 fields["local_recoding_records"] = value
             elif key in THRESHOLDS:
@@ -303,6 +319,14 @@ class SkaldConfig:
         if self.risk_population is not None:
             risk["population"] = self.risk_population
         return {"risk": risk} if risk else {}
+
+
+def _execution(given: ExecutionSettings, values: dict[str, Any]) -> ExecutionSettings:
+    """`execution` after the run's settings: another engine than the file's keeps the file's
+    connection only if the run names none (a connection is the engine's)."""
+    engine = values.get("execution", given.engine)
+    kept = given.connection if engine == given.engine else None
+    return ExecutionSettings(engine, values.get("execution_connection", kept))
 
 
 def check_transformation(config: SkaldConfig) -> None:

@@ -36,6 +36,7 @@ from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.dimensions import TOP, paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.errors import ConfigError, DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import sum_squares
@@ -342,6 +343,7 @@ def run_per_chunk(
             "release's over the whole input)"
         )
     run = Run(config, token=token or "", progress=progress)
+    chunk_engine(run)  # chunks are the baseline's unit: another engine refused before any work
     return run_local(run, (ENCODE, PER_CHUNK), workers)
 
 

@@ -39,7 +39,7 @@ def chunk_groups(chunks: Sequence[ChunkRef], n_groups: int) -> list[list[ChunkRe
 
 
 #: imported once by the fork server, so forked workers start with the phase code loaded
-_PRELOAD = ["airflow_skald.core.run.runner"]
+_PRELOAD = ["airflow_skald.core.run.runner", "airflow_skald.core.engine.chunks"]
 
 
 def _as_caller(env: dict[str, str], cwd: str, fn: Callable[..., T], *args) -> T:

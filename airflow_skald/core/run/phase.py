@@ -1,6 +1,8 @@
-"""A pass over the chunks as a `Phase`: ``partial`` over some chunks, an exact ``merge`` of
-partials, and a ``finish`` (as Dask's reductions are ``chunk`` + ``aggregate``); the drivers for
-one mapped group, the merge task, and the whole phase in one process (or worker processes)."""
+"""A pass as a `Phase`: what the run's engine computes for it (`gather`: an `engine.base.Engine`
+method), and a ``finish`` shared by every engine. For the chunk engine a pass is also
+``partial`` over some chunks and an exact ``merge`` of partials (as Dask's reductions are
+``chunk`` + ``aggregate``), which `engine.chunks.ChunkEngine` drives: the whole phase in one
+process (or worker processes), one mapped group, the merge task."""
 
 from __future__ import annotations
 
@@ -9,7 +11,8 @@ from collections.abc import Sequence
 from typing import Generic, TypeVar
 
 from airflow_skald.core.data.io import ChunkRef
-from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.engine.base import Engine
+from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.run.state import Run
 
 A = TypeVar("A")  # a phase's partial (additive) result
@@ -17,7 +20,8 @@ R = TypeVar("R")  # what the phase's finish returns
 
 
 class Phase(Generic[A, R]):
-    """One pass over the chunks: partial per group, exact merge, finish."""
+    """One pass: the engine's result, finished; for the chunk engine partial per group and
+    exact merge."""
 
     name = ""
 
@@ -40,44 +44,35 @@ class Phase(Generic[A, R]):
     def load(self, data: bytes) -> A:
         raise NotImplementedError
 
+    def gather(self, engine: Engine, run: Run) -> A:
+        """What the run's engine computes for this pass over every input row (the three
+        passes name their `Engine` method); a pass of the chunk engine only (the per-chunk
+        baseline): its partial over every chunk."""
+        return chunk_engine(run, engine.workers).over_chunks(self, run)
+
     # ------------------------------------------------------------------ drivers
     def partial_name(self, group: int) -> str:
         return f"partials/{self.name}/group-{group:05d}.bin"
 
     def run_group(self, run: Run, group: int, chunk_ids: Sequence[int]) -> A:
-        """A mapped task instance: one group's partial, stored for the merge."""
-        t0 = time.perf_counter()
-        part = self.partial(run, run.chunks(chunk_ids))
-        run.store.write_bytes(self.partial_name(group), self.dump(part))
-        run.timed(self.name, time.perf_counter() - t0, group)
-        return part
+        """A mapped task instance: one group's partial, stored for the merge (the chunk
+        engine's own route)."""
+        return chunk_engine(run).run_group(self, run, group, chunk_ids)
 
     def run_merge(self, run: Run) -> R:
         """The merge task: every group's stored partial, merged exactly, then finished."""
-        groups = [g["group"] for g in run.groups()]
-        parts = [self.load(run.store.read_bytes(self.partial_name(g))) for g in groups]
-        t0 = time.perf_counter()
-        merged = self.merge_in(run, parts)
-        seconds = run.seconds(self.name, groups) + time.perf_counter() - t0
-        run.timed(self.name, seconds)
-        run.measured(self.name, seconds)
-        return self.finish(run, merged)
+        return chunk_engine(run).run_merge(self, run)
 
     def run_all(self, run: Run, workers: int = 1) -> R:
-        """The whole phase in this process (`workers` > 1: one process per chunk group)."""
+        """The whole pass, as the run's engine computes it (`workers`: the chunk engine's
+        processes), then finished."""
+        return self.run_on(run.engine(workers), run)
+
+    def run_on(self, engine: Engine, run: Run) -> R:
+        """The whole pass on `engine`, then finished."""
         t0 = time.perf_counter()
-        chunks = run.chunks()
-        if workers > 1 and len(chunk_groups(chunks, workers)) > 1:
-            parts = map_groups(_partial_in_worker, (self, run.for_worker()), chunks, workers)
-            merged = self.merge_in(run, [self.load(p) for p in parts])
-        else:
-            merged = self.partial(run, chunks)
+        merged = self.gather(engine, run)
         seconds = time.perf_counter() - t0
         run.timed(self.name, seconds)
         run.measured(self.name, seconds)
         return self.finish(run, merged)
-
-
-def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
-    """A worker process's share (forked from the fork server; the partial comes back in its byte form)."""
-    return phase.dump(phase.partial(run, chunks))

@@ -11,6 +11,7 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
+from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.state import Run
@@ -30,6 +31,9 @@ class EncodePhase(Phase[DomainStats, Plan]):
 
     def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> DomainStats:
         return P.scan_domain(run.config, chunks, run.progress)
+
+    def gather(self, engine: Engine, run: Run) -> DomainStats:
+        return engine.domain_stats(run)
 
     def merge(self, parts: Sequence[DomainStats]) -> DomainStats:
         return DomainStats.merge(list(parts))

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.data.io import ChunkRef, filesystem
+from airflow_skald.core.engine.base import Engine, Written
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release.check import population_counts, recoding_steps
@@ -35,16 +35,6 @@ from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.publish import publish, record_timings
 from airflow_skald.core.run.state import Run
 from airflow_skald.core.utility.collect import UtilityPartial
-
-
-@dataclass
-class Written:
-    """Parts a group wrote to the staging folder, and their classes as read back."""
-
-    names: list[str]
-    classes: ReleaseClasses
-    utility: UtilityPartial | None = None  # the utility analysis's share (docs/design.md §5)
-    in_sample: int | None = None  # a DP run: released rows checked against its keyed sample
 
 
 class GeneralisePhase(Phase[Written, dict]):
@@ -77,6 +67,9 @@ class GeneralisePhase(Phase[Written, dict]):
             args = (run.config, run.plan(), run.decision(), chunks, run.staging, sample)
             in_sample = check_in_sample(*args)
         return Written(names, classes, U.merged(observed) if utility else None, in_sample)
+
+    def gather(self, engine: Engine, run: Run) -> Written:
+        return engine.write_release(run)
 
     def merge(self, parts: Sequence[Written]) -> Written:
         return Written(

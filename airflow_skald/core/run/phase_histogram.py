@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
+from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.release.check import population_counts
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
@@ -41,6 +42,9 @@ class HistogramPhase(Phase[RootCounts, Decision]):
     def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> RootCounts:
         return P.count_histogram(run.config, run.plan(), chunks, run.progress, run.row_sample())
 
+    def gather(self, engine: Engine, run: Run) -> RootCounts:
+        return engine.root_counts(run)
+
     def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
         return RootCounts.merge(list(parts))
 
@@ -69,7 +73,11 @@ class HistogramPhase(Phase[RootCounts, Decision]):
                 plan.levels(plan.paper_root),
             )
         t0, c0 = time.perf_counter(), time.thread_time()
-        decision = P.search_lattice(run.config, plan, merged, search_key=run.search_key())
+        engine = run.engine()
+        first_rows = lambda node, keys: engine.first_rows(run, plan, node, keys)  # noqa: E731
+        decision = P.search_lattice(
+            run.config, plan, merged, search_key=run.search_key(), first_rows=first_rows
+        )
         run.record.cpu_s["search"] = time.thread_time() - c0
         run.timed("search", time.perf_counter() - t0)
         run.measured("search", time.perf_counter() - t0)

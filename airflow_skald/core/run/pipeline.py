@@ -178,6 +178,9 @@ def first_rows(
     return scan.result()
 
 
+_first_rows = first_rows  # the name `search_lattice`'s parameter shadows
+
+
 def root_keys(
     plan: Plan, table: pa.Table, chunk: ChunkRef, node: tuple[int, ...] | None = None
 ) -> np.ndarray:
@@ -197,10 +200,13 @@ def search_lattice(
     counts: RootCounts,
     source: ClassSource | None = None,
     search_key: int | None = None,
+    first_rows: Callable[[tuple[int, ...], np.ndarray], np.ndarray] | None = None,
 ) -> Decision:
     """Phase 2's search under the config's privacy policy, objective and tie-break order,
     above the node the counts are at (the adaptive root, when phase 2 settled one). A DP run
-    (`search_key`: its keyed search stream) releases a fixed node or SafePub's choice."""
+    (`search_key`: its keyed search stream) releases a fixed node or SafePub's choice.
+    `first_rows(node, keys)`: the run engine's (`Engine.first_rows`); default: a pass over
+    the config's chunks."""
     if counts.node is not None and tuple(counts.node) != tuple(plan.root):
         if source is not None:
             raise ValueError(
@@ -221,7 +227,8 @@ def search_lattice(
         source=source,
         quality=config.quality,
         analysis=config.risk_settings,
-        first_rows=lambda node, keys: first_rows(config, plan, list_chunks(config), node, keys),
+        first_rows=first_rows
+        or (lambda node, keys: _first_rows(config, plan, list_chunks(config), node, keys)),
     )
     if config.local_recoding is None:
         return decision

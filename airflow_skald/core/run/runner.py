@@ -9,6 +9,12 @@ Airflow run's artifact folder, or memory for a CLI run), so a task that runs one
 mapped task instance and a process that runs them all execute the same code. Phase 1's root
 choice is persisted (``plan.json``) and read back by the later phases, never re-derived.
 
+Where the passes run is the run's engine (`core.engine`, docs/design.md §2b): each phase asks
+it for its pass's result (`Phase.gather`: phase 1's statistics, the root histogram, the written
+release and its classes) and finishes it the same way whatever engine ran. The chunk engine
+(the default) drives the phases' partials and merges, including the mapped tasks per chunk
+group.
+
 The release has one publish step (``publish``): stage, verify, run record, manifest last,
 commit. Here: the output's lease a run holds (one process, or the tasks of an Airflow run), and
 the phases run one after the other in this process. The CLI and the operators import what they
@@ -99,6 +105,7 @@ def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int
     """A run of several task processes (Airflow), before phase 1: the output checked, the
     output's lease taken for its later tasks (`claim_output`), the config archived and the chunks
     listed in groups (returned, for mapped tasks); refused, the run frees the output at once."""
+    run.engine()  # an engine not registered, or refusing the config: before anything is written
     # the output is not the input, a file or foreign data: checked before the lease or
     # the artifacts create anything (a refusal writes nothing)
     check_output_target(run.config)
@@ -160,8 +167,10 @@ def run(
 
 
 def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
-    """Phases one after the other in this process, the output's lease held throughout; the
-    last phase writes the staged release (discarded if anything fails)."""
+    """Phases one after the other in this process, each asking the run's engine (`workers`:
+    the chunk engine's processes), the output's lease held throughout; the last phase writes
+    the staged release (discarded if anything fails)."""
+    engine = run.engine(workers)  # not registered, or refusing the config: before any work
     check_output_target(run.config)  # before listing chunks: output inside input, a file...
     run.check_secrets()  # no secret, one secret for two settings: refused before any work
     with output_lease(run.config.output, run.token) as lease:
@@ -172,10 +181,10 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
             run.check_target()
             remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
             for phase in phases[:-1]:
-                phase.run_all(run, workers)
+                phase.run_on(engine, run)
             prepare_staging(run.staging, private=run.config.output_table is not None)
             try:
-                return phases[-1].run_all(run, workers)
+                return phases[-1].run_on(engine, run)
             except BaseException:
                 discard(run.staging)
                 raise

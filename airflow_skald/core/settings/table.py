@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from airflow_skald.core.engine.settings import CHUNKS, ENGINE_NAMES
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 from airflow_skald.core.settings.setting import (
@@ -376,6 +377,23 @@ SETTINGS: tuple[Setting, ...] = (
         "the file's.",
         coerce=to_pairs,
         default=[],
+    ),
+    choice_setting(
+        "execution",
+        ("execution", "engine"),
+        ENGINE_NAMES,
+        "Where the passes run (docs/design.md §2b): chunks (the default: rows read into the "
+        "worker) or an engine that runs them where the data is (duckdb, postgresql, spark); "
+        "empty = the file's execution.",
+        default=CHUNKS,
+    ),
+    Setting(
+        "execution_connection",
+        ("execution", "connection"),
+        {"type": "string", "minLength": 1},
+        "a connection",
+        "The engine's connection (Airflow: a connection id; CLI: a URI or the name of an "
+        "environment variable holding one); empty = the file's execution.connection.",
     ),
     Setting(
         "overwrite",

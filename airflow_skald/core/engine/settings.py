@@ -1,0 +1,48 @@
+"""`execution:` of the config (docs/design.md §2b) as a validated value: which engine runs the
+passes and, for an engine that is a server, its connection. A leaf module: the config and the
+settings table read it without importing an engine.
+
+    execution: chunks                                  # the default: rows read into the worker
+    execution: {engine: duckdb}                        # or postgresql, spark
+    execution: {engine: spark, connection: "sc://spark:15002"}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_skald.core.errors import ConfigError
+
+#: the engine path's names (docs/design.md §2b); which of them a run may use: `registry`
+ENGINE_NAMES: tuple[str, ...] = ("chunks", "duckdb", "postgresql", "spark")
+CHUNKS = "chunks"
+
+
+@dataclass(frozen=True)
+class ExecutionSettings:
+    """Where the passes run: an engine's name and its connection (None: the engine's own,
+    e.g. the input's database, or none needed). In Airflow the connection is an Airflow
+    connection id; on the command line a URI or the name of an environment variable holding
+    one (as `input.connection`, docs/design.md §2a). Never in the settings' hash, the logs or
+    the manifest (it may hold a password)."""
+
+    engine: str = CHUNKS
+    connection: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.engine == CHUNKS and self.connection is not None:
+            raise ConfigError(
+                "execution.connection: the chunk engine (execution: chunks) takes no connection"
+            )
+
+
+def normalise(raw: Any) -> Any:
+    """The file's `execution:` as a mapping: the short form `execution: chunks` is
+    ``{engine: chunks}``; anything else is left for the settings table to judge."""
+    if isinstance(raw, str):
+        return {"engine": raw}
+    if raw is not None and not isinstance(raw, Mapping):
+        raise ConfigError("execution must be an engine's name or a mapping {engine, connection}")
+    return raw
