@@ -40,7 +40,7 @@ from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.errors import ConfigError, DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import sum_squares
-from airflow_skald.core.release.check.verify import class_figures
+from airflow_skald.core.release.check.class_figures import class_figures
 from airflow_skald.core.release.check.verify_steps import class_local, verify_steps
 from airflow_skald.core.release.count.classes import release_classes
 from airflow_skald.core.release.write.manifest import (
@@ -140,7 +140,7 @@ def release_figures(
     classes: Counter, n_rows: int, n_records: int, policy: PrivacyPolicy, where: str = ""
 ) -> dict:
     """k-check and metrics of a release's class counts, read as `skald verify` reads them
-    (`verify.class_figures`): the all-"*" tuple is suppressed records unless it is the only
+    (`class_figures.class_figures`): the all-"*" tuple is suppressed records unless it is the only
     tuple, with >= k rows (the top node); rows missing from the release were dropped."""
     classes = Counter(classes)
     star = tuple(TOP for _ in next(iter(classes), ()))

@@ -10,11 +10,19 @@ from __future__ import annotations
 
 import json
 import posixpath
+from collections.abc import Sequence
+
+import fsspec
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
 
 from airflow_skald.core.data.files import filesystem, full_path
-from airflow_skald.core.data.location import FORMATS
+from airflow_skald.core.data.io import local_path
+from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.registry import check_entry
+from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.release.write.manifest_schema import Manifest
 
@@ -101,3 +109,43 @@ def check_manifest(manifest: dict, where: str) -> None:
         problem = check_entry(d)
         if problem is not None:
             raise bad(f"privacy.models[{i}]{problem}")
+
+
+def count_parts(
+    parts: list[str], location: DataLocation, qids: list[str], sensitive: Sequence[str] = ()
+) -> ReleaseClasses:
+    """The classes of the written parts, or DataError naming the part at fault: missing, not
+    a readable Parquet/CSV file, or without a column (pyarrow's own messages may quote rows)."""
+    try:
+        return release_classes(parts, location, qids, sensitive)
+    except (pa.ArrowException, OSError, KeyError, ValueError) as exc:
+        part = getattr(exc, "skald_part", parts[0])
+        name = f"{posixpath.basename(part)} of {location.path}"
+        if isinstance(exc, FileNotFoundError):  # gone since the folder was listed
+            raise DataError(f"{name} is missing") from None
+        unreadable = DataError(f"{name} is not a readable {KIND[location.format]} file")
+        try:
+            columns = column_names(location, part)
+        except (pa.ArrowException, OSError, ValueError):
+            raise unreadable from None
+        missing = [q for q in (*qids, *sensitive) if q not in columns]
+        if missing:
+            raise DataError(f"{name} has no column '{missing[0]}'") from None
+        if isinstance(exc, pa.ArrowException | OSError):  # its footer reads, its data not
+            raise unreadable from None
+        raise
+
+
+KIND = {"parquet": "Parquet", "csv": "CSV"}
+
+
+def column_names(location: DataLocation, part: str) -> list[str]:
+    """A part's column names from its schema alone (a Parquet footer, a CSV header)."""
+    local = local_path(part)
+    if location.format == "parquet" and local is not None:
+        return pq.read_schema(local).names
+    with fsspec.open(part, "rb") as fh:
+        if location.format == "parquet":
+            return pq.read_schema(fh).names
+        options = pacsv.ParseOptions(delimiter=location.delimiter)
+        return pacsv.open_csv(fh, parse_options=options).schema.names

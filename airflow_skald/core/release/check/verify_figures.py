@@ -41,7 +41,7 @@ def compare_with_manifest(
     settings_as_manifest: bool = True,
 ) -> dict | None:
     """VerificationError naming the first manifest figure the release's own (`figures`, from
-    `verify.class_figures` under `policy`) contradicts; the risk analysis
+    `class_figures` under `policy`) contradicts; the risk analysis
     recomputed (None if the manifest has none). `settings_as_manifest`: k and the suppression
     limit are the manifest's (not overridden), so the figures that depend on them compare."""
     for key, claimed, value in _figures(manifest, figures, policy, settings_as_manifest):

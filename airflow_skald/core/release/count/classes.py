@@ -184,7 +184,7 @@ def release_classes(
         try:
             codes = _read_codes(location, part, names, qids, group=dense is None)
         except Exception as exc:
-            exc.skald_part = part  # which part failed, for a message naming it (`_count`)
+            exc.skald_part = part  # which part failed, for a message naming it (`release_reading.count_parts`)
             raise
         if dense is not None:
             dense.key(codes)
