@@ -183,6 +183,12 @@ CRITERIA = {
             {"attribute": ADULT_SENSITIVE, "l": 3, "variant": "entropy", "estimator": "grassberger"}
         ]
     },
+    # ordered distance over text in ARX's STRING order (issue 44 item 6, ADR 0044)
+    "to0.2": {
+        "t_closeness": [
+            {"attribute": ADULT_SENSITIVE, "t": 0.2, "distance": "ordered", "order": "text"}
+        ]
+    },
 }
 
 
@@ -195,8 +201,8 @@ def write_table(
     seed: int = 23,
 ) -> dict:
     """The config body of table `name` ('cup', 'fars' or 'adult'), its files in `folder`;
-    `criterion` ('l3', 't0.2': Adult only) adds entropy-l-diversity or equal t-closeness on
-    the sensitive attribute."""
+    `criterion` ('l3', 't0.2', 'to0.2': Adult only) adds entropy-l-diversity, equal or
+    ordered (text) t-closeness on the sensitive attribute."""
     if name == "adult":
         body = _adult(folder, k, limit)
         body["privacy"].update(CRITERIA[criterion] if criterion else {})

@@ -208,7 +208,22 @@ CASES.update(
         ),
     }
 )
-ARX_METRIC = {"dm_star_arx": "dmstar", "loss": "loss", "dm": "dm", "aecs": "aecs"}
+# issue 44 items 4-6 (ADR 0044, 0045): ARX's non-monotone NU-entropy with suppression
+CASES["adult-entropy-nm-5"] = Case("adult", 0.05, objective="nu_entropy_nm")
+# ... ordered-distance t-closeness over text, in ARX's STRING order
+CASES["adult-tordered-text-5"] = Case(
+    "adult",
+    0.05,
+    criterion="to0.2",
+    arx=("--tclose", "occupation:ordered:0.2", "--datatype", "occupation=string"),
+)
+ARX_METRIC = {
+    "dm_star_arx": "dmstar",
+    "loss": "loss",
+    "dm": "dm",
+    "aecs": "aecs",
+    "nu_entropy_nm": "entropy-nm",
+}
 
 
 def _range(xs: list[float], digits: int = 2) -> str:

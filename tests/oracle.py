@@ -248,7 +248,7 @@ class Criteria:
     l_diversity: [{"attribute", "l", "variant": distinct|entropy|recursive, "c",
                    "estimator": shannon|grassberger (entropy)}]
     t_closeness: [{"attribute", "t", "distance": equal|ordered|hierarchical, "hierarchy" or
-    "hierarchy_file"}]
+    "hierarchy_file", "order": numbers|text|[values] (ordered)}]
     """
 
     def __init__(
@@ -304,6 +304,9 @@ class Criteria:
         distance = c.get("distance", "equal")
         if distance == "equal":
             return OC.equal_distance(d, glob)
+        if distance == "ordered" and c.get("order", "numbers") != "numbers":
+            listed = None if c["order"] == "text" else c["order"]
+            return OC.ordered_distance(d, glob, OC.text_order(glob, listed))
         if distance == "ordered":
             return OC.ordered_distance(d, glob)
         return OC.hierarchical_distance(d, glob, paths)

@@ -112,9 +112,21 @@ def numeric_order(glob: dict) -> list:
     return sorted(v for v in values if v is not None) + ([None] if None in values else [])
 
 
-def ordered_distance(cls: dict, glob: dict) -> Fraction:
-    """sum_i |sum_{j<=i} (p_j - q_j)| / (m_all - 1) over the values in numeric order."""
-    order = numeric_order(glob)
+def text_order(glob: dict, listed: list | None = None) -> list:
+    """The input's values as ARX's text types order them: `listed` (ARX's ordered string: a
+    value's place in the list; a null at the listed empty text, else last), or ARX's STRING
+    (Java's String.compareTo: UTF-16 code units; a null is the empty text, first)."""
+    values = [v for v, g in glob.items() if g > 0]
+    if listed is None:
+        return sorted(values, key=lambda v: b"" if v is None else str(v).encode("utf-16-be"))
+    place = {str(v): i for i, v in enumerate(listed)}
+    return sorted(values, key=lambda v: place.get("", len(listed)) if v is None else place[str(v)])
+
+
+def ordered_distance(cls: dict, glob: dict, order: list | None = None) -> Fraction:
+    """sum_i |sum_{j<=i} (p_j - q_j)| / (m_all - 1) over the values in `order` (None: numeric
+    order, a null last)."""
+    order = numeric_order(glob) if order is None else order
     if len(order) <= 1:
         return Fraction(0)
     big_n = sum(glob.values())

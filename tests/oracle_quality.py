@@ -11,6 +11,8 @@ lattice and generalisation), every model scored per record in plain Python:
 - height: per QID the level;
 - nu_entropy: per QID gF * sum over records log2(|label| / |value|) (no suppression);
 - publisher_payout: ARX's payout forgone with its default cost/benefit (`_payout`);
+- nu_entropy_nm: nu_entropy plus sF * sum over suppressed records log2(S / |suppressed records
+  with the record's label at the node|), S the suppressed records (ARX's MetricMDNUNMEntropy);
   multi-dimensional values weighted (weights / the largest) and aggregated: geometric mean
   prod((v + 1) w)^(1/n) - 1, arithmetic mean sum(v w)/n, sum, maximum of v w, rank: the v w
   sorted largest first, compared element by element (ARX's ILMultiDimensionalRank; its figure
@@ -34,6 +36,7 @@ DEFAULT_AGGREGATE = {
     "loss": "geometric_mean",
     "precision": "arithmetic_mean",
     "nu_entropy": "sum",
+    "nu_entropy_nm": "sum",
     "height": "sum",
 }
 
@@ -208,7 +211,7 @@ def _less(a: tuple, b: tuple) -> bool:
 
 
 def _objective(objective: str, scores: dict, ws: list[Fraction], how: str | None):
-    if objective == "nu_entropy":
+    if objective.startswith("nu_entropy"):
         with localcontext() as ctx:  # sums and means of 80-digit values, at 80 digits
             ctx.prec = 80
             dec = [Decimal(w.numerator) / Decimal(w.denominator) for w in ws]
@@ -228,7 +231,7 @@ def _scores(node, prepared, ids, sizes, kept_ids, s, n, g, s_f, ws, shares, tops
         "dm": dm_kept + n * s,
         "aecs": Fraction(n) / den if den else float("inf"),
     }
-    per = {"loss": [], "precision": [], "height": [], "nu_entropy": []}
+    per = {"loss": [], "precision": [], "height": [], "nu_entropy": [], "nu_entropy_nm": []}
     for name, level in node.items():
         labels = prepared[name]["codes"][level].tolist()
         values = prepared[name]["codes"][0].tolist()
@@ -246,6 +249,8 @@ def _scores(node, prepared, ids, sizes, kept_ids, s, n, g, s_f, ws, shares, tops
         per["precision"].append(((n - s) * frac * g + s * s_f) / n)
         per["height"].append(Fraction(level))
         per["nu_entropy"].append(_entropy(values, labels, g))
+        gone = [lab for i, lab in enumerate(labels) if ids[i] not in kept_ids]
+        per["nu_entropy_nm"].append(per["nu_entropy"][-1] + _suppressed_entropy(gone, s_f))
     out["per_qid"] = per
     out["publisher_payout"] = _payout(node, prepared, ids, kept_ids, shares, g, s_f)
     return out
@@ -292,3 +297,15 @@ def _entropy(values: list, labels: list, g: Fraction) -> Decimal:
             )
         )
         return total * Decimal(g.numerator) / Decimal(g.denominator)
+
+
+def _suppressed_entropy(labels: list, s_f: Fraction) -> Decimal:
+    """sF * sum over the suppressed records log2(S / |suppressed records with the label|)."""
+    per = Counter(labels)
+    with localcontext() as ctx:
+        ctx.prec = 80
+        two = Decimal(2).ln()
+        total = sum(
+            (Decimal(len(labels)) / Decimal(per[lab])).ln() / two for lab in sorted(labels, key=str)
+        )
+        return Decimal(total) * Decimal(s_f.numerator) / Decimal(s_f.denominator)

@@ -66,6 +66,7 @@ VARIANTS = [
     "recursive",
     "t-equal",
     "t-ordered",
+    "t-ordered-text",  # ARX's STRING order or an ordered string (ADR 0044)
     "t-hierarchical",
     "mixed",
 ]
@@ -114,7 +115,9 @@ def sensitive_hierarchy(draw, column: list) -> dict:
 
 def one_criterion(draw, variant: str, df: pd.DataFrame) -> tuple[str, dict]:
     """('l_diversity' | 't_closeness', criterion) of the variant, on an attribute it fits."""
-    attribute = "num" if variant == "t-ordered" else draw(st.sampled_from(["sens", "num"]))
+    attribute = {"t-ordered": "num", "t-ordered-text": "sens"}.get(variant) or draw(
+        st.sampled_from(["sens", "num"])
+    )
     m = len({sensitive_value(v) for v in df[attribute]})
     if variant == "distinct":
         return "l_diversity", {"attribute": attribute, "l": draw(st.integers(2, min(m, 4)))}
@@ -131,6 +134,12 @@ def one_criterion(draw, variant: str, df: pd.DataFrame) -> tuple[str, dict]:
         return "l_diversity", {"attribute": attribute, "l": ell, "variant": "recursive", "c": c}
     t = {"attribute": attribute, "t": draw(st.sampled_from(T_VALUES))}
     t["distance"] = variant.removeprefix("t-")
+    if variant == "t-ordered-text":  # on `sens` as text (criteria_datasets)
+        t["distance"], values = "ordered", sorted({str(v) for v in df["sens"] if v is not None})
+        t["order"] = draw(st.sampled_from(["text", "listed"]))
+        if t["order"] == "listed":  # a shuffled list, sometimes placing the null ("")
+            extra = [""] if draw(st.booleans()) else []
+            t["order"] = draw(st.permutations(values + extra))
     if variant == "t-hierarchical":
         t["hierarchy"] = sensitive_hierarchy(draw, df[attribute].tolist())
     return "t_closeness", t
@@ -144,11 +153,13 @@ def criteria_datasets(draw, variant: str):
     df, qids, oracle_qids, k, limit, bins, priority = draw(datasets())
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
     n = len(df)
-    df["sens"] = skewed_column(draw, rng, n, numeric=draw(st.booleans()))
+    text = variant == "t-ordered-text"
+    df["sens"] = skewed_column(draw, rng, n, numeric=not text and draw(st.booleans()))
     df["num"] = pd.array(skewed_column(draw, rng, n, numeric=True))
     kinds = [variant]
     if variant == "mixed":
-        kinds = draw(st.lists(st.sampled_from(VARIANTS[:-1]), min_size=2, max_size=3))
+        pool = [v for v in VARIANTS[:-1] if v != "t-ordered-text"]  # text order: `sens` text
+        kinds = draw(st.lists(st.sampled_from(pool), min_size=2, max_size=3))
     criteria: dict[str, list] = {"l_diversity": [], "t_closeness": []}
     for kind in kinds:
         where, criterion = one_criterion(draw, kind, df)

@@ -16,6 +16,7 @@ import numpy as np
 from airflow_skald.core.data.hierarchies import Hierarchy, hierarchy_of
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy import distributions as S
+from airflow_skald.core.privacy import value_order
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
 from airflow_skald.core.privacy.model import (
     ClassTable,
@@ -48,23 +49,27 @@ class TCloseness(PrivacyModel):
     hierarchy: S.EmdHierarchy | None = field(default=None, compare=False, repr=False)
     hierarchy_sha256: str | None = None  # the configured hierarchy's hash (hierarchical only)
     source: Hierarchy | None = field(default=None, compare=False, repr=False)  # as configured
+    # ordered distance: numbers, text (ARX's STRING) or the values listed (`value_order`)
+    order: str | tuple[str, ...] = "numbers"
+    rank: np.ndarray | None = field(default=None, compare=False, repr=False)  # code -> place
 
     name = "t"
     config_key = "t_closeness"
-    thresholds = ("t",)
+    thresholds = ("t", "t_order")
     manifest_models = ("t-closeness",)
     monotone = False
     needs_overall = True
 
     @property
     def numeric_attribute(self) -> bool:
-        return self.distance == "ordered"
+        return self.distance == "ordered" and self.order == "numbers"
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:
         out = []
         for at, item in criteria_list(raw, "t_closeness", list(ctx.sensitive)):
-            no_unknown(item, {"attribute", "t", "distance", "hierarchy", "hierarchy_file"}, at)
+            keys = {"attribute", "t", "distance", "hierarchy", "hierarchy_file", "order"}
+            no_unknown(item, keys, at)
             if "t" not in item:
                 raise ConfigError(f"{at} needs 't'")
             distance = choice(item.get("distance", "equal"), DISTANCES, f"{at}.distance")
@@ -80,21 +85,29 @@ class TCloseness(PrivacyModel):
                 source = hierarchy_of(item, item["attribute"], ctx.base_dir)
             elif given:
                 raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
+            order = _order(item, distance, f"{at}.order")
             digest = source.sha256 if source is not None else None
-            out.append(cls(item["attribute"], t, distance, None, None, digest, source))
+            out.append(cls(item["attribute"], t, distance, None, None, digest, source, order))
         no_repeats(out, "t_closeness", lambda c: (c.attribute, c.distance))
         return tuple(out)
 
     def bind(self, sensitive: Mapping[str, Any], where: str) -> PrivacyModel:
         stats = sensitive[self.attribute]
-        if self.distance == "ordered" and not stats.numeric:
+        if self.numeric_attribute and not stats.numeric:
             raise ConfigError(
-                f"{where}: distance ordered needs a numerical attribute; '{self.attribute}' is text"
+                f"{where}: distance ordered orders numbers unless 'order' says text or lists "
+                f"the values; '{self.attribute}' is text"
             )
         emd = None
         if self.distance == "hierarchical":
             emd = emd_hierarchy(where, self.source, stats)
-        return replace(self, global_counts=stats.global_counts, hierarchy=emd)
+        order = value_order.rank(stats.values, self.order, self.attribute, where)
+        return replace(self, global_counts=stats.global_counts, hierarchy=emd, rank=order)
+
+    def with_threshold(self, key: str, value: Any) -> PrivacyModel:
+        if key == "t_order":
+            return replace(self, order=_order({"order": value}, self.distance, "t_order"))
+        return replace(self, **{key: value})
 
     @classmethod
     def check_entry(cls, entry: dict) -> str | None:
@@ -105,6 +118,10 @@ class TCloseness(PrivacyModel):
             return ".t must be a number in (0, 1]"
         if entry.get("distance") not in DISTANCES:
             return f".distance must be one of {', '.join(DISTANCES)}"
+        if entry.get("order", "numbers") not in value_order.ORDERS or (
+            "order" in entry and entry["distance"] != "ordered"
+        ):
+            return ".order must be numbers or text, of distance ordered only"
         return None
 
     @classmethod
@@ -115,8 +132,16 @@ class TCloseness(PrivacyModel):
             return why
         stats = ctx.sensitive[attribute]
         t = Fraction(str(entry["t"]))
+        if "order_sha256" in entry:
+            return (
+                "not re-checked from the release: its value order is archived in "
+                "effective.json only (order_sha256)"
+            )
         if distance != "hierarchical":
-            return cls(attribute, t, distance, stats.global_counts)
+            order = entry.get("order", "numbers")
+            where = f"t-closeness of '{attribute}'"
+            ranks = value_order.rank(stats.values, order, attribute, where)
+            return cls(attribute, t, distance, stats.global_counts, order=order, rank=ranks)
         digest = entry.get("hierarchy_sha256")
         source = ctx.hierarchies.get(digest) if isinstance(digest, str) else None
         if source is None:
@@ -134,7 +159,10 @@ class TCloseness(PrivacyModel):
         return cls(attribute, t, distance, stats.global_counts, emd, digest, source)
 
     def archived(self) -> dict:
-        """What the effective config keeps beyond the settings: the hierarchy as a table."""
+        """What the effective config keeps beyond the settings: the hierarchy as a table, a
+        listed value order as its list."""
+        if isinstance(self.order, tuple):
+            return {"order": list(self.order)}
         return {"hierarchy": self.source.table.tolist()} if self.source is not None else {}
 
     def verdict(self, table: ClassTable) -> S.Verdict:
@@ -142,7 +170,7 @@ class TCloseness(PrivacyModel):
         if self.distance == "equal":
             return S.t_equal(cv, self.global_counts, self.t)
         if self.distance == "ordered":
-            return S.t_ordered(cv, self.global_counts, self.t)
+            return S.t_ordered(cv, self.global_counts, self.t, self.rank)
         return S.t_hierarchical(cv, self.global_counts, self.t, self.hierarchy)
 
     def keeps(self, table: ClassTable) -> np.ndarray:
@@ -161,12 +189,15 @@ class TCloseness(PrivacyModel):
         return closest_size(self.global_counts, self.t)
 
     def describe(self) -> dict:
-        return {
+        out = {
             "model": "t-closeness",
             "attribute": self.attribute,
             "distance": self.distance,
             "t": decimal_text(self.t),
         } | ({"hierarchy_sha256": self.hierarchy_sha256} if self.hierarchy_sha256 else {})
+        if isinstance(self.order, tuple):  # the values: effective.json only (personal data)
+            return out | {"order_sha256": value_order.order_sha256(self.order)}
+        return out | ({"order": self.order} if self.order != "numbers" else {})
 
     def figure(self, kept: ClassTable) -> dict:
         if not kept.n_classes:
@@ -226,6 +257,15 @@ def closest_size(global_counts: np.ndarray, t: Fraction) -> int:
         if cost * t.denominator <= t.numerator * 2 * big_n * n:
             return n
     return last
+
+
+def _order(item: Mapping[str, Any], distance: str, where: str) -> str | tuple[str, ...]:
+    """An entry's `order` (the settings table's `t_order`), of ordered distance only."""
+    if "order" not in item:
+        return "numbers"
+    if distance != "ordered":
+        raise ConfigError(f"{where}: an order applies to distance ordered only")
+    return value_order.as_order(BY_NAME["t_order"].parse(item["order"], where), where)
 
 
 def emd_hierarchy(where: str, hierarchy: Hierarchy, stats: Any) -> S.EmdHierarchy:

@@ -13,6 +13,7 @@ from airflow_skald.core.quality.loss import Loss
 from airflow_skald.core.quality.metric import Metric
 from airflow_skald.core.quality.multidim import MultiDimensional
 from airflow_skald.core.quality.nu_entropy import NUEntropy
+from airflow_skald.core.quality.nu_entropy_nm import NUNMEntropy
 from airflow_skald.core.quality.precision import NMPrecision
 from airflow_skald.core.quality.publisher_payout import PublisherPayout
 
@@ -23,6 +24,7 @@ MODELS: dict[str, type[Metric]] = {
     "aecs": AECS,
     "loss": Loss,
     "nu_entropy": NUEntropy,
+    "nu_entropy_nm": NUNMEntropy,
     "precision": NMPrecision,
     "height": Height,
     "publisher_payout": PublisherPayout,

@@ -18,12 +18,13 @@ OBJECTIVES = (
     "aecs",
     "loss",
     "nu_entropy",
+    "nu_entropy_nm",
     "precision",
     "height",
     "publisher_payout",
 )
 #: ARX's multi-dimensional models: per-QID values, weighted and aggregated
-MULTI_DIMENSIONAL = ("loss", "nu_entropy", "precision", "height")
+MULTI_DIMENSIONAL = ("loss", "nu_entropy", "nu_entropy_nm", "precision", "height")
 AGGREGATES = ("geometric_mean", "arithmetic_mean", "sum", "maximum", "rank")
 LINEAR = ("sum", "arithmetic_mean")  # aggregates of logarithms decided exactly
 
@@ -88,9 +89,9 @@ def check(settings: QualitySettings, qids: Sequence[str]) -> None:
                 f"quality.aggregate applies to {', '.join(MULTI_DIMENSIONAL)}, not to "
                 f"objective {settings.objective}"
             )
-        if settings.objective == "nu_entropy" and how not in LINEAR:
+        if settings.objective.startswith("nu_entropy") and how not in LINEAR:
             raise ConfigError(
-                "quality.aggregate of nu_entropy must be sum or arithmetic_mean (a geometric "
+                f"quality.aggregate of {settings.objective} must be sum or arithmetic_mean (a geometric "
                 "mean, maximum or rank of logarithms cannot be decided exactly)"
             )
     for name in settings.weights:

@@ -134,6 +134,20 @@ SETTINGS: tuple[Setting, ...] = (
         cli=False,
         param=False,
     ),
+    # privacy.t_closeness[i].order (ordered distance; ADR 0044)
+    Setting(
+        "t_order",
+        None,
+        {"type": "array", "minItems": 1, "items": {"type": ["string", "number", "null"]}},
+        "numbers, text or a list of values",
+        "How the one configured ordered-distance t-closeness criterion orders its values: "
+        "numbers (default), text (ARX's DataType.STRING: Java's String.compareTo, an empty "
+        "cell first) or the values listed in order (ARX's DataType.createOrderedString); "
+        "empty = the file's.",
+        coerce=to_names,
+        cli=False,
+        param=False,
+    ),
     # privacy.average_risk.max (docs/design.md §4c)
     decimal_setting(
         "average_risk",
@@ -264,7 +278,8 @@ SETTINGS: tuple[Setting, ...] = (
         ("quality", "objective"),
         OBJECTIVES,
         "What the search minimises (docs/design.md §4d): dm_star (the paper's, default), dm_star_arx, dm, "
-        "aecs, loss, nu_entropy, precision, height, publisher_payout (ARX's quality models).",
+        "aecs, loss, nu_entropy, nu_entropy_nm, precision, height, publisher_payout (ARX's "
+        "quality models).",
         default="dm_star",
     ),
     decimal_setting(
@@ -280,7 +295,7 @@ SETTINGS: tuple[Setting, ...] = (
         AGGREGATES,
         "How a multi-dimensional objective combines the QIDs (rank: ARX's RANK, the weighted "
         "values largest first, compared in turn); empty = the model's default "
-        "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy and height: sum).",
+        "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy, nu_entropy_nm and height: sum).",
     ),
     decimal_setting(
         "local_recoding",

@@ -73,9 +73,11 @@ THRESHOLD_VALUES = {
     "publisher_loss": Fraction(250),
     "adversary_gain": Fraction(100),
     "adversary_cost": Fraction(9, 2),
+    "t_order": "text",
 }
 OWNER_FIELD = {
     "entropy_estimator": "estimator",
+    "t_order": "order",
     "k_map": "k",
     "b_likeness": "beta",
     "d_disclosure": "delta",
@@ -164,10 +166,11 @@ def test_per_run_threshold_sets_the_one_owner(key: str) -> None:
     diversity = {"attribute": "disease", "l": 2, "variant": "recursive", "c": 3}
     if key == "entropy_estimator":  # the estimator belongs to entropy l-diversity
         diversity = {"attribute": "disease", "l": 2, "variant": "entropy"}
+    distance = "ordered" if key == "t_order" else "equal"  # the order of ordered distance
     raw = {
         "k": 3,
         "l_diversity": [diversity],
-        "t_closeness": [{"attribute": "disease", "t": 0.4}],
+        "t_closeness": [{"attribute": "disease", "t": 0.4, "distance": distance}],
         **{k: EXAMPLES[k] for k in OWNER_FIELD if k in EXAMPLES},
         "differential_privacy": EXAMPLES["differential_privacy"],
         "profitability": {"adversary_gain": 120},  # the prosecutor: no research subset

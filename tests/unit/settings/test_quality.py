@@ -53,7 +53,10 @@ def test_defaults_and_a_full_section() -> None:
         ({"objective": "entropy"}, "quality.objective must be one of dm_star, "),
         ({"gs_factor": 2}, "quality.gs_factor must be a number between 0 and 1 (got 2)"),
         ({"objective": "loss", "aggregate": "median"}, "quality.aggregate must be one of"),
-        ({"aggregate": "sum"}, "quality.aggregate applies to loss, nu_entropy, precision, height"),
+        (
+            {"aggregate": "sum"},
+            "quality.aggregate applies to loss, nu_entropy, nu_entropy_nm, precision, height",
+        ),
         ({"objective": "nu_entropy", "aggregate": "geometric_mean"}, "of nu_entropy must be sum"),
         ({"weights": {"bmi": 1}}, "quality.weights names 'bmi', which is not a quasi-identifier"),
         ({"weights": {"age": -1}}, "quality.weights.age must be a number >= 0 (got -1)"),

@@ -84,14 +84,22 @@ def _equal_num_den(cv: ClassValues, g: np.ndarray, exact: bool):
     return num, n * (2 * big_n)
 
 
-def t_ordered(cv: ClassValues, global_counts: np.ndarray, t: Fraction | str | int) -> Verdict:
+def t_ordered(
+    cv: ClassValues,
+    global_counts: np.ndarray,
+    t: Fraction | str | int,
+    rank: np.ndarray | None = None,
+) -> Verdict:
     """t-closeness with ordered distance: sum_i |sum_{j<=i} (c_j N - g_j n)| / (N n (m_all-1)).
 
-    Value codes must be in the attribute's order (numeric order, null last); codes with
-    g_v == 0 are skipped, so m_all = the number of values present in the input. 0 when
-    m_all == 1. Figure: the distance (nan for an empty class).
+    Values are ordered by `rank` (value code -> place, a permutation; None: the codes' own
+    order, numeric with a null last); codes with g_v == 0 are skipped, so m_all = the number
+    of values present in the input. 0 when m_all == 1. Figure: the distance (nan for an empty
+    class).
     """
     g = _global_counts(cv, global_counts)
+    if rank is not None:
+        cv, g = _in_rank_order(cv, g, rank)
     m_all = int(np.count_nonzero(g))
     width = 64 * EPS * (cv.distinct() + 8)
     return _decide(cv, t, width, lambda sub, exact: _ordered_num_den(sub, g, m_all, exact))
@@ -276,6 +284,17 @@ def _hier_num_den(cv: ClassValues, g: np.ndarray, hier: EmdHierarchy, exact: boo
         net = n[cls] * _as(hier.subtree_counts(g, level)[node], exact) - csub * big_n
         cost = cost + _sorted_sum(cls, level * (neg + np.minimum(net, 0)), cv.n_classes)
     return cost, n * (big_n * hier.height)
+
+
+def _in_rank_order(
+    cv: ClassValues, g: np.ndarray, rank: np.ndarray
+) -> tuple[ClassValues, np.ndarray]:
+    """The class values and global counts with each value code replaced by its place."""
+    placed = np.zeros(rank.size, dtype=np.int64)
+    placed[rank[: g.size]] = g
+    order = _order_within_classes(cv, rank[cv.value])
+    value = rank[cv.value][order]
+    return ClassValues(cv.n_classes, cv.cls[order], value, cv.count[order]), placed
 
 
 def _order_within_classes(cv: ClassValues, rank: np.ndarray) -> np.ndarray:
