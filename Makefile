@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-$(shell cat pyproject.toml | md5sum | cut -c1-8)
 
-.PHONY: demo test test-fast docs chromium lint format bench bench-utility bench-rules bench-database bench-arx bytecode profile paper airflow airflow-cli clean
+.PHONY: demo test test-fast docs chromium lint format bench bench-utility bench-rules bench-database bench-engines bench-arx bytecode profile paper airflow airflow-cli clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
@@ -74,6 +74,10 @@ bench-rules: $(STAMP)
 # PostgreSQL in and out (docs/design.md §2a): extraction vs COPY, a run from a table, a table release
 bench-database: $(STAMP)
 	@$(BIN)/python benchmarks/bench_database.py
+
+# The engine path (docs/design.md §2b): skald run in DuckDB vs the same DuckDB by hand, and chunks
+bench-engines: $(STAMP)
+	@$(BIN)/python benchmarks/bench_engines.py
 
 # CUP-, FARS-shaped tables and Adult end to end against ARX's CPU (issue 23)
 bench-arx: bytecode

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 #: name -> "module:Class" of the engine (imported when a run picks it)
 ENGINES: dict[str, str] = {
     "chunks": "airflow_skald.core.engine.chunks:ChunkEngine",
+    "duckdb": "airflow_skald.core.engine.sql.duckdb_engine:DuckDBEngine",
 }
 
 

@@ -40,6 +40,7 @@ class QidCode:
     table: str | None  # its mapping table (alias `alias`), None: arithmetic
     alias: str
     units: exp.Expression | None = None  # arithmetic: level-0 units
+    mapped: dict[str, np.ndarray] | None = None  # mapping table: its codes per level
 
     def at(self, level: int) -> exp.Expression:
         if self.table is not None:
@@ -117,10 +118,10 @@ def build_coding(
             continue
         values = source.distinct[dim.name]
         chunk = _pseudo_chunk(source, len(values))
-        mapping = pa.table({"v": values, **_level_codes(dim, values, chunk)})
-        name = session.send("map", mapping)
+        codes = _level_codes(dim, values, chunk)
+        name = session.send("map", pa.table({"v": values, **codes}))
         joins.append((name, alias, exp.EQ(this=col, expression=D.column("v", alias)), "inner"))
-        qids.append(QidCode(dim, name, alias))
+        qids.append(QidCode(dim, name, alias, mapped=codes))
     coded: dict[str, tuple[exp.Expression, int]] = {}
     for j, a in enumerate(attributes):
         stats, alias = plan.stats.sensitive[a], f"s{j}"

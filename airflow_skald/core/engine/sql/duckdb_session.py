@@ -3,6 +3,8 @@ Parquet files. duckdb is imported here only (the optional extra `airflow-skald[d
 
 from __future__ import annotations
 
+import shutil
+import tempfile
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -29,9 +31,13 @@ class DuckDBSession:
     dialect = "duckdb"
 
     def __init__(self, threads: int | None = None):
-        self.db = _duckdb().connect(":memory:")
+        # what DuckDB spills (a GROUP BY larger than its memory) goes to a private folder of
+        # its own, removed at close, never to the working directory's `.tmp`
+        self.spill = tempfile.mkdtemp(prefix="skald-duckdb-")
+        config = {"temp_directory": self.spill}
         if threads:
-            self.db.execute(f"SET threads = {int(threads)}")
+            config["threads"] = int(threads)
+        self.db = _duckdb().connect(":memory:", config=config)
         self.temporaries: list[str] = []
 
     def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
@@ -61,3 +67,4 @@ class DuckDBSession:
             self.temporaries.clear()
         finally:
             self.db.close()
+            shutil.rmtree(self.spill, ignore_errors=True)

@@ -31,12 +31,23 @@ from airflow_skald.core.search.decide import Decision
 SUPPRESSED = "sup"
 
 
+# a QID computed by arithmetic gets labels for every bin of its level up to this many; past
+# it, for the bins the engine finds records in (one more scan)
+LABELLED_BINS = 1 << 20
+
+
 def present_codes(
     session: SqlSession, source: SqlInput, coding: Coding, index: int, level: int
 ) -> np.ndarray:
-    """The codes of QID `index` at `level` that some record has (integers only)."""
-    code = coding.qids[index].at(level)
-    select = coding.relation(source).select(code.as_("c")).distinct()
+    """Codes of QID `index` at `level` to label: a mapped QID's from its mapping table (no
+    scan); an arithmetic QID's every bin of the level, or those some record has (integers
+    only cross)."""
+    qid = coding.qids[index]
+    if qid.mapped is not None:
+        return np.unique(qid.mapped[f"c{level}"])
+    if qid.dim.cards[level] <= LABELLED_BINS:
+        return np.arange(qid.dim.cards[level], dtype=np.int64)
+    select = coding.relation(source).select(qid.at(level).as_("c")).distinct()
     return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))
 
 

@@ -1,0 +1,151 @@
+"""`DuckDBEngine` (`execution: {engine: duckdb}`, docs/design.md §2b, ADR 0053): the three
+passes run as SQL inside an embedded DuckDB over the input's Parquet files; the worker gets
+counts and labels, DuckDB writes the release's parts into the staging folder (COPY ... TO
+Parquet), and the shared check, manifest and commit publish them.
+
+One part per input file (`list_input`: a chunk per file), so a record's first row is its
+file's chunk and its row there (`file_row_number`), in input order as the chunk path reads."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+from sqlglot import exp
+
+from airflow_skald.core.count.first_rows import FirstRowScan
+from airflow_skald.core.data.files import local_path
+from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
+from airflow_skald.core.encode.domain import DomainStats
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql import passes
+from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
+from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
+from airflow_skald.core.engine.sql.support import check_supported
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.release.write.commit import part_name
+
+if TYPE_CHECKING:
+    from airflow_skald.core.config.run_config import SkaldConfig
+    from airflow_skald.core.count.root_counts import RootCounts
+    from airflow_skald.core.run.state import Run
+
+NAME = "duckdb"
+
+
+def read_parquet(files: Sequence[str], rows: bool = False) -> exp.Expression:
+    """read_parquet([files]) (`rows`: with each row's number in its file)."""
+    args: list[exp.Expression] = [exp.Array(expressions=[D.text(f) for f in files])]
+    if rows:
+        args.append(exp.EQ(this=exp.var("file_row_number"), expression=exp.true()))
+    return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=args))
+
+
+class DuckDBEngine(Engine):
+    """The passes inside an in-memory DuckDB over the input's local Parquet files."""
+
+    name = NAME
+
+    def check(self, config: SkaldConfig) -> None:
+        prefix = f"execution.engine {NAME}"
+        if config.database is not None:
+            raise ConfigError(
+                f"{prefix} reads Parquet files: a database table input runs with "
+                "execution: chunks (or the postgresql engine)"
+            )
+        if config.input.format != "parquet":
+            raise ConfigError(
+                f"{prefix} reads Parquet files; input.format is {config.input.format}"
+            )
+        if config.output_table is not None or config.output.format != "parquet":
+            raise ConfigError(
+                f"{prefix} writes a Parquet folder release; output.format is {config.output.format}"
+            )
+        for path in (config.input.path, config.output.path):
+            if local_path(path) is None:
+                raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
+        check_supported(config, NAME)
+        _duckdb()  # installed, or one line saying how
+
+    def list_input(self, run: Run) -> list[ChunkRef]:
+        location = run.config.input
+        files = list_input_files(location)
+        return [
+            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
+        ]
+
+    @contextlib.contextmanager
+    def _opened(
+        self, files: Sequence[str], rows: bool = False
+    ) -> Iterator[tuple[DuckDBSession, SqlInput]]:
+        session = DuckDBSession(self.workers if self.workers > 1 else None)
+        try:
+            relation = "skald_input"
+            select = exp.select(exp.Star()).from_(read_parquet(files, rows))
+            view = exp.Create(
+                this=D.table(relation),
+                kind="VIEW",
+                expression=select,
+                properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+            )
+            session.execute(view)
+            schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
+            where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
+            yield session, SqlInput(relation, schema, where)
+        finally:
+            session.close()
+
+    def _files(self, run: Run) -> list[str]:
+        return [c.file for c in run.chunks()]
+
+    def domain_stats(self, run: Run) -> DomainStats:
+        with self._opened(self._files(run)) as (session, source):
+            return passes.domain_stats(session, source, run.config, run.chunks())
+
+    def root_counts(self, run: Run) -> RootCounts:
+        with self._opened(self._files(run)) as (session, source):
+            return passes.histogram(session, source, run.config, run.plan())
+
+    def first_rows(
+        self, run: Run, plan: Plan, node: tuple[int, ...], keys: np.ndarray
+    ) -> np.ndarray:
+        scan = FirstRowScan(keys)
+        for chunk in run.chunks():  # in input order: a class's first chunk holds its first row
+            with self._opened([chunk.file], rows=True) as (session, source):
+                args = (session, source, run.config, plan, node, scan.wanted, chunk.chunk_id)
+                scan.add(*passes.chunk_first_rows(*args))
+            if scan.done:
+                break
+        return scan.result()
+
+    def write_release(self, run: Run) -> Written:
+        config, plan, decision = run.config, run.plan(), run.decision()
+        names = []
+        for chunk in run.chunks():
+            name = part_name(chunk.chunk_id, config.output.format)
+            path = run.staging.rstrip("/") + "/" + name
+            with self._opened([chunk.file]) as (session, source):
+
+                def write(select: exp.Select, _: str, session=session, path=path) -> None:
+                    with passes.atomic_path(path) as writing:
+                        session.execute(copy_to_parquet(select, writing))
+
+                passes.write_parts(session, [(name, source)], config, plan, decision, write)
+            names.append(name)
+        return Written(names, self._classes(run, names))
+
+    def _classes(self, run: Run, names: list[str]):
+        config = run.config
+        paths = [run.staging.rstrip("/") + "/" + n for n in names]
+        qids, sensitive = config.qid_names, list(config.criteria_attributes)
+        session = DuckDBSession(self.workers if self.workers > 1 else None)
+        try:
+            table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
+        finally:
+            session.close()
+        return classes_of(table, qids, sensitive)

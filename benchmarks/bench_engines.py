@@ -1,0 +1,183 @@
+"""The engine path against the work done by hand (docs/design.md §2b, issue 43, ADR 0053).
+
+    python benchmarks/bench_engines.py [--rows 2000000] [--files 8] [--repeats 3]
+
+A Parquet table of `--rows` rows in `--files` files (city, age, zip, income QIDs, a
+diagnosis, identifiers) is written once; then, interleaved per repeat, each as a whole
+process (`skald` or `python -c`), wall seconds and the process's CPU (user + sys):
+
+- ``duckdb``: ``skald run`` with ``execution: {engine: duckdb}`` (k = 10, 1 % suppression);
+- ``by_hand``: the same DuckDB doing the least a person would: one GROUP BY of the root
+  node's codes, then one COPY of the released rows at the chosen node (read from the run's
+  manifest) into Parquet, in one session;
+- ``chunks``: ``skald run`` with ``execution: chunks`` on the same files, beside them.
+
+Printed as JSON: per case the range (min-max) over the repeats, and ``duckdb_vs_by_hand`` =
+duckdb / by_hand (issue 43's target: <= 1.5) and ``duckdb_vs_chunks``, each as a range of
+the per-repeat ratios; the load average before each repeat (the machine is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+CITIES = {"Oslo": ["Norway"], "Bergen": ["Norway"], "Lund": ["Sweden"], "Malmo": ["Sweden"]}
+
+# the hand-written run: codes of the root node by arithmetic, labels at the chosen node
+BY_HAND = r"""
+import duckdb, json, sys
+files, out, m = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+con = duckdb.connect()
+con.execute("CREATE TEMP VIEW t AS SELECT * FROM read_parquet(" + str(files) + ")")
+lv = m["levels"]
+age_w = 1 << lv["age"]
+con.execute(
+    "SELECT city, (age - 18) // ? AS a, zip, FLOOR(income / 0.25) AS i, COUNT(*) FROM t "
+    "GROUP BY ALL", [age_w]
+).fetchall()
+w = 1 << m["node"]["age"]
+city = "city" if m["node"]["city"] == 0 else (
+    "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"
+    if m["node"]["city"] == 1 else "'*'"
+)
+con.execute(
+    f"COPY (SELECT {city} AS city, "
+    f"'[' || (18 + (age - 18) // {w} * {w}) || '-' || (18 + (age - 18) // {w} * {w} + {w} - 1) || ']' AS age, "
+    "'*' AS zip, '*' AS income, diagnosis FROM t) TO '" + out + "' (FORMAT PARQUET)"
+)
+"""
+
+
+def write_input(folder: Path, rows: int, files: int) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(1)
+    paths = []
+    per = rows // files
+    for i in range(files):
+        n = per if i < files - 1 else rows - per * (files - 1)
+        table = pa.table(
+            {
+                "patient_id": np.arange(n, dtype=np.int64) + i * per,
+                "city": pa.array(rng.choice(list(CITIES), n)),
+                "age": pa.array(rng.integers(18, 90, n), pa.int64()),
+                "zip": pa.array(rng.choice(np.arange(1000, 1064), n), pa.int64()),
+                "income": pa.array(rng.integers(0, 40000, n) / 4, pa.float64()),
+                "diagnosis": pa.array(rng.choice(["flu", "gout", "asthma", "none"], n)),
+            }
+        )
+        path = folder / f"part-{i:03d}.parquet"
+        pq.write_table(table, path)
+        paths.append(str(path))
+    return paths
+
+
+def config(inp: Path, out: Path, engine: str) -> dict:
+    return {
+        "input": {"path": str(inp), "format": "parquet"},
+        "output": {"path": str(out), "format": "parquet"},
+        "execution": {"engine": engine},
+        "chunk_rows": 500_000,
+        "direct_identifiers": ["patient_id"],
+        "sensitive_attributes": ["diagnosis"],
+        "quasi_identifiers": [
+            {"name": "city", "type": "categorical", "hierarchy": CITIES},
+            {"name": "age", "type": "numerical", "min_width": 1},
+            {"name": "zip", "type": "numerical", "min_width": 1},
+            {"name": "income", "type": "numerical", "min_width": 0.25},
+        ],
+        "privacy": {"k": 10, "suppression_limit": 0.01},
+    }
+
+
+def timed(argv: list[str]) -> tuple[float, float]:
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu
+
+
+def span(values: list[float]) -> str:
+    return f"{min(values):.2f}-{max(values):.2f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    skald = [sys.executable, "-m", "airflow_skald.cli", "run", "-q", "--overwrite"]
+    work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
+    try:
+        inp = work / "in"
+        files = write_input(inp, args.rows, args.files)
+        configs = {}
+        for engine in ("duckdb", "chunks"):
+            configs[engine] = work / f"{engine}.yaml"
+            configs[engine].write_text(yaml.safe_dump(config(inp, work / f"out-{engine}", engine)))
+        subprocess.run([*skald, str(configs["duckdb"])], check=True, stdout=subprocess.DEVNULL)
+        manifest = json.loads((work / "out-duckdb" / "manifest.json").read_text())
+        hand = {"levels": manifest["root_node"], "node": manifest["node"]}
+        results: dict[str, dict[str, list[float]]] = {}
+        loads = []
+        for _ in range(args.repeats):
+            loads.append(round(os.getloadavg()[0], 1))
+            cases = {
+                "duckdb": [*skald, str(configs["duckdb"])],
+                "by_hand": [
+                    sys.executable,
+                    "-c",
+                    BY_HAND,
+                    json.dumps(files),
+                    str(work / "by-hand.parquet"),
+                    json.dumps(hand),
+                ],
+                "chunks": [*skald, str(configs["chunks"])],
+            }
+            for name, argv in cases.items():
+                wall, cpu = timed(argv)
+                results.setdefault(name, {"wall_s": [], "cpu_s": []})
+                results[name]["wall_s"].append(wall)
+                results[name]["cpu_s"].append(cpu)
+        ratio = [
+            d / h
+            for d, h in zip(results["duckdb"]["wall_s"], results["by_hand"]["wall_s"], strict=True)
+        ]
+        chunks = [
+            d / c
+            for d, c in zip(results["duckdb"]["wall_s"], results["chunks"]["wall_s"], strict=True)
+        ]
+        report = {
+            "rows": args.rows,
+            "files": args.files,
+            "node": manifest["node"],
+            "root": manifest["root_node"],
+            "cases": {n: {k: span(v) for k, v in r.items()} for n, r in results.items()},
+            "duckdb_vs_by_hand": span(ratio),
+            "duckdb_vs_chunks": span(chunks),
+            "load_before_each_repeat": loads,
+        }
+        print(json.dumps(report, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""`execution: {engine: duckdb}` end to end through the CLI (docs/design.md §2b): the same
+manifest figures and released rows (as a multiset) as `execution: chunks`; what the engine
+does not run yet refused before any work in one line (exit 2, nothing written); a SIGKILL
+while DuckDB writes the release leaves the previous release as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+from engine_compare import CITIES, config, rows_multiset, write_files
+
+from airflow_skald.cli import main as cli_main
+
+REPO = Path(__file__).resolve().parents[3]
+KEPT = ("node", "dm_star", "n_suppressed", "n_equivalence_classes", "min_class_size")
+
+
+def _run(tmp: Path, cfg: dict, name: str, capsys, *flags: str) -> tuple[int, str]:
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    capsys.readouterr()
+    code = cli_main(["run", str(path), "-q", *flags])
+    return code, capsys.readouterr().err
+
+
+def _manifest(folder: Path) -> dict:
+    return json.loads((folder / "manifest.json").read_text())
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"privacy": {"l_diversity": [{"attribute": "disease", "l": 2}]}},
+        {"quality": {"objective": "loss"}, "suppressed_records": "drop"},
+    ],
+)
+def test_the_duckdb_engine_releases_what_the_chunk_path_releases(tmp_path, capsys, settings):
+    inp = write_files(tmp_path / "in", 2, 150, 11)
+    out = {}
+    for engine in ("chunks", "duckdb"):
+        out[engine] = tmp_path / f"out-{engine}"
+        cfg = config(inp, out[engine], execution={"engine": engine}, **settings)
+        code, err = _run(tmp_path, cfg, engine, capsys)
+        assert code == 0, err
+    chunks, duck = _manifest(out["chunks"]), _manifest(out["duckdb"])
+    # every figure (node, DM*, suppressed, classes, risk, quality, lattice, parts) the same;
+    # only the run's own token, the output path and so the settings' hash differ
+    for key in set(chunks) | set(duck):
+        if key not in ("settings", "config_sha256", "run_token"):
+            assert duck.get(key) == chunks.get(key), key
+    assert {**duck["settings"], "output": None} == {**chunks["settings"], "output": None}
+    assert rows_multiset(out["duckdb"]) == rows_multiset(out["chunks"])
+    assert rows_multiset(out["duckdb"])  # something was released
+
+
+REFUSED = [
+    ({"input": {"format": "csv"}}, "reads Parquet files"),
+    ({"utility": {"folds": 3}}, "utility"),
+    ({"pseudonymised": ["pid"], "pseudonym_key": {"env": "SKALD_TEST_KEY"}}, "pseudonymised"),
+    ({"transformation": {"local_recoding": {"records": 0.01}}}, "local_recoding"),
+    (
+        {
+            "privacy": {"k": 3, "differential_privacy": {"epsilon": 2, "delta": 1e-6}},
+            "sensitive_attributes": [],
+            "direct_identifiers": ["pid", "age", "zip", "income", "disease", "score"],
+            "quasi_identifiers": [{"name": "city", "type": "categorical", "hierarchy": CITIES}],
+            "quality": {"objective": "precision"},
+        },
+        "differential privacy",
+    ),
+]
+
+
+@pytest.mark.parametrize("change,message", REFUSED)
+def test_what_the_engine_does_not_run_is_refused_before_any_work(
+    tmp_path, capsys, monkeypatch, change, message
+):
+    monkeypatch.setenv("SKALD_TEST_KEY", "k" * 32)
+    inp = write_files(tmp_path / "in", 1, 40, 1)
+    out = tmp_path / "out"
+    cfg = config(inp, out, execution={"engine": "duckdb"})
+    for key, value in change.items():
+        merged = isinstance(cfg.get(key), dict) and key != "privacy"
+        cfg[key] = {**cfg[key], **value} if merged else value
+    code, err = _run(tmp_path, cfg, "refused", capsys)
+    assert code == 2
+    assert message in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]
+
+
+def _big_input(folder: Path) -> Path:
+    folder.mkdir()
+    rng = np.random.default_rng(5)
+    for i in range(4):
+        n = 50_000
+        pq.write_table(
+            pa.table(
+                {
+                    "pid": np.arange(n) + i * n,
+                    "city": pa.array(rng.choice(["Oslo", "Bergen", "Lund", "Malmo"], n)),
+                    "age": pa.array(rng.integers(18, 80, n), pa.int64()),
+                    "zip": pa.array(rng.choice([1001, 1002, 1010, 1100], n), pa.int64()),
+                    "income": pa.array(rng.integers(0, 4000, n) / 4, pa.float64()),
+                    "disease": pa.array(rng.choice(["flu", "gout", "none"], n)),
+                    "score": pa.array(rng.integers(0, 9, n), pa.int64()),
+                }
+            ),
+            folder / f"in-{i}.parquet",
+        )
+    return folder
+
+
+def test_sigkill_while_duckdb_writes_leaves_the_previous_release(tmp_path, capsys):
+    inp = _big_input(tmp_path / "in")
+    out = tmp_path / "out"
+    cfg = config(inp, out, execution={"engine": "duckdb"})
+    cfg["quasi_identifiers"] = cfg["quasi_identifiers"][:2]  # a small lattice: the writes dominate
+    cfg["direct_identifiers"] = ["pid", "zip", "income"]
+    assert _run(tmp_path, cfg, "first", capsys)[0] == 0
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    cfg["privacy"]["k"] = 7
+    path = tmp_path / "second.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_skald.cli", "run", str(path), "-q", "--overwrite"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=env,
+        cwd=str(REPO),
+    )
+    deadline = time.monotonic() + 120
+    writing = []
+    while time.monotonic() < deadline and proc.poll() is None and not writing:
+        writing = list(tmp_path.glob(".out.skald-staging-*/*"))  # phase 3 has begun
+        time.sleep(0.002)
+    assert writing and proc.poll() is None, "the run ended before DuckDB wrote its parts"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+    # the next run clears what the killed one left and publishes
+    code, err = _run(tmp_path, cfg, "third", capsys, "--overwrite")
+    assert code == 0, err
+    assert (json.loads(before["manifest.json"])["k"], _manifest(out)["k"]) == (3, 7)
+    assert not list(tmp_path.glob(".out.skald-staging-*"))
