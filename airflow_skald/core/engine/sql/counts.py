@@ -11,13 +11,14 @@ The counts are those `run.pipeline.count_histogram` sums over the chunks: the sa
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.coding import Coding
+from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 
@@ -34,58 +35,120 @@ def _bin_keys(coding: Coding, plan: Plan, node: tuple[int, ...]) -> list[exp.Exp
     ]
 
 
-def chain_select(source: SqlInput, coding: Coding, plan: Plan) -> exp.Select:
-    """The non-empty bins of every chain node below the last, as columns n0, n1, ..."""
-    columns = []
-    for j, node in enumerate(plan.counting_chain()[:-1]):
-        distinct = [
-            exp.Count(this=exp.Distinct(expressions=[k])) for k in _bin_keys(coding, plan, node)
-        ]
-        columns.append(D.total(distinct).as_(f"n{j}"))
-    return coding.relation(source).select(*columns)
+def _base_table(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, base: tuple[int, ...]
+) -> tuple[str, Coding]:
+    """One scan of the input: its records grouped by their codes at the chain's first node
+    `base` (and value codes), kept in the engine as a temporary table; and the codes of any
+    coarser node over that table (`RolledCode`: the same level maps the chunk path rolls
+    its counts up with)."""
+    columns = [
+        q.at(level).as_(f"q{i}") for i, (q, level) in enumerate(zip(coding.qids, base, strict=True))
+    ]
+    names = [f"q{i}" for i in range(len(base))]
+    for j, (code, _) in enumerate(coding.values.values()):
+        columns.append(code.as_(f"a{j}"))
+        names.append(f"a{j}")
+    select = coding.relation(source).select(*columns, D.count_star().as_("n"))
+    select = select.group_by(*[D.paren(c.this) for c in columns])
+    table = session.create(select, "base")
+    qids, joins = [], []
+    for i, (q, level) in enumerate(zip(coding.qids, base, strict=True)):
+        rolled = RolledCode(q.dim, level, D.column(f"q{i}", INPUT))
+        if q.mapped is not None and level < q.dim.top:
+            levels = range(level + 1, q.dim.top + 1)
+            maps = {f"d{lv}": q.dim.level_map(level, lv) for lv in levels}
+            codes = np.arange(q.dim.cards[level], dtype=np.int64)
+            name = session.send("roll", pa.table({"c": codes, **maps}))
+            on = exp.EQ(this=D.column(f"q{i}", INPUT), expression=D.column("c", f"r{i}"))
+            joins.append((name, f"r{i}", on, "inner"))
+            rolled.alias = f"r{i}"
+        qids.append(rolled)
+    values = {
+        a: (D.column(f"a{j}", INPUT), m) for j, (a, (_, m)) in enumerate(coding.values.items())
+    }
+    return table, Coding(qids, values, joins)
+
+
+class RolledCode:
+    """A QID's code at a level at or above `base`, from its code at `base` (a column)."""
+
+    def __init__(self, dim, base: int, column: exp.Expression):
+        self.dim, self.base, self.column = dim, base, column
+        self.alias: str | None = None  # a mapped QID's level-map table
+        self.mapped = None
+
+    def at(self, level: int) -> exp.Expression:
+        if level == self.base:
+            return self.column
+        if self.alias is not None:
+            return D.column(f"d{level}", self.alias)
+        if level == self.dim.top:
+            return D.number(0)
+        scaled = D.times(D.paren(self.column), self.dim.widths[self.base])
+        return D.int_div(D.paren(scaled), self.dim.widths[level])
+
+
+def chain_select(source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, ...]) -> exp.Select:
+    """The non-empty bins N_RAM bounds at `node` (a column n)."""
+    distinct = [
+        exp.Count(this=exp.Distinct(expressions=[k])) for k in _bin_keys(coding, plan, node)
+    ]
+    return coding.relation(source).select(D.total(distinct).as_("n"))
 
 
 def counting_node(
     session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
 ) -> tuple[int, ...]:
-    """Where phase 2 counts: the root, or the first node of the chain whose bins fit."""
+    """The first node of the chain whose non-empty bins fit N_RAM (the last if none does)."""
     chain = plan.counting_chain()
-    if len(chain) == 1:
-        return tuple(chain[0])
-    row = session.query(chain_select(source, coding, plan)).to_pylist()[0]
-    limit = plan.n_ram - 1
-    for j, node in enumerate(chain[:-1]):
-        if row[f"n{j}"] <= limit:
+    for node in chain[:-1]:
+        select = chain_select(source, coding, plan, node)
+        if session.query(select).column("n")[0].as_py() <= plan.n_ram - 1:
             return tuple(node)
     return tuple(chain[-1])
 
 
-def grouped_select(source: SqlInput, coding: Coding, key: exp.Expression) -> exp.Select:
-    """SELECT key AS k, COUNT(*) AS n ... GROUP BY key ORDER BY k: one histogram."""
+def grouped_select(
+    source: SqlInput, coding: Coding, key: exp.Expression, weighted: bool = False
+) -> exp.Select:
+    """SELECT key AS k, COUNT(*) AS n ... GROUP BY key ORDER BY k: one histogram (`weighted`:
+    over a grouped table, the sum of its counts `n`)."""
+    count = exp.Sum(this=D.column("n", INPUT)) if weighted else D.count_star()
     return (
         coding.relation(source)
-        .select(key.as_("k"), D.count_star().as_("n"))
+        .select(key.as_("k"), count.as_("n"))
         .group_by(key)
         .order_by(exp.Ordered(this=D.column("k")))
     )
 
 
-def _grouped(session: SqlSession, source: SqlInput, coding: Coding, key: exp.Expression):
-    table = session.query(grouped_select(source, coding, key))
+def _grouped(
+    session: SqlSession, source: SqlInput, coding: Coding, key: exp.Expression, weighted: bool
+):
+    table = session.query(grouped_select(source, coding, key, weighted))
     keys = table.column("k").to_numpy().astype(np.int64)
     return keys, table.column("n").to_numpy().astype(np.int64)
 
 
 def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> RootCounts:
-    """Records per class of the counting node and, per counted attribute, per (class, value)."""
-    node = counting_node(session, source, coding, plan)
+    """Records per class of the counting node and, per counted attribute, per (class, value).
+    On a chain (adaptive mode) the input is scanned once, grouped at the chain's first node
+    in the engine; the chain's nodes are then judged, and counted, over that table."""
+    chain = plan.counting_chain()
+    weighted = len(chain) > 1
+    if weighted:
+        table, coding = _base_table(session, source, coding, plan, tuple(chain[0]))
+        source = SqlInput(table, pa.schema([]), source.where)
+    node = counting_node(session, source, coding, plan) if weighted else tuple(chain[0])
     radices = plan.radices(node)
     key = coding.key(plan, node)
     if not coding.values:
-        return RootCounts(Histogram(radices, *_grouped(session, source, coding, key)), node=node)
+        counted = _grouped(session, source, coding, key, weighted)
+        return RootCounts(Histogram(radices, *counted), node=node)
     tables = {}
     for a, (code, m) in coding.values.items():
         pair = exp.Add(this=D.times(D.paren(key), m), expression=code)
-        tables[a] = Histogram((*radices, m), *_grouped(session, source, coding, pair))
+        tables[a] = Histogram((*radices, m), *_grouped(session, source, coding, pair, weighted))
     classes = tables[next(iter(tables))].sum_last_axis()
     return RootCounts(classes, tables, node=node)

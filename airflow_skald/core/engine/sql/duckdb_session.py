@@ -11,7 +11,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.session import drop, temporary_name
+from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
 from airflow_skald.core.errors import ConfigError
 
 
@@ -51,13 +51,16 @@ class DuckDBSession:
         view = name + "_arrow"
         self.db.register(view, table)
         try:
-            select = exp.select(exp.Star()).from_(D.table(view))
-            create = exp.Create(this=D.table(name), kind="TABLE", expression=select)
-            create.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
             self.temporaries.append(name)
-            self.execute(create)
+            self.execute(create_temporary(name, exp.select(exp.Star()).from_(D.table(view))))
         finally:
             self.db.unregister(view)
+        return name
+
+    def create(self, select: exp.Select, prefix: str) -> str:
+        name = temporary_name(prefix)
+        self.temporaries.append(name)
+        self.execute(create_temporary(name, select))
         return name
 
     def close(self) -> None:

@@ -11,7 +11,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.session import drop, temporary_name
+from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
 from airflow_skald.core.errors import ConfigError
 
 
@@ -49,6 +49,12 @@ class PostgresSession:
         self.temporaries.append(name)
         with self.db.cursor() as cur:
             cur.adbc_ingest(name, table, mode="create", temporary=True)
+        return name
+
+    def create(self, select: exp.Select, prefix: str) -> str:
+        name = temporary_name(prefix)
+        self.temporaries.append(name)
+        self.execute(create_temporary(name, select))
         return name
 
     def close(self) -> None:

@@ -30,12 +30,23 @@ class SqlSession(Protocol):
         """`table` as a new temporary table in the engine; returns its name."""
         ...
 
+    def create(self, select: exp.Select, prefix: str) -> str:
+        """The rows of `select` as a new temporary table in the engine (nothing crosses)."""
+        ...
+
     def close(self) -> None: ...
 
 
 def temporary_name(prefix: str) -> str:
     """A fresh temporary table name (a fixed prefix and a counter: no input text in it)."""
     return f"skald_{prefix}_{next(_names)}"
+
+
+def create_temporary(name: str, select: exp.Expression) -> exp.Expression:
+    """CREATE TEMPORARY TABLE name AS select."""
+    create = exp.Create(this=D.table(name), kind="TABLE", expression=select)
+    create.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+    return create
 
 
 def drop(name: str) -> exp.Expression:
