@@ -116,7 +116,7 @@ def test_duckdb_passes_equal_the_chunk_path(tmp_path, seed, n_files, rows, setti
             def write(select, _name, session=session, path=path):
                 session.execute(copy_to_parquet(select, path))
 
-            passes.write_parts(session, [("p", source)], cfg, plan_sql, decision_sql, write)
+            passes.write_parts(session, source, [("p", source)], cfg, plan_sql, decision_sql, write)
             assert session.temporaries  # mapping, label and suppressed tables were sent
         finally:
             session.close()

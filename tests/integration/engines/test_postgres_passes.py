@@ -106,7 +106,7 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
                     tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))
                 ] += 1
 
-        passes.write_parts(session, [("p", source)], cfg, plan_sql, decision_sql, fetch)
+        passes.write_parts(session, source, [("p", source)], cfg, plan_sql, decision_sql, fetch)
         assert released == rows_multiset(staged)
     finally:
         session.close()

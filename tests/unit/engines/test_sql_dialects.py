@@ -90,7 +90,9 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
     counts = passes.histogram(session, source, cfg, plan)
     plan = plan.with_root(counts.node, counts.bounded_bins)
     decision = P.search_lattice(cfg, plan, counts)
-    passes.write_parts(session, [("p", source)], cfg, plan, decision, lambda s, _: session.query(s))
+    passes.write_parts(
+        session, source, [("p", source)], cfg, plan, decision, lambda s, _: session.query(s)
+    )
     session.close()
     return session.statements
 

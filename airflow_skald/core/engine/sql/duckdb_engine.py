@@ -46,6 +46,23 @@ def read_parquet(files: Sequence[str], rows: bool = False) -> exp.Expression:
     return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=args))
 
 
+def _view(
+    session: DuckDBSession, relation: str, files: Sequence[str], rows: bool = False
+) -> SqlInput:
+    """A temporary view over `files` in the session, as the passes' input."""
+    select = exp.select(exp.Star()).from_(read_parquet(files, rows))
+    view = exp.Create(
+        this=D.table(relation),
+        kind="VIEW",
+        expression=select,
+        properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
+    )
+    session.execute(view)
+    schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
+    where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
+    return SqlInput(relation, schema, where)
+
+
 class DuckDBEngine(Engine):
     """The passes inside an in-memory DuckDB over the input's local Parquet files."""
 
@@ -85,18 +102,7 @@ class DuckDBEngine(Engine):
     ) -> Iterator[tuple[DuckDBSession, SqlInput]]:
         session = DuckDBSession(self.workers if self.workers > 1 else None)
         try:
-            relation = "skald_input"
-            select = exp.select(exp.Star()).from_(read_parquet(files, rows))
-            view = exp.Create(
-                this=D.table(relation),
-                kind="VIEW",
-                expression=select,
-                properties=exp.Properties(expressions=[exp.TemporaryProperty()]),
-            )
-            session.execute(view)
-            schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
-            where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
-            yield session, SqlInput(relation, schema, where)
+            yield session, _view(session, "skald_input", files, rows)
         finally:
             session.close()
 
@@ -125,18 +131,19 @@ class DuckDBEngine(Engine):
 
     def write_release(self, run: Run) -> Written:
         config, plan, decision = run.config, run.plan(), run.decision()
-        names = []
-        for chunk in run.chunks():
-            name = part_name(chunk.chunk_id, config.output.format)
-            path = run.staging.rstrip("/") + "/" + name
-            with self._opened([chunk.file]) as (session, source):
+        chunks = run.chunks()
+        names = [part_name(c.chunk_id, config.output.format) for c in chunks]
+        with self._opened([c.file for c in chunks]) as (session, whole):
+            parts = [
+                (name, _view(session, f"skald_part_{c.chunk_id}", [c.file]))
+                for name, c in zip(names, chunks, strict=True)
+            ]
 
-                def write(select: exp.Select, _: str, session=session, path=path) -> None:
-                    with passes.atomic_path(path) as writing:
-                        session.execute(copy_to_parquet(select, writing))
+            def write(select: exp.Select, name: str) -> None:
+                with passes.atomic_path(run.staging.rstrip("/") + "/" + name) as writing:
+                    session.execute(copy_to_parquet(select, writing))
 
-                passes.write_parts(session, [(name, source)], config, plan, decision, write)
-            names.append(name)
+            passes.write_parts(session, whole, parts, config, plan, decision, write)
         return Written(names, self._classes(run, names))
 
     def _classes(self, run: Run, names: list[str]):

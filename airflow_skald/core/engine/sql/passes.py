@@ -119,22 +119,25 @@ ROW_COLUMN = "file_row_number"
 
 def write_parts(
     session: SqlSession,
+    whole: SqlInput,
     parts: Sequence[tuple[str, SqlInput]],
     config: SkaldConfig,
     plan: Plan,
     decision: Decision,
     write: Callable[[exp.Select, str], None],
 ) -> None:
-    """Phase 3: each part's released rows, written by the engine (`write(select, name)`)."""
+    """Phase 3: each part's released rows (`parts`: its name and its rows' relation), written
+    by the engine (`write(select, name)`); the mapping, label and suppressed-key tables are
+    made once, from the `whole` input."""
     from airflow_skald.core.engine.sql.release import released_select
 
+    coding = coding_of(session, whole, plan, config)
+    labels, suppressed = send_tables(session, whole, plan, decision, coding)
     for name, source in parts:
-        coding = coding_of(session, source, plan, config)
-        labels, suppressed = send_tables(session, source, plan, decision, coding)
-        write(
-            released_select(session, source, config, plan, decision, coding, labels, suppressed),
-            name,
+        select = released_select(
+            session, source, config, plan, decision, coding, labels, suppressed
         )
+        write(select, name)
 
 
 @contextlib.contextmanager
