@@ -127,12 +127,14 @@ def aggregate_key(values: Sequence[Fraction], weights: Sequence[Fraction], how: 
     geometric mean -> prod((v+1)*w) (its n-th root minus 1 is monotone in it), arithmetic
     mean -> sum(v*w)/n, sum -> sum(v*w), maximum -> max(v*w), rank -> the v*w largest first
     (a `RankKey`, compared lexicographically)."""
-    weighted = [Fraction(v) * w for v, w in zip(values, weights, strict=True)]
-    if how == "geometric_mean":
-        out = Fraction(1)
+    if how == "geometric_mean":  # one Fraction of the products (the same value)
+        num, den = 1, 1
         for v, w in zip(values, weights, strict=True):
-            out *= (Fraction(v) + 1) * w
-        return out
+            v, w = Fraction(v), Fraction(w)
+            num *= (v.numerator + v.denominator) * w.numerator
+            den *= v.denominator * w.denominator
+        return Fraction(num, den)
+    weighted = [Fraction(v) * w for v, w in zip(values, weights, strict=True)]
     if how == "arithmetic_mean":
         return sum(weighted, Fraction(0)) / max(len(weighted), 1)
     if how == "sum":

@@ -8,6 +8,7 @@ known for every node of the lattice before any roll-up (shares only grow up the 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from fractions import Fraction
 
@@ -25,8 +26,14 @@ class Loss(MultiDimensional):
     orders_classes = True
 
     def _total(self, i: int, level: int) -> int:
-        """sum over labels of records * share numerator, at `level`."""
-        return exact_int_dot(self.ctx.marginal(i, level), self.ctx.shares(i)[1][level])
+        """sum over labels of records * share numerator, at `level` (once per QID and level:
+        every node at that level reads it)."""
+        totals = self.__dict__.setdefault("_totals", {})
+        if (i, level) not in totals:
+            totals[i, level] = exact_int_dot(
+                self.ctx.marginal(i, level), self.ctx.shares(i)[1][level]
+            )
+        return totals[i, level]
 
     def _normalised(self, i: int, raw_u: Fraction) -> Fraction:
         n, u = self.ctx.n_records, self.ctx.shares(i)[0]
@@ -43,13 +50,25 @@ class Loss(MultiDimensional):
             sup = ~j.kept
             sizes = scored.table.sizes[sup].astype(np.int64)
             codes = self.ctx.codes(scored.keys[sup], scored.node)
+        d, gi, si = self._integer_factors()
+        n = self.ctx.n_records
         for i, level in enumerate(scored.node):
             u, nums = self.ctx.shares(i)
             total = self._total(i, level)
             sup_n = exact_int_dot(sizes, nums[level][codes[i]]) if s else 0
-            raw_u = self.g * (total - sup_n) + sup_n + self.s * (s * u - sup_n)
-            out.append(self._normalised(i, raw_u))
+            # `_normalised(i, g (total - sup_n) + sup_n + s (s u - sup_n))` in integers times
+            # d (the factors' common denominator): one Fraction per QID, the same value
+            raw = gi * (total - sup_n) + d * sup_n + si * (s * u - sup_n)
+            num, den = raw - gi * n, n * (d * u - gi)
+            out.append(Fraction(num, den) if den and num > 0 else Fraction(0))
         return out
+
+    def _integer_factors(self) -> tuple[int, int, int]:
+        """d, g d and s d: the gs factor's g and s over their common denominator d."""
+        if "_factors" not in self.__dict__:
+            d = math.lcm(self.g.denominator, self.s.denominator)
+            self._factors = (d, int(self.g * d), int(self.s * d))
+        return self._factors
 
     def class_order(self, keys: np.ndarray, size: int, node: Sequence[int]) -> np.ndarray:
         """ARX's loss of each class alone (`getInformationLossInternal(node, entry)`): per
