@@ -10,9 +10,10 @@
  *     --iterative 0.05:100:0.05 [--output out.csv]
  *
  * --metric dmstar | loss (ARX's Loss, geometric mean; --gs-factor G for the global search).
- * JSON: node (levels in --qid order), arx_class_statistics.suppressed_records (the global
- * optimum's), local_recoding: steps[] (node, records_transformed, score: every optimize call
- * with a solution, a call that released nothing included), suppressed_after, own (the recoded
+ * JSON: node (QID -> level, as ArxRun), node_vector (levels in --qid order),
+ * arx_class_statistics.suppressed_records (the global optimum's), local_recoding: steps[]
+ * (node, records_transformed, score: every optimize call with a solution, a call that
+ * released nothing included), suppressed_after, own (the recoded
  * output's partition by the QIs' output strings); cpu_anonymize_main_thread_s: the search and
  * the recoding on the calling thread.
  */
@@ -98,7 +99,12 @@ public class ArxIterative {
         StringBuilder j = new StringBuilder("{\n");
         put(j, "arx_version", "\"" + ARXAnonymizer.VERSION + "\"");
         put(j, "rows", rows);
-        put(j, "node", opt == null ? "null" : Arrays.toString(levels(opt.getTransformation(), opt, qids)));
+        int[] node = levels(opt.getTransformation(), opt, qids);
+        StringBuilder named = new StringBuilder("{");
+        int q = 0;
+        for (String name : qids.keySet()) named.append(q == 0 ? "" : ", ").append('"').append(name).append("\": ").append(node[q++]);
+        put(j, "node", named.append("}"));
+        put(j, "node_vector", Arrays.toString(node));
         DataHandle out = result.getOutput(false);
         put(j, "arx_class_statistics", "{\"suppressed_records\": " + outliers(out) + "}");
         if (iterative != null) {

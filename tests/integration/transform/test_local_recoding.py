@@ -501,7 +501,7 @@ def test_adaptive_adult_equals_arx(tmp_path):
     )
     m = run(load_config(write_config(tmp_path / "adult.yaml", body)))
     got = m["local_recoding"]
-    assert list(m["node"].values()) == arx["node"]
+    assert m["node"] == arx["node"]
     assert got["before"]["n_suppressed"] == arx["arx_class_statistics"]["suppressed_records"]
     assert [(s["node_levels"], s["released"], Fraction(s["gs_factor"])) for s in got["steps"]] == (
         expected
