@@ -43,9 +43,17 @@ def _manifest(folder: Path) -> dict:
     [
         {"privacy": {"l_diversity": [{"attribute": "disease", "l": 2}]}},
         {"quality": {"objective": "loss"}, "suppressed_records": "drop"},
+        {
+            "direct_identifiers": [{"pid": "pseudonymise"}],
+            "pseudonym_key": {"env": "SKALD_TEST_KEY"},
+        },
     ],
 )
-def test_the_duckdb_engine_releases_what_the_chunk_path_releases(tmp_path, capsys, settings):
+def test_the_duckdb_engine_releases_what_the_chunk_path_releases(
+    tmp_path, capsys, monkeypatch, settings
+):
+    monkeypatch.setenv("SKALD_TEST_KEY", KEY)
+    texts = _statements(monkeypatch)
     inp = write_files(tmp_path / "in", 2, 150, 11)
     out = {}
     for engine in ("chunks", "duckdb"):
@@ -62,12 +70,46 @@ def test_the_duckdb_engine_releases_what_the_chunk_path_releases(tmp_path, capsy
     assert {**duck["settings"], "output": None} == {**chunks["settings"], "output": None}
     assert rows_multiset(out["duckdb"]) == rows_multiset(out["chunks"])
     assert rows_multiset(out["duckdb"])  # something was released
+    assert texts and not any(KEY in t or KEY.encode().hex() in t for t in texts)
+
+
+KEY = "a-pseudonym-key-0f3c9e7d1b2a4c68"
+
+
+def _statements(monkeypatch) -> list[str]:
+    """Every SQL text DuckDB is given during the test (the sessions' own methods, observed)."""
+    from airflow_skald.core.engine.sql import duckdb_session
+
+    texts: list[str] = []
+    real = duckdb_session.DuckDBSession.__init__
+
+    def init(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        execute = self.db.execute
+
+        def observed(sql, *params):
+            texts.append(sql)
+            return execute(sql, *params)
+
+        self.db = _Observed(self.db, observed)
+
+    monkeypatch.setattr(duckdb_session.DuckDBSession, "__init__", init)
+    return texts
+
+
+class _Observed:
+    """A DuckDB connection whose execute is observed; everything else is the connection's."""
+
+    def __init__(self, db, execute):
+        self._db, self.execute = db, execute
+
+    def __getattr__(self, name):
+        return getattr(self._db, name)
 
 
 REFUSED = [
     ({"input": {"format": "csv"}}, "reads Parquet files"),
     ({"utility": {"folds": 3}}, "utility"),
-    ({"pseudonymised": ["pid"], "pseudonym_key": {"env": "SKALD_TEST_KEY"}}, "pseudonymised"),
     ({"transformation": {"local_recoding": {"records": 0.01}}}, "local_recoding"),
     (
         {
@@ -95,7 +137,7 @@ def test_what_the_engine_does_not_run_is_refused_before_any_work(
         cfg[key] = {**cfg[key], **value} if merged else value
     code, err = _run(tmp_path, cfg, "refused", capsys)
     assert code == 2
-    assert message in err
+    assert message in err and "execution.engine duckdb" in err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]
 

@@ -17,7 +17,13 @@ from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import FirstRowScan
 from airflow_skald.core.data.files import local_path
-from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
+from airflow_skald.core.data.io import (
+    ChunkRef,
+    count_rows,
+    file_version,
+    list_input_files,
+    schema_of,
+)
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.base import Engine, Written
@@ -25,6 +31,7 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
+from airflow_skald.core.engine.sql.pseudonyms import hashable
 from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
 from airflow_skald.core.engine.sql.support import check_supported
 from airflow_skald.core.errors import ConfigError
@@ -87,6 +94,15 @@ class DuckDBEngine(Engine):
             if local_path(path) is None:
                 raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
         check_supported(config, NAME)
+        if config.pseudonymised:  # hashed in the engine: its text must be pyarrow's
+            schema = schema_of(config.input, list_input_files(config.input)[0])
+            for name in config.pseudonymised:
+                if name in schema.names and not hashable(schema.field(name).type):
+                    raise ConfigError(
+                        f"{prefix}: pseudonymised column '{name}' is "
+                        f"{schema.field(name).type}; the engine hashes text and whole "
+                        "numbers (use execution: chunks)"
+                    )
         _duckdb()  # installed, or one line saying how
 
     def list_input(self, run: Run) -> list[ChunkRef]:

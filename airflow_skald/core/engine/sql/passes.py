@@ -129,13 +129,15 @@ def write_parts(
     """Phase 3: each part's released rows (`parts`: its name and its rows' relation), written
     by the engine (`write(select, name)`); the mapping, label and suppressed-key tables are
     made once, from the `whole` input."""
+    from airflow_skald.core.engine.sql.pseudonyms import send_key
     from airflow_skald.core.engine.sql.release import released_select
 
     coding = coding_of(session, whole, plan, config)
     labels, suppressed = send_tables(session, whole, plan, decision, coding)
+    key = send_key(session, config.pseudonym_key.secret()) if config.pseudonymised else None
     for name, source in parts:
         select = released_select(
-            session, source, config, plan, decision, coding, labels, suppressed
+            session, source, config, plan, decision, coding, labels, suppressed, key
         )
         write(select, name)
 

@@ -60,10 +60,16 @@ def released_select(
     coding: Coding,
     labels: list[str | None],
     suppressed: str | None,
+    key: str | None = None,
 ) -> exp.Select:
     """The released rows of `source`: `labels[i]` is QID i's label table (None: one bin),
-    `suppressed` the table of suppressed class keys (None: none suppressed)."""
+    `suppressed` the table of suppressed class keys (None: none suppressed), `key` the
+    pseudonym key's table (`pseudonyms.send_key`; None: no pseudonyms)."""
+    from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
+
     select = coding.relation(source)
+    if key is not None:
+        select = select.join(exp.alias_(D.table(key), KEY), join_type="cross")
     masked: exp.Expression | None = None
     if suppressed is not None:
         key = coding.key(plan, tuple(decision.node))
@@ -76,6 +82,9 @@ def released_select(
     index = {d.name: i for i, d in enumerate(plan.dims)}
     out = []
     for name in released_columns(config, plan.stats.columns):
+        if name in config.pseudonymised and key is not None:
+            out.append(pseudonym(name, source.type_of(name)).as_(name))
+            continue
         if name not in index:
             out.append(D.column(name, INPUT).as_(name))
             continue

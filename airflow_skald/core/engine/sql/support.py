@@ -33,7 +33,6 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
             "query text; use execution: chunks"
         )
     checks = [
-        (config.pseudonymised, "pseudonymised (a keyed hash in the engine)"),
         (config.research_subset is not None, "research_subset"),
         (config.microaggregations, "microaggregation"),
         (config.local_recoding is not None, "transformation.local_recoding"),

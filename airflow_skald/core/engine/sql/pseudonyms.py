@@ -1,0 +1,63 @@
+"""Pseudonyms computed by the engine (docs/design.md §2a, §2b): HMAC-SHA-256 of each value's
+text in the pseudonyms' domain, as `generalise.pseudonym.Hasher` makes them, 64 lowercase
+hex digits, a null staying null.
+
+The key never enters SQL text: its inner and outer pads go to the engine as a one-row
+temporary table (data, like the mapping tables), joined to the released rows; the
+statement names the table only. DuckDB's functions (sha256, unhex, encode); other dialects
+are not built yet."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pyarrow as pa
+from sqlglot import exp
+
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.coding import INPUT
+from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.settings import keyed
+
+KEY = "pk"  # the key table's alias
+
+
+def send_key(session: SqlSession, secret: bytes) -> str:
+    """The key's pads and the domain's framed label as a one-row temporary table."""
+    key = hashlib.sha256(secret).digest() if len(secret) > 64 else secret
+    key = key.ljust(64, b"\0")
+    row = {
+        "ipad": [bytes(b ^ 0x36 for b in key)],
+        "opad": [bytes(b ^ 0x5C for b in key)],
+        "domain": [keyed.message(keyed.PSEUDONYM)],
+    }
+    return session.send("key", pa.table({k: pa.array(v, pa.binary()) for k, v in row.items()}))
+
+
+def _f(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def _concat(*parts: exp.Expression) -> exp.Expression:
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.DPipe(this=out, expression=p)
+    return out
+
+
+def pseudonym(column: str, typ: pa.DataType) -> exp.Expression:
+    """The pseudonym of `column`'s value (its text: a number's decimal text)."""
+    value: exp.Expression = D.column(column, INPUT)
+    if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
+        value = exp.cast(value, exp.DataType.build("VARCHAR"))
+    data = _f("encode", value)
+    length = _f(
+        "unhex", _f("lpad", _f("to_hex", _f("octet_length", data)), D.number(16), D.text("0"))
+    )
+    inner = _f("sha256", _concat(D.column("ipad", KEY), D.column("domain", KEY), length, data))
+    return _f("sha256", _concat(D.column("opad", KEY), _f("unhex", inner)))
+
+
+def hashable(typ: pa.DataType) -> bool:
+    """Types whose text the engine writes as pyarrow does (text, whole numbers)."""
+    return pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
