@@ -122,5 +122,5 @@ class Engine(ABC):
         `run.microaggregates()`, pseudonyms, a DP run's sample) and written into
         `run.staging` as `config.output.format` parts named `release.write.commit.part_name(
         chunk_id, format)` for each chunk of `list_input`; returns them with their classes
-        read back from the written parts (`release.count.classes.release_classes`). A table
+        read back from the written parts (`release.count.parts.release_classes`). A table
         release is loaded from the staged parts by the shared publish step (§2a)."""

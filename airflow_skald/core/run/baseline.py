@@ -11,7 +11,7 @@ written generalised to its own node by the same `write_parts`.
 The manifest reports every chunk's node and own DM*, their sum, and the figures of the UNION of
 the released parts: classes are identical released QID tuples across all parts, suppressed
 records are counted over the whole union (as `skald verify` reads any release). Those figures
-are counted from the written parts (`classes.release_classes`), each part is checked on its own
+are counted from the written parts (`parts.release_classes`), each part is checked on its own
 (k and every criterion, t-closeness against the chunk's own distribution), and both are
 cross-checked against what the searches predicted.
 """
@@ -42,7 +42,7 @@ from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
 from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.check.class_figures import class_figures
 from airflow_skald.core.release.check.verify_steps import class_local, verify_steps
-from airflow_skald.core.release.count.classes import release_classes
+from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.manifest import (
     privacy_section,
     provenance_section,

@@ -42,7 +42,8 @@ from airflow_skald.core.generalise.part import generalise_table, released_column
 from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.privacy.research_subset import flags_of
 from airflow_skald.core.progress import ChunkProgress, Progress
-from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.commit import part_name, write_part_atomic
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import Decision

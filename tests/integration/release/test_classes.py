@@ -15,7 +15,8 @@ from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.release.check.verify import verify_release
-from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.run import pipeline, runner
 
 LABELS = {"a": ["[0-9]", "[10-19]", "*"], "b": ["x", "y", "*"]}

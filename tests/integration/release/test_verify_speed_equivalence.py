@@ -15,8 +15,10 @@ import pytest
 from airflow_skald.core.data.io import read_release_part
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.domain import dictionary_of
-from airflow_skald.core.release.count import classes as verify
-from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.count import dense
+from airflow_skald.core.release.count import parts as counting
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.count.parts import release_classes
 
 QIDS = ["a", "b", "c"]
 SENSITIVE = ["s", "t"]
@@ -64,7 +66,7 @@ def _part_classes(location: DataLocation, part: str) -> ReleaseClasses:
     labels, codes = [], []
     for name in [*QIDS, *SENSITIVE]:
         column = table.column(name)
-        enc = dictionary_of(column) if name in QIDS else verify._values(table, name)
+        enc = dictionary_of(column) if name in QIDS else counting.value_dictionary(table, name)
         local, index = enc.dictionary.to_pylist(), enc.indices
         if any(v is None for v in local) or index.null_count:
             local, index = [*local, None], index.fill_null(len(local))
@@ -86,7 +88,7 @@ def _same(got: ReleaseClasses, want: ReleaseClasses) -> None:
 # start (batched merges, never dense again); refused then taken up again once the merged
 # classes are many enough; growing in small steps (re-laid out) within a tight bound
 SETTINGS = [
-    (verify.DENSE_CLASS_CELLS, verify.DENSE_CELLS_PER_CLASS, verify.MERGE_BATCH_CLASSES),
+    (dense.DENSE_CLASS_CELLS, dense.DENSE_CELLS_PER_CLASS, counting.MERGE_BATCH_CLASSES),
     (1, 0, 50),
     (64, 60, 100),
     (2_000, 40, 300),
@@ -100,9 +102,9 @@ def test_release_classes_equal_merge_of_part_tables(
     tmp_path: Path, monkeypatch, seed: int, settings: tuple[int, int, int], shared: bool
 ) -> None:
     cells, per_class, batch = settings
-    monkeypatch.setattr(verify, "DENSE_CLASS_CELLS", cells)
-    monkeypatch.setattr(verify, "DENSE_CELLS_PER_CLASS", per_class)
-    monkeypatch.setattr(verify, "MERGE_BATCH_CLASSES", batch)
+    monkeypatch.setattr(dense, "DENSE_CLASS_CELLS", cells)
+    monkeypatch.setattr(dense, "DENSE_CELLS_PER_CLASS", per_class)
+    monkeypatch.setattr(counting, "MERGE_BATCH_CLASSES", batch)
     parts = _write_parts(tmp_path, seed, n_parts=24, shared=shared)
     location = DataLocation(str(tmp_path), "parquet")
     want = ReleaseClasses.merge([_part_classes(location, p) for p in parts])
@@ -119,18 +121,18 @@ def test_release_classes_equal_merge_of_part_tables(
 
 def test_sparse_then_dense_again_is_taken(tmp_path: Path, monkeypatch) -> None:
     """The settings above do reach each path: refused, merged in batches, dense again."""
-    monkeypatch.setattr(verify, "DENSE_CLASS_CELLS", 64)
-    monkeypatch.setattr(verify, "DENSE_CELLS_PER_CLASS", 60)
-    monkeypatch.setattr(verify, "MERGE_BATCH_CLASSES", 100)
+    monkeypatch.setattr(dense, "DENSE_CLASS_CELLS", 64)
+    monkeypatch.setattr(dense, "DENSE_CELLS_PER_CLASS", 60)
+    monkeypatch.setattr(counting, "MERGE_BATCH_CLASSES", 100)
     taken = []
-    of = verify._DenseClasses.of.__func__
+    of = dense.DenseClasses.of.__func__
 
     def spy(cls, classes):
         dense = of(cls, classes)
         taken.append(dense is not None)
         return dense
 
-    monkeypatch.setattr(verify._DenseClasses, "of", classmethod(spy))
+    monkeypatch.setattr(dense.DenseClasses, "of", classmethod(spy))
     parts = _write_parts(tmp_path, 0, n_parts=24, shared=True)
     location = DataLocation(str(tmp_path), "parquet")
     release_classes(parts, location, QIDS, SENSITIVE)

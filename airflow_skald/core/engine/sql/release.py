@@ -25,7 +25,8 @@ from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import bin_labels, released_columns
-from airflow_skald.core.release.count.classes import ReleaseClasses, _classes, _values
+from airflow_skald.core.release.count.classes import ReleaseClasses, distinct_classes
+from airflow_skald.core.release.count.parts import value_dictionary
 from airflow_skald.core.search.decide import Decision
 
 SUPPRESSED = "sup"
@@ -136,7 +137,7 @@ def classes_of(table: pa.Table, qids: list[str], sensitive: list[str]) -> Releas
         return ReleaseClasses.empty(len(qids) + len(sensitive), n_rows)
     labels, codes = [], []
     for name in [*qids, *sensitive]:
-        enc = dictionary_of(table.column(name)) if name in qids else _values(table, name)
+        enc = dictionary_of(table.column(name)) if name in qids else value_dictionary(table, name)
         local, index = enc.dictionary.to_pylist(), enc.indices
         if any(v is None for v in local) or index.null_count:
             if name in qids:
@@ -146,7 +147,7 @@ def classes_of(table: pa.Table, qids: list[str], sensitive: list[str]) -> Releas
         codes.append(index.to_numpy(zero_copy_only=False))
     radices = [max(len(x), 1) for x in labels]
     weights = table.column("n").to_numpy().astype(np.int64)
-    classes, counts = _classes(codes, radices, weights)
+    classes, counts = distinct_classes(codes, radices, weights)
     return ReleaseClasses(labels, classes, counts, n_rows)
 
 

@@ -22,7 +22,8 @@ from airflow_skald.core.data.io import local_path
 from airflow_skald.core.data.location import FORMATS, DataLocation
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.registry import check_entry
-from airflow_skald.core.release.count.classes import ReleaseClasses, release_classes
+from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.release.write.manifest_schema import Manifest
 
