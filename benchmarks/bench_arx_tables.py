@@ -22,7 +22,9 @@ Same answer: the node (every QID's level) and the number of suppressed records m
 both sides, except where a case says the product's answer is the better one (population
 uniqueness: the shortest fulfilling prefix, which ARX's binary search can miss; docs/design.md §4c):
 there the product's DM* must be no worse than ARX's, with the figures printed.
-This round's models have rows of their own: local recoding (`adult-lr-5`: every step's node and
+ARX's game-theoretic models (`adult-profit-*`: profitability with and without attack, prosecutor
+and journalist, the publisher-payout objective) run on ARX's side through the project's harness
+of the same jars (benchmarks/arx_profitability). This round's models have rows of their own: local recoding (`adult-lr-5`: every step's node and
 records released must be ARX's), microaggregation (`adult-micro-5`: node and suppressed
 records; the released means are compared with ARX's in tests/) and differential privacy
 (`adult-dp`: SafePub's node and sample are random draws on both sides, so the derived k and
@@ -59,6 +61,7 @@ from arx_answers import ITERATIVE
 from arx_tables import ADULT_SENSITIVE, write_table
 
 ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
+PROFITABILITY = Path(__file__).resolve().parent / "arx_profitability" / "arx-profitability"
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,8 @@ class Case:
     # its node and sample are random draws)
     answer: str = "node"
     command: Path | None = None  # a harness of the project's (same jars) in place of ARX's
+    # the harness takes `arx` as its whole arguments (profitability, ADR 0046)
+    harness: bool = False
 
 
 PU = {"max": 0.01, "model": "pitman", "sampling_fraction": 0.1}
@@ -142,6 +147,40 @@ CASES["adult-zayatz-4"] = Case(
     objective="loss",
     no_k=True,
 )
+# issue 44 item 9: ARX's game-theoretic models and the publisher-payout objective (ADR 0046),
+# with ARX's TestAnonymizationProfitability getConfig2() (attacks pay below 6 records)
+COST = {
+    "publisher_benefit": 1200,
+    "publisher_loss": 3000,
+    "adversary_gain": 120,
+    "adversary_cost": 20,
+}
+ARX_COST = ("--benefit", "1200", "--loss", "3000", "--gain", "120", "--cost", "20")
+for _name, _prof, _model, _subset in (
+    ("adult-profit-pros-4", COST, "prosecutor", False),
+    ("adult-profit-jour-4", {**COST, "attacker": "journalist"}, "journalist", True),
+    ("adult-profit-pros-noattack-4", {"attack": False}, "prosecutor-noattack", False),
+    (
+        "adult-profit-jour-noattack-4",
+        {**COST, "attacker": "journalist", "attack": False},
+        "journalist-noattack",
+        True,
+    ),
+):
+    _cost = ARX_COST if "adversary_cost" in _prof else ()
+    _metric = "payout-journalist" if _subset else "payout-prosecutor"
+    CASES[_name] = Case(
+        "adult",
+        0.04,
+        {"profitability": _prof},
+        ("--model", _model, *_cost, "--metric", _metric)
+        + (("--subset", "mod:10:0") if _subset else ()),
+        objective="publisher_payout",
+        no_k=True,
+        subset=_subset,
+        command=PROFITABILITY,
+        harness=True,
+    )
 DP_ENV = "SKALD_BENCH_DP_KEY"  # the DP case's secret (a benchmark's, not a real key)
 CASES.update(
     {
@@ -262,6 +301,8 @@ def _arx_args(case: Case, body: dict, folder: Path) -> list[str]:
         if not dst.exists():
             _arx_hierarchy(Path(q["hierarchy_file"]), dst, ";")
         args += ["--qid", f"{q['name']}={dst}"]
+    if case.harness:  # its own arguments; every other column insensitive
+        return [*args, *case.arx, "--suppression", str(case.limit)]
     columns = (
         pq.read_schema(folder / "data.parquet").names
         if case.table != "adult"

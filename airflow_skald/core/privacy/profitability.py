@@ -60,6 +60,23 @@ class Profitability(ProfitabilityEntry, PrivacyModel):  # type: ignore[misc]
     def keeps(self, table: ClassTable) -> np.ndarray:
         return (table.sizes > 0) & (self.payout(table) > 0)
 
+    @property
+    def smallest_kept(self) -> int:
+        """The prosecutor keeps no class of fewer records than the cost/benefit allows at
+        loss 0 (`CostBenefit.smallest_keepable`): k-anonymity at that size is the monotone
+        part the search tags on. The journalist's is on population counts (`judged`)."""
+        return 1 if self.population_based else self.settings.cost.smallest_keepable()
+
+    def judged(self, table: ClassTable) -> tuple[np.ndarray, float]:
+        """With the journalist, the subset records of classes with fewer population records
+        than the cost/benefit allows at loss 0: suppressed here and at every finer node (a
+        class's population records only fall as classes split)."""
+        keeps = self.keeps(table)
+        if not self.population_based:
+            return keeps, 0.0
+        few = population_of_table(table, "profitability") < self.settings.cost.smallest_keepable()
+        return keeps, float(table.sizes[few].sum(dtype=np.int64))
+
     def violation(self, table: ClassTable, where: str) -> str | None:
         if table.label_loss is None:  # a written release: no domain shares in it
             return None

@@ -72,7 +72,7 @@ class PublisherPayout(Metric):
         journalist = self.journalist and table.population is not None
         payout = self.cost.payout(loss, success_probability(table, journalist))
         kept = scored.judgement.kept
-        return float(np.dot(table.sizes[kept].astype(np.float64), payout[kept]))
+        return float((table.sizes[kept] * payout[kept]).sum())
 
     def _factor(self) -> float:
         return min(self.g, self.s) * self.benefit
@@ -80,7 +80,7 @@ class PublisherPayout(Metric):
     def lower_bound(self, table: ClassTable) -> float | None:
         if table.label_loss is None:
             return None
-        total = float(np.dot(table.sizes.astype(np.float64), table.label_loss))
+        total = float((table.sizes * table.label_loss).sum())  # (no BLAS call per node)
         return round_down(self._factor() * total)
 
     def node_bounds(self, lattice: Lattice) -> np.ndarray | None:

@@ -51,6 +51,18 @@ class CostBenefit:
             return int(threshold) + 1
         return math.ceil(threshold)
 
+    def smallest_keepable(self, cap: int = 1 << 20) -> int:
+        """The fewest records (or population records, for the journalist) of a class whose
+        payout can be > 0 at all (at loss 0, the best case): below it a class is suppressed
+        whatever its labels, at every node (its success only grows as classes split). At most
+        `cap` (a bound, never above the true figure)."""
+        if self.publisher_benefit == 0:
+            return cap  # no benefit: no payout is ever > 0
+        sizes = np.arange(1, min(self.no_attack_k(), cap) + 1, dtype=np.float64)
+        keepable = self.payout(np.zeros(sizes.size), 1.0 / sizes) > 0
+        found = np.flatnonzero(keepable)
+        return int(found[0]) + 1 if found.size else min(self.no_attack_k(), cap)
+
     def payout(self, loss: np.ndarray, success: np.ndarray) -> np.ndarray:
         """The publisher's expected payout per record of classes with entropy-based loss
         `loss` and adversary success probability `success` (``getExpectedPublisherPayout``):
