@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from functools import partial
 
 import numpy as np
 
@@ -35,16 +34,35 @@ def max_loss(ctx: QualityContext) -> float:
 def class_loss(ctx: QualityContext, keys: np.ndarray, node: Sequence[int]) -> np.ndarray:
     """Each class's entropy-based loss (float64), the classes given by their `keys` at
     `node`."""
-    top = max_loss(ctx)
-    if top == 0 or math.isnan(top) or math.isinf(top):
-        return np.zeros(keys.size, dtype=np.float64)
-    product = np.ones(keys.size, dtype=np.float64)
-    for i, (codes, level) in enumerate(zip(ctx.codes(keys, node), node, strict=True)):
-        u, nums = ctx.shares(i)
-        product *= nums[level][codes].astype(np.float64) / float(u)
-    with np.errstate(divide="ignore"):
-        loss = np.log10(product) / top + 1.0
-    return np.clip(loss, 0.0, 1.0)
+    return ClassLoss(ctx)(keys, tuple(node))
+
+
+class ClassLoss:
+    """`class_loss` for one search: the labels' shares as doubles, per QID and level, made
+    once (ARX's `DomainShare` stores them so)."""
+
+    def __init__(self, ctx: QualityContext):
+        self.ctx = ctx
+        self.top = max_loss(ctx)
+        self._shares: dict[tuple[int, int], np.ndarray] = {}
+
+    def _share(self, i: int, level: int) -> np.ndarray:
+        key = (i, level)
+        if key not in self._shares:
+            u, nums = self.ctx.shares(i)
+            self._shares[key] = nums[level].astype(np.float64) / float(u)
+        return self._shares[key]
+
+    def __call__(self, keys: np.ndarray, node: tuple[int, ...]) -> np.ndarray:
+        top = self.top
+        if top == 0 or math.isnan(top) or math.isinf(top):
+            return np.zeros(keys.size, dtype=np.float64)
+        product = np.ones(keys.size, dtype=np.float64)
+        for i, (codes, level) in enumerate(zip(self.ctx.codes(keys, node), node, strict=True)):
+            product *= self._share(i, level)[codes]
+        with np.errstate(divide="ignore"):
+            loss = np.log10(product) / top + 1.0
+        return np.clip(loss, 0.0, 1.0, out=loss)
 
 
 def level_loss(ctx: QualityContext, i: int, level: int) -> float:
@@ -66,4 +84,4 @@ def label_losses(
     wanted = any(m.reads_label_loss for m in models) or getattr(
         objective, "reads_label_loss", False
     )
-    return partial(class_loss, ctx) if wanted else None
+    return ClassLoss(ctx) if wanted else None
