@@ -45,6 +45,7 @@ CASES = [
     ("aecs", "t-ordered", "1", "mask", None),
     ("loss", "mixed", "2", "mask", 20),
     ("nu_entropy", "entropy", "1", "drop", None),
+    ("nu_entropy_nm", "entropy", "2", "mask", None),
     ("precision", "t-ordered", "2", "drop", None),
     ("height", "mixed", "1", "mask", None),
     ("publisher_payout", "distinct", "2", "mask", None),
