@@ -118,7 +118,10 @@ def released_classes(
     """
     node = tuple(decision.node)
     keys, table = source.keyed(node)
-    kept = policy.judge(table).kept
+    if any(m.reads_label_loss for m in policy.models):  # the search's verdict (ADR 0046)
+        kept = ~np.isin(keys, decision.suppressed_keys)
+    else:
+        kept = policy.judge(table).kept
     out = _labelled(plan, node, keys[kept], table.sizes[kept])
     for step in decision.steps:
         if not step.at_top:

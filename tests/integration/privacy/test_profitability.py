@@ -184,3 +184,22 @@ def _same_as_arx(manifest: dict, arx: dict) -> None:
     figures = [m for m in manifest["privacy_models"] if m["model"] == "profitability"]
     if figures:  # with an attack: the kept records' payout, ARX's "Publisher payout"
         assert figures[0]["publisher_payout"] == pytest.approx(arx["publisher_payout"], rel=1e-12)
+
+
+def test_verify_audit_and_per_chunk_name_what_they_cannot_judge(generated, tmp_path, capsys):
+    """`skald verify` re-checks the release but names the attack model as not re-checked
+    (exit 4: a release holds no domain shares); `skald audit` lists it as not checked; the
+    per-chunk baseline releases what each chunk's search kept."""
+    import json
+
+    from airflow_skald.cli import main
+
+    _run(generated, tmp_path / "out", COST, 0.05, 100, False)
+    config = tmp_path / "out.yaml"
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path / "out")]) == 4
+    assert "profitability" in capsys.readouterr().out
+    assert main(["audit", str(config)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [m["model"] for m in report["not_checked"]] == ["profitability"]
+    assert main(["run", str(config), "--per-chunk", "--overwrite", "--quiet"]) == 0

@@ -96,6 +96,12 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
     not_checked += [
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
     ]
+    # a class's information loss is its labels' at a node of the hierarchies: the search judges
+    # these models, a table as it is cannot be (ADR 0046)
+    not_checked += [
+        {**m.describe(), "reason": NOT_AT_A_NODE} for m in config.privacy if m.reads_label_loss
+    ]
+    config = replace(config, privacy=tuple(m for m in config.privacy if not m.reads_label_loss))
     if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
         # docs/design.md §4f: a step judged them against its own records, not the whole release's
         local, listed = split_local(config.privacy, BY_STEP)
@@ -144,6 +150,10 @@ BY_STEP = (
     "not checked: local recoding judged it per step against that step's records, which the "
     "release's rows alone do not tell apart; skald verify re-checks every step from the "
     "release's recoding_steps.json"
+)
+NOT_AT_A_NODE = (
+    "not checked: profitability weighs each class by its labels' domain shares at a node of the "
+    "hierarchies, which the table as it is does not have (the run's search judged it)"
 )
 NOT_AUDITED = (
     "not checked: a release holds no population record; skald verify re-checks it from the "
