@@ -228,5 +228,6 @@ def settings_line(config) -> str:
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
+        f"execution={config.execution} "  # the engine's name only: a connection may hold a secret
         f"config_sha256={config.fingerprint()[:12]}"
     )

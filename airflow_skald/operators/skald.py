@@ -49,7 +49,8 @@ class EncodeOperator(SkaldBaseOperator):
         from airflow_skald.core.run.runner import ENCODE, begin_run
 
         if self.mode in ("all", "list"):
-            groups = begin_run(run, LEASE_TTL_S, dag_run_gone, int(self.chunks_per_task or 1))
+            per_group, mapped = int(self.chunks_per_task or 1), self.mode == "list"
+            groups = begin_run(run, LEASE_TTL_S, dag_run_gone, per_group, mapped)
             if self.mode == "list":
                 return groups
         if self.mode == "partial":

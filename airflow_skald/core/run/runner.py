@@ -28,6 +28,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.release.write.commit import discard, prepare_staging, remove_stale_staging
 from airflow_skald.core.release.write.lease import (
     Judge,
@@ -101,11 +102,16 @@ def claim_output(
         yield lease
 
 
-def begin_run(run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int) -> list[dict]:
+def begin_run(
+    run: Run, ttl_s: float, judge: Judge | None, chunks_per_group: int, mapped: bool = False
+) -> list[dict]:
     """A run of several task processes (Airflow), before phase 1: the output checked, the
     output's lease taken for its later tasks (`claim_output`), the config archived and the chunks
-    listed in groups (returned, for mapped tasks); refused, the run frees the output at once."""
-    run.engine()  # an engine not registered, or refusing the config: before anything is written
+    listed in groups (returned, for mapped tasks: `mapped`, which only an engine with chunk
+    groups runs); refused, the run frees the output at once."""
+    engine = run.engine()  # not registered, or refusing the config: before anything is written
+    if mapped and not engine.groups:
+        chunk_engine(run)  # refused in one line: mapped tasks per chunk group need chunks
     # the output is not the input, a file or foreign data: checked before the lease or
     # the artifacts create anything (a refusal writes nothing)
     check_output_target(run.config)

@@ -128,8 +128,9 @@ class Run:
 
     # ------------------------------------------------------------------ chunk layout
     def layout(self, chunks_per_group: int = 1) -> list[dict]:
-        """List the chunks once (phase 0) and cut them into groups for mapped tasks; a
-        database input is read here, once, into the staged chunks the passes read."""
+        """What the run reads, listed once by its engine (phase 0, `Engine.list_input`: the
+        chunk engine reads a database input here, once, into the staged chunks the passes
+        read), cut into groups for mapped tasks."""
         self.check_secrets()  # no key, one key for both: refused before any read
         self.check_target_early()
         chunks = self.engine().list_input(self)

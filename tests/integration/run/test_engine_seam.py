@@ -85,4 +85,6 @@ def test_chunk_groups_and_per_chunk_runs_are_the_chunk_engines_own(tmp_path, cou
         R.ENCODE.run_group(R.Run(config), 0, [0])
     with pytest.raises(ConfigError, match="need execution: chunks"):  # before phase 1
         run_per_chunk(config)
+    with pytest.raises(ConfigError, match="need execution: chunks"):  # the DAG's list task
+        R.begin_run(R.Run(config), 60.0, None, 1, mapped=True)
     assert not out.exists() and counting == {}
