@@ -19,13 +19,14 @@ def provide_secrets(
     from dataclasses import replace
 
     from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.core.transform import registry as transform_registry
 
     if dp_key_conn_id or dp_key_variable:
         kind, name = (
             ("connection", dp_key_conn_id) if dp_key_conn_id else ("variable", dp_key_variable)
         )
         config = replace(config, dp_key=SecretRef("dp_key", kind, str(name)))
-    for ref in (config.pseudonym_key, config.dp_key):
+    for ref in (*transform_registry.secrets_of(config.transformations), config.dp_key):
         if ref is not None and ref.from_airflow:
             ref.provide(airflow_secret(ref))
     return config

@@ -19,6 +19,7 @@ from typing import Any
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import OBJECTIVES, DifferentialPrivacy
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
+from airflow_skald.core.transform import registry as transform_registry
 
 # config fields of features ARX does not run with differential privacy
 _REFUSED = {
@@ -92,11 +93,9 @@ def check_released_columns(config: Any) -> None:
             f"differential_privacy: {_UNBOUNDED}; declare it a quasi-identifier (with a "
             "hierarchy) or leave it out (direct_identifiers)"
         )
-    for name in config.pseudonymised:
-        raise ConfigError(
-            f"direct identifier '{name}' would be released as a pseudonym under "
-            f"differential_privacy: {_UNBOUNDED}; drop it instead of pseudonymising it"
-        )
+    refusal = transform_registry.dp_refusal(config.transformations, _UNBOUNDED)
+    if refusal is not None:
+        raise ConfigError(refusal)
 
 
 def passed_through_refusal(column: str) -> str:

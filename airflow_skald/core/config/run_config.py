@@ -25,10 +25,10 @@ from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
+from airflow_skald.core.settings.direct_identifiers import parse_direct_identifiers
 from airflow_skald.core.settings.parse import mapping as _mapping
 from airflow_skald.core.settings.parse import names as _names
 from airflow_skald.core.settings.parse import no_unknown as _no_unknown
-from airflow_skald.core.settings.pseudonym import parse_direct_identifiers, parse_pseudonym_key
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import (
@@ -39,6 +39,8 @@ from airflow_skald.core.settings.table import (
     read_file_setting,
 )
 from airflow_skald.core.settings.yaml_load import load_yaml_file
+from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.base import ParseContext as TransformContext
 from airflow_skald.core.utility import config as utility_config
 
 # what a caller imports from here (the config's loader): the config and its parts too
@@ -80,7 +82,6 @@ _SECTIONS = {
     "qid_priority",
     "quality",
     "research_subset",
-    "pseudonym_key",
     "transformation",
     "dp_key",
 }
@@ -94,7 +95,7 @@ def config_from_dict(
     first, then `with_overrides` judges)."""
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping")
-    _no_unknown(raw, _SECTIONS | file_keys(), "config")
+    _no_unknown(raw, _SECTIONS | transform_registry.config_sections() | file_keys(), "config")
     for key in ("input", "output", "quasi_identifiers", "privacy"):
         if key not in raw:
             raise ConfigError(f"config is missing '{key}'")
@@ -127,8 +128,9 @@ def config_from_dict(
         )
     out_of_lattice = [q for q in every_qid if q not in qids]
     names = [q.name for q in qids]
-    direct, pseudonymised = parse_direct_identifiers(raw.get("direct_identifiers") or [])
-    key = parse_pseudonym_key(raw.get("pseudonym_key"), pseudonymised, base_dir)
+    direct, _ = parse_direct_identifiers(raw.get("direct_identifiers") or [])
+    transformations = transform_registry.parse_all(raw, TransformContext(base_dir))
+    transformed = transform_registry.columns_of(transformations)
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
     subset = ResearchSubset.parse(
         raw.get("research_subset"), lambda r, where: parse_location(r, where, base_dir)
@@ -187,9 +189,8 @@ def config_from_dict(
         privacy=models,
         suppression_limit=_file(raw, "suppression_limit"),
         chunk_rows=_file(raw, "chunk_rows"),
-        direct_identifiers=tuple(n for n in direct if n not in pseudonymised),
-        pseudonymised=tuple(pseudonymised),
-        pseudonym_key=key,
+        direct_identifiers=tuple(n for n in direct if n not in transformed),
+        transformations=transformations,
         sensitive_attributes=tuple(sensitive),
         histogram_bins=_file(raw, "histogram_bins"),
         qid_priority=tuple(priority),

@@ -10,7 +10,7 @@ import posixpath
 from dataclasses import asdict, dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_skald.core.config.dp_rules import apply_dp_rules
 from airflow_skald.core.config.locations import absolute_path
@@ -31,7 +31,6 @@ from airflow_skald.core.privacy.registry import (
 from airflow_skald.core.privacy.research_subset import ResearchSubset
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
 from airflow_skald.core.settings.microaggregation import Microaggregation
-from airflow_skald.core.settings.pseudonym import key_id
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
@@ -39,7 +38,11 @@ from airflow_skald.core.settings.table import BY_NAME, parse_overrides
 from airflow_skald.core.settings.transformation import LocalRecodingSettings, check_mode
 from airflow_skald.core.settings.transformation import check_models as check_recoded_models
 from airflow_skald.core.settings.utility import UtilitySettings
+from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.base import Transformation
 from airflow_skald.core.utility import config as utility_config
+
+T = TypeVar("T", bound=Transformation)
 
 
 @dataclass(frozen=True)
@@ -75,10 +78,8 @@ class SkaldConfig:
         None  # the utility analysis (docs/design.md §5), off when None
     )
     direct_identifiers: tuple[str, ...] = ()  # dropped
-    pseudonymised: tuple[
-        str, ...
-    ] = ()  # direct identifiers replaced by pseudonyms (docs/design.md §2a)
-    pseudonym_key: SecretRef | None = field(default=None, compare=False, repr=False)
+    # the transformations the config asks for, each its typed settings (core.transform)
+    transformations: tuple[Transformation, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
     # a population table whose flagged records are released (docs/design.md §4e)
@@ -113,6 +114,15 @@ class SkaldConfig:
     def execution_connection(self) -> str | None:
         """The engine's connection (`execution.connection`; None: none given)."""
         return self.execution_settings.connection
+
+    def transformation(self, cls: type[T]) -> T | None:
+        """The configured transformation of class `cls` (its settings), or None."""
+        return next((t for t in self.transformations if isinstance(t, cls)), None)
+
+    @property
+    def transformed_columns(self) -> tuple[str, ...]:
+        """Input columns the transformations read and release transformed."""
+        return transform_registry.columns_of(self.transformations)
 
     @property
     def qid_names(self) -> list[str]:
@@ -291,7 +301,7 @@ class SkaldConfig:
             "root": self.root,
             **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
             **self._risk_settings(),
-            **self._pseudonym_settings(),
+            **transform_registry.settings_of(self.transformations),
             **(
                 {"transformation": {"local_recoding": self.local_recoding.describe()}}
                 if self.local_recoding is not None
@@ -299,14 +309,6 @@ class SkaldConfig:
             ),
             **({"utility": self.utility.describe()} if self.utility else {}),
         }
-
-    def _pseudonym_settings(self) -> dict[str, Any]:
-        """Pseudonymised columns and the key's check value (never the key), when any: a
-        release made with another key has other settings."""
-        if not self.pseudonymised:
-            return {}
-        key = key_id(self.pseudonym_key) if self.pseudonym_key else None
-        return {"pseudonymised": list(self.pseudonymised), "pseudonym_key_id": key}
 
     def _risk_settings(self) -> dict[str, Any]:
         """The risk analysis's settings, listed only when set (so configs without them keep

@@ -47,7 +47,7 @@ def check_columns(config: SkaldConfig, names: list[str], where: str) -> None:
         *config.qid_names,
         *(q.name for q in config.microaggregated),
         *config.direct_identifiers,
-        *config.pseudonymised,
+        *config.transformed_columns,
         *config.sensitive_attributes,
         *(config.research_subset.input_columns if config.research_subset else ()),
     ]
@@ -97,7 +97,7 @@ def check_passed_through(
     must have one type in every input file, or the release's parts would disagree."""
     if schema is None:  # CSV: such columns are read as text
         return
-    skip = {*config.qid_names, *config.direct_identifiers, *config.pseudonymised}
+    skip = {*config.qid_names, *config.direct_identifiers, *config.transformed_columns}
     for column in schema:
         if column.name in skip:
             continue

@@ -2,7 +2,7 @@
 
 QIDs become their bin's output string, kept dictionary-encoded (the few distinct bins and one
 index per row; `io.write_part` stores them so readers see text), records of suppressed classes are masked ("*" in every QID) or dropped, direct
-identifiers are removed (or pseudonymised: `pseudonym`), and every other column is kept unchanged, rows in input order.
+identifiers are removed (or transformed: `core.transform`, e.g. pseudonyms), and every other column is kept unchanged, rows in input order.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import TOP, Dimension
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
 from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.local_recoding import joint_offsets, released_codes
 from airflow_skald.core.transform.microaggregation import Aggregates, release_column
 
@@ -163,11 +163,7 @@ def generalise_table(
         node_codes = [codes[keep] for codes in node_codes]
         keys = keys[keep]
         mask = np.zeros(table.num_rows, dtype=bool)
-    if config.pseudonymised:
-        hasher = Hasher(config.pseudonym_key.secret())
-        for name in config.pseudonymised:
-            i = table.schema.get_field_index(name)
-            table = table.set_column(i, name, pseudonymise(table.column(i), hasher))
+    table = transform_registry.release_part(config.transformations, table)
     for i, f in enumerate(table.schema):  # a chunk's slice or a dropped row: unused entries
         if pa.types.is_dictionary(f.type) and f.name not in plan.stats.qids:
             table = table.set_column(i, f.name, _used_entries_only(table.column(i)))

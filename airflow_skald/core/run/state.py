@@ -55,6 +55,7 @@ from airflow_skald.core.run.store import (
 )
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.settings import keyed
+from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.microaggregation import (
     Aggregates,
     aggregates_from_bytes,
@@ -100,9 +101,12 @@ class Run:
     def check_secrets(self) -> None:
         """Before any work: each secret the run needs can be read, and the pseudonyms' key is
         not the DP key (`keyed.check_apart`); ConfigError, one line naming the setting."""
-        pseudonym = self.config.pseudonym_key.secret() if self.config.pseudonym_key else None
+        secrets = [
+            ref.secret() for ref in transform_registry.secrets_of(self.config.transformations)
+        ]
         dp = self.secret() if self.dp is not None else None
-        keyed.check_apart(pseudonym, dp)
+        for secret in secrets:
+            keyed.check_apart(secret, dp)
 
     def row_sample(self) -> RowSample | None:
         """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""

@@ -11,11 +11,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
 from airflow_skald.core.privacy.dp import keys
 from airflow_skald.core.settings import keyed
-from airflow_skald.core.settings.pseudonym import key_id
 from airflow_skald.core.settings.secret import SecretRef
+from airflow_skald.core.transform.pseudonyms.hashing import Hasher, pseudonymise
+from airflow_skald.core.transform.pseudonyms.settings import key_id
 
 SECRET = b"one secret for both settings, 0123456789"
 TOKEN = "cli-4242-0badc0de"  # a run's token: predictable (its pid, a short nonce)

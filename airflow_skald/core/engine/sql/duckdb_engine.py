@@ -36,6 +36,7 @@ from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, g
 from airflow_skald.core.engine.sql.support import check_supported
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.release.write.commit import part_name
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 if TYPE_CHECKING:
     from airflow_skald.core.config.run_config import SkaldConfig
@@ -94,9 +95,10 @@ class DuckDBEngine(Engine):
             if local_path(path) is None:
                 raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
         check_supported(config, NAME)
-        if config.pseudonymised:  # hashed in the engine: its text must be pyarrow's
+        pseudonyms = config.transformation(Pseudonyms)
+        if pseudonyms and pseudonyms.names:  # hashed in the engine: its text must be pyarrow's
             schema = schema_of(config.input, list_input_files(config.input)[0])
-            for name in config.pseudonymised:
+            for name in pseudonyms.names:
                 if name in schema.names and not hashable(schema.field(name).type):
                     raise ConfigError(
                         f"{prefix}: pseudonymised column '{name}' is "

@@ -35,6 +35,7 @@ from airflow_skald.core.engine.sql.release import send_tables
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 Opened = Callable[[], contextlib.AbstractContextManager[tuple[SqlSession, SqlInput]]]
 
@@ -134,7 +135,8 @@ def write_parts(
 
     coding = coding_of(session, whole, plan, config)
     labels, suppressed = send_tables(session, whole, plan, decision, coding)
-    key = send_key(session, config.pseudonym_key.secret()) if config.pseudonymised else None
+    pseudonyms = config.transformation(Pseudonyms)
+    key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
     for name, source in parts:
         select = released_select(
             session, source, config, plan, decision, coding, labels, suppressed, key

@@ -1,5 +1,5 @@
 """Pseudonyms computed by the engine (docs/design.md §2a, §2b): HMAC-SHA-256 of each value's
-text in the pseudonyms' domain, as `generalise.pseudonym.Hasher` makes them, 64 lowercase
+text in the pseudonyms' domain, as `transform.pseudonyms.hashing.Hasher` makes them, 64 lowercase
 hex digits, a null staying null.
 
 The key never enters SQL text: its inner and outer pads go to the engine as a one-row

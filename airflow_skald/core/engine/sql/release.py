@@ -28,6 +28,7 @@ from airflow_skald.core.generalise.part import bin_labels, released_columns
 from airflow_skald.core.release.count.classes import ReleaseClasses, distinct_classes
 from airflow_skald.core.release.count.parts import value_dictionary
 from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 SUPPRESSED = "sup"
 
@@ -81,9 +82,11 @@ def released_select(
             select = select.where(exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
             masked = None
     index = {d.name: i for i, d in enumerate(plan.dims)}
+    pseudonyms = config.transformation(Pseudonyms)
+    pseudonymised = pseudonyms.names if pseudonyms else ()
     out = []
     for name in released_columns(config, plan.stats.columns):
-        if name in config.pseudonymised and key is not None:
+        if name in pseudonymised and key is not None:
             out.append(pseudonym(name, source.type_of(name)).as_(name))
             continue
         if name not in index:

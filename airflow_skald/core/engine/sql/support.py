@@ -8,6 +8,7 @@ from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.k_map_exact import ExactKMap
+from airflow_skald.core.transform import registry as transform_registry
 
 #: privacy models (their config keys) whose figures the engine's counts carry exactly
 SUPPORTED_MODELS: frozenset[str] = frozenset(
@@ -32,7 +33,9 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
             "differential privacy: its keyed sample would put the key into the engine's "
             "query text; use execution: chunks"
         )
+    transformed = transform_registry.engine_refusal(config.transformations, engine)
     checks = [
+        (transformed is not None, transformed),
         (config.research_subset is not None, "research_subset"),
         (config.microaggregations, "microaggregation"),
         (config.local_recoding is not None, "transformation.local_recoding"),

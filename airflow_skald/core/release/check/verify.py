@@ -68,12 +68,12 @@ from airflow_skald.core.release.check.standalone_policy import (
     standalone_policy,
 )
 from airflow_skald.core.release.check.verify_figures import compare_with_manifest
-from airflow_skald.core.release.check.verify_pseudonyms import pseudonyms_well_formed
 from airflow_skald.core.release.check.verify_steps import standalone as recoded_standalone
 from airflow_skald.core.release.check.verify_steps import verify_recorded
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.release.write.microaggregated import check_microaggregated, out_of_lattice
+from airflow_skald.core.transform import registry as transform_registry
 
 _REPORTED = (
     "n_records",
@@ -140,7 +140,7 @@ def verify_release(
     if read.manifest is not None:
         _as_its_manifest(report, read.manifest, figures, judged.policy, (k, suppression_limit))
         _no_direct_identifiers(read.manifest, read.location, read.parts)
-        pseudonyms_well_formed(read.manifest, read.location, read.parts)
+        transform_registry.check_release(read.manifest, read.location, read.parts)
     return report
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.format import esc, fmt_int, table
-from airflow_skald.core.release.report.pseudonyms import pseudonym_note, pseudonym_rows
+from airflow_skald.core.transform import registry as transform_registry
 
 
 def audit_html(m: Mapping, with_run_record: bool) -> str:
@@ -13,7 +13,7 @@ def audit_html(m: Mapping, with_run_record: bool) -> str:
     rows = [
         ["direct identifiers removed", esc(", ".join(m.get("direct_identifiers_removed") or []))],
         ["sensitive attributes kept", esc(", ".join(m.get("sensitive_attributes") or []))],
-        *pseudonym_rows(m),
+        *transform_registry.report_rows(m),
         ["parts", fmt_int(len(m.get("parts") or []))],
         ["config sha256", f"<code>{esc(m.get('config_sha256'))}</code>"],
         ["input fingerprint", f"<code>{esc(m.get('input_fingerprint'))}</code>"],
@@ -22,6 +22,6 @@ def audit_html(m: Mapping, with_run_record: bool) -> str:
     return (
         "<h2>Audit</h2>"
         + table(rows)
-        + pseudonym_note(m)
+        + transform_registry.report_notes(m)
         + f'<p class="muted">Generated from {sources} only: no record values.</p>'
     )

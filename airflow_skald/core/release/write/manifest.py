@@ -33,6 +33,7 @@ from airflow_skald.core.release.write.recoding_section import recoding_section
 from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform import registry as transform_registry
 
 MANIFEST_JSON = "manifest.json"
 RUN_JSON = "run.json"
@@ -193,8 +194,7 @@ def release_section(
         **manifest_entry(config, plan),
         "output_format": config.output.format,
     }
-    if config.pseudonymised:
-        out["pseudonymised"] = list(config.pseudonymised)
+    out.update(transform_registry.manifest_sections(config.transformations))
     if config.output.format == "csv":
         out["output_delimiter"] = config.output.delimiter
     if config.output_table is not None:  # the rows are in the table, the parts staged only

@@ -15,13 +15,15 @@ import dataclasses
 import posixpath
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.release.write.recoding_section import SCHEMA as RECODING
+from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.base import ManifestKey
 from airflow_skald.core.utility.schema import UTILITY
 
 
@@ -281,9 +283,6 @@ class Manifest:
         "lattice; false: the other QIDs form its classes) and data_type (integer: ARX's "
         "rounding; decimal); no values",
     )
-    pseudonymised: list = key(
-        NAMES, "a list of column names", "direct identifiers replaced by HMAC-SHA-256 pseudonyms"
-    )
     output_format: str = key({"enum": list(FORMATS)}, "parquet or csv", "the parts' format")
     output_delimiter: str = key(
         {"type": "string", "minLength": 1, "maxLength": 1},
@@ -335,19 +334,27 @@ class Manifest:
     run_token: str = key(TEXT, "text", "the run that made the release")
     version: str = key(TEXT, "text", "the product version")
     verified_per_chunk: bool = key(FLAG, "true or false", "per-chunk: each part verified")
+    # the transformations' keys (core.transform: each ManifestKey) by name, set by `of`
+    _transformed: ClassVar[Mapping[str, Any]] = {}
 
     # ------------------------------------------------------------------------------- build
     @classmethod
     def of(cls, **sections: Any) -> Manifest:
         """A manifest from its sections' keys (TypeError on a key the schema does not know)."""
-        return cls(**sections)
+        theirs = dict(transform_registry.manifest_keys())
+        own = {k: v for k, v in sections.items() if k not in theirs}
+        manifest = cls(**own)
+        transformed = {k: v for k, v in sections.items() if k in theirs}
+        object.__setattr__(manifest, "_transformed", transformed)  # frozen: set once, here
+        return manifest
+
+    def _value(self, name: str) -> Any:
+        return self._transformed.get(name, getattr(self, name, ABSENT))
 
     def to_dict(self) -> dict[str, Any]:
         """The manifest as written: the fields it holds, in schema order."""
         return {
-            f.name: getattr(self, f.name)
-            for f in dataclasses.fields(self)
-            if getattr(self, f.name) is not ABSENT
+            name: self._value(name) for name, _ in schema_keys() if self._value(name) is not ABSENT
         }
 
     # ------------------------------------------------------------------------------- parse
@@ -359,9 +366,8 @@ class Manifest:
         writer)."""
         if not isinstance(raw, dict):
             raise DataError(f"{where} is not a JSON object")
-        fields = {f.name: f for f in dataclasses.fields(cls)}
-        for name, f in fields.items():
-            meta = f.metadata
+        fields = dict(schema_keys())
+        for name, meta in fields.items():
             if name not in raw:
                 if meta["required"]:
                     raise DataError(f"{where}: {name} is missing")
@@ -375,20 +381,45 @@ class Manifest:
                 if problem is not None:
                     what = problem if " " in problem else f"{name} must be {meta['expects']}"
                     raise DataError(f"{where}: {what}")
-        return cls(**{n: raw[n] for n in fields if n in raw})
+        return cls.of(**{n: raw[n] for n in fields if n in raw})
 
     @classmethod
     def json_schema(cls) -> dict[str, Any]:
         """The schema as JSON Schema (draft 2020-12), written to docs/manifest.schema.json."""
         props = {}
-        for f in dataclasses.fields(cls):
-            props[f.name] = {**f.metadata["schema"], "description": f.metadata["doc"]}
+        for name, meta in schema_keys():
+            props[name] = {**meta["schema"], "description": meta["doc"]}
         return {
             "$schema": "https://json-schema.org/draft/2020-12/schema",
             "title": "airflow-skald release manifest",
             "description": __doc__.split("\n\n")[0].replace("\n", " "),
             "type": "object",
-            "required": [f.name for f in dataclasses.fields(cls) if f.metadata["required"]],
+            "required": [name for name, meta in schema_keys() if meta["required"]],
             "properties": props,
             "additionalProperties": False,
         }
+
+
+def schema_keys() -> list[tuple[str, Mapping[str, Any]]]:
+    """The manifest's keys in the order they are written, each with its metadata: the
+    fields of `Manifest`, and each registered transformation's keys before the field they
+    name (`ManifestKey.before`)."""
+    theirs = list(transform_registry.manifest_keys())
+    out: list[tuple[str, Mapping[str, Any]]] = []
+    for f in dataclasses.fields(Manifest):
+        out.extend((name, _metadata(k)) for name, k in theirs if k.before == f.name)
+        out.append((f.name, f.metadata))
+    return out
+
+
+def _metadata(k: ManifestKey) -> dict[str, Any]:
+    """A transformation's key as `key` describes a field."""
+    return {
+        "schema": dict(k.schema),
+        "expects": k.expects,
+        "doc": k.doc,
+        "required": False,
+        "message": None,
+        "check": None,
+        **k.meta,
+    }

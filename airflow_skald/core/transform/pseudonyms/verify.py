@@ -11,7 +11,7 @@ import pyarrow.compute as pc
 from airflow_skald.core.data.io import read_release_part
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.generalise.pseudonym import PSEUDONYM_CHARS
+from airflow_skald.core.transform.pseudonyms.hashing import PSEUDONYM_CHARS
 
 
 def pseudonyms_well_formed(manifest: dict, location: DataLocation, parts: Sequence[str]) -> None:

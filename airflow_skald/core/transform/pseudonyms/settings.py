@@ -2,7 +2,7 @@
 
 ``direct_identifiers: [{patient_id: pseudonymise}, name]``: a plain name is dropped (the
 default), ``{name: pseudonymise}`` is replaced by a keyed HMAC-SHA-256 pseudonym
-(``generalise/pseudonym.py``). The key comes from ``pseudonym_key``, a secret reference
+(``transform/pseudonyms/hashing.py``). The key comes from ``pseudonym_key``, a secret reference
 (``settings/secret.py``: ``{env: NAME}`` or ``{file: path}`` on every route,
 ``{connection: id}`` or ``{variable: name}`` resolved by the Airflow operators). Only its key
 check value (`key_id`, the key's HMAC in a domain of its own, ``settings/keyed.py``, which says
@@ -17,31 +17,6 @@ from typing import Any
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings import keyed
 from airflow_skald.core.settings.secret import SecretRef
-
-PSEUDONYMISE = "pseudonymise"
-
-
-def parse_direct_identifiers(raw: Any) -> tuple[list[str], list[str]]:
-    """(every direct identifier in config order, those pseudonymised)."""
-    if not isinstance(raw, list):
-        raise ConfigError("direct_identifiers must be a list")
-    names, pseudonymised = [], []
-    for i, item in enumerate(raw):
-        where = f"direct_identifiers[{i}]"
-        if isinstance(item, dict):
-            if len(item) != 1:
-                raise ConfigError(f"{where} must be a column name or {{name: {PSEUDONYMISE}}}")
-            ((name, how),) = item.items()
-            if how not in (PSEUDONYMISE, "drop"):
-                raise ConfigError(f"{where}: '{name}' may be '{PSEUDONYMISE}' or 'drop'")
-            if how == PSEUDONYMISE:
-                pseudonymised.append(name)
-        else:
-            name = item
-        if not isinstance(name, str) or not name:
-            raise ConfigError(f"{where} must be a column name")
-        names.append(name)
-    return names, pseudonymised
 
 
 def key_id(key: SecretRef) -> str:

@@ -12,8 +12,9 @@ import pytest
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.generalise.pseudonym import Hasher, pseudonymise
 from airflow_skald.core.settings.secret import SecretRef
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
+from airflow_skald.core.transform.pseudonyms.hashing import Hasher, pseudonymise
 
 KEY = b"0123456789abcdef-test-key"
 
@@ -74,14 +75,14 @@ def test_key_from_env_and_file(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SKALD_TEST_KEY", KEY.decode())
     config = config_from_dict(_config(tmp_path, pseudonym_key={"env": "SKALD_TEST_KEY"}))
     assert config.direct_identifiers == ("name",)
-    assert config.pseudonymised == ("pid",)
-    assert config.pseudonym_key.secret() == KEY
+    assert config.transformation(Pseudonyms).names == ("pid",)
+    assert config.transformation(Pseudonyms).key.secret() == KEY
     settings = config.settings()
     assert settings["pseudonymised"] == ["pid"]
     assert KEY.decode() not in repr(config) + str(settings)
     (tmp_path / "key").write_bytes(KEY + b"\n")
     by_file = config_from_dict(_config(tmp_path, pseudonym_key={"file": "key"}), tmp_path)
-    assert by_file.pseudonym_key.secret() == KEY
+    assert by_file.transformation(Pseudonyms).key.secret() == KEY
     assert by_file.settings()["pseudonym_key_id"] == settings["pseudonym_key_id"]
 
 

@@ -1,0 +1,120 @@
+"""What a transformation is (ARX: what its ``ARXConfiguration`` adds beside the criteria, e.g.
+microaggregation, local recoding): one package owning a feature that crosses the passes, as a
+privacy model owns a criterion (``core.privacy.model``, ADR 0008; ADR 0060).
+
+A `Transformation` subclass is a frozen dataclass of its settings (the typed, nested object
+`SkaldConfig.transformations` holds when the config asks for it), listed once in
+``core.transform.registry``. Shared code (config loading, the input's check, phase 3, the
+manifest and its schema, `skald verify`, the report, the engines, differential privacy's
+rules) asks the registry, which asks each configured transformation through the hooks below;
+none of it names a transformation. Every hook has a default that adds nothing.
+
+The hooks, in the order a run meets them:
+- ``config_sections`` / ``parse``: the YAML sections it owns and its settings parsed from the
+  config once (None: not asked for); ``settings_entry``: its part of the effective settings
+  (the config hash);
+- ``columns``: input columns it reads and releases transformed (never passed through, never
+  dropped as a plain direct identifier);
+- ``secrets``: the secret references it reads (resolved by the Airflow operators, checked
+  apart from the other keys before any work);
+- capability answers: ``dp_refusal`` (why it cannot run under differential privacy, or None),
+  ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``);
+- phase 3: ``release_part`` (a part's table, after suppression, before the QIDs' labels);
+- ``manifest_keys`` / ``manifest_section``: its manifest keys (schema: `ManifestKey`) and
+  their values;
+- ``check_release``: `skald verify`'s check of its part of a written release (from the
+  manifest alone, as verify runs without a config);
+- ``report_rows`` / ``report_note``: its lines in the report's audit section (from the
+  manifest alone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
+    import pyarrow as pa
+
+    from airflow_skald.core.data.location import DataLocation
+    from airflow_skald.core.settings.secret import SecretRef
+
+
+@dataclass(frozen=True)
+class ParseContext:
+    """What a transformation's settings are parsed against: the config file's folder
+    (relative files)."""
+
+    base_dir: Path | None = None
+
+
+@dataclass(frozen=True)
+class ManifestKey:
+    """One manifest key a transformation writes: its JSON Schema, what it must be (for the
+    one-line message of `skald verify`) and what it means (docs/manifest.schema.json)."""
+
+    schema: Mapping[str, Any]
+    expects: str
+    doc: str
+    before: str = "output_format"  # the schema's key it is written before
+    meta: Mapping[str, Any] = field(default_factory=dict)
+
+
+class Transformation:
+    """One transformation (see the module's docstring for the hooks)."""
+
+    #: the name it is registered under
+    name: ClassVar[str]
+    #: top-level YAML sections it owns (added to the config's known sections)
+    config_sections: ClassVar[tuple[str, ...]] = ()
+    #: its manifest keys, in schema order
+    manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {}
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Transformation | None:
+        """Its settings from the whole config mapping (None: not asked for); ConfigError,
+        one line naming the setting, when they are wrong."""
+        return None
+
+    def settings_entry(self) -> dict[str, Any]:
+        return {}
+
+    def columns(self) -> tuple[str, ...]:
+        return ()
+
+    def secrets(self) -> tuple[SecretRef, ...]:
+        return ()
+
+    def dp_refusal(self, unbounded: str) -> str | None:
+        """Why it cannot run under differential privacy (`unbounded`: what no (epsilon,
+        delta) bounds), or None."""
+        return None
+
+    def engine_refusal(self, engine: str) -> str | None:
+        """The setting `engine` does not run (its refusal names it), or None."""
+        return None
+
+    def supports_engine(self, engine: str) -> bool:
+        return self.engine_refusal(engine) is None
+
+    def release_part(self, table: pa.Table) -> pa.Table:
+        return table
+
+    def manifest_section(self) -> dict[str, Any]:
+        return {}
+
+    @classmethod
+    def check_release(
+        cls, manifest: Mapping[str, Any], location: DataLocation, parts: Sequence[str]
+    ) -> None:
+        """VerificationError, one line, when its part of the release is wrong."""
+
+    @classmethod
+    def report_rows(cls, manifest: Mapping[str, Any]) -> list[list[str]]:
+        return []
+
+    @classmethod
+    def report_note(cls, manifest: Mapping[str, Any]) -> str:
+        return ""
