@@ -266,6 +266,8 @@ def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
     for r, c in enumerate(ids):
         first.setdefault(c, r)
     counts = Counter(ids)
+    # by position (a chunk's slice keeps its frame's index), as the per-QID figures read them
+    labels = {name: prepared[name]["codes"][level].tolist() for name, level in node.items()}
     total = 0.0
     for c, r in first.items():
         size = counts[c]
@@ -275,7 +277,7 @@ def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
         product = 1.0
         for name, level in node.items():
             u, per_level = shares[name]
-            product *= per_level[level][prepared[name]["codes"][level][r]] / u
+            product *= per_level[level][labels[name][r]] / u
         il = min(1.0, max(0.0, math.log10(product) / max_il + 1.0)) if max_il else 0.0
         p = 1.0 / size
         payout = 1200.0 * (1.0 - il) - (300.0 * p if 300.0 * p - 4.0 > 0 else 0.0)
