@@ -256,6 +256,16 @@ CASES["adult-tordered-text-5"] = Case(
     criterion="to0.2",
     arx=("--tclose", "occupation:ordered:0.2", "--datatype", "occupation=string"),
 )
+# ... l-diversity with a research subset (δ-presence), ADR 0045
+CASES["adult-dpresence-l3-5"] = Case(
+    "adult",
+    0.05,
+    {"k": 2, "delta_presence": {"min": 0, "max": 0.5}},
+    ("--dpresence", "0:0.5", "--subset", "mod:10:0", "--ldiv", "occupation:entropy:3"),
+    criterion="l3",
+    no_k=True,
+    subset=True,
+)
 ARX_METRIC = {
     "dm_star_arx": "dmstar",
     "loss": "loss",
@@ -359,7 +369,8 @@ def write_configs(work: Path, cases: list[str]) -> dict[str, tuple[Path, list[st
                 population.write_text("\n".join(rows) + "\n")
             body["input"]["path"] = str(population)
             body["research_subset"] = {"column": "in_study"}
-            body.pop("sensitive_attributes", None)
+            if not case.criterion:  # l-diversity with a subset keeps its attribute sensitive
+                body.pop("sensitive_attributes", None)
         body["output"]["path"] = str(work / "out" / name)
         path = work / f"{name}.yaml"
         path.write_text(yaml.safe_dump(body, sort_keys=False))

@@ -47,6 +47,7 @@ from airflow_skald.core.encode.input_schema import (
 )
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.privacy.research_subset import released_rows
 
 __all__ = [
     "DICTIONARY",
@@ -139,6 +140,8 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         columns = list(dict.fromkeys([*config.qid_names, *attributes]))
         table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         values = {a: _counted(config, table.column(a), a, a in numbers) for a in attributes}
+        if config.research_subset is not None:  # criteria count the subset's records (§4e)
+            values.update(_subset_counted(config, table, numbers))
         return scan_table(config, table, chunk), values, table.num_rows
 
     for i, (_, (part, values, rows)) in enumerate(map_ahead(scan, chunks)):
@@ -148,6 +151,24 @@ def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) 
         if progress:
             progress(i + 1, len(chunks), rows)
     return DomainStats(n_rows, len(chunks), columns or [], bpr, qstats or {}, files, sstats)
+
+
+def _subset_counted(
+    config: SkaldConfig, table: pa.Table, numbers: set[str]
+) -> dict[str, SensitiveStats]:
+    """The attributes criteria name, over the population's values but counting the research
+    subset's records only (ARX's distributions with a subset, ADR 0045)."""
+    flag = config.research_subset.column
+    rows = pa.array(released_rows(flag, table.column(flag)))
+    out = {}
+    for a in config.criteria_attributes:
+        if a == flag:
+            continue
+        every = _counted(config, table.column(a), a, a in numbers)
+        out[a] = every.with_counts_of(
+            _counted(config, table.column(a).filter(rows), a, a in numbers)
+        )
+    return out
 
 
 def _counted(config: SkaldConfig, column: pa.ChunkedArray, name: str, numbers: bool):

@@ -55,6 +55,14 @@ class SensitiveStats:
         out = as_stored(distinct).to_pylist()
         return SensitiveStats(name, *sorted_values(out, totals.tolist()), numeric)
 
+    def with_counts_of(self, of: SensitiveStats) -> SensitiveStats:
+        """These values (a column's) with the counts of `of` (some of the same column's rows;
+        a value none of them holds counts 0): a research subset's distribution over the
+        population's values (docs/design.md §4e, ADR 0045)."""
+        counted = dict(zip(of.values, of.counts, strict=True))
+        counts = [int(counted.get(v, 0)) for v in self.values]
+        return SensitiveStats(self.name, list(self.values), counts, self.numeric)
+
     def merge(self, other: SensitiveStats) -> SensitiveStats:
         if other.numeric != self.numeric:
             raise DataError(

@@ -132,16 +132,45 @@ def check_not_empty(subset: ResearchSubset | None, n_rows: int, sensitive: Any) 
 
 
 def check_subset_models(models: Sequence[PrivacyModel]) -> None:
-    """A research subset is released under k-anonymity, δ-presence and exact k-map; models
-    that read a sensitive distribution or estimate the population from the sample would judge
-    the population's records, not the subset's: refused, one line."""
-    for m in models:
-        if m.population_based or m.config_key == "k":
+    """A research subset is released under k-anonymity, δ-presence, exact k-map, l-diversity
+    and t-closeness (over the subset's records, ADR 0045); other models that read a sensitive
+    distribution or estimate the population from the sample: refused, one line."""
+    for m in models:  # l and t judge the subset's records of each class, as ARX (ADR 0045)
+        if m.population_based or m.config_key in ("k", "l_diversity", "t_closeness"):
             continue
         raise ConfigError(
             f"research_subset cannot be combined with privacy.{m.config_key} (allowed: k, "
-            "delta_presence, k_map without an estimator)"
+            "delta_presence, k_map without an estimator, l_diversity, t_closeness)"
         )
+
+
+def released_rows(column: str, values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Which rows of one chunk's subset column mark a released record (a bool per row)."""
+    from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+
+    stats = SensitiveStats.of_column(column, values)
+    return in_subset_codes(column, stats.values)[stats.codes(values)]
+
+
+def released_values(
+    config: Any, stats: Any
+) -> Callable[[pa.Table, dict[str, np.ndarray]], dict[str, np.ndarray]]:
+    """Phase 2's filter of one chunk's (class, value) rows: with a research subset, the
+    attributes criteria name keep the subset's rows only (ARX adds a record's sensitive values
+    to its class only when it is in the subset, ADR 0045); the flag's own table keeps every
+    record. Without a subset: the rows as they are."""
+    subset = config.research_subset
+    if subset is None:
+        return lambda table, values: values
+    flags = flags_of(subset, stats)
+    judged = [a for a in config.criteria_attributes if a != subset.column]
+
+    def released(table: pa.Table, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        column = table.column(subset.column)
+        rows = flags.mask[stats[subset.column].codes(column)]
+        return {a: v[rows] if a in judged else v for a, v in values.items()}
+
+    return released
 
 
 def flag_of(value: object) -> bool | None:

@@ -52,6 +52,9 @@ class TCloseness(PrivacyModel):
     # ordered distance: numbers, text (ARX's STRING) or the values listed (`value_order`)
     order: str | tuple[str, ...] = "numbers"
     rank: np.ndarray | None = field(default=None, compare=False, repr=False)  # code -> place
+    # with a research subset the ordered walk covers the population's values (ARX's
+    # dictionary), those of no subset record too (ADR 0045)
+    population_values: bool = False
 
     name = "t"
     config_key = "t_closeness"
@@ -87,7 +90,9 @@ class TCloseness(PrivacyModel):
                 raise ConfigError(f"{at}: a hierarchy applies to distance hierarchical only")
             order = _order(item, distance, f"{at}.order")
             digest = source.sha256 if source is not None else None
+            whole = ctx.research_subset is not None
             out.append(cls(item["attribute"], t, distance, None, None, digest, source, order))
+            out[-1] = replace(out[-1], population_values=whole)
         no_repeats(out, "t_closeness", lambda c: (c.attribute, c.distance))
         return tuple(out)
 
@@ -103,6 +108,10 @@ class TCloseness(PrivacyModel):
             emd = emd_hierarchy(where, self.source, stats)
         order = value_order.rank(stats.values, self.order, self.attribute, where)
         return replace(self, global_counts=stats.global_counts, hierarchy=emd, rank=order)
+
+    def settings_entry(self) -> dict:
+        """As configured: the walk over the population's values follows from the subset."""
+        return {k: v for k, v in super().settings_entry().items() if k != "values"}
 
     def with_threshold(self, key: str, value: Any) -> PrivacyModel:
         if key == "t_order":
@@ -137,11 +146,25 @@ class TCloseness(PrivacyModel):
                 "not re-checked from the release: its value order is archived in "
                 "effective.json only (order_sha256)"
             )
+        whole = entry.get("values") == "population"
+        if whole and attribute not in ctx.overall:
+            return (
+                "not re-checked from the release: its ordered distance walks every value of "
+                "the population, which a release of the research subset does not hold"
+            )
         if distance != "hierarchical":
             order = entry.get("order", "numbers")
             where = f"t-closeness of '{attribute}'"
             ranks = value_order.rank(stats.values, order, attribute, where)
-            return cls(attribute, t, distance, stats.global_counts, order=order, rank=ranks)
+            return cls(
+                attribute,
+                t,
+                distance,
+                stats.global_counts,
+                order=order,
+                rank=ranks,
+                population_values=whole,
+            )
         digest = entry.get("hierarchy_sha256")
         source = ctx.hierarchies.get(digest) if isinstance(digest, str) else None
         if source is None:
@@ -170,7 +193,7 @@ class TCloseness(PrivacyModel):
         if self.distance == "equal":
             return S.t_equal(cv, self.global_counts, self.t)
         if self.distance == "ordered":
-            return S.t_ordered(cv, self.global_counts, self.t, self.rank)
+            return S.t_ordered(cv, self.global_counts, self.t, self.rank, self.population_values)
         return S.t_hierarchical(cv, self.global_counts, self.t, self.hierarchy)
 
     def keeps(self, table: ClassTable) -> np.ndarray:
@@ -195,6 +218,8 @@ class TCloseness(PrivacyModel):
             "distance": self.distance,
             "t": decimal_text(self.t),
         } | ({"hierarchy_sha256": self.hierarchy_sha256} if self.hierarchy_sha256 else {})
+        if self.population_values and self.distance == "ordered":
+            out["values"] = "population"
         if isinstance(self.order, tuple):  # the values: effective.json only (personal data)
             return out | {"order_sha256": value_order.order_sha256(self.order)}
         return out | ({"order": self.order} if self.order != "numbers" else {})

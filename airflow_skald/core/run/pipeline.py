@@ -40,7 +40,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
 from airflow_skald.core.privacy.dp.sampler import RowSample
-from airflow_skald.core.privacy.research_subset import flags_of
+from airflow_skald.core.privacy.research_subset import flags_of, released_values
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
@@ -120,18 +120,23 @@ def count_histogram(
     says where it ended."""
     chain = plan.counting_chain()
     stats = plan.stats.sensitive
-    sensitive = {a: stats[a] for a in plan.value_attributes(config.counted_attributes)}
+    counted = plan.value_attributes(config.counted_attributes)
+    if config.research_subset is not None:  # the class table is the flag's: every record
+        counted = tuple(sorted(counted, key=lambda a: a != config.research_subset.column))
+    sensitive = {a: stats[a] for a in counted}
     columns = list(dict.fromkeys([*config.qid_names, *sensitive, *plan.summed]))
     types = counting_types(config)
     tick = ChunkProgress("histogram", len(chunks), progress)
     # paper mode: a chain of one node, the root, counted as at the chain's top (dense)
     acc = ChainCounts(plan, chain, {a: s.m for a, s in sensitive.items()}, plan.summed)
+    released = released_values(config, stats)  # criteria count the research subset's records
 
     def counted_at(chunk: ChunkRef) -> tuple[tuple[int, ...], dict, int]:
         node = acc.node  # where the counts are now: a later roll-up re-rolls this chunk
         table = read_chunk(config.input, chunk, columns, types, subset=config.keyed_subset)
         keys = root_keys(plan, table, chunk, node)
         values = {a: keys * s.m + s.codes(table.column(a)) for a, s in sensitive.items()}
+        values = released(table, values)
         weights = {a: class_sums.weights(stats[a], table.column(a)) for a in plan.summed}
         if sample is not None:
             keep = sample.keeps(chunk, table.num_rows)

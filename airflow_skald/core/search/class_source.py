@@ -55,8 +55,8 @@ class ClassSource:
             # subset record, so the two align by key (`_subset_table`)
             subset_hist = subset_classes(counts.values[subset.column], subset.mask)
             self.subset_rollups = RollUps(plan, subset_hist)
-        elif subset is not None:
-            attributes = (*attributes, subset.column)
+        elif subset is not None:  # its column first: every population class (ADR 0045)
+            attributes = (subset.column, *attributes)
             self._mask = subset.mask
         self.attributes = tuple(dict.fromkeys(attributes))
         self.sizes_only = not self.attributes
@@ -105,6 +105,12 @@ class ClassSource:
             index -= 1
             if keys is None:
                 keys = class_key[starts]
+            elif self.subset is not None:  # counted over the subset's records: some classes
+                # hold none of them (ADR 0045), so rows are placed by the population's keys
+                values[a] = ClassValues(
+                    keys.size, np.searchsorted(keys, class_key), code, hist.counts
+                )
+                continue
             values[a] = ClassValues.of_runs(index, code, hist.counts, starts)
         sizes = values[self.attributes[0]].sizes()
         table = ClassTable(sizes, values)

@@ -121,10 +121,11 @@ def test_population_models_need_a_subset_and_refuse_other_models(tmp_path):
     with pytest.raises(ConfigError, match="delta_presence needs research_subset"):
         load_config(write_config(tmp_path / "a.yaml", {**base, "privacy": {
             "delta_presence": {"max": 0.5}}}))  # fmt: skip
+    # l-diversity and t-closeness judge the subset's records (ADR 0045); b-likeness is refused
     with pytest.raises(ConfigError, match="research_subset cannot be combined with"):
         load_config(write_config(tmp_path / "b.yaml", {
             **base, "research_subset": {"column": "in_study"}, "sensitive_attributes": ["pid"],
-            "privacy": {"k": 2, "l_diversity": [{"attribute": "pid", "l": 2}]}}))  # fmt: skip
+            "privacy": {"k": 2, "b_likeness": [{"attribute": "pid", "beta": 1.0}]}}))  # fmt: skip
 
 
 ADULT_QIDS = ["age", "education", "marital-status", "native-country", "race", "sex", "workclass"]

@@ -89,6 +89,7 @@ def t_ordered(
     global_counts: np.ndarray,
     t: Fraction | str | int,
     rank: np.ndarray | None = None,
+    every_value: bool = False,
 ) -> Verdict:
     """t-closeness with ordered distance: sum_i |sum_{j<=i} (c_j N - g_j n)| / (N n (m_all-1)).
 
@@ -96,22 +97,24 @@ def t_ordered(
     order, numeric with a null last); codes with g_v == 0 are skipped, so m_all = the number
     of values present in the input. 0 when m_all == 1. Figure: the distance (nan for an empty
     class).
+    `every_value`: codes of count 0 are walked too (a research subset: ARX's order covers the
+    population's values, ADR 0045).
     """
     g = _global_counts(cv, global_counts)
     if rank is not None:
         cv, g = _in_rank_order(cv, g, rank)
-    m_all = int(np.count_nonzero(g))
+    present = np.ones(g.size, dtype=bool) if every_value else g > 0
+    m_all = int(np.count_nonzero(present))
     width = 64 * EPS * (cv.distinct() + 8)
-    return _decide(cv, t, width, lambda sub, exact: _ordered_num_den(sub, g, m_all, exact))
+    return _decide(cv, t, width, lambda sub, exact: _ordered_num_den(sub, g, m_all, exact, present))
 
 
-def _ordered_num_den(cv: ClassValues, g: np.ndarray, m_all: int, exact: bool):
+def _ordered_num_den(cv: ClassValues, g: np.ndarray, m_all: int, exact: bool, present):
     big_n = int(g.sum())
     n_int = cv.sizes()
     n = _as(n_int, exact)
     if m_all <= 1:
         return n * 0, n * 0 + 1
-    present = g > 0
     rank = np.cumsum(present) - 1  # code -> position among the values present in the input
     cum_g = np.cumsum(g[present])  # G_i, increasing
     prefix = list(itertools.accumulate(cum_g.tolist(), initial=0))  # P[i] = G_0 + .. + G_(i-1)

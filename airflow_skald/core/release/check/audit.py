@@ -92,6 +92,12 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
                 "a release of a research subset holds no population records: its "
                 "delta-presence / exact k-map can only be audited on the population table"
             )
+    if config.research_subset is not None and config.criteria_attributes:
+        # l and t judge the subset's records of each class (ADR 0045): phase 1/2 count them so
+        raise DataError(
+            "skald audit of a population table judges l-diversity / t-closeness with a "
+            "research_subset over every record, not the subset's: audit the release instead"
+        )
     # a randomised mechanism's draws (DP's sample and node) are no property of the records
     not_checked += [
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable

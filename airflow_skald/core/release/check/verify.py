@@ -223,7 +223,13 @@ def _standalone(
     input's for `overall` attributes)."""
     path, manifest, classes, n_qids = read.path, read.manifest, read.classes, len(read.qids)
     described = described_models(manifest)
-    ordered = [d["attribute"] for d in described if d.get("distance") == "ordered"]
+    ordered = [  # read back as numbers: ordered distance over numbers (not text, ADR 0044)
+        d["attribute"]
+        for d in described
+        if d.get("distance") == "ordered"
+        and d.get("order", "numbers") == "numbers"
+        and "order_sha256" not in d
+    ]
     sensitive = release_sensitive(classes, n_qids, read.attributes, ordered)
     check_within(overall, sensitive, path)
     sensitive = {**sensitive, **{a: s for a, s in overall.items() if a in sensitive}}
