@@ -113,3 +113,15 @@ def test_every_statement_is_written_and_parsed_back_in_each_dialect(statements, 
 def test_an_unknown_dialect_is_refused():
     with pytest.raises(ValueError, match="unknown SQL dialect"):
         D.render(exp.select(D.number(1)), "oracle9")
+
+
+def test_a_duckdb_error_is_one_line_naming_duckdb():
+    from airflow_skald.core.errors import DataError
+
+    session = DuckDBSession(1)
+    try:
+        with pytest.raises(DataError) as err:
+            session.query(exp.select(exp.cast(D.text("not a number"), exp.DataType.build("INT"))))
+    finally:
+        session.close()
+    assert str(err.value).startswith("DuckDB: ") and "\n" not in str(err.value)

@@ -3,16 +3,17 @@ Parquet files. duckdb is imported here only (the optional extra `airflow-skald[d
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
-from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.errors import ConfigError, DataError
 
 
 def _duckdb():
@@ -23,6 +24,16 @@ def _duckdb():
             "execution engine duckdb needs the duckdb package: pip install 'airflow-skald[duckdb]'"
         ) from None
     return duckdb
+
+
+@contextlib.contextmanager
+def _one_line() -> Iterator[None]:
+    """A DuckDB error (e.g. a CSV cell that is not a number) as one line naming DuckDB."""
+    try:
+        yield
+    except _duckdb().Error as exc:
+        text = str(exc).strip().splitlines()
+        raise DataError(f"DuckDB: {text[0] if text else type(exc).__name__}") from None
 
 
 class DuckDBSession:
@@ -41,10 +52,13 @@ class DuckDBSession:
         self.temporaries: list[str] = []
 
     def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
-        return self.db.execute(D.render(statement, self.dialect), list(params)).fetch_arrow_table()
+        with _one_line():
+            sql = D.render(statement, self.dialect)
+            return self.db.execute(sql, list(params)).fetch_arrow_table()
 
     def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
-        self.db.execute(D.render(statement, self.dialect), list(params))
+        with _one_line():
+            self.db.execute(D.render(statement, self.dialect), list(params))
 
     def send(self, prefix: str, table: pa.Table) -> str:
         name = temporary_name(prefix)
