@@ -252,7 +252,11 @@ class Criteria:
     """
 
     def __init__(
-        self, l_diversity=(), t_closeness=(), inputs: Mapping[str, Sequence] | None = None
+        self,
+        l_diversity=(),
+        t_closeness=(),
+        inputs: Mapping[str, Sequence] | None = None,
+        domain: Mapping[str, Sequence] | None = None,
     ):
         self.l_diversity = [dict(c) for c in l_diversity or ()]
         self.t_closeness = [dict(c) for c in t_closeness or ()]
@@ -261,6 +265,12 @@ class Criteria:
         self.glob = {
             a: _class_distributions([0] * len(inputs[a]), 1, inputs[a])[0] for a in self.attributes
         }
+        # a research subset (`inputs` its records): the population's values (`domain`) count 0
+        # where no subset record holds them, and ordered distance walks them too (ADR 0045)
+        self.every = domain is not None
+        for a in self.attributes if domain is not None else ():
+            for v in domain[a]:
+                self.glob[a].setdefault(sensitive_value(v), 0)
         self.paths: list[dict | None] = []
         for c in self.t_closeness:
             if c.get("distance", "equal") != "hierarchical":
@@ -306,9 +316,9 @@ class Criteria:
             return OC.equal_distance(d, glob)
         if distance == "ordered" and c.get("order", "numbers") != "numbers":
             listed = None if c["order"] == "text" else c["order"]
-            return OC.ordered_distance(d, glob, OC.text_order(glob, listed))
+            return OC.ordered_distance(d, glob, OC.text_order(glob, listed, self.every))
         if distance == "ordered":
-            return OC.ordered_distance(d, glob)
+            return OC.ordered_distance(d, glob, OC.numeric_order(glob, self.every))
         return OC.hierarchical_distance(d, glob, paths)
 
     def figures(self, kept: list[dict]) -> list:

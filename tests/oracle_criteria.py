@@ -106,17 +106,18 @@ def equal_distance(cls: dict, glob: dict) -> Fraction:
     return sum((abs(_p(cls, v) - Fraction(g, big_n)) for v, g in glob.items()), Fraction(0)) / 2
 
 
-def numeric_order(glob: dict) -> list:
-    """The input's values in numeric order, null (None) last."""
-    values = [v for v, g in glob.items() if g > 0]
+def numeric_order(glob: dict, every: bool = False) -> list:
+    """The input's values in numeric order, null (None) last (`every`: values of count 0
+    too, a research subset's walk over the population's values)."""
+    values = [v for v, g in glob.items() if g > 0 or every]
     return sorted(v for v in values if v is not None) + ([None] if None in values else [])
 
 
-def text_order(glob: dict, listed: list | None = None) -> list:
+def text_order(glob: dict, listed: list | None = None, every: bool = False) -> list:
     """The input's values as ARX's text types order them: `listed` (ARX's ordered string: a
     value's place in the list; a null at the listed empty text, else last), or ARX's STRING
     (Java's String.compareTo: UTF-16 code units; a null is the empty text, first)."""
-    values = [v for v, g in glob.items() if g > 0]
+    values = [v for v, g in glob.items() if g > 0 or every]
     if listed is None:
         return sorted(values, key=lambda v: b"" if v is None else str(v).encode("utf-16-be"))
     place = {str(v): i for i, v in enumerate(listed)}

@@ -110,6 +110,62 @@ def test_population_models_match_exhaustive_search(tmp_path, case):
     assert answers[0] == answers[1] == answers[2]
 
 
+# l-diversity and t-closeness over the subset's records (issue 44 item 5, ADR 0045): seed,
+# rows, share, k, limit, δ-presence, exact k-map, criteria on `s` ("w" outside the subset only)
+L2 = {"l_diversity": [{"attribute": "s", "l": 2}]}
+E2 = {"l_diversity": [{"attribute": "s", "l": 2, "variant": "entropy"}]}
+TEQ = {"t_closeness": [{"attribute": "s", "t": 0.3, "distance": "equal"}]}
+TORD = {"t_closeness": [{"attribute": "s", "t": 0.2, "distance": "ordered", "order": "text"}]}
+CRITERIA_CASES = [
+    (7, 90, 0.5, 2, 0.1, (0, 0.8), None, L2),
+    (8, 120, 0.4, None, 0.1, None, 3, E2),
+    (9, 100, 0.5, 2, 0.1, (0, 0.9), None, TEQ),
+    (10, 150, 0.4, None, 0.2, None, 2, TORD),
+    (11, 150, 0.5, None, 0.1, (0, 1), None, TORD),
+]
+
+
+@pytest.mark.parametrize("case", CRITERIA_CASES, ids=[f"seed{c[0]}" for c in CRITERIA_CASES])
+def test_subset_criteria_match_exhaustive_search(tmp_path, case):
+    seed, n, share, k, limit, delta, kmap, criteria = case
+    df = _table(seed, n, share)
+    rng = np.random.default_rng(seed)
+    df["s"] = rng.choice(["u", "v", "w", "x"], n, p=[0.4, 0.3, 0.1, 0.2])
+    df.loc[df["in_study"] & (df["s"] == "w"), "s"] = "v"  # "w": population records only
+    privacy: dict = {"suppression_limit": limit, **criteria}
+    if k:
+        privacy["k"] = k
+    if delta:
+        privacy["delta_presence"] = {"min": delta[0], "max": delta[1]}
+    if kmap:
+        privacy["k_map"] = {"k": kmap}
+    expected = subset_search(
+        df, df["in_study"], ORACLE_QIDS, k, limit, [], delta=delta, kmap=kmap, criteria=criteria
+    )
+    for cut in (n, 7):  # one chunk, many: the same answer
+        folder = tmp_path / f"in-{cut}"
+        write_chunks(df, folder, [cut] * (n // cut))
+        body = {
+            "input": {"path": str(folder)},
+            "output": {"path": str(tmp_path / f"out-{cut}")},
+            "direct_identifiers": ["pid"],
+            "sensitive_attributes": ["s"],
+            "quasi_identifiers": QIDS,
+            "research_subset": {"column": "in_study"},
+            "privacy": privacy,
+        }
+        config = load_config(write_config(tmp_path / f"c-{cut}.yaml", body))
+        if expected["node"] is None:
+            with pytest.raises(Exception, match="no generalisation satisfies"):
+                run(config)
+            return
+        manifest = run(config)
+        assert manifest["node"] == expected["node"]
+        assert manifest["dm_star"] == expected["dm_star"]
+        assert manifest["n_suppressed"] == expected["n_suppressed"]
+        assert manifest["n_equivalence_classes"] == expected["n_classes"]
+
+
 def test_population_models_need_a_subset_and_refuse_other_models(tmp_path):
     df = _table(9, 40, 0.5)
     write_chunks(df, tmp_path / "in", [])
