@@ -60,31 +60,43 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("case", CASES, ids=[f"seed{c[0]}" for c in CASES])
-def test_population_models_match_exhaustive_search(tmp_path, case):
-    seed, n, share, k, limit, delta, kmap = case
-    df = _table(seed, n, share)
-    privacy: dict = {"suppression_limit": limit}
+def _privacy(limit, k, delta, kmap, criteria=None) -> dict:
+    """The config's privacy section of a case."""
+    privacy: dict = {"suppression_limit": limit, **(criteria or {})}
     if k:
         privacy["k"] = k
     if delta:
         privacy["delta_presence"] = {"min": delta[0], "max": delta[1]}
     if kmap:
         privacy["k_map"] = {"k": kmap}
+    return privacy
+
+
+def _config(tmp_path, df: pd.DataFrame, cut: int, privacy: dict, sensitive=()):
+    """The run's config over `df` cut into chunks of `cut` rows, with its research subset."""
+    folder = tmp_path / f"in-{cut}"
+    write_chunks(df, folder, [cut] * (len(df) // cut))
+    body = {
+        "input": {"path": str(folder)},
+        "output": {"path": str(tmp_path / f"out-{cut}")},
+        "direct_identifiers": ["pid"],
+        **({"sensitive_attributes": list(sensitive)} if sensitive else {}),
+        "quasi_identifiers": QIDS,
+        "research_subset": {"column": "in_study"},
+        "privacy": privacy,
+    }
+    return load_config(write_config(tmp_path / f"c-{cut}.yaml", body))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"seed{c[0]}" for c in CASES])
+def test_population_models_match_exhaustive_search(tmp_path, case):
+    seed, n, share, k, limit, delta, kmap = case
+    df = _table(seed, n, share)
+    privacy = _privacy(limit, k, delta, kmap)
     expected = subset_search(df, df["in_study"], ORACLE_QIDS, k, limit, [], delta=delta, kmap=kmap)
     answers = []
     for cut in (n, 7, 23):  # one chunk, many: the same answer
-        folder = tmp_path / f"in-{cut}"
-        write_chunks(df, folder, [cut] * (n // cut))
-        body = {
-            "input": {"path": str(folder)},
-            "output": {"path": str(tmp_path / f"out-{cut}")},
-            "direct_identifiers": ["pid"],
-            "quasi_identifiers": QIDS,
-            "research_subset": {"column": "in_study"},
-            "privacy": privacy,
-        }
-        config = load_config(write_config(tmp_path / f"c-{cut}.yaml", body))
+        config = _config(tmp_path, df, cut, privacy)
         if expected["node"] is None:
             with pytest.raises(Exception, match="no generalisation satisfies"):
                 run(config)
@@ -132,29 +144,12 @@ def test_subset_criteria_match_exhaustive_search(tmp_path, case):
     rng = np.random.default_rng(seed)
     df["s"] = rng.choice(["u", "v", "w", "x"], n, p=[0.4, 0.3, 0.1, 0.2])
     df.loc[df["in_study"] & (df["s"] == "w"), "s"] = "v"  # "w": population records only
-    privacy: dict = {"suppression_limit": limit, **criteria}
-    if k:
-        privacy["k"] = k
-    if delta:
-        privacy["delta_presence"] = {"min": delta[0], "max": delta[1]}
-    if kmap:
-        privacy["k_map"] = {"k": kmap}
+    privacy = _privacy(limit, k, delta, kmap, criteria)
     expected = subset_search(
         df, df["in_study"], ORACLE_QIDS, k, limit, [], delta=delta, kmap=kmap, criteria=criteria
     )
     for cut in (n, 7):  # one chunk, many: the same answer
-        folder = tmp_path / f"in-{cut}"
-        write_chunks(df, folder, [cut] * (n // cut))
-        body = {
-            "input": {"path": str(folder)},
-            "output": {"path": str(tmp_path / f"out-{cut}")},
-            "direct_identifiers": ["pid"],
-            "sensitive_attributes": ["s"],
-            "quasi_identifiers": QIDS,
-            "research_subset": {"column": "in_study"},
-            "privacy": privacy,
-        }
-        config = load_config(write_config(tmp_path / f"c-{cut}.yaml", body))
+        config = _config(tmp_path, df, cut, privacy, sensitive=["s"])
         if expected["node"] is None:
             with pytest.raises(Exception, match="no generalisation satisfies"):
                 run(config)
