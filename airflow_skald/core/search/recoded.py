@@ -55,12 +55,13 @@ def local_recoding(
             step_plan, sub, policy, config.priority_order(), quality=q, subset=True
         )
 
+    at = LR.KeysAt(plan, counts.classes.keys)
     steps = LR.recode(
-        settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor
+        settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor, at
     )
-    out = with_steps(plan, counts, decision, steps, settings.describe())
-    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], config.quality)
-    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, config.quality)
+    out = with_steps(plan, counts, decision, steps, settings.describe(), at)
+    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], config.quality, at)
+    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, config.quality, at)
     released = out.recoded_sizes
     figures_risk = risk(released, policy.min_class_size)
     if "analysis" in decision.risk:
@@ -70,13 +71,19 @@ def local_recoding(
 
 
 def with_steps(
-    plan: Plan, counts: RootCounts, decision: Decision, steps: list, settings: dict
+    plan: Plan,
+    counts: RootCounts,
+    decision: Decision,
+    steps: list,
+    settings: dict,
+    at: LR.KeysAt | None = None,
 ) -> Decision:
     """The decision with the steps and the figures of the release they make: its classes
     (each step's kept classes, merged where their output strings coincide), the records
     left suppressed or released at the top node."""
     node = tuple(decision.node)
-    keys, sizes = LR.kept_classes(plan, counts, node, decision.suppressed_keys)
+    at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
+    _, keys, sizes = at.kept(counts, node, decision.suppressed_keys)
     if node == tuple(plan.tops):
         keys, sizes = keys[:0], sizes[:0]
     parts = [(node, decision.radices, keys, sizes)]
@@ -116,7 +123,12 @@ def _shown(decision: Decision) -> dict:
 
 
 def release_loss(
-    plan: Plan, counts: RootCounts, decision: Decision, steps: list, settings: QualitySettings
+    plan: Plan,
+    counts: RootCounts,
+    decision: Decision,
+    steps: list,
+    settings: QualitySettings,
+    at: LR.KeysAt | None = None,
 ) -> float:
     """ARX's Loss (docs/design.md §4d, as the objective's settings define it) of the release a
     decision and its steps make: each record at the label of the node that released it (a
@@ -125,12 +137,13 @@ def release_loss(
     ctx = QualityContext(plan.dims, plan.root, counts.classes, settings)
     loss = build("loss", ctx, settings.aggregate if settings.objective == "loss" else None)
     node = tuple(decision.node)
-    left = LR.in_sorted(LR.keys_at(plan, counts.classes.keys, node), decision.suppressed_keys)
-    keys, sizes = LR.kept_classes(plan, counts, node, decision.suppressed_keys)
+    at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
+    left, keys, sizes = at.kept(counts, node, decision.suppressed_keys)
+    left = left.copy()
     parts, last = [(node, keys, sizes)], node
     for step in steps:
         parts.append((step.node, step.kept_keys, step.kept_sizes))
-        left &= LR.in_sorted(LR.keys_at(plan, counts.classes.keys, step.node), step.suppressed_keys)
+        left &= LR.in_sorted(at(step.node), step.suppressed_keys)
         last = step.node
     at_last = LR.keys_at(plan, counts.classes.keys[left], last)
     left_sizes = counts.classes.counts[left].astype(np.int64)

@@ -110,19 +110,51 @@ class Step:
 
 
 def keys_at(plan: Plan, root_keys: np.ndarray, node: Sequence[int]) -> np.ndarray:
-    """Each root bin's key at `node` (a node at or above the root)."""
+    """Each root bin's key at `node` (a node at or above the root), digit by digit from the
+    last QID (a few arrays of the bins' size at a time, not one per QID)."""
     radices = plan.radices(plan.root)
-    codes = []
+    strides = strides_of(plan.radices(tuple(node)))
     rest = root_keys.astype(np.int64, copy=True)
-    for r in reversed(radices):
-        codes.append(rest % r)
-        rest //= r
-    codes.reverse()
-    up = [
-        d.level_map(int(lo), int(hi))[c] if hi != lo else c
-        for d, lo, hi, c in zip(plan.dims, plan.root, node, codes, strict=True)
-    ]
-    return keys_of(up, plan.radices(tuple(node)))
+    out = np.zeros_like(rest)
+    for i in reversed(range(len(radices))):
+        rest, code = np.divmod(rest, radices[i])
+        lo, hi = int(plan.root[i]), int(node[i])
+        if hi != lo:
+            code = plan.dims[i].level_map(lo, hi)[code]
+        if strides[i] != 1:
+            code *= strides[i]
+        out += code
+    return out
+
+
+class KeysAt:
+    """The root bins' keys at the nodes local recoding reads them at (the global node and each
+    step's, read by the steps, the release's classes and its Loss), each node computed once."""
+
+    def __init__(self, plan: Plan, root_keys: np.ndarray) -> None:
+        self.plan, self.root_keys = plan, root_keys
+        self._at: dict[tuple[int, ...], np.ndarray] = {}
+
+        self._kept: dict[tuple[int, ...], tuple] = {}
+
+    def __call__(self, node: Sequence[int]) -> np.ndarray:
+        node = tuple(int(x) for x in node)
+        if node not in self._at:
+            self._at[node] = keys_at(self.plan, self.root_keys, node)
+        return self._at[node]
+
+    def kept(
+        self, counts: RootCounts, node: Sequence[int], suppressed: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Which root bins `suppressed` (keys at `node`) suppresses, and the keys and sizes of
+        the classes kept there (`kept_classes`), once per node and suppressed keys."""
+        node = tuple(int(x) for x in node)
+        hit = self._kept.get(node)
+        if hit is None or hit[0] is not suppressed:
+            left = in_sorted(self(node), suppressed)
+            keys, sizes = kept_classes(self.plan, counts, node, suppressed, self(node))
+            hit = self._kept[node] = (suppressed, left, keys, sizes)
+        return hit[1], hit[2], hit[3]
 
 
 def in_sorted(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
@@ -178,12 +210,14 @@ def recode(
     policy_of: PolicyOf,
     search: SearchStep,
     gs_factor: Fraction,
+    at: KeysAt | None = None,
 ) -> list[Step]:
     """The steps after the global `decision` (a `Decision` made under `policy`): each one
     phase 2's search over the root bins the previous node suppressed. Stops when a search
     releases nothing (adaptive: unless the gs factor can still be raised), nothing is left
     suppressed, fewer than k records are left, at the top node, or after `max_steps`
-    searches. `gs_factor`: the objective's (the steps' unless the settings give one)."""
+    searches. `gs_factor`: the objective's (the steps' unless the settings give one); `at`:
+    the root bins' keys at a node (shared with the release's figures)."""
     n = counts.n_records
     root_keys, sizes = counts.classes.keys, counts.classes.counts
     tops = tuple(plan.tops)
@@ -191,7 +225,8 @@ def recode(
     node, suppressed = tuple(decision.node), decision.suppressed_keys
     if not suppressed.size or node == tops:
         return steps
-    left = in_sorted(keys_at(plan, root_keys, node), suppressed)
+    at = KeysAt(plan, root_keys) if at is None else at
+    left = at.kept(counts, node, suppressed)[0].copy()
     gs = GsSchedule(settings, gs_factor)
     searches = 0
     while settings.max_steps is None or searches < settings.max_steps:
@@ -213,7 +248,7 @@ def recode(
         steps.append(step_of(plan, sub, d, remaining, released, gs.shown))
         if not d.suppressed_keys.size or tuple(d.node) == tops:
             break
-        left &= in_sorted(keys_at(plan, root_keys, tuple(d.node)), d.suppressed_keys)
+        left &= in_sorted(at(d.node), d.suppressed_keys)
     return steps
 
 
@@ -271,10 +306,15 @@ def step_of(
 
 
 def kept_classes(
-    plan: Plan, sub: RootCounts, node: tuple[int, ...], suppressed: np.ndarray
+    plan: Plan,
+    sub: RootCounts,
+    node: tuple[int, ...],
+    suppressed: np.ndarray,
+    at: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The keys (at `node`, sorted) and sizes of the classes a step kept, from its root bins."""
-    at = keys_at(plan, sub.classes.keys, node)
+    """The keys (at `node`, sorted) and sizes of the classes a step kept, from its root bins
+    (`at`: their keys at `node`, when known)."""
+    at = keys_at(plan, sub.classes.keys, node) if at is None else at
     keep = ~in_sorted(at, suppressed)
     order = np.argsort(at[keep], kind="stable")
     k, c = at[keep][order], sub.classes.counts[keep][order]
