@@ -63,15 +63,7 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
     A database input is read once into a private temporary folder, deleted after (`staged`:
     its chunks, which name the table in messages, not the folder)."""
     if config.database is not None:
-        from airflow_skald.core.data.database.connection import resolve_uri
-        from airflow_skald.core.data.database.extract import extract
-
-        with tempfile.TemporaryDirectory(prefix="skald-audit-") as folder:
-            uri = resolve_uri(config.database.connection)
-            chunks = extract(config.database, uri, config.chunk_rows, folder)
-            files = replace(config.input, path=folder)
-            report = audit(replace(config, database=None, input=files), chunks)
-        return {**report, "input": config.database.table or "query"}
+        return _audit_database(config)
     start = time.perf_counter()
     manifest = None if staged else release_manifest(config.input.path)
     if manifest is not None:
@@ -79,40 +71,7 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
     chunks = list(staged) or list_chunks(config.input, config.chunk_rows)
     kind = "release" if manifest is not None else "dataset"
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
-    not_checked = []
-    if manifest is not None and config.research_subset is not None:
-        # a release holds the subset's records only: the population is not in it (docs/design.md §4e)
-        not_checked = [
-            {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
-        ]
-        kept_models = tuple(m for m in config.privacy if not m.population_based)
-        config = replace(config, research_subset=None, privacy=kept_models)
-        if not kept_models:
-            raise DataError(
-                "a release of a research subset holds no population records: its "
-                "delta-presence / exact k-map can only be audited on the population table"
-            )
-    if config.research_subset is not None and config.criteria_attributes:
-        # l and t judge the subset's records of each class (ADR 0045): phase 1/2 count them so
-        raise DataError(
-            "skald audit of a population table judges l-diversity / t-closeness with a "
-            "research_subset over every record, not the subset's: audit the release instead"
-        )
-    # a randomised mechanism's draws (DP's sample and node) are no property of the records
-    not_checked += [
-        {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
-    ]
-    # a class's information loss is its labels' at a node of the hierarchies: the search judges
-    # these models, a table as it is cannot be (ADR 0046)
-    not_checked += [
-        {**m.describe(), "reason": NOT_AT_A_NODE} for m in config.privacy if m.reads_label_loss
-    ]
-    config = replace(config, privacy=tuple(m for m in config.privacy if not m.reads_label_loss))
-    if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
-        # docs/design.md §4f: a step judged them against its own records, not the whole release's
-        local, listed = split_local(config.privacy, BY_STEP)
-        not_checked += listed
-        config = replace(config, privacy=local)
+    config, not_checked = _audited_models(config, manifest)
     qids, attributes = config.qid_names, config.counted_attributes
     subset_columns = config.research_subset.input_columns if config.research_subset else ()
     stored = [a for a in attributes if a not in (FLAG,)]  # the flag of keys is derived
@@ -150,6 +109,61 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
         **({"not_checked": not_checked} if not_checked else {}),
         "seconds": round(time.perf_counter() - start, 3),
     }
+
+
+def _audit_database(config: SkaldConfig) -> dict:
+    """A database input read once into a private temporary folder, audited there, the folder
+    deleted after; the report names the table (or "query"), not the folder."""
+    from airflow_skald.core.data.database.connection import resolve_uri
+    from airflow_skald.core.data.database.extract import extract
+
+    with tempfile.TemporaryDirectory(prefix="skald-audit-") as folder:
+        uri = resolve_uri(config.database.connection)
+        chunks = extract(config.database, uri, config.chunk_rows, folder)
+        files = replace(config.input, path=folder)
+        report = audit(replace(config, database=None, input=files), chunks)
+    return {**report, "input": config.database.table or "query"}
+
+
+def _audited_models(config: SkaldConfig, manifest: dict | None) -> tuple[SkaldConfig, list[dict]]:
+    """The config with only the criteria a table as it is can be audited for, and the others
+    listed with the reason (a research subset's release, DP's draws, label loss at a node, a
+    locally recoded release's per-step models)."""
+    not_checked = []
+    if manifest is not None and config.research_subset is not None:
+        # a release holds the subset's records only: the population is not in it (docs/design.md §4e)
+        not_checked = [
+            {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
+        ]
+        kept_models = tuple(m for m in config.privacy if not m.population_based)
+        config = replace(config, research_subset=None, privacy=kept_models)
+        if not kept_models:
+            raise DataError(
+                "a release of a research subset holds no population records: its "
+                "delta-presence / exact k-map can only be audited on the population table"
+            )
+    if config.research_subset is not None and config.criteria_attributes:
+        # l and t judge the subset's records of each class (ADR 0045): phase 1/2 count them so
+        raise DataError(
+            "skald audit of a population table judges l-diversity / t-closeness with a "
+            "research_subset over every record, not the subset's: audit the release instead"
+        )
+    # a randomised mechanism's draws (DP's sample and node) are no property of the records
+    not_checked += [
+        {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
+    ]
+    # a class's information loss is its labels' at a node of the hierarchies: the search judges
+    # these models, a table as it is cannot be (ADR 0046)
+    not_checked += [
+        {**m.describe(), "reason": NOT_AT_A_NODE} for m in config.privacy if m.reads_label_loss
+    ]
+    config = replace(config, privacy=tuple(m for m in config.privacy if not m.reads_label_loss))
+    if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
+        # docs/design.md §4f: a step judged them against its own records, not the whole release's
+        local, listed = split_local(config.privacy, BY_STEP)
+        not_checked += listed
+        config = replace(config, privacy=local)
+    return config, not_checked
 
 
 BY_STEP = (
