@@ -74,3 +74,32 @@ def rows_multiset(folder: Path) -> Counter:
         for row in pq.read_table(part).to_pylist():
             out[tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))] += 1
     return out
+
+
+def run_cli(tmp: Path, cfg: dict, name: str, capsys, *flags: str) -> tuple[int, str]:
+    """`skald run` in this process on `cfg` (written as `name`.yaml): exit code, stderr."""
+    import yaml
+
+    from airflow_skald.cli import main as cli_main
+
+    path = tmp / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    capsys.readouterr()
+    code = cli_main(["run", str(path), "-q", *flags])
+    return code, capsys.readouterr().err
+
+
+def assert_same_release(engine_out: Path, chunks_out: Path) -> None:
+    """Every manifest figure (node, DM*, suppressed, classes, risk, quality, lattice, parts)
+    and the released rows as a multiset the same; only the run's own token, the output path
+    and so the settings' hash differ."""
+    import json
+
+    engine = json.loads((engine_out / "manifest.json").read_text())
+    chunks = json.loads((chunks_out / "manifest.json").read_text())
+    for key in set(chunks) | set(engine):
+        if key not in ("settings", "config_sha256", "run_token"):
+            assert engine.get(key) == chunks.get(key), key
+    assert {**engine["settings"], "output": None} == {**chunks["settings"], "output": None}
+    assert rows_multiset(engine_out) == rows_multiset(chunks_out)
+    assert rows_multiset(engine_out)  # something was released

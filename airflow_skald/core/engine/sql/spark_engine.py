@@ -1,0 +1,187 @@
+"""`SparkEngine` (`execution: {engine: spark, connection: "local[2]" | "sc://host:port"}`,
+docs/design.md §2b, ADR 0056): the three passes run as Spark SQL (sqlglot's dialect "spark",
+the SQL layer DuckDB runs) over the input's Parquet files; the worker gets counts and labels,
+Spark writes the release's parts into the staging folder, and the shared check, manifest and
+commit publish them.
+
+One part per input file (`list_input`: a chunk per file, as DuckDB's), so a record's first
+row is its file's chunk and its row there (Parquet's `_metadata.row_index`). Spark writes a
+part as a folder of files: the engine writes each part with one task into a folder beside it
+and moves the one file onto the part's name (a killed write leaves no part). The files are
+read and written by Spark's own process: with Spark Connect the server must see the same
+(local or mounted) paths."""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow.parquet as pq
+from sqlglot import exp
+
+from airflow_skald.core.count.first_rows import FirstRowScan
+from airflow_skald.core.data.files import local_path
+from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
+from airflow_skald.core.encode.domain import DomainStats
+from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql import passes
+from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.release import classes_of, grouped_release
+from airflow_skald.core.engine.sql.spark_session import (
+    CONNECT_SCHEMES,
+    SparkSqlSession,
+    _pyspark,
+    is_local,
+    spark_of,
+)
+from airflow_skald.core.engine.sql.support import check_supported
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.release.write.commit import part_name
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
+
+if TYPE_CHECKING:
+    from airflow_skald.core.config.run_config import SkaldConfig
+    from airflow_skald.core.count.root_counts import RootCounts
+    from airflow_skald.core.run.state import Run
+
+NAME = "spark"
+#: the master of a run that names no connection: a local Spark on every core
+DEFAULT_MASTER = "local[*]"
+
+
+def _view(session: SparkSqlSession, files: Sequence[str], rows: bool = False) -> SqlInput:
+    """A temporary view over the Parquet `files` (`rows`: with each row's number in its
+    file), as the passes' input."""
+    frame = session.spark.read.parquet(*files)
+    if rows:
+        frame = frame.selectExpr("*", f"_metadata.row_index AS {passes.ROW_COLUMN}")
+    relation = session.name(frame, "input")
+    schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
+    where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
+    return SqlInput(relation, schema, where)
+
+
+def write_part(session: SparkSqlSession, select: exp.Select, path: str) -> None:
+    """The rows of `select` as one Parquet file at `path`, written by Spark (one task into a
+    folder beside it, its one file moved onto `path`)."""
+    frame = session.frame(select)
+    folder = path + ".writing"
+    try:
+        frame.coalesce(1).write.mode("overwrite").parquet(folder)
+        files = sorted(glob.glob(os.path.join(folder, "part-*.parquet")))
+        if not files:  # no rows: Spark may write no file; the part is the schema alone
+            pq.write_table(frame.limit(0).toArrow(), folder + "/empty.parquet")
+            files = [folder + "/empty.parquet"]
+        os.replace(files[0], path)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+class SparkEngine(Engine):
+    """The passes inside Spark (a local session or Spark Connect) over local Parquet files."""
+
+    name = NAME
+
+    def check(self, config: SkaldConfig) -> None:
+        prefix = f"execution.engine {NAME}"
+        if config.database is not None:
+            raise ConfigError(
+                f"{prefix} reads Parquet files: a database table input runs with "
+                "execution: chunks (or the postgresql engine)"
+            )
+        if config.input.format != "parquet":
+            raise ConfigError(
+                f"{prefix} reads Parquet files; input.format is {config.input.format}"
+            )
+        if config.output_table is not None or config.output.format != "parquet":
+            raise ConfigError(
+                f"{prefix} writes a Parquet folder release; output.format is {config.output.format}"
+            )
+        for path in (config.input.path, config.output.path):
+            if local_path(path) is None:
+                raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
+        check_supported(config, NAME)
+        pseudonyms = config.transformation(Pseudonyms)
+        if pseudonyms and pseudonyms.names:
+            raise ConfigError(
+                f"{prefix}: pseudonymised columns are hashed by the duckdb engine or "
+                "execution: chunks only (Spark's HMAC is not built yet)"
+            )
+        _pyspark()  # installed, or one line saying how
+
+    def list_input(self, run: Run) -> list[ChunkRef]:
+        location = run.config.input
+        files = list_input_files(location)
+        return [
+            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
+        ]
+
+    def _spark(self, run: Run) -> Any:
+        connection = self.execution.connection or DEFAULT_MASTER
+        if not (is_local(connection) or connection.startswith(CONNECT_SCHEMES)):
+            connection = run.resolve_connection(connection)  # a variable's or Airflow's
+        return spark_of(connection)
+
+    @contextlib.contextmanager
+    def _session(self, run: Run) -> Iterator[SparkSqlSession]:
+        session = SparkSqlSession(self._spark(run))
+        try:
+            yield session
+        finally:
+            session.close()
+
+    @contextlib.contextmanager
+    def _opened(
+        self, run: Run, files: Sequence[str], rows: bool = False
+    ) -> Iterator[tuple[SparkSqlSession, SqlInput]]:
+        with self._session(run) as session:
+            yield session, _view(session, files, rows)
+
+    def _files(self, run: Run) -> list[str]:
+        return [c.file for c in run.chunks()]
+
+    def domain_stats(self, run: Run) -> DomainStats:
+        with self._opened(run, self._files(run)) as (session, source):
+            return passes.domain_stats(session, source, run.config, run.chunks())
+
+    def root_counts(self, run: Run) -> RootCounts:
+        with self._opened(run, self._files(run)) as (session, source):
+            return passes.histogram(session, source, run.config, run.plan())
+
+    def first_rows(
+        self, run: Run, plan: Plan, node: tuple[int, ...], keys: np.ndarray
+    ) -> np.ndarray:
+        scan = FirstRowScan(keys)
+        with self._session(run) as session:
+            for chunk in run.chunks():  # in input order: a class's first chunk holds its first row
+                source = _view(session, [chunk.file], rows=True)
+                args = (session, source, run.config, plan, node, scan.wanted, chunk.chunk_id)
+                scan.add(*passes.chunk_first_rows(*args))
+                if scan.done:
+                    break
+        return scan.result()
+
+    def write_release(self, run: Run) -> Written:
+        config, plan, decision = run.config, run.plan(), run.decision()
+        chunks = run.chunks()
+        names = [part_name(c.chunk_id, config.output.format) for c in chunks]
+        staging = run.staging.rstrip("/")
+        with self._opened(run, [c.file for c in chunks]) as (session, whole):
+            parts = [(n, _view(session, [c.file])) for n, c in zip(names, chunks, strict=True)]
+
+            def write(select: exp.Select, name: str) -> None:
+                write_part(session, select, staging + "/" + name)
+
+            passes.write_parts(session, whole, parts, config, plan, decision, write)
+            paths = [staging + "/" + n for n in names]
+            qids, sensitive = config.qid_names, list(config.criteria_attributes)
+            release = session.name(session.spark.read.parquet(*paths), "release")
+            table = session.query(grouped_release(D.table(release), [*qids, *sensitive]))
+        return Written(names, classes_of(table, qids, sensitive))

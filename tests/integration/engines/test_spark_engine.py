@@ -1,0 +1,67 @@
+"""`execution: {engine: spark, connection: "local[2]"}` end to end through the CLI
+(docs/design.md §2b, ADR 0056): the same manifest figures and released rows (as a multiset)
+as `execution: chunks`; what the engine does not run yet refused before any work in one line
+(exit 2, nothing written). One local Spark (local[2]) for every test of the module, which
+runs on one xdist worker: Spark's start is paid once."""
+
+from __future__ import annotations
+
+import pytest
+from engine_compare import assert_same_release, config, run_cli, write_files
+
+pytestmark = pytest.mark.xdist_group("spark")
+SPARK = {"engine": "spark", "connection": "local[2]"}
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """The process's one local SparkSession: the engine's `local[2]` finds it running."""
+    from pyspark.sql import SparkSession
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("skald-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.driver.memory", "512m")
+        .getOrCreate()
+    )
+    yield session
+    session.stop()
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"privacy": {"l_diversity": [{"attribute": "disease", "l": 2}]}},
+        {"quality": {"objective": "loss"}, "suppressed_records": "drop"},
+    ],
+)
+def test_the_spark_engine_releases_what_the_chunk_path_releases(spark, tmp_path, capsys, settings):
+    inp = write_files(tmp_path / "in", 2, 150, 11)
+    out = {}
+    for name, execution in (("chunks", {"engine": "chunks"}), ("spark", SPARK)):
+        out[name] = tmp_path / f"out-{name}"
+        code, err = run_cli(
+            tmp_path, config(inp, out[name], execution=execution, **settings), name, capsys
+        )
+        assert code == 0, err
+    assert_same_release(out["spark"], out["chunks"])
+
+
+def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(
+    tmp_path, capsys, monkeypatch
+):
+    monkeypatch.setenv("SKALD_SPARK_TEST_KEY", "k" * 32)
+    inp = write_files(tmp_path / "in", 1, 40, 1)
+    cfg = config(
+        inp, tmp_path / "out", execution=SPARK, direct_identifiers=[{"pid": "pseudonymise"}]
+    )
+    cfg["pseudonym_key"] = {"env": "SKALD_SPARK_TEST_KEY"}
+    code, err = run_cli(tmp_path, cfg, "refused", capsys)
+    assert code == 2
+    assert "execution.engine spark" in err and "pseudonymised" in err
+    assert len(err.strip().splitlines()) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]
