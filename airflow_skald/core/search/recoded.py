@@ -21,7 +21,6 @@ from airflow_skald.core.quality.multidim import exact_int_dot
 from airflow_skald.core.quality.registry import build
 from airflow_skald.core.search.decide import Decision, search_lattice
 from airflow_skald.core.search.figures import class_size_histogram, risk
-from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.transform import local_recoding as LR
 
 #: the figures the manifest gives before and after the steps
@@ -60,8 +59,9 @@ def local_recoding(
         settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor, at
     )
     out = with_steps(plan, counts, decision, steps, settings.describe(), at)
-    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], config.quality, at)
-    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, config.quality, at)
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, config.quality)  # both figures'
+    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], ctx, at)
+    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, ctx, at)
     released = out.recoded_sizes
     figures_risk = risk(released, policy.min_class_size)
     if "analysis" in decision.risk:
@@ -127,14 +127,15 @@ def release_loss(
     counts: RootCounts,
     decision: Decision,
     steps: list,
-    settings: QualitySettings,
+    ctx: QualityContext,
     at: LR.KeysAt | None = None,
 ) -> float:
     """ARX's Loss (docs/design.md §4d, as the objective's settings define it) of the release a
     decision and its steps make: each record at the label of the node that released it (a
     step at the top node: its records generalised to the top), the records left suppressed
-    as Loss counts suppressed records at the last node."""
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, settings)
+    as Loss counts suppressed records at the last node. `ctx`: the root counts' (built once for
+    the figures before and after the steps)."""
+    settings = ctx.settings
     loss = build("loss", ctx, settings.aggregate if settings.objective == "loss" else None)
     node = tuple(decision.node)
     at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
