@@ -36,10 +36,18 @@ def spark():
     "settings",
     [
         {"privacy": {"l_diversity": [{"attribute": "disease", "l": 2}]}},
-        {"quality": {"objective": "loss"}, "suppressed_records": "drop"},
+        {
+            "quality": {"objective": "loss"},
+            "suppressed_records": "drop",
+            "direct_identifiers": [{"pid": "pseudonymise"}],
+            "pseudonym_key": {"env": "SKALD_SPARK_TEST_KEY"},
+        },
     ],
 )
-def test_the_spark_engine_releases_what_the_chunk_path_releases(spark, tmp_path, capsys, settings):
+def test_the_spark_engine_releases_what_the_chunk_path_releases(
+    spark, tmp_path, capsys, monkeypatch, settings
+):
+    monkeypatch.setenv("SKALD_SPARK_TEST_KEY", "a-pseudonym-key-0f3c9e7d1b2a4c68")
     inp = write_files(tmp_path / "in", 2, 150, 11)
     out = {}
     for name, execution in (("chunks", {"engine": "chunks"}), ("spark", SPARK)):
@@ -51,17 +59,11 @@ def test_the_spark_engine_releases_what_the_chunk_path_releases(spark, tmp_path,
     assert_same_release(out["spark"], out["chunks"])
 
 
-def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(
-    tmp_path, capsys, monkeypatch
-):
-    monkeypatch.setenv("SKALD_SPARK_TEST_KEY", "k" * 32)
+def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(tmp_path, capsys):
     inp = write_files(tmp_path / "in", 1, 40, 1)
-    cfg = config(
-        inp, tmp_path / "out", execution=SPARK, direct_identifiers=[{"pid": "pseudonymise"}]
-    )
-    cfg["pseudonym_key"] = {"env": "SKALD_SPARK_TEST_KEY"}
+    cfg = config(inp, tmp_path / "out", execution=SPARK, utility={"folds": 3})
     code, err = run_cli(tmp_path, cfg, "refused", capsys)
     assert code == 2
-    assert "execution.engine spark" in err and "pseudonymised" in err
+    assert "execution.engine spark" in err and "utility" in err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]

@@ -45,19 +45,45 @@ def _concat(*parts: exp.Expression) -> exp.Expression:
     return out
 
 
-def pseudonym(column: str, typ: pa.DataType) -> exp.Expression:
-    """The pseudonym of `column`'s value (its text: a number's decimal text)."""
+def pseudonym(column: str, typ: pa.DataType, dialect: str = "duckdb") -> exp.Expression:
+    """The pseudonym of `column`'s value (its text: a number's decimal text), in DuckDB's
+    functions or Spark's (`dialect` "spark": encode/hex/unhex/sha2 over binary)."""
     value: exp.Expression = D.column(column, INPUT)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         value = exp.cast(value, exp.DataType.build("VARCHAR"))
-    data = _f("encode", value)
+    spark = dialect == "spark"
+    data = _f("encode", value, D.text("UTF-8")) if spark else _f("encode", value)
+    to_hex = "hex" if spark else "to_hex"
     length = _f(
-        "unhex", _f("lpad", _f("to_hex", _f("octet_length", data)), D.number(16), D.text("0"))
+        "unhex", _f("lpad", _f(to_hex, _f("octet_length", data)), D.number(16), D.text("0"))
     )
-    inner = _f("sha256", _concat(D.column("ipad", KEY), D.column("domain", KEY), length, data))
+    key = (D.column("ipad", KEY), D.column("domain", KEY), length, data)
+    if spark:  # sha2 gives lowercase hex text, as DuckDB's sha256
+        inner = _f("sha2", _f("concat", *key), D.number(256))
+        return _f("sha2", _f("concat", D.column("opad", KEY), _f("unhex", inner)), D.number(256))
+    inner = _f("sha256", _concat(*key))
     return _f("sha256", _concat(D.column("opad", KEY), _f("unhex", inner)))
 
 
 def hashable(typ: pa.DataType) -> bool:
     """Types whose text the engine writes as pyarrow does (text, whole numbers)."""
     return pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
+
+
+def check_hashable(config, prefix: str) -> None:
+    """Refuse (one line) a pseudonymised column whose text the engine would not write as
+    pyarrow does (`hashable`)."""
+    from airflow_skald.core.data.io import list_input_files, schema_of
+    from airflow_skald.core.errors import ConfigError
+    from airflow_skald.core.transform.pseudonyms import Pseudonyms
+
+    pseudonyms = config.transformation(Pseudonyms)
+    if not (pseudonyms and pseudonyms.names):
+        return
+    schema = schema_of(config.input, list_input_files(config.input)[0])
+    for name in pseudonyms.names:
+        if name in schema.names and not hashable(schema.field(name).type):
+            raise ConfigError(
+                f"{prefix}: pseudonymised column '{name}' is {schema.field(name).type}; "
+                "the engine hashes text and whole numbers (use execution: chunks)"
+            )

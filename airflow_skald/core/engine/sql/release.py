@@ -87,7 +87,7 @@ def released_select(
     out = []
     for name in released_columns(config, plan.stats.columns):
         if name in pseudonymised and key is not None:
-            out.append(pseudonym(name, source.type_of(name)).as_(name))
+            out.append(pseudonym(name, source.type_of(name), session.dialect).as_(name))
             continue
         if name not in index:
             out.append(D.column(name, INPUT).as_(name))

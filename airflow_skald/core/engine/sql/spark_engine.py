@@ -33,6 +33,7 @@ from airflow_skald.core.engine.base import Engine, Written
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.pseudonyms import check_hashable
 from airflow_skald.core.engine.sql.release import classes_of, grouped_release
 from airflow_skald.core.engine.sql.spark_session import (
     CONNECT_SCHEMES,
@@ -44,7 +45,6 @@ from airflow_skald.core.engine.sql.spark_session import (
 from airflow_skald.core.engine.sql.support import check_supported
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.release.write.commit import part_name
-from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 if TYPE_CHECKING:
     from airflow_skald.core.config.run_config import SkaldConfig
@@ -108,12 +108,7 @@ class SparkEngine(Engine):
             if local_path(path) is None:
                 raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
         check_supported(config, NAME)
-        pseudonyms = config.transformation(Pseudonyms)
-        if pseudonyms and pseudonyms.names:
-            raise ConfigError(
-                f"{prefix}: pseudonymised columns are hashed by the duckdb engine or "
-                "execution: chunks only (Spark's HMAC is not built yet)"
-            )
+        check_hashable(config, prefix)  # hashed in the engine: its text must be pyarrow's
         _pyspark()  # installed, or one line saying how
 
     def list_input(self, run: Run) -> list[ChunkRef]:
