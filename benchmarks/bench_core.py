@@ -154,7 +154,7 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
         "search_s": round(search, 3),
         "search_over_histogram": round(search / histogram, 2),
         "search_in_histogram_chunks": round(search / per_chunk, 1),
-        "lattice": decision.lattice,
+        "lattice": decision.to_dict()["lattice"],
         "node_paper": decision.node_paper,
         "read_released_columns_s": round(read_released, 3),
         "generalise_s": round(generalise, 3),

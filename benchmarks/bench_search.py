@@ -277,7 +277,7 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
         plan_root_s=_range(plans),
         search_s=_range(searches),
         search_cpu_s=_range(search_cpu),
-        lattice=decision.lattice,
+        lattice=decision.to_dict()["lattice"],
         node=decision.node_paper,
         dm_star=decision.figures.dm_star,
     )
@@ -287,7 +287,7 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
             exhaustive_s=_range(exhaustives),
             exhaustive_cpu_s=_range(exhaustive_cpu),
             exhaustive_over_search_cpu=_range([exhaustive_cpu[0] / s for s in search_cpu]),
-            exhaustive_nodes=decision.lattice["nodes"],
+            exhaustive_nodes=decision.to_dict()["lattice"]["nodes"],
             exhaustive_over_search=_range(ratios),
             same_answer=True,
         )
@@ -334,7 +334,7 @@ def adult(work: Path, repeats: int) -> list[dict]:
                 "suppression_limit": limit,
                 "search_s": _range(times),
                 "search_cpu_s": _range(cpus),
-                "lattice": decision.lattice,
+                "lattice": decision.to_dict()["lattice"],
                 "node": decision.node_paper,
             }
         )

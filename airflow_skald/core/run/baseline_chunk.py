@@ -26,7 +26,8 @@ from airflow_skald.core.run.pipeline import (
     first_rows,
 )
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
-from airflow_skald.core.search.decide import Decision, search_lattice
+from airflow_skald.core.search.decide import search_lattice
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.recoded import local_recoding
 
 
@@ -126,8 +127,8 @@ class ChunkOutcome:
             "n_equivalence_classes": d.figures.n_classes,
             "min_class_size": d.figures.min_class_size,
             "precision": d.precision,
-            "lattice": d.lattice,
-            **({"local_recoding": d.recoding_dict()} if d.recoding else {}),
+            "lattice": d.lattice.to_dict(),
+            **({"local_recoding": d.local_recoding.to_dict()} if d.local_recoding else {}),
         }
 
 

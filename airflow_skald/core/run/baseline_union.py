@@ -182,7 +182,7 @@ def _per_chunk_nodes(plan: Plan, outcomes: list[ChunkOutcome]) -> dict:
         "histogram_bins": None,
         "root_bins": plan.bins(zero),
         "lattice": {
-            key: sum(o.decision.lattice[key] for o in outcomes)
+            key: sum(getattr(o.decision.lattice, key) for o in outcomes)
             for key in ("nodes", "evaluated", "passing")
         },
     }

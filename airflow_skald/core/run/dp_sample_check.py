@@ -24,7 +24,7 @@ from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import generalise_table
 from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.release.write.commit import part_name
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 
 #: what the manifest says was checked, and by whom
 CHECKED = (

@@ -24,7 +24,7 @@ from airflow_skald.core.run.store import (
     PLAN,
     write_json,
 )
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.microaggregation import aggregates_to_bytes
 
 log = logging.getLogger("airflow_skald")
@@ -99,8 +99,8 @@ class HistogramPhase(Phase[RootCounts, Decision]):
             f.n_suppressed,
             f.n_records,
             f.max_suppressed,
-            decision.lattice["evaluated"],
-            decision.lattice["nodes"],
+            decision.lattice.evaluated,
+            decision.lattice.nodes,
         )
         return decision
 

@@ -46,8 +46,8 @@ from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.commit import part_name, write_part_atomic
 from airflow_skald.core.search.class_source import ClassSource
-from airflow_skald.core.search.decide import Decision
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.recoded import local_recoding
 from airflow_skald.core.search.rollups import roll_up
 from airflow_skald.core.search.safepub.decide import dp_decision

@@ -53,7 +53,7 @@ from airflow_skald.core.run.store import (
     read_json,
     write_json,
 )
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.settings import keyed
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.microaggregation import (

@@ -7,9 +7,8 @@ its figures; its suppressed classes are kept as sorted keys for phase 3.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -26,6 +25,7 @@ from airflow_skald.core.quality.entropy_loss import label_losses
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
+from airflow_skald.core.search.decision import Decision, LatticeCounts, PolicyUnder
 from airflow_skald.core.search.evaluate import (
     LabelLoss,
     NodeEvaluator,
@@ -36,98 +36,9 @@ from airflow_skald.core.search.figures import NodeFigures, class_size_histogram,
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text
-from airflow_skald.core.transform.local_recoding import Step
 
 # (node, sorted class keys of it) -> each class's first input row (docs/design.md §4c)
 FirstRowsOf = Callable[[tuple[int, ...], np.ndarray], np.ndarray]
-
-
-@dataclass
-class Decision:
-    """The chosen node, its figures and the privacy settings it was chosen under.
-
-    `to_dict` is small and holds no data values."""
-
-    node: tuple[int, ...]
-    levels: dict[str, int]
-    node_paper: str
-    radices: tuple[int, ...]
-    figures: NodeFigures
-    privacy: dict  # the policy it was made under: models and suppression limit
-    lattice: dict
-    risk: dict
-    class_size_histogram: dict = field(default_factory=dict)
-    at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
-    quality: dict = field(default_factory=dict)  # every quality model's score, per-QID table
-    suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
-    # local recoding (docs/design.md §4f): the steps after this node, and the figures before them
-    steps: list[Step] = field(default_factory=list)
-    recoding: dict = field(default_factory=dict)
-    recoded_sizes: np.ndarray | None = field(default=None, repr=False)  # not persisted
-    dp: dict = field(default_factory=dict)  # a DP run's parameters and sample (docs/design.md §4e)
-
-    @property
-    def precision(self) -> float:
-        return self.figures.precision
-
-    @property
-    def max_suppressed(self) -> int:
-        return self.figures.max_suppressed
-
-    def to_dict(self) -> dict:
-        f = self.figures
-        return {
-            "node": self.levels,
-            "node_levels": list(self.node),
-            "node_paper": self.node_paper,
-            "radices": list(self.radices),
-            "privacy": self.privacy,
-            "n_records": f.n_records,
-            "n_suppressed": f.n_suppressed,
-            "max_suppressed": f.max_suppressed,
-            "n_equivalence_classes": f.n_classes,
-            "min_class_size": f.min_class_size,
-            **f.quality,
-            "privacy_models": f.privacy,
-            "lattice": self.lattice,
-            "risk": self.risk,
-            "class_size_histogram": self.class_size_histogram,
-            "at_risk_classes": self.at_risk,
-            "quality_models": self.quality,
-            **({"local_recoding": self.recoding_dict()} if self.recoding else {}),
-            **({"differential_privacy": self.dp} if self.dp else {}),
-        }
-
-    def recoding_dict(self) -> dict:
-        return {**self.recoding, "steps": [s.to_dict() for s in self.steps]}
-
-    def to_bytes(self) -> bytes:
-        body = self.to_dict()
-        body["figures"] = self.figures.to_dict()
-        body["suppressed_keys"] = self.suppressed_keys.tolist()
-        body["step_states"] = [s.to_state() for s in self.steps]
-        return json.dumps(body, sort_keys=True).encode()
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> Decision:
-        d = json.loads(data)
-        return cls(
-            node=tuple(d["node_levels"]),
-            levels=d["node"],
-            node_paper=d["node_paper"],
-            radices=tuple(d["radices"]),
-            figures=NodeFigures.from_dict(d["figures"]),
-            privacy=d["privacy"],
-            lattice=d["lattice"],
-            risk=d["risk"],
-            class_size_histogram=d.get("class_size_histogram", {}),
-            at_risk=d.get("at_risk_classes", []),
-            quality=d.get("quality_models", {}),
-            suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
-            steps=[Step.from_state(s) for s in d.get("step_states", [])],
-            recoding={k: v for k, v in d.get("local_recoding", {}).items() if k != "steps"},
-            dp=d.get("differential_privacy", {}),
-        )
 
 
 def search_lattice(
@@ -179,36 +90,46 @@ def search_lattice(
         raise _nothing_passes(source, policy, lattice.upper, n, losses)
     best = lattice.node(outcome.best)
     chosen = _chosen(source, best, objective, policy, lattice.upper, first_rows, losses)
-    figures = NodeFigures.of(chosen.table, policy, best, plan.tops, judgement=chosen.judgement)
-    kept = chosen.table.sizes[chosen.judgement.kept]
+    searched = LatticeCounts(
+        len(lattice),
+        outcome.evaluated,
+        outcome.passing,
+        outcome.pruned,
+        counts.bounded_bins,  # what N_RAM bounds (docs/design.md §4b)
+    )
+    return _decision(plan, policy, ctx, objective, best, chosen, searched, analysis, n)
+
+
+def _decision(
+    plan: Plan,
+    policy: PrivacyPolicy,
+    ctx: QualityContext,
+    objective: Metric,
+    best: tuple[int, ...],
+    chosen: _Chosen,
+    searched: LatticeCounts,
+    analysis: RiskSettings | None,
+    n: int,
+) -> Decision:
+    """The decision of the chosen node: its figures, risk and quality models' figures
+    (`n`: the records released or suppressed)."""
+    table, judgement = chosen.table, chosen.judgement
+    kept = table.sizes[judgement.kept]
     figures_risk = risk(kept, policy.min_class_size)
     if analysis is not None:
-        seen = kept if best != lattice.upper else kept[:0]
+        seen = kept if best != tuple(plan.tops) else kept[:0]
         figures_risk["analysis"] = analysis.analyse(seen, n)
+    scored = Scored(table, judgement, best, plan.tops, chosen.keys)
     return Decision(
         **node_fields(plan, best),
-        figures=figures,
-        privacy={
-            "models": policy.describe(),
-            "suppression_limit": decimal_text(policy.suppression_limit),
-        },
-        lattice={
-            "nodes": len(lattice),
-            "evaluated": outcome.evaluated,
-            "passing": outcome.passing,
-            "pruned": outcome.pruned,
-            "root_bins_nonempty": counts.bounded_bins,  # what N_RAM bounds (docs/design.md §4b)
-        },
+        figures=NodeFigures.of(table, policy, best, plan.tops, judgement=judgement),
+        privacy=PolicyUnder(policy.describe(), decimal_text(policy.suppression_limit)),
+        lattice=searched,
         risk=figures_risk,
         class_size_histogram=class_size_histogram(kept),
-        at_risk=policy.at_risk(chosen.table.subset(chosen.judgement.kept)),
-        suppressed_keys=chosen.keys[~chosen.judgement.kept].astype(np.int64),
-        quality=quality_figures(
-            ctx,
-            objective,
-            Scored(chosen.table, chosen.judgement, best, plan.tops, chosen.keys),
-            policy.min_class_size,
-        ),
+        at_risk=policy.at_risk(table.subset(judgement.kept)),
+        suppressed_keys=chosen.keys[~judgement.kept].astype(np.int64),
+        quality=quality_figures(ctx, objective, scored, policy.min_class_size),
     )
 
 

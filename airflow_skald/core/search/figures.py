@@ -78,8 +78,9 @@ class NodeFigures:
         return cls(**d)
 
 
-def risk(kept: np.ndarray, k: int) -> dict:
-    """Re-identification risk of kept classes: prosecutor risk and records in small classes."""
+def risk(kept: np.ndarray, min_class_size: int) -> dict:
+    """Re-identification risk of kept classes: prosecutor risk and records in small classes
+    (`share_below_2k`: the manifest's name, k being the policy's minimal class size)."""
     kept = np.asarray(kept, dtype=np.int64)
     if kept.size == 0:
         return {"prosecutor_risk_max": 0.0, "prosecutor_risk_avg": 0.0, "share_below_2k": 0.0}
@@ -87,7 +88,7 @@ def risk(kept: np.ndarray, k: int) -> dict:
     return {
         "prosecutor_risk_max": 1.0 / int(kept.min()),
         "prosecutor_risk_avg": float(kept.size / n),
-        "share_below_2k": float(kept[kept < 2 * k].sum() / n),
+        "share_below_2k": float(kept[kept < 2 * min_class_size].sum() / n),
     }
 
 

@@ -19,12 +19,10 @@ from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.exact import aggregate_key
 from airflow_skald.core.quality.multidim import exact_int_dot
 from airflow_skald.core.quality.registry import build
-from airflow_skald.core.search.decide import Decision, search_lattice
+from airflow_skald.core.search.decide import search_lattice
+from airflow_skald.core.search.decision import Decision, LocalRecoding, RecodingFigures
 from airflow_skald.core.search.figures import class_size_histogram, risk
 from airflow_skald.core.transform import local_recoding as LR
-
-#: the figures the manifest gives before and after the steps
-SHOWN = ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star", "dm")
 
 
 def local_recoding(
@@ -58,16 +56,23 @@ def local_recoding(
     steps = LR.recode(
         settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor, at
     )
-    out = with_steps(plan, counts, decision, steps, settings.describe(), at)
+    out, released = with_steps(plan, counts, decision, steps, at)
     ctx = QualityContext(plan.dims, plan.root, counts.classes, config.quality)  # both figures'
-    out.recoding["before"]["loss"] = release_loss(plan, counts, decision, [], ctx, at)
-    out.recoding["after"]["loss"] = release_loss(plan, counts, decision, steps, ctx, at)
-    released = out.recoded_sizes
+    recoding = LocalRecoding(
+        settings.describe(),
+        before=RecodingFigures.of(
+            decision,
+            loss=release_loss(plan, counts, decision, [], ctx, at),
+            records=decision.figures.n_records,
+        ),
+        after=RecodingFigures.of(out, loss=release_loss(plan, counts, decision, steps, ctx, at)),
+        steps=steps,
+    )
     figures_risk = risk(released, policy.min_class_size)
     if "analysis" in decision.risk:
         seen = released if tuple(decision.node) != tuple(plan.tops) else released[:0]
         figures_risk["analysis"] = config.risk_settings.analyse(seen, n)
-    return replace(out, risk=figures_risk, recoded_sizes=None)
+    return replace(out, risk=figures_risk, local_recoding=recoding)
 
 
 def with_steps(
@@ -75,12 +80,11 @@ def with_steps(
     counts: RootCounts,
     decision: Decision,
     steps: list,
-    settings: dict,
     at: LR.KeysAt | None = None,
-) -> Decision:
-    """The decision with the steps and the figures of the release they make: its classes
-    (each step's kept classes, merged where their output strings coincide), the records
-    left suppressed or released at the top node."""
+) -> tuple[Decision, np.ndarray]:
+    """The decision with the figures of the release the steps make, and its class sizes:
+    its classes (each step's kept classes, merged where their output strings coincide), the
+    records left suppressed or released at the top node."""
     node = tuple(decision.node)
     at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
     _, keys, sizes = at.kept(counts, node, decision.suppressed_keys)
@@ -93,7 +97,6 @@ def with_steps(
     s = n - int(released.sum(dtype=np.int64))
     square = int((released.astype(object) ** 2).sum()) if released.size else 0
     f = decision.figures
-    before = {**_shown(decision), "records": f.n_records}
     quality = {**f.quality, "dm_star": square + s * s, "dm": square + s * n}
     quality["dm_star_arx"] = quality["dm_star"]  # the suppressed records as one class
     figures = replace(
@@ -108,18 +111,10 @@ def with_steps(
     out = replace(
         decision,
         figures=figures,
-        steps=steps,
         class_size_histogram=class_size_histogram(released),
         quality={**decision.quality, "scores": scores} if decision.quality else {},
     )
-    out.recoding = {"settings": settings, "before": before, "after": _shown(out)}
-    out.recoded_sizes = released
-    return out
-
-
-def _shown(decision: Decision) -> dict:
-    d = decision.to_dict()
-    return {key: d[key] for key in SHOWN}
+    return out, released
 
 
 def release_loss(

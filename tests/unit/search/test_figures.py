@@ -31,7 +31,7 @@ def test_a_node_that_suppresses_too_much_fails():
 
 
 def test_risk_of_kept_classes():
-    r = risk(np.array([2, 4, 10]), k=3)
+    r = risk(np.array([2, 4, 10]), min_class_size=3)
     assert r["prosecutor_risk_max"] == 0.5
     assert r["prosecutor_risk_avg"] == 3 / 16
     assert r["share_below_2k"] == (2 + 4) / 16

@@ -27,7 +27,7 @@ from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import bin_labels, released_columns
 from airflow_skald.core.release.count.classes import ReleaseClasses, distinct_classes
 from airflow_skald.core.release.count.parts import value_dictionary
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 SUPPRESSED = "sup"

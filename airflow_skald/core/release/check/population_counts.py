@@ -37,7 +37,7 @@ from airflow_skald.core.release.check.archive import read_named
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.class_source import ClassSource
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 
 POPULATION_COUNTS = "population_counts.json"
 MANIFEST_WHERE = "the manifest about to be written"

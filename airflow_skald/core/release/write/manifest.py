@@ -30,7 +30,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.release.write.microaggregated import manifest_entry
 from airflow_skald.core.release.write.recoding_section import recoding_section
-from airflow_skald.core.search.decide import Decision
+from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text
 from airflow_skald.core.transform import registry as transform_registry
@@ -132,15 +132,15 @@ def node_section(plan: Plan, decision: Decision) -> dict:
         "histogram_bins_derived": plan.n_ram_derived,
     }
     if decision.dp:  # the hierarchies' lattice from level 0: no figure of phase 1's domain
-        return {**out, "lattice": decision.lattice}
+        return {**out, "lattice": decision.lattice.to_dict()}
     return {
         **out,
         "root_bins": plan.root_bins,
-        "root_bins_nonempty": decision.lattice.get("root_bins_nonempty"),
+        "root_bins_nonempty": decision.lattice.root_bins_nonempty,
         "root_mode": plan.root_mode,
         "paper_root_node": plan.levels(paper_root),
         "paper_root_node_paper": paper_notation(plan.dims, paper_root),
-        "lattice": decision.lattice,
+        "lattice": decision.lattice.to_dict(),
         "root_lattice": {
             "nodes": plan.lattice_nodes,
             "evaluated": plan.root_evaluated,
@@ -244,7 +244,7 @@ def build_manifest(
         **recoding_section(decision),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **({"quality_models": decision.quality} if decision.quality else {}),
-        **({"differential_privacy": decision.dp} if decision.dp else {}),
+        **({"differential_privacy": decision.dp.to_dict()} if decision.dp else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),
     ).to_dict()

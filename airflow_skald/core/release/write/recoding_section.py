@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from airflow_skald.core.search.decision import Decision
+
 _INT0 = {"type": "integer", "minimum": 0}
 _FIGURES = {
     "type": "object",
@@ -59,8 +61,8 @@ SCHEMA: dict[str, Any] = {
 }
 
 
-def recoding_section(decision: Any) -> dict:
+def recoding_section(decision: Decision) -> dict:
     """`local_recoding` of the manifest, when the run recoded locally (else nothing)."""
-    if not decision.recoding:
+    if decision.local_recoding is None:
         return {}
-    return {"local_recoding": decision.recoding_dict()}
+    return {"local_recoding": decision.local_recoding.to_dict()}

@@ -18,7 +18,8 @@ from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
-from airflow_skald.core.search.decide import Decision, node_fields
+from airflow_skald.core.search.decide import node_fields
+from airflow_skald.core.search.decision import Decision, DPSelection, LatticeCounts, PolicyUnder
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.safepub.pivots import safepub_search
@@ -115,34 +116,26 @@ def dp_decision(
     kept_records = node_classes.kept_records
     judgement = Judgement(j.kept, n_input, n_input - kept_records, n_input, True, True)
     kept = table.sizes[j.kept]
-    section = {
-        **model.describe(),
-        **search,
-        "node": plan.levels(best),
-        "records_input": n_input,
-        "records_sampled": n_sampled,
-        "records_released": kept_records,
-        "records_suppressed": n_input - kept_records,
-        "composition": COMPOSE,
-    }
-    section.pop("model", None)
     scored = Scored(table, judgement, best, tops, node_classes.keys)
     return Decision(
         **node_fields(plan, best),
         figures=NodeFigures.of(table, policy, best, tops, judgement=judgement),
-        privacy={"models": policy.describe(), "suppression_limit": decimal_text(1)},
-        lattice={
-            "nodes": len(Lattice(plan.root, tops)),
-            "evaluated": nodes_scored,
-            "passing": nodes_scored,
-            "pruned": 0,
-        },
+        privacy=PolicyUnder(policy.describe(), decimal_text(1)),
+        lattice=LatticeCounts(len(Lattice(plan.root, tops)), nodes_scored, nodes_scored, 0),
         risk=risk(kept, min_class_size),
         class_size_histogram=class_size_histogram(kept),
         at_risk=policy.at_risk(table.subset(j.kept)),
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
         quality=quality_figures(ctx, configured_objective(ctx), scored, min_class_size, False),
-        dp=section,
+        dp=DPSelection(
+            parameters={k: v for k, v in model.describe().items() if k != "model"},
+            node=plan.levels(best),
+            records_input=n_input,
+            records_sampled=n_sampled,
+            records_released=kept_records,
+            composition=COMPOSE,
+            **search,
+        ),
     )
 
 
@@ -156,7 +149,7 @@ def _searched_node(
     objective_default: bool,
     min_class_size: int,
 ) -> tuple[tuple[int, ...], int, dict]:
-    """SafePub's node, the nodes it scored and the manifest's account of the search."""
+    """SafePub's node, the nodes it scored and the search's entries of `DPSelection`."""
     if quality.objective not in OBJECTIVES:
         raise ConfigError(
             "differential privacy's search scores nodes by dm, loss, precision, aecs or "
@@ -177,10 +170,9 @@ def _searched_node(
         model.epsilon_per_step,
         search_key,
     )
-    search: dict = {"mode": "searched"}
-    if objective_default:
-        search["objective_chosen"] = OBJECTIVE_DEFAULT
-    search |= {
+    search = {
+        "mode": "searched",
+        "objective_chosen": OBJECTIVE_DEFAULT if objective_default else None,
         "objective": quality.objective,  # the score itself is not published: an exact
         "pivots_drawn": outcome.pivots,  # figure of the sampled records (ADR 0027)
     }
