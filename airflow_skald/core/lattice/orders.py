@@ -19,14 +19,11 @@ model names (`Metric.search_order`). The answer never depends on it, only the no
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from airflow_skald.core.lattice.grid import Lattice
-
-if TYPE_CHECKING:
-    from airflow_skald.core.lattice.search import SearchState
+from airflow_skald.core.lattice.state import SearchState
 
 
 class SearchOrder:
