@@ -260,7 +260,9 @@ def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
     """ARX's MetricSDNMPublisherPayout with ARX's default cost/benefit (benefit 1200, loss
     300, gain 300, cost 4), prosecutor: per class of c records g c (1200 - payout), or s c 1200
     suppressed; payout = 1200 (1 - IL) - (300 / c if 300 / c - 4 > 0), IL = log10(product of
-    the labels' domain shares) / log10(product of the domain sizes) + 1 (doubles, as ARX)."""
+    the labels' domain shares) / log10(product of the domain sizes) + 1 (doubles, as ARX); the
+    terms summed exactly, rounded once (math.fsum: ARX's one-by-one sum in its classes' order can
+    break a tie of two nodes with the same terms by a last bit)."""
     max_il = math.log10(math.prod(float(shares[name][0]) for name in node))
     first: dict[int, int] = {}
     for r, c in enumerate(ids):
@@ -268,11 +270,11 @@ def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
     counts = Counter(ids)
     # by position (a chunk's slice keeps its frame's index), as the per-QID figures read them
     labels = {name: prepared[name]["codes"][level].tolist() for name, level in node.items()}
-    total = 0.0
+    terms = []
     for c, r in first.items():
         size = counts[c]
         if c not in kept_ids:
-            total += float(s_f) * size * 1200.0
+            terms.append(float(s_f) * size * 1200.0)
             continue
         product = 1.0
         for name, level in node.items():
@@ -281,8 +283,8 @@ def _payout(node, prepared, ids, kept_ids, shares, g, s_f) -> float:
         il = min(1.0, max(0.0, math.log10(product) / max_il + 1.0)) if max_il else 0.0
         p = 1.0 / size
         payout = 1200.0 * (1.0 - il) - (300.0 * p if 300.0 * p - 4.0 > 0 else 0.0)
-        total += float(g) * size * (1200.0 - payout)
-    return total
+        terms.append(float(g) * size * (1200.0 - payout))
+    return math.fsum(terms)
 
 
 def _entropy(values: list, labels: list, g: Fraction) -> Decimal:

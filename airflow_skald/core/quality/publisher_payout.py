@@ -7,8 +7,11 @@ class's population records (journalist, with a research subset). Not monotone. T
 parameters and the attacker are those of the configured `privacy.profitability` entry, else
 ARX's defaults and the prosecutor (`QualitySettings`).
 
-A float, as ARX's: the classes' terms summed in the order of their keys at the node (numpy's
-pairwise sum), the same classes over any chunking. Bounds: every term is at least
+A float, as ARX's: the classes' terms (each ARX's double, bit for bit) summed exactly and
+rounded once (`math.fsum`), so the figure depends on the terms alone, never on the classes'
+order (ARX adds them one by one in its classes' order, which can break a tie of two nodes with
+the same terms, e.g. two that split the records alike, by a last bit); ties go by the tie order
+(docs/design.md §4d: the smaller sum of levels first). Bounds: every term is at least
 min(g, s) x c x benefit x loss (a kept class's payout is at most benefit (1 - loss), a
 suppressed class's loss at most 1), and the records' losses only grow up the lattice: from the
 node's classes (`lower_bound`) or, before any roll-up, from the labels' records alone
@@ -22,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.lattice import Lattice
+from airflow_skald.core.lattice import HEIGHT_FIRST, Lattice
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.profitability import success_probability
 from airflow_skald.core.quality.context import QualityContext
@@ -33,6 +36,7 @@ from airflow_skald.core.quality.metric import Metric, Scored
 
 class PublisherPayout(Metric):
     name = "publisher_payout"
+    ties = HEIGHT_FIRST  # docs/design.md §4d: the smaller sum of levels first
     needs_keys = True
     reads_label_loss = True
 
@@ -63,7 +67,7 @@ class PublisherPayout(Metric):
         terms = np.where(
             kept, self.g * sizes * (self.benefit - payout), self.s * sizes * self.benefit
         )
-        return float(terms.sum())
+        return math.fsum(terms.tolist())  # rounded once: the same terms, the same figure
 
     def payout(self, scored: Scored) -> float:
         """ARX's "Publisher payout": the kept records' payout."""
