@@ -17,7 +17,7 @@ engine keeps nothing between methods: what a later pass needs of an earlier one 
 the run (`run.plan()`, `run.decision()`, `run.microaggregates()`, all persisted in
 `run.store`). The engine registered under `execution.engine` is made by `registry.open_engine`
 with the run's `ExecutionSettings` and the worker count (`skald run --workers`: the chunk
-engine's processes; another engine may ignore it).
+engine's processes; another engine may ignore it), once per run (`registry.run_engine`).
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ from airflow_skald.core.errors import ConfigError
 if TYPE_CHECKING:
     from airflow_skald.core.config.skald_config import SkaldConfig
     from airflow_skald.core.engine.base import Engine
+    from airflow_skald.core.run.state import Run
 
 #: name -> "module:Class" of the engine (imported when a run picks it)
 ENGINES: dict[str, str] = {
@@ -68,3 +69,13 @@ def open_engine(config: SkaldConfig, workers: int = 1) -> Engine:
     engine = engine_class(config.execution)(config.execution_settings, workers)
     engine.check(config)
     return engine
+
+
+def run_engine(run: Run, workers: int | None = None) -> Engine:
+    """The engine the run's config names (`open_engine`), made once for this run (again if
+    asked for another worker count); an engine not registered, or one that cannot do what the
+    config asks, is refused in one line (ConfigError)."""
+    made = run._cache.get("engine")
+    if made is None or (workers is not None and made.workers != max(1, workers)):
+        made = run._cache["engine"] = open_engine(run.config, workers or 1)
+    return made

@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.chunks import chunk_engine
+from airflow_skald.core.engine.registry import run_engine
 from airflow_skald.core.run.state import Run
 
 A = TypeVar("A")  # a phase's partial (additive) result
@@ -66,7 +67,7 @@ class Phase(Generic[A, R]):
     def run_all(self, run: Run, workers: int = 1) -> R:
         """The whole pass, as the run's engine computes it (`workers`: the chunk engine's
         processes), then finished."""
-        return self.run_on(run.engine(workers), run)
+        return self.run_on(run_engine(run, workers), run)
 
     def run_on(self, engine: Engine, run: Run) -> R:
         """The whole pass on `engine`, then finished."""

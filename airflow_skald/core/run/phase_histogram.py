@@ -12,6 +12,7 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.adaptive_root import merge_on_chain
 from airflow_skald.core.engine.base import Engine
+from airflow_skald.core.engine.registry import run_engine
 from airflow_skald.core.release.check import population_counts
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
@@ -73,7 +74,7 @@ class HistogramPhase(Phase[RootCounts, Decision]):
                 plan.levels(plan.paper_root),
             )
         t0, c0 = time.perf_counter(), time.thread_time()
-        engine = run.engine()
+        engine = run_engine(run)
         first_rows = lambda node, keys: engine.first_rows(run, plan, node, keys)  # noqa: E731
         decision = P.search_lattice(
             run.config, plan, merged, search_key=run.search_key(), first_rows=first_rows

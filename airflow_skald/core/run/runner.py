@@ -29,6 +29,7 @@ from typing import Any
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.engine.chunks import chunk_engine
+from airflow_skald.core.engine.registry import run_engine
 from airflow_skald.core.release.write.commit import discard, prepare_staging, remove_stale_staging
 from airflow_skald.core.release.write.lease import (
     Judge,
@@ -109,7 +110,7 @@ def begin_run(
     output's lease taken for its later tasks (`claim_output`), the config archived and the chunks
     listed in groups (returned, for mapped tasks: `mapped`, which only an engine with chunk
     groups runs); refused, the run frees the output at once."""
-    engine = run.engine()  # not registered, or refusing the config: before anything is written
+    engine = run_engine(run)  # not registered, or refusing the config: before anything is written
     if mapped and not engine.groups:
         chunk_engine(run)  # refused in one line: mapped tasks per chunk group need chunks
     # the output is not the input, a file or foreign data: checked before the lease or
@@ -121,7 +122,7 @@ def begin_run(
         with claim_output(run, ttl_s, judge=judge):  # for later tasks
             clear_output(run)
             archive_config(run)
-            groups = run.layout(chunks_per_group)
+            groups = layout(run, chunks_per_group)
             run.check_target()
     except BaseException:
         # refused before phase 1 (a release it may not replace, foreign data): free the
@@ -131,6 +132,15 @@ def begin_run(
             run.lease.release()
         raise
     return groups
+
+
+def layout(run: Run, chunks_per_group: int = 1) -> list[dict]:
+    """Phase 0: what the run reads, listed once by its engine (`Engine.list_input`: the chunk
+    engine reads a database input here, once, into the staged chunks the passes read), cut
+    into groups for mapped tasks (`Run.layout`)."""
+    run.check_secrets()  # no key, one key for both: refused before any read
+    run.check_target_early()
+    return run.layout(run_engine(run).list_input(run), chunks_per_group)
 
 
 def clear_output(run: Run) -> None:
@@ -176,14 +186,14 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
     """Phases one after the other in this process, each asking the run's engine (`workers`:
     the chunk engine's processes), the output's lease held throughout; the last phase writes
     the staged release (discarded if anything fails)."""
-    engine = run.engine(workers)  # not registered, or refusing the config: before any work
+    engine = run_engine(run, workers)  # not registered, or refusing the config: before any work
     check_output_target(run.config)  # before listing chunks: output inside input, a file...
     run.check_secrets()  # no secret, one secret for two settings: refused before any work
     with output_lease(run.config.output, run.token) as lease:
         run.lease = lease
         try:
             clear_output(run)
-            run.layout()
+            layout(run)
             run.check_target()
             remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
             for phase in phases[:-1]:

@@ -14,8 +14,6 @@ from airflow_skald.core.data.io import ChunkRef, column_names
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
-from airflow_skald.core.engine.base import Engine
-from airflow_skald.core.engine.registry import open_engine
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.part import released_columns
 from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
@@ -120,24 +118,10 @@ class Run:
             return None
         return dp_keys.stream_key(self.secret(), self.token, dp_keys.SEARCH)
 
-    # ------------------------------------------------------------------ where the passes run
-    def engine(self, workers: int | None = None) -> Engine:
-        """The engine the config's `execution` names (`engine.registry`), made once for this
-        run (again if asked for another worker count); an engine not registered, or one that
-        cannot do what the config asks, is refused in one line (ConfigError)."""
-        made = self._cache.get("engine")
-        if made is None or (workers is not None and made.workers != max(1, workers)):
-            made = self._cache["engine"] = open_engine(self.config, workers or 1)
-        return made
-
     # ------------------------------------------------------------------ chunk layout
-    def layout(self, chunks_per_group: int = 1) -> list[dict]:
-        """What the run reads, listed once by its engine (phase 0, `Engine.list_input`: the
-        chunk engine reads a database input here, once, into the staged chunks the passes
-        read), cut into groups for mapped tasks."""
-        self.check_secrets()  # no key, one key for both: refused before any read
-        self.check_target_early()
-        chunks = self.engine().list_input(self)
+    def layout(self, chunks: Sequence[ChunkRef], chunks_per_group: int = 1) -> list[dict]:
+        """What the run reads (phase 0: `chunks`, listed once by its engine,
+        `Engine.list_input`), recorded and cut into groups for mapped tasks."""
         ids = [c.chunk_id for c in chunks]
         size = max(1, int(chunks_per_group))
         groups = [

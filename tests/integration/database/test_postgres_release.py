@@ -162,7 +162,7 @@ def test_stale_retry_and_a_second_writer_are_refused(tmp_path, warehouse):
     runner.run(config_from_dict(_config(tmp_path)))
     # a run that began (it recorded the release in place) ...
     stale = runner.Run(config_from_dict(_config(tmp_path, k=4)).with_overrides({"overwrite": True}))
-    stale.layout()
+    runner.layout(stale)
     stale.check_target()
     # ... while another run replaced that release
     newer = runner.run(config_from_dict(_config(tmp_path, k=5)).with_overrides({"overwrite": True}))

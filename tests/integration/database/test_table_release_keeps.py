@@ -153,7 +153,7 @@ def test_what_cannot_be_kept_is_refused_before_phase_1(tmp_path, warehouse, caps
     dropped["direct_identifiers"].append("disease")
     dropped["sensitive_attributes"] = []
     run = runner.Run(config_from_dict(dropped).with_overrides({"overwrite": True}))
-    run.layout()  # phase 0: the input listed
+    runner.layout(run)  # phase 0: the input listed
     with pytest.raises(DataError) as refused:
         run.check_target()  # before phase 1
     assert str(refused.value) == (

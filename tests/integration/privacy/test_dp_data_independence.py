@@ -299,7 +299,7 @@ def _assert_no_loss_of_the_input(m: dict, out: Path) -> None:
 def sample_of(config, token: str) -> list[bool]:
     """The run's own sample (through the run, whatever derives its key)."""
     run = Run(config, token=token)
-    run.layout()
+    runner.layout(run)
     sample = run.row_sample()
     return [bool(x) for c in run.chunks() for x in sample.keeps(c, c.n_rows)]
 

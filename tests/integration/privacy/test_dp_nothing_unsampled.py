@@ -58,7 +58,7 @@ def _config(tmp: Path, mode: str, node: bool, zip_kind: str, objective: str | No
 def _unsampled(config, token: str) -> list[int]:
     """Rows the run's own sample leaves out (through the run, whatever derives its key)."""
     run = Run(config, token=token)
-    run.layout()
+    runner.layout(run)
     sample = run.row_sample()
     keeps = [bool(x) for c in run.chunks() for x in sample.keeps(c, c.n_rows)]
     return [i for i, kept in enumerate(keeps) if not kept]

@@ -40,7 +40,7 @@ def _config(inp: str, out: str, k: int, overwrite: bool = False):
 def _encode_and_search(config, store: Store, token: str) -> None:
     run = R.Run(config, store, token)
     with R.claim_output(run, 3600):
-        run.layout()
+        R.layout(run)
         run.check_target()
     R.ENCODE.run_all(run)
     R.HISTOGRAM_PHASE.run_all(run)

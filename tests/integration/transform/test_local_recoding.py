@@ -36,7 +36,7 @@ from skald_testdata import (
 from airflow_skald.cli import VERIFIED_IN_PART, main
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.run.runner import run
+from airflow_skald.core.run.runner import layout, run
 
 HIERARCHIES = {
     "a": {f"a{i}": [f"A{i // 2}", f"B{i // 4}"] for i in range(8)},
@@ -364,7 +364,7 @@ def test_mapped_tasks_give_the_serial_release(tmp_path):
     R.check_output_target(cfg)
     with output_lease(cfg.output, first.token) as lease:
         first.lease = lease
-        groups = first.layout(chunks_per_group=1)
+        groups = layout(first, chunks_per_group=1)
         first.check_target()
         for phase in (R.ENCODE, R.HISTOGRAM_PHASE, R.GENERALISE):
             if phase is R.GENERALISE:
