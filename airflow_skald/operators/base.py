@@ -207,11 +207,13 @@ class SkaldBaseOperator(BaseOperator):
 
     def drive(self, phase, run) -> Any:
         """The phase in this task's mode: all chunks, one group, or the merge."""
+        from airflow_skald.core.run import runner as R
+
         if self.mode == "partial":
             group, chunk_ids = self.group()
-            phase.run_group(run, group, chunk_ids)
+            R.run_group(phase, run, group, chunk_ids)
             return None
-        return phase.run_merge(run) if self.mode == "merge" else phase.run_all(run)
+        return R.run_merge(phase, run) if self.mode == "merge" else R.run_all(phase, run)
 
 
 def settings_line(config) -> str:

@@ -46,7 +46,7 @@ class EncodeOperator(SkaldBaseOperator):
         self.chunks_per_task = chunks_per_task
 
     def run_phase(self, run, context) -> Any:
-        from airflow_skald.core.run.runner import ENCODE, begin_run
+        from airflow_skald.core.run.runner import ENCODE, begin_run, run_group
 
         if self.mode in ("all", "list"):
             per_group, mapped = int(self.chunks_per_task or 1), self.mode == "list"
@@ -55,7 +55,7 @@ class EncodeOperator(SkaldBaseOperator):
                 return groups
         if self.mode == "partial":
             group, chunk_ids = self.group()
-            stats = ENCODE.run_group(run, group, chunk_ids)
+            stats = run_group(ENCODE, run, group, chunk_ids)
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
         # imported here, not at import: DAG parsing stays light (no pyarrow)
@@ -116,7 +116,7 @@ class GeneraliseOperator(SkaldBaseOperator):
         if self.mode == "partial":
             R.check_lease(run, dag_run_gone)
             group, chunk_ids = self.group()
-            written = R.GENERALISE.run_group(run, group, chunk_ids)
+            written = R.run_group(R.GENERALISE, run, group, chunk_ids)
             return {"group": group, "parts": written.names}
         manifest = R.already_published(run) if self.mode == "merge" else None
         if manifest is None and run.config.database is not None:  # the staged input went at

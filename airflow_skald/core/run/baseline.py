@@ -25,6 +25,7 @@ from collections.abc import Sequence
 from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.run.baseline_chunk import (
@@ -79,6 +80,10 @@ class PerChunkPhase(Phase[list, dict]):
             out.append(outcome)
             tick(i + 1, chunk.n_rows)
         return out
+
+    def gather(self, engine: Engine, run: Run) -> list[ChunkOutcome]:
+        """A chunk-only pass: its partial over every chunk (refused for another engine)."""
+        return chunk_engine(run, engine.workers).over_chunks(self, run)
 
     def merge(self, parts: Sequence[list[ChunkOutcome]]) -> list[ChunkOutcome]:
         return sorted((o for p in parts for o in p), key=lambda o: o.chunk.chunk_id)

@@ -2,7 +2,8 @@
 method), and a ``finish`` shared by every engine. For the chunk engine a pass is also
 ``partial`` over some chunks and an exact ``merge`` of partials (as Dask's reductions are
 ``chunk`` + ``aggregate``), which `engine.chunks.ChunkEngine` drives: the whole phase in one
-process (or worker processes), one mapped group, the merge task."""
+process (or worker processes), one mapped group, the merge task (`runner.run_group`,
+`runner.run_merge`). A phase is handed its engine (`run_on`); it never opens one."""
 
 from __future__ import annotations
 
@@ -12,8 +13,6 @@ from typing import Generic, TypeVar
 
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.engine.base import Engine
-from airflow_skald.core.engine.chunks import chunk_engine
-from airflow_skald.core.engine.registry import run_engine
 from airflow_skald.core.run.state import Run
 
 A = TypeVar("A")  # a phase's partial (additive) result
@@ -47,28 +46,13 @@ class Phase(Generic[A, R]):
 
     def gather(self, engine: Engine, run: Run) -> A:
         """What the run's engine computes for this pass over every input row (the three
-        passes name their `Engine` method); a pass of the chunk engine only (the per-chunk
-        baseline): its partial over every chunk."""
-        return chunk_engine(run, engine.workers).over_chunks(self, run)
+        passes name their `Engine` method; a chunk-only pass asks the chunk engine)."""
+        raise NotImplementedError
 
-    # ------------------------------------------------------------------ drivers
     def partial_name(self, group: int) -> str:
         return f"partials/{self.name}/group-{group:05d}.bin"
 
-    def run_group(self, run: Run, group: int, chunk_ids: Sequence[int]) -> A:
-        """A mapped task instance: one group's partial, stored for the merge (the chunk
-        engine's own route)."""
-        return chunk_engine(run).run_group(self, run, group, chunk_ids)
-
-    def run_merge(self, run: Run) -> R:
-        """The merge task: every group's stored partial, merged exactly, then finished."""
-        return chunk_engine(run).run_merge(self, run)
-
-    def run_all(self, run: Run, workers: int = 1) -> R:
-        """The whole pass, as the run's engine computes it (`workers`: the chunk engine's
-        processes), then finished."""
-        return self.run_on(run_engine(run, workers), run)
-
+    # ------------------------------------------------------------------ driver
     def run_on(self, engine: Engine, run: Run) -> R:
         """The whole pass on `engine`, then finished."""
         t0 = time.perf_counter()

@@ -134,6 +134,23 @@ def begin_run(
     return groups
 
 
+def run_group(phase: Phase, run: Run, group: int, chunk_ids: Sequence[int]) -> Any:
+    """A mapped task instance: one group's partial, stored for the merge (the chunk engine's
+    own route; refused in one line for another engine)."""
+    return chunk_engine(run).run_group(phase, run, group, chunk_ids)
+
+
+def run_merge(phase: Phase, run: Run) -> Any:
+    """The merge task: every group's stored partial, merged exactly, then finished."""
+    return chunk_engine(run).run_merge(phase, run)
+
+
+def run_all(phase: Phase, run: Run, workers: int = 1) -> Any:
+    """The whole pass, as the run's engine computes it (`workers`: the chunk engine's
+    processes), then finished."""
+    return phase.run_on(run_engine(run, workers), run)
+
+
 def layout(run: Run, chunks_per_group: int = 1) -> list[dict]:
     """Phase 0: what the run reads, listed once by its engine (`Engine.list_input`: the chunk
     engine reads a database input here, once, into the staged chunks the passes read), cut

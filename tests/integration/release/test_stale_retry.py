@@ -42,15 +42,15 @@ def _encode_and_search(config, store: Store, token: str) -> None:
     with R.claim_output(run, 3600):
         R.layout(run)
         run.check_target()
-    R.ENCODE.run_all(run)
-    R.HISTOGRAM_PHASE.run_all(run)
+    R.run_all(R.ENCODE, run)
+    R.run_all(R.HISTOGRAM_PHASE, run)
 
 
 def _generalise(config, store: Store, token: str) -> dict:
     run = R.Run(config, store, token)  # a fresh task process
     with R.claim_output(run, 3600, release="on_success"):
         R.prepare_staging(run.staging)
-        return R.GENERALISE.run_all(run)
+        return R.run_all(R.GENERALISE, run)
 
 
 def _release(out: str) -> dict[str, bytes]:

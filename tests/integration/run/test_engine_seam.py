@@ -82,7 +82,7 @@ def test_chunk_groups_and_per_chunk_runs_are_the_chunk_engines_own(tmp_path, cou
     _, out, cfg, _ = setup_run(tmp_path, n_files=2, rows=20)
     config = dataclasses.replace(load_config(cfg), execution_settings=ExecutionSettings("counting"))
     with pytest.raises(ConfigError, match="need execution: chunks"):
-        R.ENCODE.run_group(R.Run(config), 0, [0])
+        R.run_group(R.ENCODE, R.Run(config), 0, [0])
     with pytest.raises(ConfigError, match="need execution: chunks"):  # before phase 1
         run_per_chunk(config)
     with pytest.raises(ConfigError, match="need execution: chunks"):  # the DAG's list task

@@ -370,10 +370,10 @@ def test_mapped_tasks_give_the_serial_release(tmp_path):
             if phase is R.GENERALISE:
                 R.prepare_staging(first.staging)
             for g in groups:
-                phase.run_group(R.Run(cfg, store, first.token), g["group"], g["chunk_ids"])
+                R.run_group(phase, R.Run(cfg, store, first.token), g["group"], g["chunk_ids"])
             merging = R.Run(cfg, store, first.token)
             merging.lease = lease
-            manifest = phase.run_merge(merging)
+            manifest = R.run_merge(phase, merging)
     assert manifest["local_recoding"] == serial["local_recoding"]
     assert _digest(tmp_path / "b" / "out") == _digest(tmp_path / "a" / "out")
 
