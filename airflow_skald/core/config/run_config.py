@@ -19,13 +19,13 @@ from airflow_skald.core.config.skald_config import SkaldConfig, check_transforma
 from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
 from airflow_skald.core.data.location import DataLocation
-from airflow_skald.core.engine.settings import ExecutionSettings, normalise
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
 from airflow_skald.core.settings.direct_identifiers import parse_direct_identifiers
+from airflow_skald.core.settings.execution import ExecutionSettings, normalise
 from airflow_skald.core.settings.parse import mapping as _mapping
 from airflow_skald.core.settings.parse import names as _names
 from airflow_skald.core.settings.parse import no_unknown as _no_unknown

@@ -19,7 +19,6 @@ from airflow_skald.core.data.database.source import DatabaseSource, staged_path
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.data.subset_keys import KeyedSubset
-from airflow_skald.core.engine.settings import ExecutionSettings
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import PrivacyModel
 from airflow_skald.core.privacy.registry import (
@@ -30,6 +29,7 @@ from airflow_skald.core.privacy.registry import (
 )
 from airflow_skald.core.privacy.research_subset import ResearchSubset
 from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
+from airflow_skald.core.settings.execution import ExecutionSettings
 from airflow_skald.core.settings.microaggregation import Microaggregation
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality

@@ -33,8 +33,8 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.settings import ExecutionSettings
 from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.settings.execution import ExecutionSettings
 from airflow_skald.core.utility.collect import UtilityPartial
 
 if TYPE_CHECKING:

@@ -22,10 +22,10 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.base import Engine, Written
-from airflow_skald.core.engine.settings import CHUNKS
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.settings.execution import CHUNKS
 
 if TYPE_CHECKING:
     from airflow_skald.core.run.phase import Phase

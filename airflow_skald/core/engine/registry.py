@@ -12,8 +12,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from airflow_skald.core.engine.settings import ENGINE_NAMES
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.execution import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from airflow_skald.core.config.skald_config import SkaldConfig

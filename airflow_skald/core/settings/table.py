@@ -14,8 +14,8 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from airflow_skald.core.engine.settings import CHUNKS, ENGINE_NAMES
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.execution import CHUNKS, ENGINE_NAMES
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 from airflow_skald.core.settings.setting import (
     ABOVE_ZERO,

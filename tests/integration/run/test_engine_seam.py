@@ -15,10 +15,10 @@ from skald_testdata import read_release
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.engine import registry
 from airflow_skald.core.engine.chunks import ChunkEngine
-from airflow_skald.core.engine.settings import ExecutionSettings
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.run import runner as R
 from airflow_skald.core.run.baseline import run_per_chunk
+from airflow_skald.core.settings.execution import ExecutionSettings
 
 CALLS: Counter = Counter()
 

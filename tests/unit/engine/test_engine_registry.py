@@ -10,8 +10,8 @@ from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.engine import registry
 from airflow_skald.core.engine.chunks import ChunkEngine
 from airflow_skald.core.engine.registry import engine_class, open_engine, registered
-from airflow_skald.core.engine.settings import ExecutionSettings
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.execution import ExecutionSettings
 
 
 def test_the_chunk_engine_is_registered_and_the_default(tmp_path) -> None:

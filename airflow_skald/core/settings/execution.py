@@ -15,7 +15,7 @@ from typing import Any
 
 from airflow_skald.core.errors import ConfigError
 
-#: the engine path's names (docs/design.md §2b); which of them a run may use: `registry`
+#: the engine path's names (docs/design.md §2b); which of them a run may use: `engine.registry`
 ENGINE_NAMES: tuple[str, ...] = ("chunks", "duckdb", "postgresql", "spark")
 CHUNKS = "chunks"
 
