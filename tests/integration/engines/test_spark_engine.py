@@ -13,9 +13,12 @@ pytestmark = pytest.mark.xdist_group("spark")
 SPARK = {"engine": "spark", "connection": "local[2]"}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def spark():
-    """The process's one local SparkSession: the engine's `local[2]` finds it running."""
+    """This module's one local SparkSession (the engine's `local[2]` finds it running), and its
+    JVM ended with the module: kept for the worker's life it went on costing CPU and memory
+    under the later tests, and a later test's process-group kill could take it down before its
+    teardown."""
     from pyspark.sql import SparkSession
 
     session = (
@@ -30,6 +33,17 @@ def spark():
     )
     yield session
     session.stop()
+    from pyspark import SparkContext
+
+    gateway = SparkContext._gateway
+    if gateway is not None:  # the JVM pyspark launched for this process
+        gateway.shutdown()
+        proc = getattr(gateway, "proc", None)
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
 
 
 @pytest.mark.parametrize(
