@@ -16,30 +16,18 @@ import numpy as np
 from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import FirstRowScan
-from airflow_skald.core.data.files import local_path
-from airflow_skald.core.data.io import (
-    ChunkRef,
-    count_rows,
-    file_version,
-    list_input_files,
-    schema_of,
-)
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.base import Written
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
-from airflow_skald.core.engine.sql.pseudonyms import hashable
+from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
 from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
-from airflow_skald.core.engine.sql.support import check_supported
-from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.release.write.commit import part_name
-from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 if TYPE_CHECKING:
-    from airflow_skald.core.config.run_config import SkaldConfig
     from airflow_skald.core.count.root_counts import RootCounts
     from airflow_skald.core.run.state import Run
 
@@ -71,48 +59,13 @@ def _view(
     return SqlInput(relation, schema, where)
 
 
-class DuckDBEngine(Engine):
+class DuckDBEngine(ParquetFilesEngine):
     """The passes inside an in-memory DuckDB over the input's local Parquet files."""
 
     name = NAME
 
-    def check(self, config: SkaldConfig) -> None:
-        prefix = f"execution.engine {NAME}"
-        if config.database is not None:
-            raise ConfigError(
-                f"{prefix} reads Parquet files: a database table input runs with "
-                "execution: chunks (or the postgresql engine)"
-            )
-        if config.input.format != "parquet":
-            raise ConfigError(
-                f"{prefix} reads Parquet files; input.format is {config.input.format}"
-            )
-        if config.output_table is not None or config.output.format != "parquet":
-            raise ConfigError(
-                f"{prefix} writes a Parquet folder release; output.format is {config.output.format}"
-            )
-        for path in (config.input.path, config.output.path):
-            if local_path(path) is None:
-                raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
-        check_supported(config, NAME)
-        pseudonyms = config.transformation(Pseudonyms)
-        if pseudonyms and pseudonyms.names:  # hashed in the engine: its text must be pyarrow's
-            schema = schema_of(config.input, list_input_files(config.input)[0])
-            for name in pseudonyms.names:
-                if name in schema.names and not hashable(schema.field(name).type):
-                    raise ConfigError(
-                        f"{prefix}: pseudonymised column '{name}' is "
-                        f"{schema.field(name).type}; the engine hashes text and whole "
-                        "numbers (use execution: chunks)"
-                    )
-        _duckdb()  # installed, or one line saying how
-
-    def list_input(self, run: Run) -> list[ChunkRef]:
-        location = run.config.input
-        files = list_input_files(location)
-        return [
-            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
-        ]
+    def require(self) -> None:
+        _duckdb()
 
     @contextlib.contextmanager
     def _opened(

@@ -25,15 +25,13 @@ import pyarrow.parquet as pq
 from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import FirstRowScan
-from airflow_skald.core.data.files import local_path
-from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.base import Written
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
-from airflow_skald.core.engine.sql.pseudonyms import check_hashable
+from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
 from airflow_skald.core.engine.sql.release import classes_of, grouped_release
 from airflow_skald.core.engine.sql.spark_session import (
     CONNECT_SCHEMES,
@@ -42,12 +40,9 @@ from airflow_skald.core.engine.sql.spark_session import (
     is_local,
     spark_of,
 )
-from airflow_skald.core.engine.sql.support import check_supported
-from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.release.write.commit import part_name
 
 if TYPE_CHECKING:
-    from airflow_skald.core.config.run_config import SkaldConfig
     from airflow_skald.core.count.root_counts import RootCounts
     from airflow_skald.core.run.state import Run
 
@@ -84,39 +79,13 @@ def write_part(session: SparkSqlSession, select: exp.Select, path: str) -> None:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-class SparkEngine(Engine):
+class SparkEngine(ParquetFilesEngine):
     """The passes inside Spark (a local session or Spark Connect) over local Parquet files."""
 
     name = NAME
 
-    def check(self, config: SkaldConfig) -> None:
-        prefix = f"execution.engine {NAME}"
-        if config.database is not None:
-            raise ConfigError(
-                f"{prefix} reads Parquet files: a database table input runs with "
-                "execution: chunks (or the postgresql engine)"
-            )
-        if config.input.format != "parquet":
-            raise ConfigError(
-                f"{prefix} reads Parquet files; input.format is {config.input.format}"
-            )
-        if config.output_table is not None or config.output.format != "parquet":
-            raise ConfigError(
-                f"{prefix} writes a Parquet folder release; output.format is {config.output.format}"
-            )
-        for path in (config.input.path, config.output.path):
-            if local_path(path) is None:
-                raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
-        check_supported(config, NAME)
-        check_hashable(config, prefix)  # hashed in the engine: its text must be pyarrow's
-        _pyspark()  # installed, or one line saying how
-
-    def list_input(self, run: Run) -> list[ChunkRef]:
-        location = run.config.input
-        files = list_input_files(location)
-        return [
-            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
-        ]
+    def require(self) -> None:
+        _pyspark()
 
     def _spark(self, run: Run) -> Any:
         connection = self.execution.connection or DEFAULT_MASTER

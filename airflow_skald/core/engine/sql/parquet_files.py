@@ -1,0 +1,55 @@
+"""What the SQL engines over local Parquet files (DuckDB, Spark) share: the one-line refusal of
+an input or output they do not read or write, and the input listed as one chunk per file
+(docs/design.md §2b)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from airflow_skald.core.data.files import local_path
+from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
+from airflow_skald.core.engine.base import Engine
+from airflow_skald.core.engine.sql.pseudonyms import check_hashable
+from airflow_skald.core.engine.sql.support import check_supported
+from airflow_skald.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from airflow_skald.core.config.skald_config import SkaldConfig
+    from airflow_skald.core.run.state import Run
+
+
+class ParquetFilesEngine(Engine):
+    """An engine that reads local Parquet files and writes a Parquet folder release."""
+
+    def require(self) -> None:
+        """The engine's package installed, or one line saying how."""
+        raise NotImplementedError
+
+    def check(self, config: SkaldConfig) -> None:
+        prefix = f"execution.engine {self.name}"
+        if config.database is not None:
+            raise ConfigError(
+                f"{prefix} reads Parquet files: a database table input runs with "
+                "execution: chunks (or the postgresql engine)"
+            )
+        if config.input.format != "parquet":
+            raise ConfigError(
+                f"{prefix} reads Parquet files; input.format is {config.input.format}"
+            )
+        if config.output_table is not None or config.output.format != "parquet":
+            raise ConfigError(
+                f"{prefix} writes a Parquet folder release; output.format is {config.output.format}"
+            )
+        for path in (config.input.path, config.output.path):
+            if local_path(path) is None:
+                raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
+        check_supported(config, self.name)
+        check_hashable(config, prefix)  # hashed in the engine: its text must be pyarrow's
+        self.require()
+
+    def list_input(self, run: Run) -> list[ChunkRef]:
+        location = run.config.input
+        files = list_input_files(location)
+        return [
+            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
+        ]
