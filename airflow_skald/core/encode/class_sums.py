@@ -11,7 +11,9 @@ the root, the search and the node are the k-only run's.
 Taken when phase 1 shows it is exact and the class table is what phase 2 counts: the function
 is `mean`, no criterion names any attribute (its (class, value) tables are counted instead of
 the class table, so the QID is counted as one of them), every value is a whole number, none is
-null, and (largest - smallest) * records < 2^53. Otherwise (a decimal QID, nulls, the median,
+null, and (largest - smallest) * records < 2^53; and every other counted attribute is summed
+too (a (class, value) table of another microaggregated QID is counted instead of the class
+table). Otherwise (a decimal QID, nulls, the median,
 the mode, the geometric mean, the interval) the (class, value) table is counted as before.
 """
 
@@ -49,6 +51,8 @@ def summed_attributes(config: SkaldConfig, stats: DomainStats) -> tuple[str, ...
         if (int(numbers.max()) - int(numbers.min())) * stats.n_rows >= EXACT_LIMIT:
             continue
         out.append(name)
+    if set(config.counted_attributes) - set(out):  # another's (class, value) table is counted
+        return ()
     return tuple(out)
 
 

@@ -103,3 +103,14 @@ def assert_same_release(engine_out: Path, chunks_out: Path) -> None:
     assert {**engine["settings"], "output": None} == {**chunks["settings"], "output": None}
     assert rows_multiset(engine_out) == rows_multiset(chunks_out)
     assert rows_multiset(engine_out)  # something was released
+
+
+def same_as_chunks(tmp: Path, capsys, inp: Path, execution: dict, **settings) -> None:
+    """`inp` released with `execution` and with `execution: chunks` under the same settings:
+    both runs succeed and `assert_same_release` holds."""
+    out = {}
+    for name, how in (("chunks", {"engine": "chunks"}), (execution["engine"], execution)):
+        out[name] = tmp / f"out-{name}"
+        code, err = run_cli(tmp, config(inp, out[name], execution=how, **settings), name, capsys)
+        assert code == 0, err
+    assert_same_release(out[execution["engine"]], out["chunks"])

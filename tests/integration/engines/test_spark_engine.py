@@ -7,7 +7,7 @@ runs on one xdist worker: Spark's start is paid once."""
 from __future__ import annotations
 
 import pytest
-from engine_compare import assert_same_release, config, run_cli, write_files
+from engine_compare import assert_same_release, config, run_cli, same_as_chunks, write_files
 
 pytestmark = pytest.mark.xdist_group("spark")
 SPARK = {"engine": "spark", "connection": "local[2]"}
@@ -81,3 +81,12 @@ def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(tmp_path,
     assert "execution.engine spark" in err and "utility" in err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]
+
+
+def test_spark_microaggregates_as_the_chunk_path(spark, tmp_path, capsys):
+    """Integer means in and out of the lattice (class sums counted by Spark, each class's
+    label joined from the worker's table: ADR 0064)."""
+    from test_engine_microaggregation import CASES
+
+    inp = write_files(tmp_path / "in", 2, 150, 23)
+    same_as_chunks(tmp_path, capsys, inp, SPARK, **CASES[2])

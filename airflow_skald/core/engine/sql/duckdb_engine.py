@@ -24,7 +24,12 @@ from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
-from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
+from airflow_skald.core.engine.sql.release import (
+    class_columns,
+    classes_of,
+    copy_to_parquet,
+    grouped_release,
+)
 from airflow_skald.core.release.write.commit import part_name
 
 if TYPE_CHECKING:
@@ -114,13 +119,14 @@ class DuckDBEngine(ParquetFilesEngine):
                 with passes.atomic_path(run.staging.rstrip("/") + "/" + name) as writing:
                     session.execute(copy_to_parquet(select, writing))
 
-            passes.write_parts(session, whole, parts, config, plan, decision, write)
+            aggregates = run.microaggregates()
+            passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
         return Written(names, self._classes(run, names))
 
     def _classes(self, run: Run, names: list[str]):
         config = run.config
         paths = [run.staging.rstrip("/") + "/" + n for n in names]
-        qids, sensitive = config.qid_names, list(config.criteria_attributes)
+        qids, sensitive = class_columns(config)
         session = DuckDBSession(self.workers if self.workers > 1 else None)
         try:
             table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))

@@ -35,6 +35,7 @@ from airflow_skald.core.engine.sql.release import send_tables
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.search.decision import Decision
+from airflow_skald.core.transform.microaggregation import Aggregates
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 Opened = Callable[[], contextlib.AbstractContextManager[tuple[SqlSession, SqlInput]]]
@@ -82,8 +83,16 @@ def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldCo
 
 
 def histogram(session: SqlSession, source: SqlInput, config: SkaldConfig, plan: Plan) -> RootCounts:
-    """Phase 2: the root histogram, counted in the engine."""
-    return root_counts(session, source, coding_of(session, source, plan, config), plan)
+    """Phase 2: the root histogram, counted in the engine (and the class sums of the
+    microaggregated QIDs counted as sums, `microaggregation.class_sums_at`)."""
+    coding = coding_of(session, source, plan, config)
+    counts = root_counts(session, source, coding, plan)
+    if plan.summed:
+        from airflow_skald.core.engine.sql.microaggregation import class_sums_at
+
+        node = tuple(counts.node or plan.root)
+        counts.sums = class_sums_at(session, source, coding, plan, node)
+    return counts
 
 
 def chunk_first_rows(
@@ -126,20 +135,23 @@ def write_parts(
     plan: Plan,
     decision: Decision,
     write: Callable[[exp.Select, str], None],
+    aggregates: Sequence[Aggregates] = (),
 ) -> None:
     """Phase 3: each part's released rows (`parts`: its name and its rows' relation), written
-    by the engine (`write(select, name)`); the mapping, label and suppressed-key tables are
-    made once, from the `whole` input."""
+    by the engine (`write(select, name)`); the mapping, label, suppressed-key and aggregate
+    tables (`aggregates`: `run.microaggregates()`) are made once, from the `whole` input."""
+    from airflow_skald.core.engine.sql.microaggregation import send_aggregates
     from airflow_skald.core.engine.sql.pseudonyms import send_key
     from airflow_skald.core.engine.sql.release import released_select
 
     coding = coding_of(session, whole, plan, config)
     labels, suppressed = send_tables(session, whole, plan, decision, coding)
+    aggregated = send_aggregates(session, aggregates)
     pseudonyms = config.transformation(Pseudonyms)
     key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
     for name, source in parts:
         select = released_select(
-            session, source, config, plan, decision, coding, labels, suppressed, key
+            session, source, config, plan, decision, coding, labels, suppressed, key, aggregated
         )
         write(select, name)
 

@@ -63,10 +63,13 @@ def released_select(
     labels: list[str | None],
     suppressed: str | None,
     key: str | None = None,
+    aggregated: dict[str, str] | None = None,
 ) -> exp.Select:
     """The released rows of `source`: `labels[i]` is QID i's label table (None: one bin),
     `suppressed` the table of suppressed class keys (None: none suppressed), `key` the
-    pseudonym key's table (`pseudonyms.send_key`; None: no pseudonyms)."""
+    pseudonym key's table (`pseudonyms.send_key`; None: no pseudonyms), `aggregated` the
+    microaggregated QIDs' tables of class labels (`microaggregation.send_aggregates`)."""
+    from airflow_skald.core.engine.sql.microaggregation import aggregate_label
     from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
 
     select = coding.relation(source)
@@ -89,22 +92,38 @@ def released_select(
         if name in pseudonymised and key is not None:
             out.append(pseudonym(name, source.type_of(name), session.dialect).as_(name))
             continue
-        if name not in index:
+        if name in (aggregated or {}):  # its class's aggregate (docs/design.md §4f)
+            class_key = coding.key(plan, tuple(decision.node))
+            select, label = aggregate_label(select, class_key, aggregated[name], f"g{len(out)}")
+        elif name not in index:
             out.append(D.column(name, INPUT).as_(name))
             continue
-        i = index[name]
-        dim, level = plan.dims[i], int(decision.node[i])
-        if labels[i] is None:
-            label: exp.Expression = D.text(bin_labels(dim, level, np.zeros(1, np.int64))[0])
         else:
-            alias = f"l{i}"
-            on = exp.EQ(this=coding.qids[i].at(level), expression=D.column("c", alias))
-            select = select.join(exp.alias_(D.table(labels[i]), alias), on=on, join_type="inner")
-            label = D.column("label", alias)
+            select, label = _label(select, plan, decision, coding, labels, index[name])
         if masked is not None:
             label = exp.Case(ifs=[exp.If(this=masked, true=D.text(TOP))], default=label)
         out.append(label.as_(name))
     return select.select(*out)
+
+
+def _label(
+    select: exp.Select,
+    plan: Plan,
+    decision: Decision,
+    coding: Coding,
+    labels: list[str | None],
+    i: int,
+) -> tuple[exp.Select, exp.Expression]:
+    """QID i's label at the chosen node (its label table joined to `select`)."""
+    dim, level = plan.dims[i], int(decision.node[i])
+    if labels[i] is None:
+        label: exp.Expression = D.text(bin_labels(dim, level, np.zeros(1, np.int64))[0])
+    else:
+        alias = f"l{i}"
+        on = exp.EQ(this=coding.qids[i].at(level), expression=D.column("c", alias))
+        select = select.join(exp.alias_(D.table(labels[i]), alias), on=on, join_type="inner")
+        label = D.column("label", alias)
+    return select, label
 
 
 def send_tables(
@@ -152,6 +171,14 @@ def classes_of(table: pa.Table, qids: list[str], sensitive: list[str]) -> Releas
     weights = table.column("n").to_numpy().astype(np.int64)
     classes, counts = distinct_classes(codes, radices, weights)
     return ReleaseClasses(labels, classes, counts, n_rows)
+
+
+def class_columns(config: SkaldConfig) -> tuple[list[str], list[str]]:
+    """The columns the release's classes are counted over, as `run.pipeline.count_written`
+    counts them: the QIDs, then the criteria's attributes and the microaggregated QIDs out of
+    the lattice (checked to hold one value per class)."""
+    extra = [q.name for q in config.microaggregated]
+    return config.qid_names, [*config.criteria_attributes, *extra]
 
 
 def grouped_release(relation: exp.Expression, names: list[str]) -> exp.Select:

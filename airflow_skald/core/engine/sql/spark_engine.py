@@ -32,7 +32,7 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
-from airflow_skald.core.engine.sql.release import classes_of, grouped_release
+from airflow_skald.core.engine.sql.release import class_columns, classes_of, grouped_release
 from airflow_skald.core.engine.sql.spark_session import (
     CONNECT_SCHEMES,
     SparkSqlSession,
@@ -143,9 +143,10 @@ class SparkEngine(ParquetFilesEngine):
             def write(select: exp.Select, name: str) -> None:
                 write_part(session, select, staging + "/" + name)
 
-            passes.write_parts(session, whole, parts, config, plan, decision, write)
+            aggregates = run.microaggregates()
+            passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
             paths = [staging + "/" + n for n in names]
-            qids, sensitive = config.qid_names, list(config.criteria_attributes)
+            qids, sensitive = class_columns(config)
             release = session.name(session.spark.read.parquet(*paths), "release")
             table = session.query(grouped_release(D.table(release), [*qids, *sensitive]))
         return Written(names, classes_of(table, qids, sensitive))
