@@ -1,7 +1,9 @@
-"""Exact numbers as people wrote them; data values as ranks where no value may be named."""
+"""Exact numbers as people wrote them; data values as ranks where no value may be named; text and
+counts for HTML (the report's and a transformation's report section)."""
 
 from __future__ import annotations
 
+import html
 from fractions import Fraction
 
 
@@ -28,3 +30,21 @@ def rank_names(n: int) -> list[str]:
     order (a JSON writer's sort_keys, a report's table) is the rank order."""
     width = max(2, len(str(n)))
     return [f"value #{r + 1:0{width}d}" for r in range(n)]
+
+
+def esc(x: object) -> str:
+    """`x` as HTML text."""
+    return html.escape(str(x))
+
+
+def fmt_int(x: object) -> str:
+    """A count with thousands separators; anything else as HTML text."""
+    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else esc(x)
+
+
+def fmt_num(x: object, digits: int = 4) -> str:
+    """A float to `digits` significant digits (separators from a million), a count as
+    `fmt_int`."""
+    if isinstance(x, float):
+        return f"{x:.{digits}g}" if abs(x) < 1e6 else f"{x:,.0f}"
+    return fmt_int(x)

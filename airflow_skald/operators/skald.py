@@ -59,7 +59,7 @@ class EncodeOperator(SkaldBaseOperator):
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
         # imported here, not at import: DAG parsing stays light (no pyarrow)
-        from airflow_skald.core.config.dp_rules import dp_of
+        from airflow_skald.core.privacy.differential_privacy import dp_of
 
         dp = dp_of(run.config) is not None
         return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, dp)}

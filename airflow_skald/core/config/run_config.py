@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.config.dp_rules import DEFAULT_OBJECTIVE, apply_dp_rules
 from airflow_skald.core.config.locations import absolute_path, parse_location
 from airflow_skald.core.config.qids import QidSpec, parse_qids
 from airflow_skald.core.config.skald_config import SkaldConfig, check_transformation
@@ -20,7 +19,7 @@ from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.differential_privacy import DifferentialPrivacy
+from airflow_skald.core.privacy.differential_privacy import DEFAULT_OBJECTIVE, DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
@@ -41,6 +40,7 @@ from airflow_skald.core.settings.table import (
 from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import ParseContext as TransformContext
+from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rules
 from airflow_skald.core.utility import config as utility_config
 
 # what a caller imports from here (the config's loader): the config and its parts too

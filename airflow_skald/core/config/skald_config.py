@@ -12,7 +12,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from airflow_skald.core.config.dp_rules import apply_dp_rules
 from airflow_skald.core.config.locations import absolute_path
 from airflow_skald.core.config.qids import QidSpec
 from airflow_skald.core.data.database.source import DatabaseSource, staged_path
@@ -40,6 +39,7 @@ from airflow_skald.core.settings.transformation import check_models as check_rec
 from airflow_skald.core.settings.utility import UtilitySettings
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import Transformation
+from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rules
 from airflow_skald.core.utility import config as utility_config
 
 T = TypeVar("T", bound=Transformation)

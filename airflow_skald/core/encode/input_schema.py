@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from airflow_skald.core.config.dp_rules import dp_of, passed_through_refusal
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError, DataError
+from airflow_skald.core.privacy.differential_privacy import dp_of, passed_through_refusal
 
 
 def _is_fixed_width(typ: pa.DataType) -> bool:

@@ -18,7 +18,6 @@ is level 0 of every QID whatever the data, counted over the sampled records only
 
 from __future__ import annotations
 
-from airflow_skald.core.config.dp_rules import check_levels_built, dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.adaptive_root import root_chain
 from airflow_skald.core.encode.class_sums import summed_attributes
@@ -27,6 +26,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
+from airflow_skald.core.privacy.differential_privacy import check_levels_built, dp_of
 from airflow_skald.core.privacy.research_subset import check_not_empty
 
 

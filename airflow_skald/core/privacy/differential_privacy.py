@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.dp.parameters import (
+from airflow_skald.core.privacy.dp_parameters import (
     DPParameters,
     anonymisation_epsilon,
     calculate,
@@ -41,6 +41,14 @@ OBJECTIVES = ("dm", "loss", "precision", "aecs", "nu_entropy")
 DP_KEY_MISSING = (
     "differential privacy needs a secret: dp_key: {env: NAME} or {file: path} in the config "
     "(operators also {connection: ID} or {variable: NAME}, or dp_key_conn_id / dp_key_variable)"
+)
+#: the objective a DP search scores by when none is named: ARX's default quality model
+#: (``ARXConfiguration``: ``Metric.createLossMetric()``)
+DEFAULT_OBJECTIVE = "loss"
+#: why a value released as it is breaks the guarantee (the refusals name it)
+UNBOUNDED = (
+    "a value only one person has would show whether that person was sampled, which no "
+    "(epsilon, delta) bounds"
 )
 COMPOSE = (
     "Each differentially private release of the same data spends its own epsilon: releases "
@@ -212,3 +220,31 @@ class DifferentialPrivacy(PrivacyModel):
             tuple(node.items()) if isinstance(node, dict) else None,
             fixed=(int(entry["k"]), float(entry["beta"])),
         )
+
+
+def dp_of(config: Any) -> DifferentialPrivacy | None:
+    found = [m for m in config.privacy if isinstance(m, DifferentialPrivacy)]
+    return found[0] if found else None
+
+
+def passed_through_refusal(column: str) -> str:
+    """The line refusing an input column a DP release would pass through unchanged."""
+    return (
+        f"column '{column}' would be released as it is under differential_privacy: "
+        f"{UNBOUNDED}; declare it a quasi-identifier (with a hierarchy) or leave it out "
+        "(direct_identifiers)"
+    )
+
+
+def check_levels_built(dims: list) -> None:
+    """After phase 1: no rule level dropped because the data fills it (one label for every
+    value): the levels would then depend on the data."""
+    for d in dims:
+        dropped = getattr(getattr(d, "hierarchy", None), "dropped", 0)
+        if dropped:
+            raise ConfigError(
+                f"quasi-identifier '{d.name}': {dropped} level(s) of its rule hold one label "
+                "for every value of the data, and under differential_privacy the levels may "
+                "not depend on the data: leave the rule's last "
+                f"{dropped} level(s) out"
+            )

@@ -22,12 +22,12 @@ import pickle
 import time
 from collections.abc import Sequence
 
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.errors import ConfigError, VerificationError
+from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.run.baseline_chunk import (
     ChunkOutcome,
     RollUpCache,

@@ -22,9 +22,9 @@ from airflow_skald.core.encode.domain import csv_types
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import generalise_table
-from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.release.write.commit import part_name
 from airflow_skald.core.search.decision import Decision
+from airflow_skald.core.transform.differential_privacy.sampler import RowSample
 
 #: what the manifest says was checked, and by whom
 CHECKED = (

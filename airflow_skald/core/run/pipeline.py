@@ -39,7 +39,6 @@ from airflow_skald.core.encode.domain import scan_domain as _scan_domain
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
-from airflow_skald.core.privacy.dp.sampler import RowSample
 from airflow_skald.core.privacy.research_subset import flags_of, released_values
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.count.classes import ReleaseClasses
@@ -51,6 +50,7 @@ from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.recoded import local_recoding
 from airflow_skald.core.search.rollups import roll_up
 from airflow_skald.core.search.safepub.decide import dp_decision
+from airflow_skald.core.transform.differential_privacy.sampler import RowSample
 from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at, class_means
 
 log = logging.getLogger("airflow_skald")

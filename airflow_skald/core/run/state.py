@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.connection import resolve_uri
 from airflow_skald.core.data.database.extract import extract, remove_staged
@@ -16,9 +15,11 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.part import released_columns
-from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING, DifferentialPrivacy
-from airflow_skald.core.privacy.dp import keys as dp_keys
-from airflow_skald.core.privacy.dp.sampler import RowSample, Sampler, row_offsets
+from airflow_skald.core.privacy.differential_privacy import (
+    DP_KEY_MISSING,
+    DifferentialPrivacy,
+    dp_of,
+)
 from airflow_skald.core.release.table_release import (
     check_table_not_superseded,
     check_table_target,
@@ -54,6 +55,12 @@ from airflow_skald.core.run.store import (
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.settings import keyed
 from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.differential_privacy import keys as dp_keys
+from airflow_skald.core.transform.differential_privacy.sampler import (
+    RowSample,
+    Sampler,
+    row_offsets,
+)
 from airflow_skald.core.transform.microaggregation import (
     Aggregates,
     aggregates_from_bytes,

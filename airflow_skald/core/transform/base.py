@@ -24,8 +24,9 @@ The hooks, in the order a run meets them:
   their values;
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
   manifest alone, as verify runs without a config);
-- ``report_rows`` / ``report_note``: its lines in the report's audit section (from the
-  manifest alone).
+- ``report_rows`` / ``report_note``: its lines in the report's audit section, and
+  ``report_section`` a section of its own (placed after the shared section ``report_after``
+  names), from the manifest alone.
 """
 
 from __future__ import annotations
@@ -62,6 +63,17 @@ class ManifestKey:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ReportSection:
+    """A transformation's own section of the report: its title, a table of HTML cells (`head`:
+    the table's header row, or none) and the HTML paragraphs after it."""
+
+    title: str
+    rows: Sequence[Sequence[str]]
+    head: Sequence[str] | None = None
+    paragraphs: Sequence[str] = ()
+
+
 class Transformation:
     """One transformation (see the module's docstring for the hooks)."""
 
@@ -71,6 +83,8 @@ class Transformation:
     config_sections: ClassVar[tuple[str, ...]] = ()
     #: its manifest keys, in schema order
     manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {}
+    #: the shared report section its own section (`report_section`) follows
+    report_after: ClassVar[str] = ""
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Transformation | None:
@@ -118,3 +132,7 @@ class Transformation:
     @classmethod
     def report_note(cls, manifest: Mapping[str, Any]) -> str:
         return ""
+
+    @classmethod
+    def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
+        return None

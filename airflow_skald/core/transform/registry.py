@@ -9,7 +9,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+from airflow_skald.core.transform.base import (
+    ManifestKey,
+    ParseContext,
+    ReportSection,
+    Transformation,
+)
+from airflow_skald.core.transform.differential_privacy import DifferentialPrivacySample
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 if TYPE_CHECKING:
@@ -20,6 +26,7 @@ if TYPE_CHECKING:
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
     Pseudonyms,  # direct identifiers replaced by keyed pseudonyms (docs/design.md §2a)
+    DifferentialPrivacySample,  # SafePub's sample, search and report (docs/design.md §4e)
 )
 
 
@@ -84,3 +91,12 @@ def report_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
 
 def report_notes(manifest: Mapping[str, Any]) -> str:
     return "".join(cls.report_note(manifest) for cls in TRANSFORMATIONS)
+
+
+def report_sections(manifest: Mapping[str, Any], after: str) -> list[ReportSection]:
+    """The transformations' own report sections that follow the shared section `after`."""
+    return [
+        s
+        for cls in TRANSFORMATIONS
+        if cls.report_after == after and (s := cls.report_section(manifest)) is not None
+    ]

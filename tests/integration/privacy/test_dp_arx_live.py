@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from arx_answers import arx_answer
 
-from airflow_skald.core.privacy.dp.parameters import anonymisation_epsilon, calculate
+from airflow_skald.core.privacy.dp_parameters import anonymisation_epsilon, calculate
 
 
 def test_k_and_beta_as_arx() -> None:

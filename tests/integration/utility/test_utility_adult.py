@@ -117,8 +117,8 @@ def test_chromium_shows_the_figures_the_chart_and_the_warning(runs, tmp_path):
     """The report as a privacy officer sees it: every model's accuracies and the baseline's in
     the page's text, the accuracy chart's bars labelled, each QID's figures, the contingency
     table and the warning drawn (a screenshot of the section is kept: SKALD_IT_SHOTS)."""
-    from airflow_skald.core.release.report.format import fmt_int
     from airflow_skald.core.release.report.utility import MODEL_SHORT, MODEL_WORDS
+    from airflow_skald.core.text import fmt_int
 
     if CHROMIUM is None:
         pytest.fail(

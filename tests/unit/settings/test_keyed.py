@@ -11,9 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.dp import keys
 from airflow_skald.core.settings import keyed
 from airflow_skald.core.settings.secret import SecretRef
+from airflow_skald.core.transform.differential_privacy import keys
 from airflow_skald.core.transform.pseudonyms.hashing import Hasher, pseudonymise
 from airflow_skald.core.transform.pseudonyms.settings import key_id
 

@@ -4,9 +4,9 @@ alone, before the output's lease, a temporary table or a byte is written."""
 
 from __future__ import annotations
 
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.privacy.k_map_exact import ExactKMap
 from airflow_skald.core.transform import registry as transform_registry
 

@@ -6,7 +6,8 @@ import math
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.facts import MAX_ROWS, models_of, split_model
-from airflow_skald.core.release.report.format import esc, fmt_int, table, truncated
+from airflow_skald.core.release.report.format import table, truncated
+from airflow_skald.core.text import esc, fmt_int
 
 #: per model of the manifest: its name in words, the figure an at-risk class is ranked by, and
 #: whether the smallest figure is the worst (a class must reach at least the setting) or the

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.format import esc, fmt_int, table
+from airflow_skald.core.release.report.format import table
+from airflow_skald.core.text import esc, fmt_int
 from airflow_skald.core.transform import registry as transform_registry
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.format import esc
+from airflow_skald.core.text import esc
 
 #: the quality metrics the manifest reports, in the report's order, with what each measures
 METRICS = (

@@ -1,10 +1,13 @@
-"""The report's HTML building blocks: escaping, number formats, tables, the page and its CSS."""
+"""The report's HTML building blocks: number formats, tables, the page and its CSS (text and
+counts as HTML are `core.text`'s)."""
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Sequence
+
+from airflow_skald.core.text import esc
+from airflow_skald.core.transform.base import ReportSection
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
@@ -19,20 +22,6 @@ font-weight:600}.muted{color:#5b6475;font-size:.9em}code{background:#f1f3f7;padd
 border-radius:6px;padding:.6em 1em;min-width:150px}.card b{display:block;font-size:1.3em}
 figure.chart{margin:.8em 0}.pair{display:flex;flex-wrap:wrap;gap:0 1.5em}figure.chart svg{max-width:100%;height:auto}
 """
-
-
-def esc(x: object) -> str:
-    return html.escape(str(x))
-
-
-def fmt_int(x: object) -> str:
-    return f"{x:,}" if isinstance(x, int) and not isinstance(x, bool) else esc(x)
-
-
-def fmt_num(x: object, digits: int = 4) -> str:
-    if isinstance(x, float):
-        return f"{x:.{digits}g}" if abs(x) < 1e6 else f"{x:,.0f}"
-    return fmt_int(x)
 
 
 def fmt_bytes(n: object) -> str:
@@ -57,6 +46,15 @@ def table(rows: Sequence[Sequence[str]], head: Sequence[str] | None = None) -> s
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</table>")
     return "".join(parts)
+
+
+def section_html(section: ReportSection) -> str:
+    """A transformation's section of the report (its title, table and paragraphs)."""
+    return (
+        f"<h2>{esc(section.title)}</h2>"
+        + table(section.rows, section.head)
+        + "".join(section.paragraphs)
+    )
 
 
 def chart_figure(svg: str) -> str:

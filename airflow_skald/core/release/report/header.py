@@ -10,7 +10,7 @@ from airflow_skald.core.release.report.facts import (
     quality_metrics,
     report_title,
 )
-from airflow_skald.core.release.report.format import esc, fmt_int, fmt_num
+from airflow_skald.core.text import esc, fmt_int, fmt_num
 
 
 def _verified_words(m: Mapping) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.facts import criteria_words, is_per_chunk
-from airflow_skald.core.release.report.format import fmt_int, table
+from airflow_skald.core.release.report.format import table
+from airflow_skald.core.text import fmt_int
 
 
 def lattice_html(m: Mapping) -> str:

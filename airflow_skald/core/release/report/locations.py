@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.format import esc, table
+from airflow_skald.core.release.report.format import table
+from airflow_skald.core.text import esc
 
 
 def _mapping(value: object) -> Mapping:

@@ -7,7 +7,8 @@ import re
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.facts import MAX_ROWS, is_per_chunk
-from airflow_skald.core.release.report.format import esc, fmt_int, table, truncated
+from airflow_skald.core.release.report.format import table, truncated
+from airflow_skald.core.text import esc, fmt_int
 
 
 def _paper_parts(node_paper: str) -> tuple[list[str], list[str]]:

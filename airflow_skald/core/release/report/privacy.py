@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.facts import FIGURES, models_of, split_model
-from airflow_skald.core.release.report.format import esc, fmt_num, table
+from airflow_skald.core.release.report.format import table
+from airflow_skald.core.text import esc, fmt_num
 
 
 def privacy_html(m: Mapping) -> str:

@@ -6,8 +6,9 @@ from collections.abc import Mapping
 
 from airflow_skald.core.release.report.charts import bar_chart
 from airflow_skald.core.release.report.facts import METRICS, is_per_chunk, quality_metrics
-from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
+from airflow_skald.core.release.report.format import chart_figure, table
 from airflow_skald.core.release.report.plots import class_size_bins
+from airflow_skald.core.text import esc, fmt_int, fmt_num
 
 
 def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airflow_skald.core.release.report.charts import bar_chart
-from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
+from airflow_skald.core.release.report.format import chart_figure, table
+from airflow_skald.core.text import esc, fmt_int, fmt_num
 
 _FIGURES = (
     ("n_suppressed", "suppressed records"),

@@ -6,9 +6,8 @@ import logging
 
 from airflow_skald.core.release.report.at_risk import at_risk_html
 from airflow_skald.core.release.report.audit import audit_html
-from airflow_skald.core.release.report.differential_privacy import differential_privacy_html
 from airflow_skald.core.release.report.facts import page_facts, report_title
-from airflow_skald.core.release.report.format import page
+from airflow_skald.core.release.report.format import page, section_html
 from airflow_skald.core.release.report.header import cards_html, header_html
 from airflow_skald.core.release.report.lattice import lattice_html
 from airflow_skald.core.release.report.locations import locations_html
@@ -21,6 +20,7 @@ from airflow_skald.core.release.report.risk import risk_analysis_html, risk_html
 from airflow_skald.core.release.report.runtime import run_identity_html, timings_html
 from airflow_skald.core.release.report.utility import all_top_html, utility_html
 from airflow_skald.core.release.write.commit import REPORT, write_bytes_atomic
+from airflow_skald.core.transform import registry as transform_registry
 
 log = logging.getLogger("airflow_skald")
 
@@ -39,7 +39,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             nodes_html(m),
             recoding_html(m),
             privacy_html(m),
-            differential_privacy_html(m),
+            *_transformations(m, after="privacy"),
             quality_html(m, plots),
             quality_models_html(m),
             utility_html(m),
@@ -52,6 +52,11 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             audit_html(m, with_run_record=bool(run)),
         ],
     )
+
+
+def _transformations(m: dict, after: str) -> list[str]:
+    """The transformations' own sections that follow the shared section `after`."""
+    return [section_html(s) for s in transform_registry.report_sections(m, after)]
 
 
 def write_report(manifest: dict, folder: str, run: dict | None = None) -> str | None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.format import chart_figure, esc, fmt_int, fmt_num, table
+from airflow_skald.core.release.report.format import chart_figure, table
+from airflow_skald.core.text import esc, fmt_int, fmt_num
 
 #: the records the risk figures are computed over (the manifest's `risk` section)
 KEPT = "kept (not suppressed) records"

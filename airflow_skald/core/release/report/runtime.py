@@ -7,13 +7,8 @@ from collections.abc import Mapping
 from datetime import datetime
 
 from airflow_skald.core.release.report.facts import is_per_chunk
-from airflow_skald.core.release.report.format import (
-    chart_figure,
-    esc,
-    fmt_bytes,
-    fmt_seconds,
-    table,
-)
+from airflow_skald.core.release.report.format import chart_figure, fmt_bytes, fmt_seconds, table
+from airflow_skald.core.text import esc
 
 #: the run's identity and time, in the order the report lists them
 RUN_IDENTITY = (

@@ -20,13 +20,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from airflow_skald import __version__
-from airflow_skald.core.config.dp_rules import dp_of
 from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.release.write.microaggregated import manifest_entry
 from airflow_skald.core.release.write.recoding_section import recoding_section

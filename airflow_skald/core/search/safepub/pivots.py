@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 
-from airflow_skald.core.privacy.dp import keys, mechanism
 from airflow_skald.core.search.safepub.scores import NodeClasses, predecessors
+from airflow_skald.core.transform.differential_privacy import keys, mechanism
 
 Node = tuple[int, ...]
 

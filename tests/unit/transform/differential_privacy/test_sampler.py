@@ -7,8 +7,8 @@ import math
 
 import numpy as np
 
-from airflow_skald.core.privacy.dp import keys, mechanism
-from airflow_skald.core.privacy.dp.sampler import Sampler, threshold
+from airflow_skald.core.transform.differential_privacy import keys, mechanism
+from airflow_skald.core.transform.differential_privacy.sampler import Sampler, threshold
 
 SECRET = b"a fixed test secret, not a real one"
 

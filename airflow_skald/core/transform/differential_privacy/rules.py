@@ -17,7 +17,12 @@ from fractions import Fraction
 from typing import Any
 
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.differential_privacy import OBJECTIVES, DifferentialPrivacy
+from airflow_skald.core.privacy.differential_privacy import (
+    OBJECTIVES,
+    UNBOUNDED,
+    DifferentialPrivacy,
+    dp_of,
+)
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.transform import registry as transform_registry
 
@@ -26,19 +31,7 @@ _REFUSED = {
     "microaggregations": "microaggregation",
     "local_recoding": "local recoding",
 }
-#: the objective a DP search scores by when none is named: ARX's default quality model
-#: (``ARXConfiguration``: ``Metric.createLossMetric()``)
-DEFAULT_OBJECTIVE = "loss"
 GUIDE = "docs/guide/differential-privacy.md"
-_UNBOUNDED = (
-    "a value only one person has would show whether that person was sampled, which no "
-    "(epsilon, delta) bounds"
-)
-
-
-def dp_of(config: Any) -> DifferentialPrivacy | None:
-    found = [m for m in config.privacy if isinstance(m, DifferentialPrivacy)]
-    return found[0] if found else None
 
 
 def apply_dp_rules(config: Any, limit_given: bool) -> Any:
@@ -90,21 +83,12 @@ def check_released_columns(config: Any) -> None:
     for name in config.sensitive_attributes:
         raise ConfigError(
             f"sensitive attribute '{name}' would be released as it is under "
-            f"differential_privacy: {_UNBOUNDED}; declare it a quasi-identifier (with a "
+            f"differential_privacy: {UNBOUNDED}; declare it a quasi-identifier (with a "
             "hierarchy) or leave it out (direct_identifiers)"
         )
-    refusal = transform_registry.dp_refusal(config.transformations, _UNBOUNDED)
+    refusal = transform_registry.dp_refusal(config.transformations, UNBOUNDED)
     if refusal is not None:
         raise ConfigError(refusal)
-
-
-def passed_through_refusal(column: str) -> str:
-    """The line refusing an input column a DP release would pass through unchanged."""
-    return (
-        f"column '{column}' would be released as it is under differential_privacy: "
-        f"{_UNBOUNDED}; declare it a quasi-identifier (with a hierarchy) or leave it out "
-        "(direct_identifiers)"
-    )
 
 
 def check_levels_configured(spec: Any) -> None:
@@ -153,17 +137,3 @@ def check_loss_weights(config: Any) -> None:
         "the whole input (its hierarchy is built from a rule), so the search would depend on "
         f"records the sample left out: {instead}"
     )
-
-
-def check_levels_built(dims: list) -> None:
-    """After phase 1: no rule level dropped because the data fills it (one label for every
-    value): the levels would then depend on the data."""
-    for d in dims:
-        dropped = getattr(getattr(d, "hierarchy", None), "dropped", 0)
-        if dropped:
-            raise ConfigError(
-                f"quasi-identifier '{d.name}': {dropped} level(s) of its rule hold one label "
-                "for every value of the data, and under differential_privacy the levels may "
-                "not depend on the data: leave the rule's last "
-                f"{dropped} level(s) out"
-            )

@@ -10,7 +10,7 @@ import time
 import pytest
 from arx_answers import dp_grid
 
-from airflow_skald.core.privacy.dp.parameters import (
+from airflow_skald.core.privacy.dp_parameters import (
     Iv,
     anonymisation_epsilon,
     beta_interval,
@@ -60,7 +60,7 @@ def test_tails_agree_with_arx_intervals() -> None:
     """The vectorised tails a_n lie within ARX's own interval of them (a few n)."""
     import numpy as np
 
-    from airflow_skald.core.privacy.dp import parameters as P
+    from airflow_skald.core.privacy import dp_parameters as P
 
     for eps in (0.5, 2.0):
         beta = beta_interval(eps)

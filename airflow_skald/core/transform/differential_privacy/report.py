@@ -1,12 +1,14 @@
 """Section: (ε, δ)-differential privacy (docs/design.md §4e): the parameters, the sample, the node, the
 composition of releases of the same data, who checked the sample, and what the guarantee
-covers and does not (ADR 0027), in words a privacy officer signs."""
+covers and does not (ADR 0027), in words a privacy officer signs. From the manifest alone; the report's frame renders it
+(`core.release.report.format.section_html`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.format import esc, fmt_num, table
+from airflow_skald.core.text import esc, fmt_num
+from airflow_skald.core.transform.base import ReportSection
 
 _ROWS = (
     ("epsilon", "ε (privacy budget of this release)"),
@@ -60,10 +62,10 @@ def _value(v: object) -> str:
     return esc(repr(v)) if isinstance(v, float) else fmt_num(v)
 
 
-def differential_privacy_html(m: Mapping) -> str:
+def differential_privacy_section(m: Mapping) -> ReportSection | None:
     dp = m.get("differential_privacy")
     if not isinstance(dp, Mapping):
-        return ""
+        return None
     rows = [[esc(label), _value(dp[key])] for key, label in _ROWS if key in dp]
     node = dp.get("node") or {}
     how = "fixed (data-independent)" if dp.get("mode") == "fixed" else "SafePub's search"
@@ -79,10 +81,10 @@ def differential_privacy_html(m: Mapping) -> str:
         if check
         else ""
     )
-    return (
-        "<h2>Differential privacy</h2>"
-        + table(rows, ["", ""])
-        + f"<p>{esc(dp.get('composition', ''))}</p>"
-        + checked
-        + f"<p>{esc(COVERS)}</p><p>{esc(NOT_COVERED)}</p>"
+    paragraphs = (f"<p>{esc(dp.get('composition', ''))}</p>", checked)
+    return ReportSection(
+        "Differential privacy",
+        rows,
+        ["", ""],
+        (*paragraphs, f"<p>{esc(COVERS)}</p><p>{esc(NOT_COVERED)}</p>"),
     )

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.privacy.dp import keys
+from airflow_skald.core.transform.differential_privacy import keys
 
 
 def threshold(beta: float) -> int:

@@ -1,0 +1,45 @@
+"""(ε, δ)-differential privacy's sample, search and report (docs/design.md §4e; SafePub: Bild,
+Kuhn and Prasser, PETS 2018; ARX 3.9's ``EDDifferentialPrivacy`` and
+``DataDependentEDDPAlgorithm``; ADR 0024, 0027, 0067).
+
+The model itself (ε and δ, k and β by ARX's ``ParameterCalculation``, what it judges and
+refuses of the data) is a privacy model (`core.privacy.differential_privacy`, with
+`core.privacy.dp_parameters`): the privacy registry parses and rebuilds it. This package holds
+what the model adds to the run around it:
+
+- `keys`: the run's keyed Philox streams; `sampler`: phase 1/2/3's keyed β-sample;
+- `mechanism`: the exponential mechanism (SafePub's walk over pivots, `core.search.safepub`,
+  draws with it: its score functions read the quality models' context, a layer above);
+- `rules`: what a DP config may not combine it with (config loading applies them);
+- `report`: the report's section, from the manifest alone (the registry's `report_section`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from airflow_skald.core.transform.base import ParseContext, ReportSection, Transformation
+
+
+@dataclass(frozen=True)
+class DifferentialPrivacySample(Transformation):
+    """Registered for its hooks read from the manifest (the report's section): its settings are
+    the privacy model's (``privacy.differential_privacy``), so `parse` adds nothing to
+    `SkaldConfig.transformations`."""
+
+    name: ClassVar[str] = "differential_privacy"
+    report_after: ClassVar[str] = "privacy"
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> None:
+        return None
+
+    @classmethod
+    def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
+        from airflow_skald.core.transform.differential_privacy.report import (
+            differential_privacy_section,
+        )
+
+        return differential_privacy_section(manifest)
