@@ -93,7 +93,6 @@ class _Observed:
 REFUSED = [
     ({"input": {"format": "csv"}}, "reads Parquet files"),
     ({"utility": {"folds": 3}}, "utility"),
-    ({"transformation": {"local_recoding": {"records": 0.01}}}, "local_recoding"),
     (
         {
             "privacy": {"k": 3, "differential_privacy": {"epsilon": 2, "delta": 1e-6}},

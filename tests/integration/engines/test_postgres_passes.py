@@ -65,6 +65,13 @@ CASES = [
             "memory": {"histogram_bins": 250, "root": "adaptive"},
         },
     ),
+    (  # local recoding: each row at its step's node (ADR 0063)
+        24,
+        {
+            "transformation": {"local_recoding": {"records": 0.005}},
+            "privacy": {"k": 5, "suppression_limit": 0.1},
+        },
+    ),
 ]
 
 
@@ -98,6 +105,9 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
         plan_sql = plan_sql.with_root(counts_sql.node, counts_sql.bounded_bins)
         decision_sql = P.search_lattice(cfg, plan_sql, counts_sql)
         assert (decision_sql.node, decision_sql.figures) == (decision.node, decision.figures)
+        steps = [s.to_dict() for s in decision_sql.steps]
+        assert steps == [s.to_dict() for s in decision.steps]
+        assert bool(steps) == ("transformation" in settings)
         released: Counter = Counter()
 
         def fetch(select, _name):

@@ -56,6 +56,10 @@ def spark():
             "direct_identifiers": [{"pid": "pseudonymise"}],
             "pseudonym_key": {"env": "SKALD_SPARK_TEST_KEY"},
         },
+        {  # local recoding: each row at its step's node (ADR 0063)
+            "transformation": {"local_recoding": {"records": 0.01}},
+            "privacy": {"k": 4, "suppression_limit": 0.02},
+        },
     ],
 )
 def test_the_spark_engine_releases_what_the_chunk_path_releases(

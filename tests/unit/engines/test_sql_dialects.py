@@ -5,6 +5,9 @@ the same statement; identifiers are quoted (a column name holding a quote stays 
 
 from __future__ import annotations
 
+from dataclasses import replace
+from fractions import Fraction
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -92,6 +95,13 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
     decision = P.search_lattice(cfg, plan, counts)
     passes.write_parts(
         session, source, [("p", source)], cfg, plan, decision, lambda s, _: session.query(s)
+    )
+    # local recoding's release: each row at its step's node (the step tables, ADR 0063)
+    recoding = replace(cfg, local_recoding_records=Fraction(1, 100))
+    recoded = P.search_lattice(recoding, plan, counts)
+    assert recoded.steps
+    passes.write_parts(
+        session, source, [("p", source)], recoding, plan, recoded, lambda s, _: session.query(s)
     )
     session.close()
     return session.statements

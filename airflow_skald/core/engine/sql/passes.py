@@ -31,6 +31,7 @@ from airflow_skald.core.engine.sql.domain import (
     row_count,
     sensitive_stats,
 )
+from airflow_skald.core.engine.sql.recoding import send_recoded
 from airflow_skald.core.engine.sql.release import send_tables
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.release.count.classes import ReleaseClasses
@@ -145,13 +146,26 @@ def write_parts(
     from airflow_skald.core.engine.sql.release import released_select
 
     coding = coding_of(session, whole, plan, config)
-    labels, suppressed = send_tables(session, whole, plan, decision, coding)
+    recoded = send_recoded(session, whole, plan, decision, coding) if decision.steps else None
+    labels, suppressed = (
+        send_tables(session, whole, plan, decision, coding) if recoded is None else ([], None)
+    )
     aggregated = send_aggregates(session, aggregates)
     pseudonyms = config.transformation(Pseudonyms)
     key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
     for name, source in parts:
         select = released_select(
-            session, source, config, plan, decision, coding, labels, suppressed, key, aggregated
+            session,
+            source,
+            config,
+            plan,
+            decision,
+            coding,
+            labels,
+            suppressed,
+            key,
+            aggregated,
+            recoded,
         )
         write(select, name)
 

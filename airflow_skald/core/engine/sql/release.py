@@ -10,6 +10,8 @@ release's class table (labels and counts), which the shared release check judges
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -29,6 +31,9 @@ from airflow_skald.core.release.count.classes import ReleaseClasses, distinct_cl
 from airflow_skald.core.release.count.parts import value_dictionary
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
+
+if TYPE_CHECKING:
+    from airflow_skald.core.engine.sql.recoding import RecodedRelease
 
 SUPPRESSED = "sup"
 
@@ -64,11 +69,14 @@ def released_select(
     suppressed: str | None,
     key: str | None = None,
     aggregated: dict[str, str] | None = None,
+    recoded: RecodedRelease | None = None,
 ) -> exp.Select:
     """The released rows of `source`: `labels[i]` is QID i's label table (None: one bin),
     `suppressed` the table of suppressed class keys (None: none suppressed), `key` the
     pseudonym key's table (`pseudonyms.send_key`; None: no pseudonyms), `aggregated` the
-    microaggregated QIDs' tables of class labels (`microaggregation.send_aggregates`)."""
+    microaggregated QIDs' tables of class labels (`microaggregation.send_aggregates`),
+    `recoded` local recoding's step tables (`recoding.send_recoded`; then `labels` and
+    `suppressed` are not read)."""
     from airflow_skald.core.engine.sql.microaggregation import aggregate_label
     from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
 
@@ -76,7 +84,9 @@ def released_select(
     if key is not None:
         select = select.join(exp.alias_(D.table(key), KEY), join_type="cross")
     masked: exp.Expression | None = None
-    if suppressed is not None:
+    if recoded is not None:  # each row at its step's node, "*" from the step tables
+        select = recoded.join(select, coding, plan, config.suppressed_records == "drop")
+    elif suppressed is not None:
         key = coding.key(plan, tuple(decision.node))
         on = exp.EQ(this=key, expression=D.column("k", SUPPRESSED))
         select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
@@ -98,6 +108,8 @@ def released_select(
         elif name not in index:
             out.append(D.column(name, INPUT).as_(name))
             continue
+        elif recoded is not None:  # local recoding (docs/design.md §4f)
+            select, label = recoded.label(select, coding, plan, index[name])
         else:
             select, label = _label(select, plan, decision, coding, labels, index[name])
         if masked is not None:

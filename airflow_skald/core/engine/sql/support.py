@@ -37,7 +37,6 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
     checks = [
         (transformed is not None, transformed),
         (config.research_subset is not None, "research_subset"),
-        (config.local_recoding is not None, "transformation.local_recoding"),
         (config.utility is not None, "utility (the analysis reads the released rows)"),
     ]
     for present, what in checks:

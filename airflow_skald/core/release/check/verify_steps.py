@@ -226,7 +226,9 @@ def recoded_figures(
     """The manifest's `privacy_models` of a locally recoded release: a model that judges a
     class alone reports its figure over every released class (as `skald verify` recomputes
     it); a step-relative one its figure at the global node, marked so."""
-    _, kept = classes.tables(n, policy.attributes, sensitive)
+    # in label order: the at-risk classes among equal figures are the same whichever engine
+    # or chunking listed the classes
+    _, kept = classes.in_label_order().tables(n, policy.attributes, sensitive)
     local = class_local(policy)
     over_all = iter(local.figures(kept))
     models = []

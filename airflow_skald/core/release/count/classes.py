@@ -60,6 +60,24 @@ class ReleaseClasses:
             mask &= self.codes[:, j] == labels.index(TOP)
         return mask
 
+    def in_label_order(self) -> ReleaseClasses:
+        """The same classes with each column's labels sorted (a null last) and the classes in
+        the order of their label tuples, so what reads them in order (the at-risk classes
+        among equal figures) does not depend on how the parts, or an engine's GROUP BY,
+        listed them."""
+        labels, codes = [], []
+        for j, column in enumerate(self.labels):
+            order = sorted(range(len(column)), key=lambda i: (column[i] is None, str(column[i])))
+            rank = np.empty(len(column), dtype=np.int64)
+            rank[order] = np.arange(len(column), dtype=np.int64)
+            labels.append([column[i] for i in order])
+            codes.append(rank[self.codes[:, j]])
+        if not codes:
+            return self
+        perm = np.lexsort(codes[::-1])
+        stacked = np.stack(codes, axis=1)[perm]
+        return ReleaseClasses(labels, stacked, self.sizes[perm], self.n_rows)
+
     def tables(
         self, n_qids: int, attributes: Sequence[str], sensitive: Mapping[str, SensitiveStats]
     ) -> tuple[ClassTable, ClassTable]:
