@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
@@ -50,18 +51,26 @@ class Loss(MultiDimensional):
             sup = ~j.kept
             sizes = scored.table.sizes[sup].astype(np.int64)
             codes = self.ctx.codes(scored.keys[sup], scored.node)
-        d, gi, si = self._integer_factors()
-        n = self.ctx.n_records
         for i, level in enumerate(scored.node):
-            u, nums = self.ctx.shares(i)
-            total = self._total(i, level)
-            sup_n = exact_int_dot(sizes, nums[level][codes[i]]) if s else 0
-            # `_normalised(i, g (total - sup_n) + sup_n + s (s u - sup_n))` in integers times
-            # d (the factors' common denominator): one Fraction per QID, the same value
-            raw = gi * (total - sup_n) + d * sup_n + si * (s * u - sup_n)
-            num, den = raw - gi * n, n * (d * u - gi)
-            out.append(Fraction(num, den) if den and num > 0 else Fraction(0))
+            sup_n = exact_int_dot(sizes, self.ctx.shares(i)[1][level][codes[i]]) if s else 0
+            out.append(self.fraction(*self.terms(i, self._total(i, level), sup_n, s)))
         return out
+
+    def terms(self, i: int, total: Any, sup_n: Any, s: Any) -> tuple[Any, int]:
+        """QID i's value as a numerator and denominator, from the records times share
+        numerators of every record at the node's level (`total`), of the suppressed records
+        (`sup_n`) and the suppressed records (`s`): `_normalised(i, g (total - sup_n) + sup_n +
+        s (s u - sup_n))` in integers times d (the gs factors' common denominator). Ints, or
+        arrays of them (every node of a local recoding step, `recoded_table`)."""
+        d, gi, si = self._integer_factors()
+        n, u = self.ctx.n_records, self.ctx.shares(i)[0]
+        raw = gi * (total - sup_n) + d * sup_n + si * (s * u - sup_n)
+        return raw - gi * n, n * (d * u - gi)
+
+    @staticmethod
+    def fraction(num: int, den: int) -> Fraction:
+        """A QID's value from `terms` (0 where the normalisation clamps it)."""
+        return Fraction(num, den) if den and num > 0 else Fraction(0)
 
     def _integer_factors(self) -> tuple[int, int, int]:
         """d, g d and s d: the gs factor's g and s over their common denominator d."""

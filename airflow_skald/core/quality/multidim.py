@@ -38,7 +38,12 @@ class MultiDimensional(Metric):
         raise NotImplementedError
 
     def value(self, scored: Scored) -> Any:
-        key = aggregate_key(self.qid_values(scored), self.ctx.weights, self.how)
+        return self.key_of(self.qid_values(scored))
+
+    def key_of(self, values: Sequence[Fraction]) -> Any:
+        """The value of a node of these per-QID values (exactly ordered: an int when the
+        metric has a `scale`)."""
+        key = aggregate_key(values, self.ctx.weights, self.how)
         scale = self.scale()
         if scale is None:
             return key

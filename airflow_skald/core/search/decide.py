@@ -34,6 +34,7 @@ from airflow_skald.core.search.evaluate import (
 )
 from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
 from airflow_skald.core.search.quality_figures import quality_figures
+from airflow_skald.core.search.recoded_table import StepNodes
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text
 
@@ -52,6 +53,7 @@ def search_lattice(
     analysis: RiskSettings | None = None,
     first_rows: FirstRowsOf | None = None,
     subset: bool = False,
+    table: StepNodes | None = None,
 ) -> Decision:
     """Search the sub-lattice above the root for the optimal node (exactly as exhaustive).
 
@@ -67,6 +69,8 @@ def search_lattice(
     size at the chosen node (docs/design.md §4c); without it those classes follow their keys'
     order.
     `subset`: `counts` hold some of the input's records (a local recoding step, docs/design.md §4f).
+    `table`: every node of the lattice judged at once over those records (`recoded_table`):
+    the exhaustive search in arrays where it applies (the same node).
     """
     classes = _released_classes(plan, counts, policy, subset)
     n = classes.n_records
@@ -76,16 +80,20 @@ def search_lattice(
     ctx = QualityContext(plan.dims, plan.root, classes, quality, limit, _kept_size(policy))
     objective = objective or configured_objective(ctx)
     losses = label_losses(ctx, policy.models, objective)  # ADR 0046 (None: nothing reads them)
-    outcome = search_optimal(
-        lattice,
-        NodeEvaluator.of(lattice, source, policy, objective, n, losses),
-        plan.tops,
-        priority,
-        predicate=MONOTONE if policy.all_monotone else PARTLY_MONOTONE,
-        ties=objective.ties,
-        order=objective.search_order,
-        node_bounds=objective.node_bounds(lattice),
-    )
+    outcome = None
+    if table is not None and losses is None:
+        outcome = table.search(lattice, policy, objective, plan.tops, priority)
+    if outcome is None:
+        outcome = search_optimal(
+            lattice,
+            NodeEvaluator.of(lattice, source, policy, objective, n, losses),
+            plan.tops,
+            priority,
+            predicate=MONOTONE if policy.all_monotone else PARTLY_MONOTONE,
+            ties=objective.ties,
+            order=objective.search_order,
+            node_bounds=objective.node_bounds(lattice),
+        )
     if outcome.best is None:
         raise _nothing_passes(source, policy, lattice.upper, n, losses)
     best = lattice.node(outcome.best)

@@ -13,6 +13,7 @@ from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.histogram import strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.lattice import Lattice
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.privacy.registry import bind_models
 from airflow_skald.core.quality.context import QualityContext
@@ -22,6 +23,7 @@ from airflow_skald.core.quality.registry import build
 from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.decision import Decision, LocalRecoding, RecodingFigures
 from airflow_skald.core.search.figures import class_size_histogram, risk
+from airflow_skald.core.search.recoded_table import StepNodes, k_only
 from airflow_skald.core.transform import local_recoding as LR
 
 
@@ -46,10 +48,19 @@ def local_recoding(
         step = LR.step_sensitive(sensitive, distributions)
         return PrivacyPolicy(bind_models(policy.models, step, n), limit)
 
+    ctx = QualityContext(plan.dims, plan.root, counts.classes, config.quality)  # both figures'
+    tables = StepTables(plan, ctx.shares)
+
     def search(step_plan: Plan, sub: RootCounts, policy: PrivacyPolicy, gs) -> Decision:
         q = quality if gs is None else replace(quality, gs_factor=gs)
         return search_lattice(
-            step_plan, sub, policy, config.priority_order(), quality=q, subset=True
+            step_plan,
+            sub,
+            policy,
+            config.priority_order(),
+            quality=q,
+            subset=True,
+            table=tables.of(sub, policy),
         )
 
     at = LR.KeysAt(plan, counts.classes.keys)
@@ -57,7 +68,6 @@ def local_recoding(
         settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor, at
     )
     out, released = with_steps(plan, counts, decision, steps, at)
-    ctx = QualityContext(plan.dims, plan.root, counts.classes, config.quality)  # both figures'
     recoding = LocalRecoding(
         settings.describe(),
         before=RecodingFigures.of(
@@ -73,6 +83,30 @@ def local_recoding(
         seen = released if tuple(decision.node) != tuple(plan.tops) else released[:0]
         figures_risk["analysis"] = config.risk_settings.analyse(seen, n)
     return replace(out, risk=figures_risk, local_recoding=recoding)
+
+
+class StepTables:
+    """The steps' node tables (`recoded_table.StepNodes`), one per set of records: the
+    adaptive mode searches the same records again after a search that released nothing."""
+
+    def __init__(self, plan: Plan, shares) -> None:
+        self.plan, self.shares = plan, shares
+        self.lattice = Lattice(plan.root, tuple(plan.tops))
+        self._last: tuple[RootCounts, StepNodes | None] | None = None
+
+    def of(self, sub: RootCounts, policy: PrivacyPolicy) -> StepNodes | None:
+        """The table of `sub`'s records (None: its policy is not k-only, or it is large)."""
+        k = k_only(policy)
+        if k is None or sub.values:
+            return None
+        if self._last is None or self._last[0] is not sub:
+            fits = StepNodes.fits(sub.classes, self.lattice, self.shares, len(self.plan.dims))
+            table = (
+                StepNodes(self.plan, sub.classes, self.lattice, k, self.shares) if fits else None
+            )
+            self._last = (sub, table)
+        table = self._last[1]
+        return table if table is not None and table.k == k else None
 
 
 def with_steps(

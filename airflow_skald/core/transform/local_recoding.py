@@ -228,12 +228,13 @@ def recode(
     at = KeysAt(plan, root_keys) if at is None else at
     left = at.kept(counts, node, suppressed)[0].copy()
     gs = GsSchedule(settings, gs_factor)
-    searches = 0
+    searches, sub = 0, None
     while settings.max_steps is None or searches < settings.max_steps:
         remaining = int(sizes[left].sum(dtype=np.int64))
         if remaining == 0 or remaining < policy.min_class_size:
             break
-        sub = subset_counts(counts, left)
+        # the same records again (gs raised): their counts and node table kept (ADR 0066)
+        sub = subset_counts(counts, left) if sub is None else sub
         limit = settings.step_limit(n, remaining, policy.suppression_limit)
         searches += 1
         try:
@@ -249,6 +250,7 @@ def recode(
         if not d.suppressed_keys.size or tuple(d.node) == tops:
             break
         left &= in_sorted(at(d.node), d.suppressed_keys)
+        sub = None
     return steps
 
 
