@@ -91,7 +91,7 @@ class _Observed:
 
 
 REFUSED = [
-    ({"input": {"format": "csv"}}, "reads Parquet files"),
+    ({"output": {"format": "csv"}}, "writes a Parquet folder release"),
     ({"utility": {"folds": 3}}, "utility"),
     (
         {

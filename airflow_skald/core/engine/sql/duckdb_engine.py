@@ -1,5 +1,6 @@
 """`DuckDBEngine` (`execution: {engine: duckdb}`, docs/design.md §2b, ADR 0053): the three
-passes run as SQL inside an embedded DuckDB over the input's Parquet files; the worker gets
+passes run as SQL inside an embedded DuckDB over the input's Parquet or CSV files (CSV parsed
+as the chunk path parses it: `csv_input`, ADR 0064); the worker gets
 counts and labels, DuckDB writes the release's parts into the staging folder (COPY ... TO
 Parquet), and the shared check, manifest and commit publish them.
 
@@ -15,12 +16,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sqlglot import exp
 
+from airflow_skald.core.config.skald_config import SkaldConfig
 from airflow_skald.core.count.first_rows import FirstRowScan
+from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.base import Written
+from airflow_skald.core.engine.sql import csv_input, passes
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
@@ -47,11 +50,18 @@ def read_parquet(files: Sequence[str], rows: bool = False) -> exp.Expression:
     return exp.Table(this=exp.Anonymous(this="read_parquet", expressions=args))
 
 
+def scan(config: SkaldConfig, files: Sequence[str], rows: bool = False) -> exp.Select:
+    """The input's rows in `files` as the chunk path reads them (`rows`: one file, with each
+    row's number in it): Parquet as stored, CSV parsed as the chunk path does (`csv_input`)."""
+    if config.input.format == "csv":
+        return csv_input.csv_select(config, files, rows)
+    return exp.select(exp.Star()).from_(read_parquet(files, rows))
+
+
 def _view(
-    session: DuckDBSession, relation: str, files: Sequence[str], rows: bool = False
+    session: DuckDBSession, relation: str, files: Sequence[str], select: exp.Select
 ) -> SqlInput:
-    """A temporary view over `files` in the session, as the passes' input."""
-    select = exp.select(exp.Star()).from_(read_parquet(files, rows))
+    """A temporary view of `select` (the rows of `files`) in the session, as the passes' input."""
     view = exp.Create(
         this=D.table(relation),
         kind="VIEW",
@@ -68,29 +78,47 @@ class DuckDBEngine(ParquetFilesEngine):
     """The passes inside an in-memory DuckDB over the input's local Parquet files."""
 
     name = NAME
+    input_formats = ("parquet", "csv")
 
     def require(self) -> None:
         _duckdb()
 
     @contextlib.contextmanager
-    def _opened(
-        self, files: Sequence[str], rows: bool = False
-    ) -> Iterator[tuple[DuckDBSession, SqlInput]]:
+    def _session(self) -> Iterator[DuckDBSession]:
         session = DuckDBSession(self.workers if self.workers > 1 else None)
         try:
-            yield session, _view(session, "skald_input", files, rows)
+            yield session
         finally:
             session.close()
+
+    @contextlib.contextmanager
+    def _opened(
+        self, config: SkaldConfig, files: Sequence[str], rows: bool = False
+    ) -> Iterator[tuple[DuckDBSession, SqlInput]]:
+        with self._session() as session:
+            yield session, _view(session, "skald_input", files, scan(config, files, rows))
 
     def _files(self, run: Run) -> list[str]:
         return [c.file for c in run.chunks()]
 
+    def list_input(self, run: Run) -> list[ChunkRef]:
+        config = run.config
+        if config.input.format != "csv":
+            return super().list_input(run)
+        files = list_input_files(config.input)
+        with self._session() as session:  # every row parsed by DuckDB, not by the worker
+            counts = [csv_input.count_rows(session, config, f) for f in files]
+        return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
+
     def domain_stats(self, run: Run) -> DomainStats:
-        with self._opened(self._files(run)) as (session, source):
+        files = self._files(run)
+        with self._opened(run.config, files) as (session, source):
+            if run.config.input.format == "csv":
+                csv_input.check_numbers(session, run.config, files)
             return passes.domain_stats(session, source, run.config, run.chunks())
 
     def root_counts(self, run: Run) -> RootCounts:
-        with self._opened(self._files(run)) as (session, source):
+        with self._opened(run.config, self._files(run)) as (session, source):
             return passes.histogram(session, source, run.config, run.plan())
 
     def first_rows(
@@ -98,7 +126,7 @@ class DuckDBEngine(ParquetFilesEngine):
     ) -> np.ndarray:
         scan = FirstRowScan(keys)
         for chunk in run.chunks():  # in input order: a class's first chunk holds its first row
-            with self._opened([chunk.file], rows=True) as (session, source):
+            with self._opened(run.config, [chunk.file], rows=True) as (session, source):
                 args = (session, source, run.config, plan, node, scan.wanted, chunk.chunk_id)
                 scan.add(*passes.chunk_first_rows(*args))
             if scan.done:
@@ -109,9 +137,9 @@ class DuckDBEngine(ParquetFilesEngine):
         config, plan, decision = run.config, run.plan(), run.decision()
         chunks = run.chunks()
         names = [part_name(c.chunk_id, config.output.format) for c in chunks]
-        with self._opened([c.file for c in chunks]) as (session, whole):
+        with self._opened(config, [c.file for c in chunks]) as (session, whole):
             parts = [
-                (name, _view(session, f"skald_part_{c.chunk_id}", [c.file]))
+                (name, _view(session, f"skald_part_{c.chunk_id}", [c.file], scan(config, [c.file])))
                 for name, c in zip(names, chunks, strict=True)
             ]
 
@@ -127,9 +155,6 @@ class DuckDBEngine(ParquetFilesEngine):
         config = run.config
         paths = [run.staging.rstrip("/") + "/" + n for n in names]
         qids, sensitive = class_columns(config)
-        session = DuckDBSession(self.workers if self.workers > 1 else None)
-        try:
+        with self._session() as session:
             table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
-        finally:
-            session.close()
         return classes_of(table, qids, sensitive)

@@ -4,7 +4,7 @@ an input or output they do not read or write, and the input listed as one chunk 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from airflow_skald.core.data.files import local_path
 from airflow_skald.core.data.io import ChunkRef, count_rows, file_version, list_input_files
@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 class ParquetFilesEngine(Engine):
     """An engine that reads local Parquet files and writes a Parquet folder release."""
 
+    #: the input formats it reads (DuckDB: CSV too, `csv_input`)
+    input_formats: ClassVar[tuple[str, ...]] = ("parquet",)
+
     def require(self) -> None:
         """The engine's package installed, or one line saying how."""
         raise NotImplementedError
@@ -32,7 +35,7 @@ class ParquetFilesEngine(Engine):
                 f"{prefix} reads Parquet files: a database table input runs with "
                 "execution: chunks (or the postgresql engine)"
             )
-        if config.input.format != "parquet":
+        if config.input.format not in self.input_formats:
             raise ConfigError(
                 f"{prefix} reads Parquet files; input.format is {config.input.format}"
             )
