@@ -95,6 +95,51 @@ def config_from_dict(
     first, then `with_overrides` judges)."""
     if not isinstance(raw, dict):
         raise ConfigError("config must be a YAML mapping")
+    privacy, quality, execution = _sections(raw)
+    every_qid = parse_qids(raw["quasi_identifiers"], base_dir)
+    qids, out_of_lattice = _in_lattice(every_qid)
+    names = [q.name for q in qids]
+    direct, _ = parse_direct_identifiers(raw.get("direct_identifiers") or [])
+    transformations = transform_registry.parse_all(raw, TransformContext(base_dir))
+    transformed = transform_registry.columns_of(transformations)
+    sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
+    subset = ResearchSubset.parse(
+        raw.get("research_subset"), lambda r, where: parse_location(r, where, base_dir)
+    )
+    ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
+    models = parse_models(privacy, ctx)
+    if subset is not None:
+        check_subset_models(models)
+        if out_of_lattice or any(q.microaggregation for q in qids):
+            raise ConfigError("microaggregation cannot be combined with a research_subset")
+    _check_roles(every_qid, direct, sensitive, subset)
+    priority = _priority(raw, names, out_of_lattice)
+    # under differential privacy an objective left out is ARX's default (loss), said so
+    named = quality.get("objective") is not None or not any(
+        isinstance(m, DifferentialPrivacy) for m in models
+    )
+    config = SkaldConfig(
+        **_locations(raw, base_dir),
+        quasi_identifiers=tuple(qids),
+        privacy=models,
+        direct_identifiers=tuple(n for n in direct if n not in transformed),
+        transformations=transformations,
+        sensitive_attributes=tuple(sensitive),
+        qid_priority=tuple(priority),
+        research_subset=subset,
+        microaggregated=tuple(out_of_lattice),
+        objective_default=not named,
+        **_settings(raw, quality, execution, names, direct, base_dir, named),
+        source=source,
+    )
+    check_quality(config.quality, names)
+    check_transformation(config)
+    return apply_dp_rules(config, "suppression_limit" in privacy) if judge else config
+
+
+def _sections(raw: dict) -> tuple[dict, dict, dict]:
+    """Every section's keys checked (unknown keys are errors); the privacy, quality and
+    execution sections."""
     _no_unknown(raw, _SECTIONS | transform_registry.config_sections() | file_keys(), "config")
     for key in ("input", "output", "quasi_identifiers", "privacy"):
         if key not in raw:
@@ -119,28 +164,24 @@ def config_from_dict(
             raise ConfigError("transformation.local_recoding needs records (e.g. 0.01)")
     if "sampling_fraction" in risk and "population" in risk:
         raise ConfigError("risk takes one of 'sampling_fraction' or 'population'")
-    every_qid = parse_qids(raw["quasi_identifiers"], base_dir)
+    return privacy, quality, execution
+
+
+def _in_lattice(every_qid: list[QidSpec]) -> tuple[list[QidSpec], list[QidSpec]]:
+    """The QIDs of the generalisation lattice and those microaggregation takes out of it."""
     qids = [q for q in every_qid if q.microaggregation is None or q.microaggregation.cluster]
     if not qids:
         raise ConfigError(
             "every quasi-identifier is microaggregated with cluster: false: at least one must "
             "stay in the generalisation lattice"
         )
-    out_of_lattice = [q for q in every_qid if q not in qids]
-    names = [q.name for q in qids]
-    direct, _ = parse_direct_identifiers(raw.get("direct_identifiers") or [])
-    transformations = transform_registry.parse_all(raw, TransformContext(base_dir))
-    transformed = transform_registry.columns_of(transformations)
-    sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
-    subset = ResearchSubset.parse(
-        raw.get("research_subset"), lambda r, where: parse_location(r, where, base_dir)
-    )
-    ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
-    models = parse_models(privacy, ctx)
-    if subset is not None:
-        check_subset_models(models)
-        if out_of_lattice or any(q.microaggregation for q in qids):
-            raise ConfigError("microaggregation cannot be combined with a research_subset")
+    return qids, [q for q in every_qid if q not in qids]
+
+
+def _check_roles(
+    every_qid: list[QidSpec], direct: list[str], sensitive: list[str], subset: Any
+) -> None:
+    """No column in two roles (QID, direct identifier, sensitive, research subset's column)."""
     roles = (
         [q.name for q in every_qid]
         + direct
@@ -152,6 +193,10 @@ def config_from_dict(
         raise ConfigError(
             f"column '{dup[0]}' is listed twice among QIDs/identifiers/sensitive/research_subset"
         )
+
+
+def _priority(raw: dict, names: list[str], out_of_lattice: list[QidSpec]) -> list[str]:
+    """qid_priority: lattice QIDs, each once."""
     priority = _names(raw.get("qid_priority") or [], "qid_priority")
     for n in priority:
         if n in [q.name for q in out_of_lattice]:
@@ -163,10 +208,12 @@ def config_from_dict(
             raise ConfigError(f"qid_priority names '{n}', which is not a quasi-identifier")
     if len(set(priority)) != len(priority):
         raise ConfigError("qid_priority lists a QID twice")
-    # under differential privacy an objective left out is ARX's default (loss), said so
-    named = quality.get("objective") is not None or not any(
-        isinstance(m, DifferentialPrivacy) for m in models
-    )
+    return priority
+
+
+def _locations(raw: dict, base_dir: Path | None) -> dict[str, Any]:
+    """The output (a folder, or a database table and its folder) and the input (files, or a
+    database table or query staged beside the output)."""
     output_table = None
     if isinstance(raw["output"], dict) and "table" in raw["output"]:
         output_table, folder = parse_target(raw["output"], "output")
@@ -180,48 +227,45 @@ def config_from_dict(
         inp = DataLocation(path=staged_path(output.path), format="parquet")
     else:
         inp = parse_location(raw["input"], "input", base_dir)
-    config = SkaldConfig(
-        input=inp,
-        output=output,
-        database=database,
-        output_table=output_table,
-        quasi_identifiers=tuple(qids),
-        privacy=models,
-        suppression_limit=_file(raw, "suppression_limit"),
-        chunk_rows=_file(raw, "chunk_rows"),
-        direct_identifiers=tuple(n for n in direct if n not in transformed),
-        transformations=transformations,
-        sensitive_attributes=tuple(sensitive),
-        histogram_bins=_file(raw, "histogram_bins"),
-        qid_priority=tuple(priority),
-        research_subset=subset,
-        microaggregated=tuple(out_of_lattice),
-        suppressed_records=_file(raw, "suppressed_records"),
-        root=_file(raw, "root"),
-        objective=_file(raw, "objective") if named else DEFAULT_OBJECTIVE,
-        objective_default=not named,
-        gs_factor=_file(raw, "gs_factor"),
-        aggregate=_file(raw, "aggregate"),
-        quality_weights=_weights(quality.get("weights"), names),
-        risk_threshold=_file(raw, "risk_threshold"),
-        risk_sampling_fraction=_file(raw, "risk_sampling_fraction"),
-        risk_population=_file(raw, "risk_population"),
-        local_recoding_records=_file(raw, "local_recoding"),
-        local_recoding_gs=_file(raw, "local_recoding_gs"),
-        local_recoding_steps=_file(raw, "local_recoding_steps"),
-        local_recoding_mode=_file(raw, "local_recoding_mode"),
-        local_recoding_adaption=_file(raw, "local_recoding_adaption"),
-        dp_key=SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
-        utility=utility_config.from_file(raw, names, direct),
-        execution_settings=ExecutionSettings(
+    return {"input": inp, "output": output, "database": database, "output_table": output_table}
+
+
+def _settings(
+    raw: dict,
+    quality: dict,
+    execution: dict,
+    names: list[str],
+    direct: list[str],
+    base_dir: Path | None,
+    named: bool,
+) -> dict[str, Any]:
+    """The settings of the settings table the file gives (in the order they are checked),
+    the quality weights, the DP key's reference, the utility analysis and the execution."""
+    return {
+        "suppression_limit": _file(raw, "suppression_limit"),
+        "chunk_rows": _file(raw, "chunk_rows"),
+        "histogram_bins": _file(raw, "histogram_bins"),
+        "suppressed_records": _file(raw, "suppressed_records"),
+        "root": _file(raw, "root"),
+        "objective": _file(raw, "objective") if named else DEFAULT_OBJECTIVE,
+        "gs_factor": _file(raw, "gs_factor"),
+        "aggregate": _file(raw, "aggregate"),
+        "quality_weights": _weights(quality.get("weights"), names),
+        "risk_threshold": _file(raw, "risk_threshold"),
+        "risk_sampling_fraction": _file(raw, "risk_sampling_fraction"),
+        "risk_population": _file(raw, "risk_population"),
+        "local_recoding_records": _file(raw, "local_recoding"),
+        "local_recoding_gs": _file(raw, "local_recoding_gs"),
+        "local_recoding_steps": _file(raw, "local_recoding_steps"),
+        "local_recoding_mode": _file(raw, "local_recoding_mode"),
+        "local_recoding_adaption": _file(raw, "local_recoding_adaption"),
+        "dp_key": SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
+        "utility": utility_config.from_file(raw, names, direct),
+        "execution_settings": ExecutionSettings(
             _file({"execution": execution}, "execution"),
             _file({"execution": execution}, "execution_connection"),
         ),
-        source=source,
-    )
-    check_quality(config.quality, names)
-    check_transformation(config)
-    return apply_dp_rules(config, "suppression_limit" in privacy) if judge else config
+    }
 
 
 def _weights(raw: Any, names: list[str]) -> tuple[tuple[str, Fraction], ...]:

@@ -115,6 +115,18 @@ def generate_dataset(
             "the dataset in it"
         )
     out.mkdir(parents=True, exist_ok=True)
+    written = _write_chunks(out, rows, chunk_rows, seed, fmt, schema)
+    for stale in out.iterdir():
+        if _CHUNK_FILE.match(stale.name) and stale.name not in written:
+            stale.unlink()
+    return _write_config(out, chunk_rows, fmt, schema)
+
+
+def _write_chunks(
+    out: Path, rows: int, chunk_rows: int, seed: int, fmt: str, schema: str
+) -> set[str]:
+    """Every chunk file, each written under a temporary name and renamed when complete; the
+    names written."""
     tables = PaperPools()
     written: set[str] = set()
     for i in range(-(-rows // chunk_rows)):
@@ -137,10 +149,11 @@ def generate_dataset(
         finally:
             tmp.unlink(missing_ok=True)
         written.add(final.name)
-    for stale in out.iterdir():
-        if _CHUNK_FILE.match(stale.name) and stale.name not in written:
-            stale.unlink()
+    return written
 
+
+def _write_config(out: Path, chunk_rows: int, fmt: str, schema: str) -> Path:
+    """out/skald.yaml for the dataset (replaced atomically); its path."""
     make_config = clinical_config_dict if schema == "clinical" else paper_config_dict
     config = make_config(".", f"../{out.name}-anonymised", chunk_rows, fmt)
     yaml_path = out / "skald.yaml"

@@ -140,20 +140,11 @@ def generalise_table(
             raise ValueError("phase 3 of a research subset needs its flags (flags_of)")
         codes = plan.stats.sensitive[subset.column].codes(table.column(subset.column))
         table = subset_rows(table, subset.column, codes, subset.mask)
-    node_codes = []
-    for dim, level in zip(plan.dims, decision.node, strict=True):
-        node_codes.append(dim.codes_at(table.column(dim.name), chunk, level))
-    keys = None
-    if decision.suppressed_keys.size or aggregates:  # a QID of one bin adds 0 to every key
-        wide = [i for i, r in enumerate(decision.radices) if r > 1]
-        keys = keys_of([node_codes[i] for i in wide], [decision.radices[i] for i in wide])
-        if not wide:  # every QID at one bin: one class
-            keys = np.zeros(table.num_rows, dtype=np.int64)
-    if decision.suppressed_keys.size:
-        n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
-        mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
-    else:  # nothing suppressed: no class keys to compute
-        mask = np.zeros(table.num_rows, dtype=bool)
+    node_codes = [
+        dim.codes_at(table.column(dim.name), chunk, level)
+        for dim, level in zip(plan.dims, decision.node, strict=True)
+    ]
+    keys, mask = _class_keys_and_mask(decision, node_codes, table.num_rows, bool(aggregates))
     joint = bool(decision.steps) and bool(mask.any())
     if joint:  # local recoding: rows at the node of their step, codes over every level
         mask, node_codes = recoded_rows(plan, decision, table, chunk, node_codes, mask)
@@ -170,39 +161,59 @@ def generalise_table(
     masked = np.flatnonzero(mask)  # few rows: a scatter per QID, not a pass
     aggregated = {a.name for a in aggregates}  # written below: no labels to make
     for dim, level, codes in zip(plan.dims, decision.node, node_codes, strict=True):
-        if dim.name in aggregated:
-            continue
-        card = dim.cards[level]
-        if joint:  # codes in the joint space of every level (local recoding)
-            offsets = joint_offsets(dim)
-            card = int(offsets[-1])
-        elif card == 1:  # one bin (the top): its label and '*' for masked rows, no inverse
-            arr = _one_bin_column(
-                bin_labels(dim, level, np.zeros(1, np.int64))[0], masked, codes.size
-            )
+        if dim.name not in aggregated:
+            arr = _qid_column(dim, level, codes, masked, joint)
             table = table.set_column(table.schema.get_field_index(dim.name), dim.name, arr)
-            continue
-        if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
-            # (codes_at returns a fresh array: writing into it is safe)
-            codes[masked] = card
-        uniq, inv = _dense_inverse(codes, card + 1)
-        if joint:
-            labels = joint_labels(dim, offsets, uniq[uniq < card])
-        else:
-            labels = bin_labels(dim, level, uniq[uniq < card])
-        if uniq.size and uniq[-1] == card:
-            labels.append(TOP)
-        if len(set(labels)) < len(labels):  # "*" twice: a top-level bin and masked rows
-            distinct, remap = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
-            labels, inv = distinct.tolist(), remap.astype(np.int32)[inv]
-        arr = pa.DictionaryArray.from_arrays(
-            pa.array(inv, pa.int32()), pa.array(labels, pa.string())
-        )
-        table = table.set_column(table.schema.get_field_index(dim.name), dim.name, arr)
     for agg in aggregates:
         arr = release_column(agg, keys, masked)
         table = table.set_column(table.schema.get_field_index(agg.name), agg.name, arr)
     return table
+
+
+def _class_keys_and_mask(
+    decision: Decision, node_codes: list[np.ndarray], n_rows: int, aggregated: bool
+) -> tuple[np.ndarray | None, np.ndarray]:
+    """Each row's class key at the node (None when neither suppression nor an aggregate needs
+    it) and the rows of suppressed classes."""
+    keys = None
+    if decision.suppressed_keys.size or aggregated:  # a QID of one bin adds 0 to every key
+        wide = [i for i, r in enumerate(decision.radices) if r > 1]
+        keys = keys_of([node_codes[i] for i in wide], [decision.radices[i] for i in wide])
+        if not wide:  # every QID at one bin: one class
+            keys = np.zeros(n_rows, dtype=np.int64)
+    if decision.suppressed_keys.size:
+        n_possible = int(np.prod(np.asarray(decision.radices, dtype=object)))
+        mask = suppressed_mask(keys, decision.suppressed_keys, n_possible)
+    else:  # nothing suppressed: no class keys to compute
+        mask = np.zeros(n_rows, dtype=bool)
+    return keys, mask
+
+
+def _qid_column(
+    dim: Dimension, level: int, codes: np.ndarray, masked: np.ndarray, joint: bool
+) -> pa.Array:
+    """A QID's released column: each row's label at `level` (`joint`: at its own level, local
+    recoding), TOP in the `masked` rows."""
+    card = dim.cards[level]
+    if joint:  # codes in the joint space of every level (local recoding)
+        offsets = joint_offsets(dim)
+        card = int(offsets[-1])
+    elif card == 1:  # one bin (the top): its label and '*' for masked rows, no inverse
+        return _one_bin_column(bin_labels(dim, level, np.zeros(1, np.int64))[0], masked, codes.size)
+    if masked.size:  # masked rows get code `card` (TOP): their own bins are not listed
+        # (codes_at returns a fresh array: writing into it is safe)
+        codes[masked] = card
+    uniq, inv = _dense_inverse(codes, card + 1)
+    if joint:
+        labels = joint_labels(dim, offsets, uniq[uniq < card])
+    else:
+        labels = bin_labels(dim, level, uniq[uniq < card])
+    if uniq.size and uniq[-1] == card:
+        labels.append(TOP)
+    if len(set(labels)) < len(labels):  # "*" twice: a top-level bin and masked rows
+        distinct, remap = np.unique(np.asarray(labels, dtype=object), return_inverse=True)
+        labels, inv = distinct.tolist(), remap.astype(np.int32)[inv]
+    return pa.DictionaryArray.from_arrays(pa.array(inv, pa.int32()), pa.array(labels, pa.string()))
 
 
 def _one_bin_column(label: str, masked: np.ndarray, n: int) -> pa.DictionaryArray:

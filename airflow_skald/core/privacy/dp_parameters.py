@@ -225,59 +225,66 @@ def calculate(epsilon: float, delta: float) -> DPParameters:
         raise ValueError("epsilon must be > 0")
     if not (0 < delta < 1):
         raise ValueError("delta must be in (0, 1)")
-    beta = beta_interval(epsilon)
-    gamma = gamma_interval(epsilon, beta)
-    p, g = 0.5 * (beta.lo + beta.hi), 0.5 * (gamma.lo + gamma.hi)
-    a = np.zeros(0)
-    c = np.zeros(0)
-    terms = _terms(epsilon)
+    tails = _DeltaOfK(epsilon)
+    # δ(k) is non-increasing in k: the smallest k below δ by doubling, then bisection
+    lo, hi = 0, 1  # below(lo) is False (lo == 0: not asked)
+    while not tails.below(hi, delta):
+        lo, hi = hi, max(hi + 1, hi * 5 // 4)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if tails.below(mid, delta):
+            hi = mid
+        else:
+            lo = mid
+    return DPParameters(float(epsilon), float(delta), hi + 1, tails.beta.lo)
 
-    def n_m(k: int) -> int:
-        return math.ceil(((Iv.of(float(k)) / gamma) - ONE).lo)
 
-    first = max(n_m(1), 0)
+class _DeltaOfK:
+    """δ(k) of one ε: the tails a_n and their Chernoff bounds c_n over n, computed in blocks
+    as far as a k asks for them."""
 
-    def ensure(upto: int) -> None:
-        nonlocal a, c
-        while first + a.size <= upto:
-            grow = max(BLOCK, a.size // 2, upto + 1 - first - a.size)
-            ns = np.arange(first + a.size, first + a.size + grow, dtype=np.int64)
-            a = np.concatenate([a, _tails(ns, p, gamma, terms)])
-            c = np.concatenate([c, _chernoff(ns, p, g)])
+    def __init__(self, epsilon: float) -> None:
+        self.beta = beta_interval(epsilon)
+        self.gamma = gamma_interval(epsilon, self.beta)
+        self.p = 0.5 * (self.beta.lo + self.beta.hi)
+        self.g = 0.5 * (self.gamma.lo + self.gamma.hi)
+        self.a = np.zeros(0)
+        self.c = np.zeros(0)
+        self.terms = _terms(epsilon)
+        self.first = max(self.n_m(1), 0)
 
-    def delta_of(k: int) -> tuple[float, int]:
+    def n_m(self, k: int) -> int:
+        return math.ceil(((Iv.of(float(k)) / self.gamma) - ONE).lo)
+
+    def ensure(self, upto: int) -> None:
+        first = self.first
+        while first + self.a.size <= upto:
+            grow = max(BLOCK, self.a.size // 2, upto + 1 - first - self.a.size)
+            ns = np.arange(first + self.a.size, first + self.a.size + grow, dtype=np.int64)
+            self.a = np.concatenate([self.a, _tails(ns, self.p, self.gamma, self.terms)])
+            self.c = np.concatenate([self.c, _chernoff(ns, self.p, self.g)])
+
+    def delta_of(self, k: int) -> tuple[float, int]:
         """δ(k) and the n where it is reached."""
-        lo = n_m(k) - first
+        lo = self.n_m(k) - self.first
         size = BLOCK // 4
         while True:
-            ensure(first + lo + size)
-            run = np.maximum.accumulate(a[lo : lo + size])
-            stop = np.flatnonzero(run > c[lo : lo + size] * (1 + 1e-12))
+            self.ensure(self.first + lo + size)
+            run = np.maximum.accumulate(self.a[lo : lo + size])
+            stop = np.flatnonzero(run > self.c[lo : lo + size] * (1 + 1e-12))
             if stop.size:
                 end = lo + int(stop[0]) + 1
-                at = lo + int(np.argmax(a[lo:end]))
-                return float(a[at]), first + at
+                at = lo + int(np.argmax(self.a[lo:end]))
+                return float(self.a[at]), self.first + at
             size *= 2
 
-    def below(k: int) -> bool:
-        value, n = delta_of(k)
+    def below(self, k: int, delta: float) -> bool:
+        value, n = self.delta_of(k)
         if abs(value - delta) > TIE * delta:
             return value < delta
-        exact = interval_tail(n, beta, gamma)  # ARX's own interval of this a_n
+        exact = interval_tail(n, self.beta, self.gamma)  # ARX's own interval of this a_n
         if exact.hi < delta:
             return True
         if exact.lo > delta:
             return False
         raise ArithmeticError("delta(k) and delta cannot be told apart (ARX fails as well)")
-
-    # δ(k) is non-increasing in k: the smallest k below δ by doubling, then bisection
-    lo, hi = 0, 1  # below(lo) is False (lo == 0: not asked)
-    while not below(hi):
-        lo, hi = hi, max(hi + 1, hi * 5 // 4)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if below(mid):
-            hi = mid
-        else:
-            lo = mid
-    return DPParameters(float(epsilon), float(delta), hi + 1, beta.lo)

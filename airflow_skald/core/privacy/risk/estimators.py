@@ -11,6 +11,7 @@ node's classes in one vectorised solve (`population_uniqueness`). Pitman's model
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 
@@ -46,8 +47,16 @@ def zayatz(h: Histograms) -> np.ndarray:
 def snb(h: Histograms) -> np.ndarray:
     """The shifted negative binomial model (Chen 1998), ModelSNB: the number of non-empty
     population classes by Shlosser's estimator, alpha and beta by Newton-Raphson from (1, 1)."""
-    c1, c2, u = h.of_size(1), h.of_size(2), h.classes
-    f = h.fraction
+    c1, c2, f = h.of_size(1), h.of_size(2), h.fraction
+    k = _shlosser(h, c1)
+    a, b = solve_batch(partial(_snb_system, k, f, c1, c2), np.ones((2, len(h))))
+    with np.errstate(all="ignore"):
+        return k * np.power(b, a)
+
+
+def _shlosser(h: Histograms, c1: np.ndarray) -> np.ndarray:
+    """Shlosser's estimate of the non-empty population classes (ModelSNB's K)."""
+    u, f = h.classes, h.fraction
     s = h.sizes.astype(np.float64)[None, :]
     cnt = h.counts.astype(np.float64)
     ff = f[:, None]
@@ -57,57 +66,63 @@ def snb(h: Histograms) -> np.ndarray:
         var2 = (v2 * np.power(1 + ff, s) - 1).sum(axis=1)  # ARX subtracts 1 per size
         var3 = v2.sum(axis=1)
         var4 = (s * ff * np.power(1 - ff, s - 1) * cnt).sum(axis=1)
-        k = u + c1 * (var1 / var2) * (var3 / var4) * (var3 / var4)
+        return u + c1 * (var1 / var2) * (var3 / var4) * (var3 / var4)
 
-    def system(a: np.ndarray, b: np.ndarray, rows: np.ndarray):
-        kk, fr, n1, n2 = k[rows], f[rows], c1[rows], c2[rows]
-        dv = (1 - fr) * (1 - b)
-        fx = kk * fr * np.power(b / (1 - dv), a) * ((a * dv) / (1 - dv) + 1) - n1
-        fy = (
-            kk * a * np.power(b, a) * (fr * fr) * (1 - b) / 2
-            * np.power(1 - dv, a + 2) * (2 - (1 - a) * dv)
-            - n2
-        )  # fmt: skip
-        val0 = (b - 1) * (fr - 1)
-        val1 = val0 - 1
-        val2 = 1 - val0
-        val3 = a * val0 / val1 - 1
-        val4 = np.power(-b / val1, a)
-        val6 = fr * fr
-        val7 = np.power(b, a)
-        val8 = val7 * val6 * kk
-        val9 = a * val8
-        val10 = 2 * np.power(val2, a + 2)
-        val11 = val1 * val1
-        val13 = fr * kk
-        val14 = fr - 1
-        val15 = a - 1
-        val16 = b - 1
-        val17 = val15 * val0
-        val18 = val6 * kk
-        val19 = val17 + 2
-        val20 = val18 * val19
-        x1 = -val13 * np.log(-b / val1) * val3 * val4 - (val13 * val4 * val0) / val1
-        x2 = a * val13 * (1 / val1 - (b * val14) / val11) * val3 * np.power(
-            -b / val1, val15
-        ) - val13 * val4 * ((a * val14) / val1 - (a * val16 * val14 * val14) / val11)
-        y1 = (
-            (val9 * np.log(val2) * val19 * val16) / val10
-            - (val9 * val16 * val16 * val14) / val10
-            - (val7 * val20 * val16) / val10
-            - (a * val7 * val18 * np.log(b) * val19 * val16) / val10
-        )
-        y2 = (
-            -(val9 * val19) / val10
-            - (a * a * np.power(b, val15) * val20 * val16) / val10
-            - (a * val7 * val18 * val17) / val10
-            - (a * val7 * val20 * (a + 2) * val0) / (2 * np.power(val2, a + 3))
-        )
-        return fx, fy, x1, x2, y1, y2
 
-    a, b = solve_batch(system, np.ones((2, len(h))))
-    with np.errstate(all="ignore"):
-        return k * np.power(b, a)
+def _snb_system(
+    k: np.ndarray,
+    f: np.ndarray,
+    c1: np.ndarray,
+    c2: np.ndarray,
+    a: np.ndarray,
+    b: np.ndarray,
+    rows: np.ndarray,
+) -> tuple[np.ndarray, ...]:
+    """ModelSNB's two equations in (alpha, beta) and their partial derivatives, for `rows`."""
+    kk, fr, n1, n2 = k[rows], f[rows], c1[rows], c2[rows]
+    dv = (1 - fr) * (1 - b)
+    fx = kk * fr * np.power(b / (1 - dv), a) * ((a * dv) / (1 - dv) + 1) - n1
+    fy = (
+        kk * a * np.power(b, a) * (fr * fr) * (1 - b) / 2
+        * np.power(1 - dv, a + 2) * (2 - (1 - a) * dv)
+        - n2
+    )  # fmt: skip
+    val0 = (b - 1) * (fr - 1)
+    val1 = val0 - 1
+    val2 = 1 - val0
+    val3 = a * val0 / val1 - 1
+    val4 = np.power(-b / val1, a)
+    val6 = fr * fr
+    val7 = np.power(b, a)
+    val8 = val7 * val6 * kk
+    val9 = a * val8
+    val10 = 2 * np.power(val2, a + 2)
+    val11 = val1 * val1
+    val13 = fr * kk
+    val14 = fr - 1
+    val15 = a - 1
+    val16 = b - 1
+    val17 = val15 * val0
+    val18 = val6 * kk
+    val19 = val17 + 2
+    val20 = val18 * val19
+    x1 = -val13 * np.log(-b / val1) * val3 * val4 - (val13 * val4 * val0) / val1
+    x2 = a * val13 * (1 / val1 - (b * val14) / val11) * val3 * np.power(
+        -b / val1, val15
+    ) - val13 * val4 * ((a * val14) / val1 - (a * val16 * val14 * val14) / val11)
+    y1 = (
+        (val9 * np.log(val2) * val19 * val16) / val10
+        - (val9 * val16 * val16 * val14) / val10
+        - (val7 * val20 * val16) / val10
+        - (a * val7 * val18 * np.log(b) * val19 * val16) / val10
+    )
+    y2 = (
+        -(val9 * val19) / val10
+        - (a * a * np.power(b, val15) * val20 * val16) / val10
+        - (a * val7 * val18 * val17) / val10
+        - (a * val7 * val20 * (a + 2) * val0) / (2 * np.power(val2, a + 3))
+    )
+    return fx, fy, x1, x2, y1, y2
 
 
 @dataclass(frozen=True)

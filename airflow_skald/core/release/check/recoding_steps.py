@@ -161,24 +161,7 @@ def read_recoding_steps(
     if data is None:
         return None
     name = f"{RECODING_STEPS} of {path}"
-    try:
-        body = json.loads(data)
-        digest = body["labels_sha256"]
-        raw = [
-            (
-                {str(q): int(x) for q, x in s["node"].items()},
-                int(s["records"]),
-                np.asarray([int(c) for c in s["classes"]], dtype=np.int64),
-                np.asarray([int(c) for c in s["released"]], dtype=np.int64),
-            )
-            for s in body["steps"]
-        ]
-        dists = {
-            a: (list(d["values"]), [[int(c) for c in row] for row in d["counts"]])
-            for a, d in body["distributions"].items()
-        }
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise DataError(f"{name} is not a valid steps file") from None
+    digest, raw, dists = _parsed(data, name)
     needed = set(overall_attributes(tuple(models), "drop"))
     if not needed <= set(dists) <= set(sensitive) or any(
         len(r) != len(raw) for _, r in dists.values()
@@ -205,6 +188,30 @@ def read_recoding_steps(
     _as_manifest(steps, manifest, name)
     _consistent(steps, sensitive, manifest, name)
     return steps
+
+
+def _parsed(data: bytes, name: str) -> tuple[Any, list[tuple], dict[str, tuple[list, list]]]:
+    """The file's labels digest, its steps (node, records, class indices, sizes) and its
+    distributions (values, counts per step); DataError naming the file if malformed."""
+    try:
+        body = json.loads(data)
+        digest = body["labels_sha256"]
+        raw = [
+            (
+                {str(q): int(x) for q, x in s["node"].items()},
+                int(s["records"]),
+                np.asarray([int(c) for c in s["classes"]], dtype=np.int64),
+                np.asarray([int(c) for c in s["released"]], dtype=np.int64),
+            )
+            for s in body["steps"]
+        ]
+        dists = {
+            a: (list(d["values"]), [[int(c) for c in row] for row in d["counts"]])
+            for a, d in body["distributions"].items()
+        }
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise DataError(f"{name} is not a valid steps file") from None
+    return digest, raw, dists
 
 
 def _labels_fit(node: Mapping, labels: list[tuple], manifest: Mapping | None, name: str, s: int):

@@ -27,7 +27,6 @@ def recoding_html(m: Mapping) -> str:
     before, after = lr.get("before") or {}, lr.get("after") or {}
     steps = lr.get("steps") or []
     settings = lr.get("settings") or {}
-    n = m.get("n_records")
     shown = {"loss": fmt_num}
     figures = [
         [
@@ -38,48 +37,13 @@ def recoding_html(m: Mapping) -> str:
         for key, label in _FIGURES
         if key in before or key in after
     ]
-    rows = []
-    for i, s in enumerate(steps, start=1):
-        node = s.get("node") or {}
-        rows.append(
-            [
-                str(i),
-                esc(", ".join(f"{q}={lv}" for q, lv in node.items())),
-                fmt_int(s.get("records")),
-                fmt_int(s.get("released")) + (" (all '*')" if s.get("at_top") else ""),
-                fmt_int(s.get("n_equivalence_classes")),
-                f"{esc(s.get('objective'))} {fmt_num(s.get('score'))}",
-            ]
-        )
-    chart = ""
-    if steps:
-        first = n - before.get("n_suppressed", 0) if isinstance(n, int) else None
-        chart = chart_figure(
-            bar_chart(
-                [f"step {i}" for i in range(1, len(steps) + 1)],
-                [0 if s.get("at_top") else int(s.get("released") or 0) for s in steps],
-                title=f"Records each step gives back (the global node released {fmt_int(first)})",
-                value_label="records released",
-                category_label="local recoding step",
-                color="#2e8b57",
-            )
-        )
+    rows = [_step_row(i, s) for i, s in enumerate(steps, start=1)]
+    chart = _steps_chart(steps, m.get("n_records"), before) if steps else ""
     gs = settings.get("gs_factor")
-    if settings.get("mode") == "adaptive":
-        how = (
-            "ARX's optimizeIterative): each step under the run's suppression limit, its gs "
-            f"factor raised by {esc(settings.get('adaption_factor'))} after a search that "
-            "released nothing"
-        )
-    else:
-        how = (
-            "ARX's optimizeIterativeFast): each step must release at least records = "
-            f"{esc(settings.get('records'))} of all records"
-        )
     return (
         "<h2>Local recoding</h2>"
         + '<p class="muted">The records the global node suppresses are anonymised again, on '
-        f"their own, at a node of their own ({how}"
+        f"their own, at a node of their own ({_how(settings)}"
         + (f", gs factor {esc(gs)}" if gs is not None else "")
         + ". A record released at the top node is all '*' and counted as suppressed.</p>"
         + table(figures, ["figure", "global node only", "after local recoding"])
@@ -89,4 +53,46 @@ def recoding_html(m: Mapping) -> str:
             else "<p>No step released records.</p>"
         )
         + chart
+    )
+
+
+def _step_row(i: int, s: Mapping) -> list[str]:
+    """Step `i`'s row: its node, records searched and released, classes and score."""
+    node = s.get("node") or {}
+    return [
+        str(i),
+        esc(", ".join(f"{q}={lv}" for q, lv in node.items())),
+        fmt_int(s.get("records")),
+        fmt_int(s.get("released")) + (" (all '*')" if s.get("at_top") else ""),
+        fmt_int(s.get("n_equivalence_classes")),
+        f"{esc(s.get('objective'))} {fmt_num(s.get('score'))}",
+    ]
+
+
+def _steps_chart(steps: list, n: object, before: Mapping) -> str:
+    """The records each step gives back, after the global node's."""
+    first = n - before.get("n_suppressed", 0) if isinstance(n, int) else None
+    return chart_figure(
+        bar_chart(
+            [f"step {i}" for i in range(1, len(steps) + 1)],
+            [0 if s.get("at_top") else int(s.get("released") or 0) for s in steps],
+            title=f"Records each step gives back (the global node released {fmt_int(first)})",
+            value_label="records released",
+            category_label="local recoding step",
+            color="#2e8b57",
+        )
+    )
+
+
+def _how(settings: Mapping) -> str:
+    """How the steps were searched (ARX's two local recodings)."""
+    if settings.get("mode") == "adaptive":
+        return (
+            "ARX's optimizeIterative): each step under the run's suppression limit, its gs "
+            f"factor raised by {esc(settings.get('adaption_factor'))} after a search that "
+            "released nothing"
+        )
+    return (
+        "ARX's optimizeIterativeFast): each step must release at least records = "
+        f"{esc(settings.get('records'))} of all records"
     )
