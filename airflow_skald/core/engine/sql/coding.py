@@ -74,11 +74,15 @@ class Coding:
         ]
         return D.total(terms)
 
-    def relation(self, source: SqlInput) -> exp.Select:
-        """FROM the input with every join; the caller adds the select list."""
+    def relation(self, source: SqlInput, *used: exp.Expression) -> exp.Select:
+        """FROM the input with the joins the expressions `used` read (every join if none is
+        given); the caller adds the select list. A mapping table holds every value of the
+        input, so leaving out one nothing reads drops no row."""
+        aliases = {c.table for e in used for c in e.find_all(exp.Column)} if used else None
         select = exp.select().from_(exp.alias_(D.table(source.relation), INPUT))
         for table, alias, on, kind in self.joins:
-            select = select.join(exp.alias_(D.table(table), alias), on=on, join_type=kind)
+            if aliases is None or alias in aliases:
+                select = select.join(exp.alias_(D.table(table), alias), on=on, join_type=kind)
         return select
 
 

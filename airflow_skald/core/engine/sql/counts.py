@@ -49,7 +49,7 @@ def _base_table(
     for j, (code, _) in enumerate(coding.values.values()):
         columns.append(code.as_(f"a{j}"))
         names.append(f"a{j}")
-    select = coding.relation(source).select(*columns, D.count_star().as_("n"))
+    select = coding.relation(source, *columns).select(*columns, D.count_star().as_("n"))
     select = select.group_by(*[D.paren(c.this) for c in columns])
     table = session.create(select, "base")
     qids, joins = [], []
@@ -94,16 +94,21 @@ def chain_select(source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, 
     distinct = [
         exp.Count(this=exp.Distinct(expressions=[k])) for k in _bin_keys(coding, plan, node)
     ]
-    return coding.relation(source).select(D.total(distinct).as_("n"))
+    return coding.relation(source, *distinct).select(D.total(distinct).as_("n"))
 
 
 def counting_node(
     session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
 ) -> tuple[int, ...]:
-    """The first node of the chain whose non-empty bins fit N_RAM (the last if none does)."""
+    """The first node of the chain whose non-empty bins fit N_RAM (the last if none does),
+    judged over the grouped table `source` of the chain's first node: there, with at most
+    one counted attribute, its rows are the non-empty bins (no COUNT(DISTINCT))."""
     chain = plan.counting_chain()
-    for node in chain[:-1]:
-        select = chain_select(source, coding, plan, node)
+    for i, node in enumerate(chain[:-1]):
+        if not i and len(coding.values) <= 1:
+            select = exp.select(D.count_star().as_("n")).from_(D.table(source.relation))
+        else:
+            select = chain_select(source, coding, plan, node)
         if session.query(select).column("n")[0].as_py() <= plan.n_ram - 1:
             return tuple(node)
     return tuple(chain[-1])
@@ -116,17 +121,23 @@ def grouped_select(
     over a grouped table, the sum of its counts `n`)."""
     count = exp.Sum(this=D.column("n", INPUT)) if weighted else D.count_star()
     return (
-        coding.relation(source)
+        coding.relation(source, key)
         .select(key.as_("k"), count.as_("n"))
         .group_by(key)
         .order_by(exp.Ordered(this=D.column("k")))
     )
 
 
-def _grouped(
-    session: SqlSession, source: SqlInput, coding: Coding, key: exp.Expression, weighted: bool
-):
-    table = session.query(grouped_select(source, coding, key, weighted))
+def _grouped(session: SqlSession, source: SqlInput, coding: Coding, key: exp.Expression, how: str):
+    """The histogram of `key`: `how` "rows" counts the input's rows, "weighted" sums a
+    grouped table's counts, "grouped" reads a grouped table whose rows are already one per
+    key (the chain's first node: no second GROUP BY)."""
+    if how == "grouped":
+        select = coding.relation(source, key).select(key.as_("k"), D.column("n", INPUT).as_("n"))
+        select = select.order_by(exp.Ordered(this=D.column("k")))
+    else:
+        select = grouped_select(source, coding, key, how == "weighted")
+    table = session.query(select)
     keys = table.column("k").to_numpy().astype(np.int64)
     return keys, table.column("n").to_numpy().astype(np.int64)
 
@@ -136,19 +147,21 @@ def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Pla
     On a chain (adaptive mode) the input is scanned once, grouped at the chain's first node
     in the engine; the chain's nodes are then judged, and counted, over that table."""
     chain = plan.counting_chain()
-    weighted = len(chain) > 1
-    if weighted:
-        table, coding = _base_table(session, source, coding, plan, tuple(chain[0]))
+    how, node = "rows", tuple(chain[0])
+    if len(chain) > 1:
+        table, coding = _base_table(session, source, coding, plan, node)
         source = SqlInput(table, pa.schema([]), source.where)
-    node = counting_node(session, source, coding, plan) if weighted else tuple(chain[0])
+        node = counting_node(session, source, coding, plan)
+        first = node == tuple(chain[0]) and len(coding.values) <= 1
+        how = "grouped" if first else "weighted"
     radices = plan.radices(node)
     key = coding.key(plan, node)
     if not coding.values:
-        counted = _grouped(session, source, coding, key, weighted)
+        counted = _grouped(session, source, coding, key, how)
         return RootCounts(Histogram(radices, *counted), node=node)
     tables = {}
     for a, (code, m) in coding.values.items():
         pair = exp.Add(this=D.times(D.paren(key), m), expression=code)
-        tables[a] = Histogram((*radices, m), *_grouped(session, source, coding, pair, weighted))
+        tables[a] = Histogram((*radices, m), *_grouped(session, source, coding, pair, how))
     classes = tables[next(iter(tables))].sum_last_axis()
     return RootCounts(classes, tables, node=node)

@@ -54,7 +54,8 @@ def present_codes(
         return np.unique(qid.mapped[f"c{level}"])
     if qid.dim.cards[level] <= LABELLED_BINS:
         return np.arange(qid.dim.cards[level], dtype=np.int64)
-    select = coding.relation(source).select(qid.at(level).as_("c")).distinct()
+    code = qid.at(level)
+    select = coding.relation(source, code).select(code.as_("c")).distinct()
     return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))
 
 
@@ -80,15 +81,22 @@ def released_select(
     from airflow_skald.core.engine.sql.microaggregation import aggregate_label
     from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
 
-    select = coding.relation(source)
+    node = tuple(decision.node)
+    if recoded is not None:  # the step tables read the codes at several nodes: every join
+        used = [coding.key(plan, node)]
+        select = coding.relation(source)
+    else:
+        keyed = suppressed is not None or aggregated  # the class key is read
+        used = [coding.key(plan, node) if keyed else D.number(0)]
+        used += [q.at(int(lv)) for q, lv, t in zip(coding.qids, node, labels, strict=True) if t]
+        select = coding.relation(source, *used)
     if key is not None:
         select = select.join(exp.alias_(D.table(key), KEY), join_type="cross")
     masked: exp.Expression | None = None
     if recoded is not None:  # each row at its step's node, "*" from the step tables
         select = recoded.join(select, coding, plan, config.suppressed_records == "drop")
     elif suppressed is not None:
-        key = coding.key(plan, tuple(decision.node))
-        on = exp.EQ(this=key, expression=D.column("k", SUPPRESSED))
+        on = exp.EQ(this=used[0], expression=D.column("k", SUPPRESSED))
         select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
         masked = exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
         if config.suppressed_records == "drop":
@@ -103,8 +111,7 @@ def released_select(
             out.append(pseudonym(name, source.type_of(name), session.dialect).as_(name))
             continue
         if name in (aggregated or {}):  # its class's aggregate (docs/design.md §4f)
-            class_key = coding.key(plan, tuple(decision.node))
-            select, label = aggregate_label(select, class_key, aggregated[name], f"g{len(out)}")
+            select, label = aggregate_label(select, used[0], aggregated[name], f"g{len(out)}")
         elif name not in index:
             out.append(D.column(name, INPUT).as_(name))
             continue
