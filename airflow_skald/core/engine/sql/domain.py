@@ -8,6 +8,7 @@ on how often each occurs), so the root and the codes are the chunk path's."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -47,17 +48,63 @@ class SqlInput:
 
 def distinct_counts(session: SqlSession, source: SqlInput, column: str) -> pa.Table:
     """`column`'s distinct values (v, a null among them) and their record counts (n)."""
-    select = (
-        exp.select(D.column(column).as_("v"), D.count_star().as_("n"))
-        .from_(D.table(source.relation))
-        .group_by(D.column(column))
-    )
-    return session.query(select)
+    return distinct_counts_of(session, source, [column])[column]
 
 
-def row_count(session: SqlSession, source: SqlInput) -> int:
-    select = exp.select(D.count_star().as_("n")).from_(D.table(source.relation))
-    return int(session.query(select).column("n")[0].as_py())
+def distinct_counts_of(
+    session: SqlSession, source: SqlInput, columns: Sequence[str]
+) -> dict[str, pa.Table]:
+    """Each column's distinct values and counts (`distinct_counts`) by one scan: GROUPING
+    SETS, one set per column, a row's set told by GROUPING() (its value may be a null)."""
+    columns = list(dict.fromkeys(columns))
+    if not columns:
+        return {}
+    table = D.table(source.relation)
+    if len(columns) == 1:
+        x = D.column(columns[0])
+        select = exp.select(x.as_("v"), D.count_star().as_("n")).from_(table).group_by(x)
+        return {columns[0]: session.query(select)}
+    xs = [D.column(c) for c in columns]
+    values = [x.as_(f"v{i}") for i, x in enumerate(xs)]
+    flags = [exp.Grouping(expressions=[x]).as_(f"g{i}") for i, x in enumerate(xs)]
+    select = exp.select(*values, *flags, D.count_star().as_("n")).from_(table)
+    sets = exp.GroupingSets(expressions=[D.paren(x) for x in xs])
+    result = session.query(select.group_by(sets))
+    out = {}
+    for i, c in enumerate(columns):
+        mine = result.filter(pc.equal(result.column(f"g{i}"), 0))
+        out[c] = pa.table({"v": mine.column(f"v{i}"), "n": mine.column("n")})
+    return out
+
+
+def plain_numerical(q: QidSpec) -> bool:
+    """A numerical QID phase 1 summarises by its minimum and maximum (no distinct values)."""
+    return q.type == "numerical" and not q.encode and q.rule is None
+
+
+def _numeric(typ: pa.DataType) -> bool:
+    return pa.types.is_integer(typ) or pa.types.is_floating(typ)
+
+
+def summaries(session: SqlSession, source: SqlInput, qids: Sequence[QidSpec | None]) -> dict:
+    """One scan: the row count (n) and each plain numerical QID's (None: another QID) minimum,
+    maximum, nulls and, for doubles, its non-finite and non-whole values, named by its index
+    (`_numeric_summary` reads them)."""
+    parts = [D.count_star().as_("n")]
+    for i, q in enumerate(qids):
+        if q is None or not _numeric(source.type_of(q.name)):
+            continue  # a non-numeric type is refused in the QIDs' order by `qid_stats`
+        typ = source.type_of(q.name)
+        x = D.column(q.name)
+        nulls = exp.Sub(this=D.count_star(), expression=exp.Count(this=x))
+        parts += [exp.Min(this=x).as_(f"lo{i}"), exp.Max(this=x).as_(f"hi{i}")]
+        parts.append(nulls.as_(f"nulls{i}"))
+        if pa.types.is_floating(typ):
+            finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
+            parts.append(_count_where(exp.Not(this=finite)).as_(f"odd{i}"))
+            whole = exp.NEQ(this=x, expression=exp.Floor(this=x))
+            parts.append(_count_where(exp.and_(finite, whole)).as_(f"fractional{i}"))
+    return session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
 
 
 def _nulls(name: str, table: pa.Table, source: SqlInput) -> None:
@@ -85,13 +132,13 @@ def _not_in_hierarchy(q: QidSpec, table: pa.Table, source: SqlInput) -> None:
         )
 
 
-def qid_stats(session: SqlSession, source: SqlInput, q: QidSpec, chunk: ChunkRef) -> QidStats:
-    """One QID's phase-1 statistics, computed in the engine."""
-    typ = source.type_of(q.name)
-    plain = q.type == "numerical" and not q.encode and q.rule is None
-    if plain:
-        return _numeric_summary(session, source, q.name, typ)
-    table = distinct_counts(session, source, q.name)
+def qid_stats(
+    source: SqlInput, q: QidSpec, chunk: ChunkRef, summary: dict, index: int, table: pa.Table
+) -> QidStats:
+    """One QID's phase-1 statistics from the engine's answers: `summary` (`summaries`, this
+    QID at `index`) for a plain numerical QID, else its distinct values and counts `table`."""
+    if plain_numerical(q):
+        return _numeric_summary(source, q.name, summary, index)
     _nulls(q.name, table, source)
     if q.type == "categorical":
         _not_in_hierarchy(q, table, source)
@@ -100,26 +147,18 @@ def qid_stats(session: SqlSession, source: SqlInput, q: QidSpec, chunk: ChunkRef
     return _scan_qid(q, pa.chunked_array([values]), chunk)
 
 
-def _numeric_summary(
-    session: SqlSession, source: SqlInput, name: str, typ: pa.DataType
-) -> QidStats:
-    if not (pa.types.is_integer(typ) or pa.types.is_floating(typ)):
+def _numeric_summary(source: SqlInput, name: str, summary: dict, i: int) -> QidStats:
+    typ = source.type_of(name)
+    if not _numeric(typ):
         raise DataError(f"column '{name}' in {source.where} is not numeric")
-    x = D.column(name)
-    nulls = exp.Sub(this=D.count_star(), expression=exp.Count(this=x))
-    parts = [exp.Min(this=x).as_("lo"), exp.Max(this=x).as_("hi"), nulls.as_("nulls")]
-    if pa.types.is_floating(typ):
-        finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
-        parts.append(_count_where(exp.Not(this=finite)).as_("odd"))
-        whole = exp.NEQ(this=x, expression=exp.Floor(this=x))
-        parts.append(_count_where(exp.and_(finite, whole)).as_("fractional"))
-    row = session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
-    if row["nulls"]:
-        raise DataError(f"column '{name}' has {row['nulls']} null/NaN value(s) in {source.where}")
-    if row.get("odd"):
+    if summary[f"nulls{i}"]:
+        raise DataError(
+            f"column '{name}' has {summary[f'nulls{i}']} null/NaN value(s) in {source.where}"
+        )
+    if summary.get(f"odd{i}"):
         raise DataError(f"column '{name}' has infinite values in {source.where}")
-    integral = not row.get("fractional")
-    lo, hi = row["lo"], row["hi"]
+    integral = not summary.get(f"fractional{i}")
+    lo, hi = summary[f"lo{i}"], summary[f"hi{i}"]
     if pa.types.is_floating(typ):
         lo, hi = float(lo), float(hi)
     return QidStats(name, min=lo, max=hi, integral=integral)
@@ -129,12 +168,10 @@ def _count_where(condition: exp.Expression) -> exp.Expression:
     return exp.Sum(this=exp.If(this=condition, true=D.number(1), false=D.number(0)))
 
 
-def sensitive_stats(
-    session: SqlSession, source: SqlInput, name: str, numbers: bool
-) -> SensitiveStats:
-    """A counted attribute's distinct values and counts (as `SensitiveStats.of_column` makes
-    them from rows: empty text a null, text read as numbers where the model orders them)."""
-    table = distinct_counts(session, source, name)
+def sensitive_stats(source: SqlInput, name: str, numbers: bool, table: pa.Table) -> SensitiveStats:
+    """A counted attribute's statistics from its distinct values and counts `table` (as
+    `SensitiveStats.of_column` makes them from rows: empty text a null, text read as numbers
+    where the model orders them)."""
     raw = table.column("v").combine_chunks()
     source.distinct[name] = raw
     values, numeric = as_values(name, raw, numbers)

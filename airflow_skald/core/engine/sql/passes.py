@@ -26,10 +26,11 @@ from airflow_skald.core.engine.sql.coding import Coding, build_coding
 from airflow_skald.core.engine.sql.counts import root_counts
 from airflow_skald.core.engine.sql.domain import (
     SqlInput,
-    distinct_counts,
+    distinct_counts_of,
+    plain_numerical,
     qid_stats,
-    row_count,
     sensitive_stats,
+    summaries,
 )
 from airflow_skald.core.engine.sql.recoding import send_recoded
 from airflow_skald.core.engine.sql.release import send_tables
@@ -52,29 +53,39 @@ def domain_stats(
     session: SqlSession, source: SqlInput, config: SkaldConfig, chunks: Sequence[ChunkRef]
 ) -> DomainStats:
     """Phase 1: the files' schemas checked from their metadata (as the chunk path does), then
-    the engine's aggregates."""
+    the engine's aggregates: two scans, the plain numerical QIDs' summaries with the row
+    count, and every other QID's and counted attribute's distinct values (GROUPING SETS)."""
     columns, bpr, files = check_files(config, chunks)
-    n = row_count(session, source)
+    qs = config.quasi_identifiers
+    summary = summaries(session, source, [q if plain_numerical(q) else None for q in qs])
+    n = int(summary["n"])
+    counted = list(config.counted_attributes)
+    tables = distinct_counts_of(
+        session, source, [q.name for q in qs if not plain_numerical(q)] + counted
+    )
     chunk = ChunkRef(0, source.where, 0, n, origin=source.where)
-    qids = {q.name: qid_stats(session, source, q, chunk) for q in config.quasi_identifiers}
-    numbers = numbers_of(config)
-    sensitive = {
-        a: sensitive_stats(session, source, a, a in numbers) for a in config.counted_attributes
+    qids = {
+        q.name: qid_stats(source, q, chunk, summary, i, tables.get(q.name))
+        for i, q in enumerate(qs)
     }
+    numbers = numbers_of(config)
+    sensitive = {a: sensitive_stats(source, a, a in numbers, tables[a]) for a in counted}
     return DomainStats(n, len(chunks), columns, bpr, qids, files, sensitive)
 
 
 def load_distinct(
     session: SqlSession, source: SqlInput, plan: Plan, attributes: Sequence[str]
 ) -> None:
-    """The distinct values the mapping tables are made of (mapped QIDs, counted attributes)."""
+    """The distinct values the mapping tables are made of (mapped QIDs, counted attributes),
+    in one scan."""
     mapped = [
         d.name
         for d in plan.dims
         if not (isinstance(d, NumericalDimension) and d.encoded_values is None)
     ]
-    for name in [*mapped, *attributes]:
-        source.distinct[name] = distinct_counts(session, source, name).column("v").combine_chunks()
+    tables = distinct_counts_of(session, source, [*mapped, *attributes])
+    for name, table in tables.items():
+        source.distinct[name] = table.column("v").combine_chunks()
 
 
 def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldConfig) -> Coding:
