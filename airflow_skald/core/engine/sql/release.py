@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.count.histogram import strides_of
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.domain import dictionary_of
 from airflow_skald.core.encode.plan import Plan
@@ -59,6 +60,54 @@ def present_codes(
     return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))
 
 
+def _coded_rows(
+    source: SqlInput, config: SkaldConfig, plan: Plan, node: tuple[int, ...], coding: Coding
+) -> tuple[exp.Expression, dict[int, exp.Expression]]:
+    """The input's rows with each QID's code at `node` computed once (a subquery aliased as
+    the input: its other released columns under their names), and those codes as columns of
+    it, by QID index (QIDs of one bin at the node have none)."""
+    qids = {d.name for d in plan.dims}
+    taken = set(plan.stats.columns)
+    out = [
+        D.column(n, INPUT).as_(n)
+        for n in released_columns(config, plan.stats.columns)
+        if n not in qids
+    ]
+    codes, names = {}, {}
+    for i, (q, level) in enumerate(zip(coding.qids, node, strict=True)):
+        if plan.dims[i].cards[level] > 1:
+            names[i] = _fresh(f"skald_code_{i}", taken)
+            codes[i] = q.at(int(level))
+    inner = coding.relation(source, *codes.values())
+    inner = inner.select(*out, *[c.as_(names[i]) for i, c in codes.items()])
+    return inner.subquery(INPUT), {i: D.column(n, INPUT) for i, n in names.items()}
+
+
+def _rows(
+    source: SqlInput,
+    config: SkaldConfig,
+    plan: Plan,
+    node: tuple[int, ...],
+    coding: Coding,
+    coded: bool,
+) -> tuple[exp.Select, exp.Expression, dict[int, exp.Expression]]:
+    """The rows to release from (`coded`: the coded rows, `_coded_rows`; else the input with
+    every join, as local recoding's step tables read codes at several nodes), the class key
+    at `node` over them, and the codes by QID index (`coded` only)."""
+    if not coded:
+        return coding.relation(source), coding.key(plan, node), {}
+    rows, codes = _coded_rows(source, config, plan, node, coding)
+    strides = strides_of(plan.radices(node))
+    class_key = D.total([D.times(D.paren(c), strides[i]) for i, c in codes.items()])
+    return exp.select().from_(rows), class_key, codes
+
+
+def _fresh(name: str, taken: set[str]) -> str:
+    while name in taken:
+        name = "_" + name
+    return name
+
+
 def released_select(
     session: SqlSession,
     source: SqlInput,
@@ -81,22 +130,15 @@ def released_select(
     from airflow_skald.core.engine.sql.microaggregation import aggregate_label
     from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
 
-    node = tuple(decision.node)
-    if recoded is not None:  # the step tables read the codes at several nodes: every join
-        used = [coding.key(plan, node)]
-        select = coding.relation(source)
-    else:
-        keyed = suppressed is not None or aggregated  # the class key is read
-        used = [coding.key(plan, node) if keyed else D.number(0)]
-        used += [q.at(int(lv)) for q, lv, t in zip(coding.qids, node, labels, strict=True) if t]
-        select = coding.relation(source, *used)
+    node = tuple(int(x) for x in decision.node)
+    select, class_key, codes = _rows(source, config, plan, node, coding, recoded is None)
     if key is not None:
         select = select.join(exp.alias_(D.table(key), KEY), join_type="cross")
     masked: exp.Expression | None = None
     if recoded is not None:  # each row at its step's node, "*" from the step tables
         select = recoded.join(select, coding, plan, config.suppressed_records == "drop")
     elif suppressed is not None:
-        on = exp.EQ(this=used[0], expression=D.column("k", SUPPRESSED))
+        on = exp.EQ(this=class_key, expression=D.column("k", SUPPRESSED))
         select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
         masked = exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
         if config.suppressed_records == "drop":
@@ -111,14 +153,14 @@ def released_select(
             out.append(pseudonym(name, source.type_of(name), session.dialect).as_(name))
             continue
         if name in (aggregated or {}):  # its class's aggregate (docs/design.md §4f)
-            select, label = aggregate_label(select, used[0], aggregated[name], f"g{len(out)}")
+            select, label = aggregate_label(select, class_key, aggregated[name], f"g{len(out)}")
         elif name not in index:
             out.append(D.column(name, INPUT).as_(name))
             continue
         elif recoded is not None:  # local recoding (docs/design.md §4f)
             select, label = recoded.label(select, coding, plan, index[name])
         else:
-            select, label = _label(select, plan, decision, coding, labels, index[name])
+            select, label = _label(select, plan, node, codes, labels, index[name])
         if masked is not None:
             label = exp.Case(ifs=[exp.If(this=masked, true=D.text(TOP))], default=label)
         out.append(label.as_(name))
@@ -128,18 +170,19 @@ def released_select(
 def _label(
     select: exp.Select,
     plan: Plan,
-    decision: Decision,
-    coding: Coding,
+    node: tuple[int, ...],
+    codes: dict[int, exp.Expression],
     labels: list[str | None],
     i: int,
 ) -> tuple[exp.Select, exp.Expression]:
-    """QID i's label at the chosen node (its label table joined to `select`)."""
-    dim, level = plan.dims[i], int(decision.node[i])
+    """QID i's label at the chosen node `node` (its label table joined to `select` on its
+    code, a column of the coded rows: `codes`)."""
+    dim, level = plan.dims[i], node[i]
     if labels[i] is None:
         label: exp.Expression = D.text(bin_labels(dim, level, np.zeros(1, np.int64))[0])
     else:
         alias = f"l{i}"
-        on = exp.EQ(this=coding.qids[i].at(level), expression=D.column("c", alias))
+        on = exp.EQ(this=codes[i], expression=D.column("c", alias))
         select = select.join(exp.alias_(D.table(labels[i]), alias), on=on, join_type="inner")
         label = D.column("label", alias)
     return select, label
