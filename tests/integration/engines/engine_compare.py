@@ -92,15 +92,17 @@ def run_cli(tmp: Path, cfg: dict, name: str, capsys, *flags: str) -> tuple[int, 
 def assert_same_release(engine_out: Path, chunks_out: Path) -> None:
     """Every manifest figure (node, DM*, suppressed, classes, risk, quality, lattice, parts)
     and the released rows as a multiset the same; only the run's own token, the output path
-    and so the settings' hash differ."""
+    and so the settings' hash differ, and the engine that ran the passes (`engine`: excluded
+    here by name, it is what differs by design)."""
     import json
 
     engine = json.loads((engine_out / "manifest.json").read_text())
     chunks = json.loads((chunks_out / "manifest.json").read_text())
     for key in set(chunks) | set(engine):
-        if key not in ("settings", "config_sha256", "run_token"):
+        if key not in ("settings", "config_sha256", "run_token", "engine"):
             assert engine.get(key) == chunks.get(key), key
     assert {**engine["settings"], "output": None} == {**chunks["settings"], "output": None}
+    assert chunks["engine"] == "chunks" and engine["engine"] != "chunks"
     assert rows_multiset(engine_out) == rows_multiset(chunks_out)
     assert rows_multiset(engine_out)  # something was released
 

@@ -220,6 +220,7 @@ def provenance_section(
         "input_files": list(files.values()),
         "input_fingerprint": input_fingerprint(chunks),
         "run_token": run_token,
+        "engine": config.execution,
         "version": __version__,
     }
 

@@ -332,6 +332,12 @@ class Manifest:
     )
     input_fingerprint: str = key(TEXT, "text", "SHA-256 of the chunks read")
     run_token: str = key(TEXT, "text", "the run that made the release")
+    engine: str = key(
+        TEXT,
+        "text",
+        "the engine that ran the passes (`execution.engine`, docs/design.md §2b): chunks, "
+        "duckdb, postgresql or spark",
+    )
     version: str = key(TEXT, "text", "the product version")
     verified_per_chunk: bool = key(FLAG, "true or false", "per-chunk: each part verified")
     # the transformations' keys (core.transform: each ManifestKey) by name, set by `of`
