@@ -56,6 +56,24 @@ def test_release_classes_count_every_tuple(tmp_path: Path, seed: int) -> None:
     assert regrouped.named() == expected and regrouped.n_rows == classes.n_rows
 
 
+def test_classes_in_label_order_do_not_depend_on_how_they_were_listed() -> None:
+    """The same classes, their labels and rows listed in another order (another chunking, an
+    engine's GROUP BY), read in label order are the same arrays (a null label last)."""
+    labels = [["b", "a", "*"], ["y", None, "x"]]
+    codes = np.asarray([[0, 0], [2, 1], [1, 2], [1, 0]], np.int64)
+    sizes = np.asarray([5, 3, 7, 2], np.int64)
+    first = ReleaseClasses(labels, codes, sizes, 17)
+    perm = np.asarray([3, 1, 0, 2])  # the rows in another order, the labels too:
+    relabel = [np.asarray([2, 0, 1]), np.asarray([1, 2, 0])]  # first's index -> other's
+    moved = np.stack([relabel[j][codes[perm, j]] for j in range(2)], axis=1)
+    other = ReleaseClasses([["a", "*", "b"], ["x", "y", None]], moved, sizes[perm], 17)
+    a, b = first.in_label_order(), other.in_label_order()
+    assert a.labels == b.labels == [["*", "a", "b"], ["x", "y", None]]
+    assert a.codes.tolist() == b.codes.tolist() == [[0, 2], [1, 0], [1, 1], [2, 1]]
+    assert a.sizes.tolist() == b.sizes.tolist() == [3, 7, 2, 5]
+    assert a.named() == first.named() and a.n_rows == 17
+
+
 def test_no_star_label_means_no_star_class() -> None:
     classes = ReleaseClasses([["x"], ["y"]], np.zeros((1, 2), np.int64), np.asarray([4]), 4)
     assert not classes.star_mask().any()
