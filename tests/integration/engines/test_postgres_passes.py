@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from engine_compare import config, rows_multiset, table
 from sqlglot import exp
+from test_engine_microaggregation import CASES as MICRO
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.engine.sql import dialect as D
@@ -72,6 +73,8 @@ CASES = [
             "privacy": {"k": 5, "suppression_limit": 0.1},
         },
     ),
+    (25, MICRO[2]),  # microaggregation: integer means from class sums (ADR 0064)
+    (26, MICRO[1]),  # microaggregation: five functions from (class, value) tables
 ]
 
 
@@ -91,7 +94,8 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
     decision = P.search_lattice(cfg, plan, counts)
     staged = tmp_path / "chunks"
     staged.mkdir()
-    P.write_parts(cfg, plan, decision, chunks, str(staged))
+    aggregates = P.microaggregate(cfg, plan, counts, decision)
+    P.write_parts(cfg, plan, decision, chunks, str(staged), aggregates=aggregates)
 
     session = PostgresSession(pg_uri)
     try:
@@ -116,7 +120,9 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
                     tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))
                 ] += 1
 
-        passes.write_parts(session, source, [("p", source)], cfg, plan_sql, decision_sql, fetch)
+        aggregates = P.microaggregate(cfg, plan_sql, counts_sql, decision_sql)
+        parts = [("p", source)]
+        passes.write_parts(session, source, parts, cfg, plan_sql, decision_sql, fetch, aggregates)
         assert released == rows_multiset(staged)
     finally:
         session.close()

@@ -55,8 +55,8 @@ def class_sums_at(
     session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, ...]
 ) -> dict[str, Histogram]:
     """`RootCounts.sums`: per QID of `plan.summed`, its records' summed value offsets per class
-    of `node` (the node the counts are at), a bin summing to 0 left out as the chunk path's
-    tables leave it."""
+    of `node` (the node the counts are at); every class bin is listed, one summing to 0 too
+    (as the chunk path's sparse tables list it)."""
     out: dict[str, Histogram] = {}
     radices = plan.radices(node)
     key = coding.key(plan, node)
@@ -72,8 +72,7 @@ def class_sums_at(
         table = session.query(select)
         keys = table.column("k").to_numpy().astype(np.int64)
         sums = table.column("s").to_numpy().astype(np.int64)
-        kept = sums != 0
-        out[name] = Histogram(radices, keys[kept], sums[kept])
+        out[name] = Histogram(radices, keys, sums)
     return out
 
 
