@@ -2,8 +2,32 @@
 
 from __future__ import annotations
 
+import contextlib
+import uuid
+from collections.abc import Iterator
+
 import pyarrow as pa
+import pytest
 from helpers_data import make_table
+
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+
+
+@contextlib.contextmanager
+def fresh_database(prefix: str = "skald_test") -> Iterator[str]:
+    """A new, empty database on the test server (its URI), dropped after."""
+    psycopg2 = pytest.importorskip("psycopg2")
+    name = f"{prefix}_{uuid.uuid4().hex[:12]}"
+    admin = psycopg2.connect(f"{SERVER}/postgres")
+    admin.autocommit = True
+    with admin.cursor() as cur:
+        cur.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield f"{SERVER}/{name}"
+    finally:
+        with admin.cursor() as cur:
+            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        admin.close()
 
 
 def people(n: int = 120) -> pa.Table:
@@ -35,3 +59,12 @@ def execute(uri: str, sql: str) -> None:
         with conn.cursor() as cur:
             cur.execute(sql)
         conn.commit()
+
+
+def query(uri: str, sql: str) -> pa.Table:
+    """The rows of one statement, as Arrow."""
+    import adbc_driver_postgresql.dbapi as pg
+
+    with pg.connect(uri) as conn, conn.cursor() as cur:
+        cur.execute(sql)
+        return cur.fetch_arrow_table()

@@ -109,17 +109,32 @@ def check_files(
     for first in first_chunks(chunks):
         file, where = first.file, first.where()  # "file F", or a database input's table
         names = column_names(config.input, file)
-        check_columns(config, names, where)
-        schema = schema_of(config.input, file)  # once per file, for every check below
-        if columns is None:
-            columns = names
-            bpr = estimate_bytes_per_record(schema, config, names)
-        elif names != columns:
+        if columns is not None and names != columns:
+            check_columns(config, names, where)
             raise DataError(drift_message(columns, names, [file]))
-        check_types(config, where, schema)
-        check_passed_through(config, where, schema, seen_types)
+        schema = schema_of(config.input, file)  # once per file, for every check below
+        size = check_schema(config, names, schema, where, seen_types)
+        if columns is None:
+            columns, bpr = names, size
         files.append(file)
     return columns or [], bpr, files
+
+
+def check_schema(
+    config: SkaldConfig,
+    names: list[str],
+    schema: pa.Schema,
+    where: str,
+    seen_types: dict[str, tuple[pa.DataType, str]] | None = None,
+) -> int:
+    """One input's columns (`names`, in its order) and `schema` checked for the run (the
+    columns the config names, their types, the passed-through types across inputs); returns
+    its estimated bytes per record. The chunk path checks each file's; an engine the
+    relation's (docs/design.md §2b)."""
+    check_columns(config, names, where)
+    check_types(config, where, schema)
+    check_passed_through(config, where, schema, {} if seen_types is None else seen_types)
+    return estimate_bytes_per_record(schema, config, names)
 
 
 def scan_domain(config: SkaldConfig, chunks: Sequence[ChunkRef], progress=None) -> DomainStats:

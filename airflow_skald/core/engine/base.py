@@ -50,6 +50,9 @@ class Written:
     classes: ReleaseClasses
     utility: UtilityPartial | None = None  # the utility analysis's share (docs/design.md §5)
     in_sample: int | None = None  # a DP run: released rows checked against its keyed sample
+    #: a table release the engine wrote itself (its new table, `release_table.new_table_name`):
+    #: its columns; `names` then stage nothing and `classes` are the engine's GROUP BY of it
+    table_columns: list[str] | None = None
 
 
 class Engine(ABC):
@@ -64,6 +67,11 @@ class Engine(ABC):
     def __init__(self, execution: ExecutionSettings, workers: int = 1) -> None:
         self.execution = execution
         self.workers = max(1, int(workers))
+
+    def input_columns(self, run: Run) -> list[str] | None:
+        """The input's columns in its order (the table target's check before phase 1);
+        None: the first chunk file's, which `Run.check_target` reads."""
+        return None
 
     def check(self, config: SkaldConfig) -> None:
         """Refuse what this engine cannot do for `config`, before any work: ConfigError, one

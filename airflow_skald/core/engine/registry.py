@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 ENGINES: dict[str, str] = {
     "chunks": "airflow_skald.core.engine.chunks:ChunkEngine",
     "duckdb": "airflow_skald.core.engine.sql.duckdb_engine:DuckDBEngine",
+    "postgresql": "airflow_skald.core.engine.sql.postgres_engine:PostgresEngine",
     "spark": "airflow_skald.core.engine.sql.spark_engine:SparkEngine",
 }
 

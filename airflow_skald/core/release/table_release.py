@@ -143,13 +143,15 @@ def publish_table(
     predecessor: str | None,
     check_lease: Callable[[], None] | None = None,
     output: str | None = None,
+    written: bool = False,
 ) -> None:
     """Write, verify and swap in the table release whose parts and manifest are staged;
     then remove the parts from the staging folder (its records go to the release folder
-    `output`, beside which the rows are read back: `leftovers.read_back_path`)."""
+    `output`, beside which the rows are read back: `leftovers.read_back_path`). `written`:
+    the engine holding the rows wrote the new table itself (`new_table_name` of the run's
+    token) and the run checked it from the engine's GROUP BY of it (docs/design.md §2b):
+    nothing is staged, loaded or read back, the new table is only swapped in."""
     token = str(manifest["run_token"])
-    parts = [staging.rstrip("/") + "/" + name for name in manifest["parts"]]
-    chunk_rows = int(manifest.get("settings", {}).get("chunk_rows") or _READ_BACK_ROWS)
 
     def judge(state: TableState) -> None:
         if check_lease is not None:
@@ -158,30 +160,39 @@ def publish_table(
             f"table {target.qualified}", found_token(target, state), token, predecessor
         )
 
-    seconds = []
-    with TableWriter(uri, target, token) as writer:
+    with TableWriter(uri, target, token, written=written) as writer:
         judge(writer.state())  # before the rows are written: a stale retry stops here
         t0 = time.perf_counter()
-        rows = writer.load(parts)
-        seconds.append(time.perf_counter() - t0)
-        with _private_folder(output or _output_of(staging), token) as back:
-            copied = writer.read_back(back, min(chunk_rows, _READ_BACK_ROWS))
-            seconds.append(time.perf_counter() - t0 - sum(seconds))
-            report = _verify_rows(target, back, copied, manifest, staging)
-            seconds.append(time.perf_counter() - t0 - sum(seconds))
+        done = "checked in the engine" if written else _load(writer, staging, manifest, output)
         writer.swap(table_identity(manifest, manifest_bytes), judge)
-        seconds.append(time.perf_counter() - t0 - sum(seconds))
     log.info(
-        "table release %s: %d rows written, read back and verified (%s), swapped in "
-        "(%.1f + %.1f + %.1f + %.1f s)",
+        "table release %s: %s, swapped in (%.1f s)",
         target.qualified,
-        rows,
-        "verified" if report["verified"] is True else "verified in part",
-        *seconds,
+        done,
+        time.perf_counter() - t0,
     )
+    if written:
+        return
     fs, root = filesystem(staging)
     for name in manifest["parts"]:
         fs.rm(posixpath.join(root.rstrip("/"), name))
+
+
+def _load(writer: TableWriter, staging: str, manifest: dict, output: str | None) -> str:
+    """The staged parts into the writer's new table, read back and verified; what was done."""
+    parts = [staging.rstrip("/") + "/" + name for name in manifest["parts"]]
+    chunk_rows = int(manifest.get("settings", {}).get("chunk_rows") or _READ_BACK_ROWS)
+    t0 = time.perf_counter()
+    rows = writer.load(parts)
+    loaded = time.perf_counter() - t0
+    with _private_folder(output or _output_of(staging), writer.token) as back:
+        copied = writer.read_back(back, min(chunk_rows, _READ_BACK_ROWS))
+        report = _verify_rows(writer.target, back, copied, manifest, staging)
+    verified = "verified" if report["verified"] is True else "verified in part"
+    return (
+        f"{rows} rows written ({loaded:.1f} s), read back and {verified} "
+        f"({time.perf_counter() - t0 - loaded:.1f} s)"
+    )
 
 
 def _verify_rows(

@@ -99,7 +99,7 @@ class GeneralisePhase(Phase[Written, dict]):
         record_timings(run)
         chunks = run.chunks()
         expected = [part_name(c.chunk_id, config.output.format) for c in chunks]
-        if sorted(merged.names) != expected:
+        if merged.table_columns is None and sorted(merged.names) != expected:
             raise VerificationError(f"{len(merged.names)} parts written, {len(expected)} expected")
 
         def check() -> dict:
@@ -134,6 +134,7 @@ class GeneralisePhase(Phase[Written, dict]):
                 sensitive=plan.stats.sensitive,
                 at_top=tuple(decision.node) == tuple(plan.tops),
                 manifest=manifest,
+                table_columns=merged.table_columns,
             )
             if decision.steps:  # local recoding: each step's classes under its own models
                 args = (policy, plan.stats.sensitive, decision, plan.stats.n_rows)
@@ -146,7 +147,7 @@ class GeneralisePhase(Phase[Written, dict]):
             return U.with_section(manifest, run, merged.utility)
 
         U.warn_all_top(config, plan, decision)
-        return publish(run, check)
+        return publish(run, check, written=merged.table_columns is not None)
 
 
 GENERALISE = GeneralisePhase()

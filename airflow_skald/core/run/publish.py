@@ -38,9 +38,10 @@ from airflow_skald.core.run.store import TIMINGS
 log = logging.getLogger("airflow_skald")
 
 
-def publish(run: Run, verify: Callable[[], dict]) -> dict:
+def publish(run: Run, verify: Callable[[], dict], written: bool = False) -> dict:
     """The one publish step: verify the staged release (returns its manifest), write the
-    report and the run record, the manifest last, and move the release into place."""
+    report and the run record, the manifest last, and move the release into place.
+    `written`: a table release the engine wrote itself (`table_release.publish_table`)."""
     t0 = time.perf_counter()
     committing = False
     try:
@@ -64,7 +65,8 @@ def publish(run: Run, verify: Callable[[], dict]) -> dict:
             check = run.lease.check if run.lease is not None else None
             args = (run.staging, manifest, to_json_bytes(manifest), run.predecessor(), check)
             out = run.config.output.path
-            publish_table(run.config.output_table, run.output_uri(), *args, output=out)
+            target, uri = run.config.output_table, run.output_uri()
+            publish_table(target, uri, *args, output=out, written=written)
             set_staging_private(run.staging, False)  # the rows went: the records stay
         committing = True
         commit(run.staging, run.config.output.path, lease=run.lease)

@@ -123,7 +123,7 @@ def begin_run(
             clear_output(run)
             archive_config(run)
             groups = layout(run, chunks_per_group)
-            run.check_target()
+            run.check_target(engine.input_columns)
     except BaseException:
         # refused before phase 1 (a release it may not replace, foreign data): free the
         # output now, or the next run (even with overwrite) would wait out `ttl_s`
@@ -211,7 +211,7 @@ def run_local(run: Run, phases: Sequence[Phase], workers: int = 1) -> Any:
         try:
             clear_output(run)
             layout(run)
-            run.check_target()
+            run.check_target(engine.input_columns)
             remove_stale_staging(run.config.output.path, holder=run.token)  # of killed CLI runs
             for phase in phases[:-1]:
                 phase.run_on(engine, run)

@@ -173,11 +173,12 @@ class Run:
         else:
             check_output_target(self.config.output, self.config.input, identity, overwrite)
 
-    def check_target(self) -> None:
+    def check_target(self, input_columns: Callable[[Run], list[str] | None] | None = None) -> None:
         """Before phase 1: the output is not the input nor foreign data, and a release there
         is replaced only by a retry of its run, an identical rerun, or with `overwrite`
         (a table release: the release its comment names, and only if the new table can keep
-        what the old one has: `table_properties`)."""
+        what the old one has: `table_properties`; `input_columns`: the run's engine's
+        `Engine.input_columns`, default the first chunk file's columns)."""
         chunks = self.chunks()
         identity = ReleaseIdentity.of_run(self.config, chunks, self.token)
         table, overwrite = self.config.output_table, self.config.overwrite
@@ -185,11 +186,10 @@ class Run:
             self.config.output, self.config.input, None if table else identity, overwrite
         )
         if table is not None:
-            columns = (
-                released_columns(self.config, column_names(self.config.input, chunks[0].file))
-                if chunks
-                else None
-            )
+            names = input_columns(self) if input_columns is not None else None
+            if names is None and chunks:
+                names = column_names(self.config.input, chunks[0].file)
+            columns = released_columns(self.config, names) if names else None
             qids = self.config.qid_names
             check_table_target(
                 table, self.output_uri(), identity, overwrite, columns, qids, self.config.k

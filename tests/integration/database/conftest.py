@@ -3,29 +3,15 @@ dropped after it."""
 
 from __future__ import annotations
 
-import uuid
-
 import pytest
-from helpers_postgres import execute, people
-
-SERVER = "postgresql://postgres@127.0.0.1:5432"
+from helpers_postgres import execute, fresh_database, people
 
 
 @pytest.fixture
 def pg_uri():
     """A fresh, empty database; its URI."""
-    psycopg2 = pytest.importorskip("psycopg2")
-    name = f"skald_test_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(f"{SERVER}/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{SERVER}/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    with fresh_database() as uri:
+        yield uri
 
 
 @pytest.fixture

@@ -5,13 +5,13 @@ on 127.0.0.1:5432 (a database per test module, dropped after); no temporary tabl
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from engine_compare import config, rows_multiset, table
+from helpers_postgres import fresh_database
 from sqlglot import exp
 from test_engine_microaggregation import CASES as MICRO
 
@@ -22,23 +22,11 @@ from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.postgres_session import PostgresSession
 from airflow_skald.core.run import pipeline as P
 
-SERVER = "postgresql://postgres@127.0.0.1:5432"
-
 
 @pytest.fixture(scope="module")
 def pg_uri():
-    psycopg2 = pytest.importorskip("psycopg2")
-    name = f"skald_engines_{uuid.uuid4().hex[:12]}"
-    admin = psycopg2.connect(f"{SERVER}/postgres")
-    admin.autocommit = True
-    with admin.cursor() as cur:
-        cur.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"{SERVER}/{name}"
-    finally:
-        with admin.cursor() as cur:
-            cur.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    with fresh_database("skald_engines") as uri:
+        yield uri
 
 
 def _load(uri: str, name: str, data: pa.Table) -> None:

@@ -168,9 +168,12 @@ class TableWriter:
     it takes the target's advisory lock (TableBusyError if another session holds it) and
     drops debris; at exit the new table is dropped unless it was swapped in."""
 
-    def __init__(self, uri: str, target: TableTarget, token: str) -> None:
+    def __init__(self, uri: str, target: TableTarget, token: str, written: bool = False) -> None:
         self.uri, self.target, self.token = uri, target, token
         self.new = new_table_name(target, token)
+        #: the new table was written by the engine holding the rows (`sql.postgres_engine`):
+        #: kept when debris is dropped, and only swapped in
+        self.written = written
         self.conn = None
         self.swapped = False
 
@@ -240,6 +243,8 @@ class TableWriter:
             (self.target.schema, _debris_prefix(self.target)),
         )
         for (name,) in cur.fetchall():
+            if self.written and name == self.new:
+                continue  # this run's release, written by the engine
             cur.execute(f"DROP TABLE IF EXISTS {quoted(self.target.schema, name)}")
             if name != self.new:
                 log.info("dropped %s.%s, left by an interrupted run", self.target.schema, name)
@@ -296,6 +301,12 @@ class TableWriter:
         def step(cur) -> None:
             state = _state(cur, self.target)
             judge(state)
+            if self.written and not _exists(cur, quoted(schema, self.new)):
+                raise DataError(
+                    f"output table {self.target.qualified}: the new table {self.new} the "
+                    "engine wrote is gone (dropped by another run?); the previous release "
+                    "stays in place"
+                )
             props = read_properties(cur, schema, name) if state.exists else None
             columns = _columns(cur, quoted(schema, self.new))
             problems = props.problems(columns) if props is not None else []
@@ -337,6 +348,11 @@ def cannot_keep(target: TableTarget, problems: list[str]) -> str:
         f"output table {target.qualified} cannot be replaced keeping who may read what and "
         f"how it is used: {'; '.join(problems)}"
     )
+
+
+def _exists(cur, relation: str) -> bool:
+    cur.execute("SELECT to_regclass($1) IS NOT NULL", (relation,))
+    return bool(cur.fetchone()[0])
 
 
 def _columns(cur, relation: str) -> list[str]:

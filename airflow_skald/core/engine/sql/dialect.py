@@ -35,8 +35,9 @@ def column(identifier: str, table: str | None = None) -> exp.Column:
     return exp.column(name(identifier), table=name(table) if table else None)
 
 
-def table(identifier: str) -> exp.Table:
-    return exp.Table(this=name(identifier))
+def table(identifier: str, schema: str | None = None) -> exp.Table:
+    """A table (in `schema`, when given), each part quoted."""
+    return exp.Table(this=name(identifier), db=name(schema) if schema else None)
 
 
 def number(value: int) -> exp.Literal:

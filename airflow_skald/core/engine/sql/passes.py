@@ -32,7 +32,7 @@ from airflow_skald.core.engine.sql.domain import (
     sensitive_stats,
     summaries,
 )
-from airflow_skald.core.engine.sql.recoding import send_recoded
+from airflow_skald.core.engine.sql.recoding import RecodedRelease, send_recoded
 from airflow_skald.core.engine.sql.release import send_tables
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.release.count.classes import ReleaseClasses
@@ -53,9 +53,22 @@ def domain_stats(
     session: SqlSession, source: SqlInput, config: SkaldConfig, chunks: Sequence[ChunkRef]
 ) -> DomainStats:
     """Phase 1: the files' schemas checked from their metadata (as the chunk path does), then
-    the engine's aggregates: two scans, the plain numerical QIDs' summaries with the row
-    count, and every other QID's and counted attribute's distinct values (GROUPING SETS)."""
-    columns, bpr, files = check_files(config, chunks)
+    the engine's aggregates."""
+    return relation_stats(session, source, config, len(chunks), check_files(config, chunks))
+
+
+def relation_stats(
+    session: SqlSession,
+    source: SqlInput,
+    config: SkaldConfig,
+    n_chunks: int,
+    checked: tuple[list[str], int, list[str]],
+) -> DomainStats:
+    """Phase 1's aggregates over `source`, whose schema was `checked` (its columns, bytes
+    per record and what it is read from, as `encode.domain.check_files` returns them): two
+    scans, the plain numerical QIDs' summaries with the row count, and every other QID's and
+    counted attribute's distinct values (GROUPING SETS)."""
+    columns, bpr, files = checked
     qs = config.quasi_identifiers
     summary = summaries(session, source, [q if plain_numerical(q) else None for q in qs])
     n = int(summary["n"])
@@ -70,7 +83,7 @@ def domain_stats(
     }
     numbers = numbers_of(config)
     sensitive = {a: sensitive_stats(source, a, a in numbers, tables[a]) for a in counted}
-    return DomainStats(n, len(chunks), columns, bpr, qids, files, sensitive)
+    return DomainStats(n, n_chunks, columns, bpr, qids, files, sensitive)
 
 
 def load_distinct(
@@ -139,6 +152,37 @@ def chunk_first_rows(
 ROW_COLUMN = "file_row_number"
 
 
+ReleaseTables = tuple[
+    Coding, list[str | None], str | None, str | None, dict[str, str], RecodedRelease | None
+]
+
+
+def release_tables(
+    session: SqlSession,
+    whole: SqlInput,
+    config: SkaldConfig,
+    plan: Plan,
+    decision: Decision,
+    aggregates: Sequence[Aggregates] = (),
+) -> ReleaseTables:
+    """What phase 3's SELECT joins (`release.released_select`'s arguments after the
+    decision), sent once from the `whole` input: the coding, the label tables, the suppressed
+    keys' table, the pseudonym key's table, the aggregates' tables (`aggregates`:
+    `run.microaggregates()`) and local recoding's steps."""
+    from airflow_skald.core.engine.sql.microaggregation import send_aggregates
+    from airflow_skald.core.engine.sql.pseudonyms import send_key
+
+    coding = coding_of(session, whole, plan, config)
+    recoded = send_recoded(session, whole, plan, decision, coding) if decision.steps else None
+    labels, suppressed = (
+        send_tables(session, whole, plan, decision, coding) if recoded is None else ([], None)
+    )
+    aggregated = send_aggregates(session, aggregates)
+    pseudonyms = config.transformation(Pseudonyms)
+    key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
+    return coding, labels, suppressed, key, aggregated, recoded
+
+
 def write_parts(
     session: SqlSession,
     whole: SqlInput,
@@ -152,32 +196,11 @@ def write_parts(
     """Phase 3: each part's released rows (`parts`: its name and its rows' relation), written
     by the engine (`write(select, name)`); the mapping, label, suppressed-key and aggregate
     tables (`aggregates`: `run.microaggregates()`) are made once, from the `whole` input."""
-    from airflow_skald.core.engine.sql.microaggregation import send_aggregates
-    from airflow_skald.core.engine.sql.pseudonyms import send_key
     from airflow_skald.core.engine.sql.release import released_select
 
-    coding = coding_of(session, whole, plan, config)
-    recoded = send_recoded(session, whole, plan, decision, coding) if decision.steps else None
-    labels, suppressed = (
-        send_tables(session, whole, plan, decision, coding) if recoded is None else ([], None)
-    )
-    aggregated = send_aggregates(session, aggregates)
-    pseudonyms = config.transformation(Pseudonyms)
-    key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
+    tables = release_tables(session, whole, config, plan, decision, aggregates)
     for name, source in parts:
-        select = released_select(
-            session,
-            source,
-            config,
-            plan,
-            decision,
-            coding,
-            labels,
-            suppressed,
-            key,
-            aggregated,
-            recoded,
-        )
+        select = released_select(session, source, config, plan, decision, *tables)
         write(select, name)
 
 

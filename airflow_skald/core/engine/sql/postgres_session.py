@@ -1,10 +1,13 @@
 """PostgreSQL as an engine (docs/design.md §2b): the input's own database runs the passes,
 through ADBC (the driver the product reads tables with, `airflow-skald[postgres]`). The
 worker's small tables go in as temporary tables (ADBC's bulk ingest: COPY, no values in the
-statement text); they are dropped by `close`, and with the session anyway."""
+statement text); they are dropped by `close`, and with the session anyway. Each statement's text
+is logged at DEBUG (never its bind parameters): what an auditor, or a test, reads to see that
+no value and no secret is in it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import pyarrow as pa
@@ -13,6 +16,8 @@ from sqlglot import exp
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
 from airflow_skald.core.errors import ConfigError
+
+log = logging.getLogger("airflow_skald.sql")
 
 
 def _driver():
@@ -34,15 +39,25 @@ class PostgresSession:
     def __init__(self, uri: str):
         self.db = _driver().connect(uri, autocommit=True)
         self.temporaries: list[str] = []
+        self.views: list[str] = []
+        #: bytes of the Arrow results this session received (what crossed to the worker)
+        self.received = 0
 
     def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
         with self.db.cursor() as cur:
-            cur.execute(D.render(statement, self.dialect), list(params) or None)
-            return cur.fetch_arrow_table()
+            cur.execute(self._text(statement), list(params) or None)
+            table = cur.fetch_arrow_table()
+        self.received += table.nbytes
+        return table
 
     def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
         with self.db.cursor() as cur:
-            cur.execute(D.render(statement, self.dialect), list(params) or None)
+            cur.execute(self._text(statement), list(params) or None)
+
+    def _text(self, statement: exp.Expression) -> str:
+        text = D.render(statement, self.dialect)
+        log.debug("postgresql: %s", text)
+        return text
 
     def send(self, prefix: str, table: pa.Table) -> str:
         name = temporary_name(prefix)
@@ -57,10 +72,22 @@ class PostgresSession:
         self.execute(create_temporary(name, select))
         return name
 
+    def view(self, select: exp.Select, prefix: str) -> str:
+        """`select` as a new temporary view (a name the passes read as their relation)."""
+        name = temporary_name(prefix)
+        self.views.append(name)
+        view = exp.Create(this=D.table(name), kind="VIEW", expression=select)
+        view.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+        self.execute(view)
+        return name
+
     def close(self) -> None:
         try:
+            for name in self.views:
+                self.execute(exp.Drop(tables=[D.table(name)], kind="VIEW", exists=True))
             for name in self.temporaries:
                 self.execute(drop(name))
+            self.views.clear()
             self.temporaries.clear()
         finally:
             self.db.close()

@@ -4,8 +4,7 @@ hex digits, a null staying null.
 
 The key never enters SQL text: its inner and outer pads go to the engine as a one-row
 temporary table (data, like the mapping tables), joined to the released rows; the
-statement names the table only. DuckDB's functions (sha256, unhex, encode); other dialects
-are not built yet."""
+statement names the table only. DuckDB's, Spark's and PostgreSQL's functions; other dialects are not built yet."""
 
 from __future__ import annotations
 
@@ -47,10 +46,13 @@ def _concat(*parts: exp.Expression) -> exp.Expression:
 
 def pseudonym(column: str, typ: pa.DataType, dialect: str = "duckdb") -> exp.Expression:
     """The pseudonym of `column`'s value (its text: a number's decimal text), in DuckDB's
-    functions or Spark's (`dialect` "spark": encode/hex/unhex/sha2 over binary)."""
+    functions or Spark's (`dialect` "spark": encode/hex/unhex/sha2 over binary) or
+    PostgreSQL's ("postgres": convert_to/sha256/decode/encode over bytea)."""
     value: exp.Expression = D.column(column, INPUT)
     if not (pa.types.is_string(typ) or pa.types.is_large_string(typ)):
         value = exp.cast(value, exp.DataType.build("VARCHAR"))
+    if dialect == "postgres":
+        return _postgres(value)
     spark = dialect == "spark"
     data = _f("encode", value, D.text("UTF-8")) if spark else _f("encode", value)
     to_hex = "hex" if spark else "to_hex"
@@ -65,14 +67,27 @@ def pseudonym(column: str, typ: pa.DataType, dialect: str = "duckdb") -> exp.Exp
     return _f("sha256", _concat(D.column("opad", KEY), _f("unhex", inner)))
 
 
+def _postgres(value: exp.Expression) -> exp.Expression:
+    """HMAC-SHA-256 of `value`'s UTF-8 bytes in PostgreSQL (11+), as lowercase hex text."""
+    data = _f("convert_to", value, D.text("UTF8"))
+    length = _f(
+        "decode",
+        _f("lpad", _f("to_hex", _f("octet_length", data)), D.number(16), D.text("0")),
+        D.text("hex"),
+    )
+    inner = _f("sha256", _concat(D.column("ipad", KEY), D.column("domain", KEY), length, data))
+    outer = _f("sha256", _concat(D.column("opad", KEY), inner))
+    return _f("encode", outer, D.text("hex"))
+
+
 def hashable(typ: pa.DataType) -> bool:
     """Types whose text the engine writes as pyarrow does (text, whole numbers)."""
     return pa.types.is_string(typ) or pa.types.is_large_string(typ) or pa.types.is_integer(typ)
 
 
-def check_hashable(config, prefix: str) -> None:
+def check_hashable(config, prefix: str, schema: pa.Schema | None = None) -> None:
     """Refuse (one line) a pseudonymised column whose text the engine would not write as
-    pyarrow does (`hashable`)."""
+    pyarrow does (`hashable`); `schema`: the input's (default: its first file's)."""
     from airflow_skald.core.data.io import list_input_files, schema_of
     from airflow_skald.core.errors import ConfigError
     from airflow_skald.core.transform.pseudonyms import Pseudonyms
@@ -80,7 +95,8 @@ def check_hashable(config, prefix: str) -> None:
     pseudonyms = config.transformation(Pseudonyms)
     if not (pseudonyms and pseudonyms.names):
         return
-    schema = schema_of(config.input, list_input_files(config.input)[0])
+    if schema is None:
+        schema = schema_of(config.input, list_input_files(config.input)[0])
     if schema is None:  # CSV: every pseudonymised column is read as text
         return
     for name in pseudonyms.names:

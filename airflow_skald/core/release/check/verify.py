@@ -98,6 +98,7 @@ def verify_release(
     sensitive: Mapping[str, SensitiveStats] | None = None,
     at_top: bool | None = None,
     manifest: dict | None = None,
+    table_columns: Sequence[str] | None = None,
 ) -> dict:
     """Check a release folder; raise VerificationError if it breaks its privacy policy.
 
@@ -109,6 +110,8 @@ def verify_release(
     already counted from the written files (`release_classes`, merged). `at_top`: the release
     is the top node's (default: the manifest says so). `manifest`: the manifest about to be
     written (the run's own check, before manifest.json exists), else the folder's.
+    `table_columns`: the run's own check of a table the engine wrote (docs/design.md §2b):
+    no part is staged, `classes` are the engine's GROUP BY of the table, these its columns.
 
     Every figure of the manifest the classes determine is compared (`verify_figures`), and no
     part may hold a direct identifier column. A criterion that cannot be re-checked makes the
@@ -118,7 +121,9 @@ def verify_release(
     manifest describes it) or VerificationError (it reads, but disagrees with its manifest),
     both before any criterion is judged; see the module's docstring for which is which.
     """
-    read = _read(path, manifest, delimiter, claimed_suppressed, qids, policy, classes, at_top)
+    read = _read(
+        path, manifest, delimiter, claimed_suppressed, qids, policy, classes, at_top, table_columns
+    )
     if read.manifest is not None and n_records is None:
         _rows_as_manifest(path, read.manifest, read.classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, read.manifest)  # drop mode: the input's distributions
@@ -139,7 +144,7 @@ def verify_release(
         )
     if read.manifest is not None:
         _as_its_manifest(report, read.manifest, figures, judged.policy, (k, suppression_limit))
-        _no_direct_identifiers(read.manifest, read.location, read.parts)
+        _no_direct_identifiers(read.manifest, read.location, read.parts, table_columns)
         transform_registry.check_release(read.manifest, read.location, read.parts)
     return report
 
@@ -170,6 +175,7 @@ def _read(
     policy: PrivacyPolicy | None,
     classes: ReleaseClasses | None,
     at_top: bool | None,
+    table_columns: Sequence[str] | None = None,
 ) -> _Read:
     """The release's manifest (`manifest`: the one about to be written, checked; else the
     folder's) and the classes of the parts it lists (`classes`: already counted), its
@@ -178,7 +184,10 @@ def _read(
         manifest = read_manifest(path)
     else:
         check_manifest(manifest, f"the {MANIFEST} of {path} about to be written")
-    parts, fmt = listed_parts(path, manifest)
+    if table_columns is None:
+        parts, fmt = listed_parts(path, manifest)
+    else:  # a table the engine wrote: no part staged, its classes counted there
+        parts, fmt = [], str((manifest or {}).get("output_format") or "parquet")
     if manifest is not None:
         delimiter = manifest.get("output_delimiter", delimiter)
         if claimed_suppressed is None:
@@ -321,10 +330,19 @@ def _rows_as_manifest(path: str, manifest: dict, n_rows: int) -> None:
         )
 
 
-def _no_direct_identifiers(manifest: dict, location: DataLocation, parts: Sequence[str]) -> None:
+def _no_direct_identifiers(
+    manifest: dict,
+    location: DataLocation,
+    parts: Sequence[str],
+    table_columns: Sequence[str] | None = None,
+) -> None:
     """No part holds a column the manifest says was removed (each part's own schema: a part
-    may differ from the others)."""
+    may differ from the others), nor the table the engine wrote (`table_columns`)."""
     removed = set(manifest.get("direct_identifiers_removed", []))
+    leaked = sorted(set(table_columns or ()) & removed)
+    if leaked:
+        what = manifest.get("output_table", {}).get("table", "the release table")
+        raise VerificationError(f"direct identifier column '{leaked[0]}' is in table {what}")
     for part in parts:
         try:
             present = set(column_names(location, part))

@@ -1,0 +1,82 @@
+"""What the PostgreSQL engine checks in the database itself (docs/design.md §2a, §2b, ADR 0061):
+the privileges the run needs, before any pass (one line naming the missing one); the input's
+row count and fingerprint (the manifest's input identity, computed by the engine: no row
+crosses); the pseudonymised columns of the table it wrote (as `skald verify` checks a part's,
+`transform.pseudonyms.verify`, counted by the engine)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from sqlglot import exp
+
+from airflow_skald.core.data.database.target import TableTarget
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.errors import DataError, VerificationError
+from airflow_skald.core.transform.pseudonyms import Pseudonyms
+from airflow_skald.core.transform.pseudonyms.hashing import PSEUDONYM_CHARS
+
+
+def _f(name: str, *args: exp.Expression) -> exp.Expression:
+    return exp.Anonymous(this=name, expressions=list(args))
+
+
+def check_privileges(session: SqlSession, table: str, target: TableTarget) -> None:
+    """The session's role may read the input table, make temporary tables (the worker's
+    mapping tables) and create the new table in the output's schema; else DataError, one line
+    naming what is missing, before any work."""
+    schema_exists = _f("to_regnamespace", D.text(target.schema))
+    needs = [
+        (_f("has_table_privilege", D.text(table), D.text("SELECT")), f"SELECT on {table}"),
+        (
+            _f("has_database_privilege", _f("current_database"), D.text("TEMPORARY")),
+            "TEMPORARY on the database (its temporary tables hold the mapping tables)",
+        ),
+        (
+            exp.And(
+                this=exp.Not(this=exp.Is(this=schema_exists, expression=exp.Null())),
+                expression=_f("has_schema_privilege", D.text(target.schema), D.text("CREATE")),
+            ),
+            f"CREATE on schema {target.schema} (the release's new table)",
+        ),
+    ]
+    select = exp.select(*[check.as_(f"p{i}") for i, (check, _) in enumerate(needs)])
+    row = session.query(select).to_pylist()[0]
+    for i, (_, what) in enumerate(needs):
+        if not row[f"p{i}"]:
+            raise DataError(
+                f"execution.engine postgresql: the connection's role lacks {what}; grant it "
+                "or use execution: chunks"
+            )
+
+
+def fingerprint(session: SqlSession, source: SqlInput) -> tuple[int, str]:
+    """The input's row count and a fingerprint of its rows, computed by the engine: the sum of
+    each row's 64-bit text hash (`hashtextextended`), a multiset hash (the read order follows
+    from the rows and `order_by`, which the config's hash holds)."""
+    row = exp.cast(exp.column(D.name("r")), exp.DataType.build("TEXT"))
+    hashed = exp.cast(_f("hashtextextended", row, D.number(0)), exp.DataType.build("NUMERIC"))
+    select = exp.select(
+        D.count_star().as_("n"),
+        exp.cast(exp.Sum(this=hashed), exp.DataType.build("TEXT")).as_("h"),
+    ).from_(exp.alias_(D.table(source.relation), "r"))
+    found = session.query(select).to_pylist()[0]
+    n = int(found["n"])
+    body = f"{source.where}:{n}:{found['h']}"
+    return n, "pgsum:" + hashlib.sha256(body.encode()).hexdigest()
+
+
+def pseudonyms_well_formed(session: SqlSession, table: exp.Table, config, label: str) -> None:
+    """Every pseudonymised column of the written table holds 64 lowercase hex digits (or
+    null): counted by the engine, VerificationError naming the column otherwise."""
+    pseudonyms = config.transformation(Pseudonyms)
+    pattern = D.text(f"^[0-9a-f]{{{PSEUDONYM_CHARS}}}$")
+    for name in pseudonyms.names if pseudonyms else ():
+        bad = exp.Not(this=exp.RegexpLike(this=D.column(name), expression=pattern))
+        select = exp.select(D.count_star().as_("n")).from_(table).where(bad)
+        if int(session.query(select).column("n")[0].as_py()):
+            raise VerificationError(
+                f"column '{name}' in table {label} holds a value that is not a pseudonym"
+            )
