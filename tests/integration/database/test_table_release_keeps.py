@@ -11,12 +11,11 @@
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 
 import pytest
 from helpers_data import config_dict, run_inprocess, write_config
-from helpers_postgres import execute
+from helpers_postgres import execute, give_properties, properties_sql, rows, temporary_roles
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import DataError
@@ -32,51 +31,17 @@ def _config(tmp_path: Path, k: int = 3) -> dict:
     return cfg
 
 
-def _query(uri: str, *sql: str) -> list[tuple]:
-    """The rows of the last statement, the ones before run in the same session."""
-    import adbc_driver_postgresql.dbapi as pg
-
-    with pg.connect(uri) as conn, conn.cursor() as cur:
-        for statement in sql[:-1]:
-            cur.execute(statement)
-        cur.execute(sql[-1])
-        rows = cur.fetchall()
-        conn.rollback()
-        return rows
+_query = rows
 
 
 @pytest.fixture
 def roles(warehouse):
-    """The roles of this test (roles are the server's, not the database's): a reader, a
-    reader of one column, the table's owner, and a writer that is no superuser; dropped
-    after it."""
-    tag = uuid.uuid4().hex[:8]
-    names = {"reader": f"reader_{tag}", "columns": f"Col Reader {tag}", "owner": f"owner_{tag}"}
-    names["writer"] = f"writer_{tag}"
-    for name in names.values():
-        execute(warehouse, f'CREATE ROLE "{name}" LOGIN')
-    try:
+    """The roles of this test (`helpers_postgres.temporary_roles`)."""
+    with temporary_roles(warehouse) as names:
         yield names
-    finally:
-        for name in names.values():
-            execute(warehouse, f'DROP OWNED BY "{name}"')
-            execute(warehouse, f'DROP ROLE "{name}"')
 
 
-_PROPERTIES = {  # what the table has, as the catalogs print it
-    "rls": "SELECT relrowsecurity, relforcerowsecurity, relowner::regrole::text, relacl::text "
-    f"FROM pg_class WHERE oid = '{TABLE}'::regclass",
-    "policies": "SELECT polname::text, polcmd::text, polpermissive, polroles::regrole[]::text, "
-    "pg_get_expr(polqual, polrelid), pg_get_expr(polwithcheck, polrelid) FROM pg_policy "
-    f"WHERE polrelid = '{TABLE}'::regclass ORDER BY 1",
-    "columns": "SELECT attname::text, attnotnull, attacl::text, col_description(attrelid, attnum) "
-    f"FROM pg_attribute WHERE attrelid = '{TABLE}'::regclass AND attnum > 0 ORDER BY attnum",
-    "indexes": "SELECT indexname::text, indexdef, obj_description(format('%I.%I', schemaname, "
-    "indexname)::regclass, 'pg_class') FROM pg_indexes WHERE schemaname = 'research' "
-    "AND tablename = 'people_k3' ORDER BY 1",
-    "constraints": "SELECT conname::text, pg_get_constraintdef(oid), obj_description(oid, "
-    f"'pg_constraint') FROM pg_constraint WHERE conrelid = '{TABLE}'::regclass ORDER BY 1",
-}
+_PROPERTIES = properties_sql(TABLE)  # what the table has, as the catalogs print it
 
 
 def _properties(uri: str) -> dict[str, list[tuple]]:
@@ -92,28 +57,8 @@ def test_overwrite_keeps_rls_policies_grants_indexes_constraints_comments_owner(
     tmp_path, warehouse, roles, capsys
 ):
     runner.run(config_from_dict(_config(tmp_path)))
-    reader, columns, owner = (f'"{roles[r]}"' for r in ("reader", "columns", "owner"))
-    execute(warehouse, f"GRANT USAGE, CREATE ON SCHEMA research TO {reader}, {columns}, {owner}")
-    for sql in (
-        f"ALTER TABLE {TABLE} OWNER TO {owner}",
-        f"ALTER TABLE {TABLE} ENABLE ROW LEVEL SECURITY",
-        f"ALTER TABLE {TABLE} FORCE ROW LEVEL SECURITY",
-        f"CREATE POLICY hide_all ON {TABLE} FOR SELECT TO {reader} USING (false)",
-        f"""CREATE POLICY "Not Berlin's" ON {TABLE} AS PERMISSIVE FOR SELECT TO {columns} """
-        """USING (city <> 'it''s')""",
-        f"CREATE POLICY writes ON {TABLE} AS RESTRICTIVE FOR INSERT TO {owner} "
-        "WITH CHECK (disease IS NOT NULL)",
-        f"GRANT SELECT ON {TABLE} TO {reader}",
-        f"GRANT SELECT (city, age) ON {TABLE} TO {columns}",
-        f"GRANT UPDATE (disease) ON {TABLE} TO {columns} WITH GRANT OPTION",
-        f'CREATE INDEX "People by City" ON {TABLE} (city, age)',
-        """COMMENT ON INDEX research."People by City" IS 'for the city reports'""",
-        f"ALTER TABLE {TABLE} ALTER COLUMN city SET NOT NULL",
-        f"ALTER TABLE {TABLE} ADD CONSTRAINT disease_known CHECK (disease <> '')",
-        f"COMMENT ON CONSTRAINT disease_known ON {TABLE} IS 'no empty disease'",
-        f"COMMENT ON COLUMN {TABLE}.city IS 'the city, generalised (it''s k-anonymous)'",
-    ):
-        execute(warehouse, sql)
+    reader, columns = (f'"{roles[r]}"' for r in ("reader", "columns"))
+    give_properties(warehouse, TABLE, roles)
     count = f"SELECT count(*) FROM {TABLE}"
     assert _query(warehouse, f"SET ROLE {reader}", count) == [(0,)]
     assert _query(warehouse, f"SET ROLE {columns}", f"SELECT count(city) FROM {TABLE}") == [(120,)]
