@@ -33,9 +33,17 @@ from airflow_skald.cli import main as cli_main
 ENV = "SKALD_PG_ENGINE_DB"
 KEY = "a-pseudonym-key-7d1b2a4c680f3c9e"
 INPUT = "clinic.people"
-#: what differs between a chunk-path and an engine release of the same table: the run, the
+#: what differs between a chunk-path and an engine release of the same table: the run, the engine,
 #: table it went to, and how the input is identified (staged chunks' bytes, the engine's sum)
-OWN = {"settings", "config_sha256", "run_token", "output_table", "input_files", "input_fingerprint"}
+OWN = {
+    "settings",
+    "config_sha256",
+    "run_token",
+    "output_table",
+    "input_files",
+    "input_fingerprint",
+    "engine",
+}
 
 
 @pytest.fixture(scope="module")
