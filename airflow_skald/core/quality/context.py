@@ -49,8 +49,8 @@ class QualityContext:
         # the fewest records of a class a passing node keeps (the monotone models' k; 1: none)
         self.min_class_size = max(1, int(min_class_size))
         self.weights = self.settings.normalised_weights([d.name for d in self.dims])
-        radices = [d.cards[lv] for d, lv in zip(self.dims, self.root, strict=True)]
-        self._root_marginals = _marginals(classes.keys, classes.counts, radices)
+        self._classes = classes  # the root marginals, counted on first use (`marginal`)
+        self._root_marginals: list[np.ndarray] | None = None
         self._marginal: dict[tuple[int, int], np.ndarray] = {}
         self._shares: dict[int, tuple[int, list[np.ndarray], bool]] = {}
         self._entropy: dict[tuple[int, int], Component] = {}
@@ -63,6 +63,10 @@ class QualityContext:
         """Records per label of QID i at `level` (>= the root's level), int64."""
         key = (i, level)
         if key not in self._marginal:
+            if self._root_marginals is None:
+                radices = [d.cards[lv] for d, lv in zip(self.dims, self.root, strict=True)]
+                classes = self._classes
+                self._root_marginals = _marginals(classes.keys, classes.counts, radices)
             base = self._root_marginals[i]
             lo = self.root[i]
             if level == lo:

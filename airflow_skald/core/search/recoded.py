@@ -25,6 +25,7 @@ from airflow_skald.core.search.decision import Decision, LocalRecoding, Recoding
 from airflow_skald.core.search.figures import class_size_histogram, risk
 from airflow_skald.core.search.recoded_table import StepNodes, k_only
 from airflow_skald.core.transform import local_recoding as LR
+from airflow_skald.core.transform.local_recoding_keys import KeysAt, keys_at, still_suppressed
 
 
 def local_recoding(
@@ -63,7 +64,7 @@ def local_recoding(
             table=tables.of(sub, policy),
         )
 
-    at = LR.KeysAt(plan, counts.classes.keys)
+    at = KeysAt(plan, counts.classes.keys)
     steps = LR.recode(
         settings, plan, counts, decision, policy, policy_of, search, quality.gs_factor, at
     )
@@ -114,13 +115,13 @@ def with_steps(
     counts: RootCounts,
     decision: Decision,
     steps: list,
-    at: LR.KeysAt | None = None,
+    at: KeysAt | None = None,
 ) -> tuple[Decision, np.ndarray]:
     """The decision with the figures of the release the steps make, and its class sizes:
     its classes (each step's kept classes, merged where their output strings coincide), the
     records left suppressed or released at the top node."""
     node = tuple(decision.node)
-    at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
+    at = KeysAt(plan, counts.classes.keys) if at is None else at
     _, keys, sizes = at.kept(counts, node, decision.suppressed_keys)
     if node == tuple(plan.tops):
         keys, sizes = keys[:0], sizes[:0]
@@ -157,7 +158,7 @@ def release_loss(
     decision: Decision,
     steps: list,
     ctx: QualityContext,
-    at: LR.KeysAt | None = None,
+    at: KeysAt | None = None,
 ) -> float:
     """ARX's Loss (docs/design.md §4d, as the objective's settings define it) of the release a
     decision and its steps make: each record at the label of the node that released it (a
@@ -167,15 +168,14 @@ def release_loss(
     settings = ctx.settings
     loss = build("loss", ctx, settings.aggregate if settings.objective == "loss" else None)
     node = tuple(decision.node)
-    at = LR.KeysAt(plan, counts.classes.keys) if at is None else at
+    at = KeysAt(plan, counts.classes.keys) if at is None else at
     left, keys, sizes = at.kept(counts, node, decision.suppressed_keys)
-    left = left.copy()
     parts, last = [(node, keys, sizes)], node
     for step in steps:
         parts.append((step.node, step.kept_keys, step.kept_sizes))
-        left &= LR.in_sorted(at(step.node), step.suppressed_keys)
+        left = still_suppressed(plan, counts.classes.keys, left, step.node, step.suppressed_keys)
         last = step.node
-    at_last = LR.keys_at(plan, counts.classes.keys[left], last)
+    at_last = keys_at(plan, counts.classes.keys[left], last)
     left_sizes = counts.classes.counts[left].astype(np.int64)
     s = int(left_sizes.sum())
     values = []

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from airflow_skald.core.count.histogram import Histogram, keys_of, run_starts, strides_of
+from airflow_skald.core.count.histogram import Histogram, keys_of, strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
@@ -38,6 +38,12 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.settings.transformation import LocalRecodingSettings
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform.local_recoding_keys import (
+    KeysAt,
+    in_sorted,
+    kept_classes,
+    still_suppressed,
+)
 
 __all__ = ["LocalRecodingSettings", "Step", "recode"]
 
@@ -109,62 +115,6 @@ class Step:
         )
 
 
-def keys_at(plan: Plan, root_keys: np.ndarray, node: Sequence[int]) -> np.ndarray:
-    """Each root bin's key at `node` (a node at or above the root), digit by digit from the
-    last QID (a few arrays of the bins' size at a time, not one per QID)."""
-    radices = plan.radices(plan.root)
-    strides = strides_of(plan.radices(tuple(node)))
-    rest = root_keys.astype(np.int64, copy=True)
-    out = np.zeros_like(rest)
-    for i in reversed(range(len(radices))):
-        rest, code = np.divmod(rest, radices[i])
-        lo, hi = int(plan.root[i]), int(node[i])
-        if hi != lo:
-            code = plan.dims[i].level_map(lo, hi)[code]
-        if strides[i] != 1:
-            code *= strides[i]
-        out += code
-    return out
-
-
-class KeysAt:
-    """The root bins' keys at the nodes local recoding reads them at (the global node and each
-    step's, read by the steps, the release's classes and its Loss), each node computed once."""
-
-    def __init__(self, plan: Plan, root_keys: np.ndarray) -> None:
-        self.plan, self.root_keys = plan, root_keys
-        self._at: dict[tuple[int, ...], np.ndarray] = {}
-
-        self._kept: dict[tuple[int, ...], tuple] = {}
-
-    def __call__(self, node: Sequence[int]) -> np.ndarray:
-        node = tuple(int(x) for x in node)
-        if node not in self._at:
-            self._at[node] = keys_at(self.plan, self.root_keys, node)
-        return self._at[node]
-
-    def kept(
-        self, counts: RootCounts, node: Sequence[int], suppressed: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Which root bins `suppressed` (keys at `node`) suppresses, and the keys and sizes of
-        the classes kept there (`kept_classes`), once per node and suppressed keys."""
-        node = tuple(int(x) for x in node)
-        hit = self._kept.get(node)
-        if hit is None or hit[0] is not suppressed:
-            left = in_sorted(self(node), suppressed)
-            keys, sizes = kept_classes(self.plan, counts, node, suppressed, self(node))
-            hit = self._kept[node] = (suppressed, left, keys, sizes)
-        return hit[1], hit[2], hit[3]
-
-
-def in_sorted(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Whether each of `keys` is among `sorted_keys`."""
-    if sorted_keys.size == 0:
-        return np.zeros(keys.size, dtype=bool)
-    pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
-    return sorted_keys[pos] == keys
-
-
 def subset_counts(counts: RootCounts, bins: np.ndarray) -> RootCounts:
     """The root counts of the root bins where `bins` holds (a bool per class bin), with
     their (class, value) tables."""
@@ -226,7 +176,7 @@ def recode(
     if not suppressed.size or node == tops:
         return steps
     at = KeysAt(plan, root_keys) if at is None else at
-    left = at.kept(counts, node, suppressed)[0].copy()
+    left = at.kept(counts, node, suppressed)[0]
     gs = GsSchedule(settings, gs_factor)
     searches, sub = 0, None
     while settings.max_steps is None or searches < settings.max_steps:
@@ -249,8 +199,7 @@ def recode(
         steps.append(step_of(plan, sub, d, remaining, released, gs.shown))
         if not d.suppressed_keys.size or tuple(d.node) == tops:
             break
-        left &= in_sorted(at(d.node), d.suppressed_keys)
-        sub = None
+        left, sub = still_suppressed(plan, root_keys, left, d.node, d.suppressed_keys), None
     return steps
 
 
@@ -305,25 +254,6 @@ def step_of(
         distributions={a: value_counts(h).tolist() for a, h in sub.values.items()},
         gs_factor=gs,
     )
-
-
-def kept_classes(
-    plan: Plan,
-    sub: RootCounts,
-    node: tuple[int, ...],
-    suppressed: np.ndarray,
-    at: np.ndarray | None = None,
-) -> tuple[np.ndarray, np.ndarray]:
-    """The keys (at `node`, sorted) and sizes of the classes a step kept, from its root bins
-    (`at`: their keys at `node`, when known)."""
-    at = keys_at(plan, sub.classes.keys, node) if at is None else at
-    keep = ~in_sorted(at, suppressed)
-    order = np.argsort(at[keep], kind="stable")
-    k, c = at[keep][order], sub.classes.counts[keep][order]
-    if k.size == 0:
-        return k, c
-    starts = run_starts(k)
-    return k[starts], np.add.reduceat(c, starts)
 
 
 # ---------------------------------------------------------------------- the release's classes
