@@ -138,6 +138,9 @@ def test_the_postgresql_engine_releases_what_the_chunk_path_releases(
     comment = query(pg, f"SELECT obj_description('research.{name}_postgresql'::regclass) AS c")
     assert hashlib.sha256(manifest).hexdigest() in comment.column("c")[0].as_py()
     assert not _temporaries(pg)
+    report = (tmp_path / f"{name}_postgresql" / "report.html").read_text()
+    saw = "computed by the postgresql engine, which held the key"
+    assert (saw in report) == ("pseudonym_key" in settings)
     statements = [r.getMessage() for r in caplog.records if r.name == "airflow_skald.sql"]
     assert any("CREATE TABLE" in s for s in statements)  # the engine's statements were seen
     logged = "\n".join(r.getMessage() for r in caplog.records) + errors

@@ -31,5 +31,18 @@ def pseudonym_note(m: Mapping) -> str:
         f"(<code>{html.escape(keyed.PSEUDONYM)}</code>), as 64 hex digits. Pseudonyms link a "
         "person's records within this release and across releases made with the same "
         f"key{check}; a release made with another key cannot be linked to this one. Whoever "
-        "holds the key can compute the pseudonym of a known identifier: keep it secret.</p>"
+        "holds the key can compute the pseudonym of a known identifier: keep it secret."
+        f"{_engine_saw(m)}</p>"
+    )
+
+
+def _engine_saw(m: Mapping) -> str:
+    """An engine run (docs/design.md §2b): the engine computed the pseudonyms, so it held
+    the key (as data, a one-row temporary table, never in SQL text)."""
+    engine = m.get("engine")
+    if not isinstance(engine, str) or engine in ("", "chunks"):
+        return ""
+    return (
+        f" The pseudonyms were computed by the {html.escape(engine)} engine, which held the "
+        "key for the run as a temporary table (never in SQL text): the engine saw it."
     )
