@@ -12,7 +12,8 @@ ADR 0064): DuckDB's `read_csv` configured to parse as the chunk path's reader do
   (`ConvertOptions().null_values`) are null, anything else is DuckDB's cast to DOUBLE, which
   reads the numbers pyarrow reads to the same double (both round correctly). A text pyarrow
   refuses, DuckDB's cast refuses too, except digits grouped by "_" (DuckDB reads `1_000`):
-  phase 1 counts both as not a number and names the first such row, as the chunk path does.
+  both are counted as not a number where each file's rows are counted (phase 0, one scan),
+  and the first such row is named, as the chunk path names it.
 - A record's row in its file (the first-record order, §4c) is its place in DuckDB's scan,
   `ROW_NUMBER() OVER ()` over one file: DuckDB computes it as a streaming window in the
   order the file is read while insertion order is preserved (its default), which is the
@@ -101,48 +102,43 @@ def csv_select(config: SkaldConfig, files: Sequence[str], rows: bool = False) ->
 
 
 def count_rows(session: SqlSession, config: SkaldConfig, file: str) -> int:
-    """A file's records, every row parsed (a malformed row is told here, naming the file)."""
-    names = column_names(config.input, file)
-    select = exp.select(D.count_star().as_("n")).from_(
-        read_csv([file], names, config.input.delimiter)
-    )
-    try:
-        return int(session.query(select).column("n")[0].as_py())
-    except DataError as exc:
-        raise DataError(f"cannot read CSV file {file}: {exc}") from None
-
-
-def check_numbers(session: SqlSession, config: SkaldConfig, files: Sequence[str]) -> None:
-    """Refuse (one line naming the file, column and data row) a numerical QID's text that the
-    chunk path's reader does not read as a number."""
+    """A file's records, every row parsed (a malformed row is told here, naming the file), in
+    the same scan as the count of each numerical QID's texts the chunk path's reader does not
+    read as numbers: refused in one line naming the file, the column and the first such row."""
     numeric = numeric_columns(config)
-    if not numeric:
-        return
-    names = column_names(config.input, files[0])
-    relation = read_csv(files, names, config.input.delimiter)
+    names = column_names(config.input, file)
     counts = [
         exp.Sum(this=exp.If(this=_not_a_number(_text(n)), true=D.number(1), false=D.number(0)))
         for n in numeric
     ]
-    found = session.query(
-        exp.select(*[c.as_(f"b{i}") for i, c in enumerate(counts)]).from_(relation)
+    select = exp.select(
+        D.count_star().as_("n"), *[c.as_(f"b{i}") for i, c in enumerate(counts)]
+    ).from_(read_csv([file], names, config.input.delimiter))
+    try:
+        found = session.query(select).to_pylist()[0]
+    except DataError as exc:
+        raise DataError(f"cannot read CSV file {file}: {exc}") from None
+    bad = [n for i, n in enumerate(numeric) if (found[f"b{i}"] or 0) > 0]
+    if bad:
+        _refuse_first(session, config, file, bad)
+    return int(found["n"])
+
+
+def _refuse_first(session: SqlSession, config: SkaldConfig, file: str, bad: list[str]) -> None:
+    """The error path: the first row of `file` where one of the `bad` columns is not a number."""
+    scan = exp.Subquery(this=csv_rows(config, file), alias=exp.TableAlias(this=D.name("f")))
+    firsts = [
+        exp.Min(this=exp.If(this=_not_a_number(D.column(n)), true=D.column(ROW))).as_(f"r{i}")
+        for i, n in enumerate(bad)
+    ]
+    row = session.query(exp.select(*firsts).from_(scan)).to_pylist()[0]
+    rows = {n: int(row[f"r{i}"]) for i, n in enumerate(bad)}
+    order = column_names(config.input, file)
+    name = min(rows, key=lambda n: (rows[n], order.index(n)))  # the first row, then column
+    raise DataError(
+        f"cannot read CSV file {file}: column '{name}' holds text that is not a number at "
+        f"row {rows[name] + 1}"
     )
-    bad = [n for i, n in enumerate(numeric) if (found.column(f"b{i}")[0].as_py() or 0) > 0]
-    if not bad:
-        return
-    for file in files:  # the first file holding one, its first such row
-        scan = exp.Subquery(this=csv_rows(config, file), alias=exp.TableAlias(this=D.name("f")))
-        firsts = [
-            exp.Min(this=exp.If(this=_not_a_number(D.column(n)), true=D.column(ROW))).as_(f"r{i}")
-            for i, n in enumerate(bad)
-        ]
-        row = session.query(exp.select(*firsts).from_(scan)).to_pylist()[0]
-        for i, n in enumerate(bad):
-            if row[f"r{i}"] is not None:
-                raise DataError(
-                    f"cannot read CSV file {file}: column '{n}' holds text that is not a "
-                    f"number at row {int(row[f'r{i}']) + 1}"
-                )
 
 
 def csv_rows(config: SkaldConfig, file: str) -> exp.Select:
