@@ -1,6 +1,6 @@
 """Real deployments: separate Airflow processes, DAG runs triggered through the REST API v2.
 
-(a) LocalExecutor on SQLite; (b) CeleryExecutor with two workers, Redis broker, PostgreSQL
+(a) LocalExecutor (the session's shared deployment, PostgreSQL); (b) CeleryExecutor with two workers, Redis broker, PostgreSQL
 metadata DB (this machine's and CI's services on 127.0.0.1, each test in its own database and
 Redis index, removed after). Both run ``skald_anonymise_mapped`` from ``dags/`` on generated
 data and check the release against the core run in-process. Every process is stopped by its
@@ -75,60 +75,55 @@ def run_mapped(dep: Deployment, dataset: Path, out: Path, reference) -> tuple[st
     return run_id, tis
 
 
-def test_local_executor_sqlite(dataset, reference, tmp_path):
-    """LocalExecutor on SQLite: trigger with conf, extra link, invalid conf refused, clear+rerun."""
-    t0 = time.monotonic()
-    artifacts = tmp_path / "artifacts"
+def test_mapped_dag_on_the_shared_deployment(dep, deployment_workdir, dataset, reference, tmp_path):
+    """LocalExecutor (the session's shared deployment, PostgreSQL): trigger with conf, extra
+    link, invalid conf refused, clear+rerun. (The mapped DAG ran on a LocalExecutor deployment
+    of its own, on SQLite, until the suite outgrew its budget: every ``dag.test()`` here runs on
+    SQLite, and a second deployment cost a worker a minute.)"""
+    mapped_runs = deployment_workdir / "artifacts" / DAG_ID
+    before_runs = set(mapped_runs.iterdir()) if mapped_runs.is_dir() else set()
     out = tmp_path / "release"
-    with Deployment(
-        dags_folder=REPO / "dags",
-        executor="LocalExecutor",
-        extra_env={"AIRFLOW__SKALD__ARTIFACTS": str(artifacts)},
-    ) as dep:
-        run_id, _ = run_mapped(dep, dataset, out, reference)
+    run_id, _ = run_mapped(dep, dataset, out, reference)
 
-        # A wrong type or an out-of-range number is refused by the trigger (Param schema, HTTP
-        # 400), the bounds written so the UI form cannot clamp to them (test_run_safety.py)
-        for bad in ({"k": "abc"}, {"suppression_limit": "lots"}, {"k": 1}):
-            with pytest.raises(DeploymentError, match="400"):
-                dep.api("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": bad})
+    # A wrong type or an out-of-range number is refused by the trigger (Param schema, HTTP
+    # 400), the bounds written so the UI form cannot clamp to them (test_run_safety.py)
+    for bad in ({"k": "abc"}, {"suppression_limit": "lots"}, {"k": 1}):
+        with pytest.raises(DeploymentError, match="400"):
+            dep.api("POST", f"/dags/{DAG_ID}/dagRuns", {"logical_date": None, "conf": bad})
 
-        # the task's extra link points at the plugin view, which serves the manifest (auth'd)
-        links = dep.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generalise/links")
-        url = links["extra_links"]["SKALD manifest"]
-        assert url.startswith(dep.base_url + "/skald/releases/")
-        req = urllib.request.Request(url, headers={"Authorization": f"Bearer {dep.token()}"})
-        with urllib.request.urlopen(req, timeout=30) as resp:
-            served = json.loads(resp.read())
-        assert served["dm_star"] == reference[0]["dm_star"]
-        with pytest.raises(urllib.error.HTTPError) as denied:
-            urllib.request.urlopen(url, timeout=30)
-        assert denied.value.code in (401, 403)
+    # the task's extra link points at the plugin view, which serves the manifest (auth'd)
+    links = dep.api("GET", f"/dags/{DAG_ID}/dagRuns/{run_id}/taskInstances/generalise/links")
+    url = links["extra_links"]["SKALD manifest"]
+    assert url.startswith(dep.base_url + "/skald/releases/")
+    req = urllib.request.Request(url, headers={"Authorization": f"Bearer {dep.token()}"})
+    with urllib.request.urlopen(req, timeout=30) as resp:
+        served = json.loads(resp.read())
+    assert served["dm_star"] == reference[0]["dm_star"]
+    with pytest.raises(urllib.error.HTTPError) as denied:
+        urllib.request.urlopen(url, timeout=30)
+    assert denied.value.code in (401, 403)
 
-        # Airflow "clear" of phase 2 and everything downstream: identical artifacts and release
-        run_dir = next((artifacts / DAG_ID).iterdir())
-        before = artifact_bytes(run_dir)
-        dep.api(
-            "POST",
-            f"/dags/{DAG_ID}/clearTaskInstances",
-            {
-                "dry_run": False,
-                "dag_run_id": run_id,
-                "task_ids": ["histogram_chunks", "histogram_lattice"],
-                "include_downstream": True,
-                "only_failed": False,
-                "reset_dag_runs": True,
-            },
-        )
-        assert dep.wait_for_run(DAG_ID, run_id, timeout=180) == "success"
-        tis = dep.task_instances(DAG_ID, run_id)
-        retried = {t["task_id"] for t in tis if t["try_number"] >= 2}
-        assert retried >= {"histogram_lattice", "generalise_chunks", "generalise"}
-        assert artifact_bytes(run_dir) == before
-        assert parts(out) == reference[1]
-    assert dep.alive_groups() == []
-    assert not dep.home.exists()
-    assert time.monotonic() - t0 < 300
+    # Airflow "clear" of phase 2 and everything downstream: identical artifacts and release
+    (run_dir,) = set(mapped_runs.iterdir()) - before_runs
+    before = artifact_bytes(run_dir)
+    dep.api(
+        "POST",
+        f"/dags/{DAG_ID}/clearTaskInstances",
+        {
+            "dry_run": False,
+            "dag_run_id": run_id,
+            "task_ids": ["histogram_chunks", "histogram_lattice"],
+            "include_downstream": True,
+            "only_failed": False,
+            "reset_dag_runs": True,
+        },
+    )
+    assert dep.wait_for_run(DAG_ID, run_id, timeout=180) == "success"
+    tis = dep.task_instances(DAG_ID, run_id)
+    retried = {t["task_id"] for t in tis if t["try_number"] >= 2}
+    assert retried >= {"histogram_lattice", "generalise_chunks", "generalise"}
+    assert artifact_bytes(run_dir) == before
+    assert parts(out) == reference[1]
 
 
 def test_celery_two_workers_postgres_redis(dataset, reference, tmp_path):
