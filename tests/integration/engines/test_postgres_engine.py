@@ -4,13 +4,15 @@ the same manifest figures (node, DM*, suppressed, classes, risk, lattice) and re
 a multiset) as `execution: chunks` on the same table; `skald verify` of the release; no row
 staged on the worker's disk; the pseudonym key in no SQL text and no log; the bytes received
 from PostgreSQL bounded by the histogram, not the rows; a missing privilege and what the engine
-does not run refused in one line, nothing written, no temporary table left."""
+does not run refused in one line, nothing written, no temporary table left; the swap keeping
+what the old table had; a SIGKILL before the swap leaving the previous release."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -112,13 +114,12 @@ def _no_parquet_while_running(monkeypatch, folder: Path) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("settings", [KEPT_AND_PSEUDONYMS, L_AND_RISK], ids=["k-pseudo", "l-risk"])
+@pytest.mark.parametrize("name,settings", [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK)])
 def test_the_postgresql_engine_releases_what_the_chunk_path_releases(
-    tmp_path, capsys, monkeypatch, caplog, pg, settings
+    tmp_path, capsys, monkeypatch, caplog, pg, name, settings
 ):
     monkeypatch.setenv("SKALD_TEST_KEY", KEY)
     caplog.set_level(logging.DEBUG, logger="airflow_skald")
-    name = "pseudo" if "pseudonym_key" in settings else "lrisk"
     manifests, errors = {}, ""
     for engine in ("chunks", "postgresql"):
         if engine == "postgresql":
@@ -258,3 +259,41 @@ def test_the_swap_keeps_grants_policies_indexes_comments_and_owner(tmp_path, cap
         assert rows(pg, f"SET ROLE {reader}", count) == [(0,)]  # still sees nothing
         assert rows(pg, count)[0][0] > 0
         assert json.loads((tmp_path / "kept" / "manifest.json").read_text())["k"] == 4
+
+
+def test_sigkill_after_the_engine_wrote_its_new_table_leaves_the_previous_release(
+    tmp_path, capsys, pg
+):
+    """A run killed once PostgreSQL has written its new table, before the swap: the previous
+    release is as it was (rows, comment), and the next run drops the killed run's table."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    repo = Path(__file__).resolve().parents[3]
+    release = "research.killed"
+    assert _run(tmp_path, _config(tmp_path, "postgresql", "killed"), "first", capsys)[0] == 0
+    state = f"SELECT obj_description('{release}'::regclass), (SELECT count(*) FROM {release})"
+    before = rows(pg, state)
+    path = _write(tmp_path, _config(tmp_path, "postgresql", "killed", privacy={"k": 6}), "second")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "airflow_skald.cli", "run", path, "-q", "--overwrite"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=dict(os.environ, PYTHONPATH=str(repo)),
+        cwd=str(repo),
+    )
+    new = "SELECT count(*) FROM pg_class WHERE relname LIKE 'killed\\_\\_skald\\_new\\_%'"
+    deadline, written = time.monotonic() + 120, False
+    while time.monotonic() < deadline and proc.poll() is None and not written:
+        written = rows(pg, new)[0][0] > 0
+        time.sleep(0.005)
+    assert written and proc.poll() is None, "the run ended before the swap could be missed"
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert rows(pg, state) == before
+    cfg = _config(tmp_path, "postgresql", "killed", privacy={"k": 6})
+    code, err = _run(tmp_path, cfg, "third", capsys, "--overwrite")
+    assert code == 0, err
+    assert rows(pg, new) == [(0,)] and rows(pg, state) != before
