@@ -45,9 +45,8 @@ from airflow_skald.core.encode.input_schema import (
     check_types,
     estimate_bytes_per_record,
 )
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats, released_rows
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.privacy.research_subset import released_rows
 
 __all__ = [
     "DICTIONARY",

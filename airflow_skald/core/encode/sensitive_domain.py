@@ -17,6 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.privacy.research_subset import in_subset_codes
+from airflow_skald.core.privacy.value_order import value_text
 
 
 @dataclass
@@ -263,11 +265,6 @@ def as_stored(values: pa.Array) -> pa.Array:
     return values.cast(pa.string())
 
 
-def value_text(value: object) -> str:
-    """A sensitive value as a CSV release writes it (pyarrow's text; a null is empty)."""
-    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
-
-
 def code_of(stats: SensitiveStats) -> Callable[[object], int]:
     """The code of a released value among `stats`' values: the value itself, its text (a CSV
     release), or the number a text reads as ("1.0" for 1: a numerical attribute in a CSV
@@ -299,3 +296,10 @@ def sorted_values(values: Sequence, counts: Sequence[int]) -> tuple[list, list[i
     out_v = [v for v, _ in pairs] + ([None] if nulls else [])
     out_c = [c for _, c in pairs] + ([nulls] if nulls else [])
     return out_v, out_c
+
+
+def released_rows(column: str, values: pa.ChunkedArray | pa.Array) -> np.ndarray:
+    """Which rows of one chunk's research subset column mark a released record (a bool per
+    row)."""
+    stats = SensitiveStats.of_column(column, values)
+    return in_subset_codes(column, stats.values)[stats.codes(values)]

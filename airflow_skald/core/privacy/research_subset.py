@@ -144,14 +144,6 @@ def check_subset_models(models: Sequence[PrivacyModel]) -> None:
         )
 
 
-def released_rows(column: str, values: pa.ChunkedArray | pa.Array) -> np.ndarray:
-    """Which rows of one chunk's subset column mark a released record (a bool per row)."""
-    from airflow_skald.core.encode.sensitive_domain import SensitiveStats
-
-    stats = SensitiveStats.of_column(column, values)
-    return in_subset_codes(column, stats.values)[stats.codes(values)]
-
-
 def released_values(
     config: Any, stats: Any
 ) -> Callable[[pa.Table, dict[str, np.ndarray]], dict[str, np.ndarray]]:

@@ -18,11 +18,17 @@ import json
 from collections.abc import Sequence
 
 import numpy as np
+import pyarrow as pa
 
-from airflow_skald.core.encode.sensitive_domain import value_text
 from airflow_skald.core.errors import ConfigError
 
 ORDERS = ("numbers", "text")
+
+
+def value_text(value: object) -> str:
+    """A sensitive value as a CSV release writes it (pyarrow's text; a null is empty): the text
+    a value is ordered by and matched with."""
+    return "" if value is None else pa.scalar(value).cast(pa.string()).as_py()
 
 
 def java_key(text: str) -> bytes:

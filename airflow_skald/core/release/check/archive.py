@@ -24,9 +24,10 @@ import numpy as np
 
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.io import filesystem
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats, value_text
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyModel
+from airflow_skald.core.privacy.value_order import value_text
 from airflow_skald.core.release.write.manifest_schema import Manifest
 
 SENSITIVE_COUNTS = "sensitive_counts.json"
