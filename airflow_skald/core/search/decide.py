@@ -16,7 +16,13 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.lattice import MONOTONE, PARTLY_MONOTONE, Lattice, search_optimal
+from airflow_skald.core.lattice import (
+    MONOTONE,
+    PARTLY_MONOTONE,
+    Lattice,
+    SearchOutcome,
+    search_optimal,
+)
 from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max_suppressed
 from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
@@ -80,20 +86,7 @@ def search_lattice(
     ctx = QualityContext(plan.dims, plan.root, classes, quality, limit, _kept_size(policy))
     objective = objective or configured_objective(ctx)
     losses = label_losses(ctx, policy.models, objective)  # ADR 0046 (None: nothing reads them)
-    outcome = None
-    if table is not None and losses is None:
-        outcome = table.search(lattice, policy, objective, plan.tops, priority)
-    if outcome is None:
-        outcome = search_optimal(
-            lattice,
-            NodeEvaluator.of(lattice, source, policy, objective, n, losses),
-            plan.tops,
-            priority,
-            predicate=MONOTONE if policy.all_monotone else PARTLY_MONOTONE,
-            ties=objective.ties,
-            order=objective.search_order,
-            node_bounds=objective.node_bounds(lattice),
-        )
+    outcome = _search(plan, lattice, source, policy, objective, priority, n, losses, table)
     if outcome.best is None:
         raise _nothing_passes(source, policy, lattice.upper, n, losses)
     best = lattice.node(outcome.best)
@@ -106,6 +99,35 @@ def search_lattice(
         counts.bounded_bins,  # what N_RAM bounds (docs/design.md §4b)
     )
     return _decision(plan, policy, ctx, objective, best, chosen, searched, analysis, n)
+
+
+def _search(
+    plan: Plan,
+    lattice: Lattice,
+    source: ClassSource,
+    policy: PrivacyPolicy,
+    objective: Metric,
+    priority: Sequence[int],
+    n: int,
+    losses: LabelLoss | None,
+    table: StepNodes | None,
+) -> SearchOutcome:
+    """The search's outcome: every node judged in arrays (`table`, where it applies), else
+    the lattice walked node by node (`search_optimal`)."""
+    if table is not None and losses is None:
+        outcome = table.search(lattice, policy, objective, plan.tops, priority)
+        if outcome is not None:
+            return outcome
+    return search_optimal(
+        lattice,
+        NodeEvaluator.of(lattice, source, policy, objective, n, losses),
+        plan.tops,
+        priority,
+        predicate=MONOTONE if policy.all_monotone else PARTLY_MONOTONE,
+        ties=objective.ties,
+        order=objective.search_order,
+        node_bounds=objective.node_bounds(lattice),
+    )
 
 
 def _decision(
