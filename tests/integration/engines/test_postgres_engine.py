@@ -297,3 +297,27 @@ def test_sigkill_after_the_engine_wrote_its_new_table_leaves_the_previous_releas
     code, err = _run(tmp_path, cfg, "third", capsys, "--overwrite")
     assert code == 0, err
     assert rows(pg, new) == [(0,)] and rows(pg, state) != before
+
+
+def test_the_input_version_follows_the_tables_rows(tmp_path, pg):
+    """The manifest's input identity (ChunkRef.version) is the table's version, computed by
+    PostgreSQL in one scan: an update of one row changes it; a view's is its content's."""
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.registry import open_engine
+    from airflow_skald.core.run.state import Run
+
+    load_table(pg, "clinic.versioned", table(60, 5), key=["pid"])
+    execute(pg, "CREATE VIEW clinic.versioned_view AS SELECT * FROM clinic.versioned")
+
+    def version(name: str) -> str:
+        cfg = _config(tmp_path, "postgresql", "versioned")
+        cfg["input"].update(table=name, order_by=["pid"])
+        run = Run(config_from_dict(cfg))
+        return open_engine(run.config).list_input(run)[0].version
+
+    table_before, view_before = version("clinic.versioned"), version("clinic.versioned_view")
+    assert table_before.startswith("pgversion:") and view_before.startswith("pgsum:")
+    assert version("clinic.versioned") == table_before  # read again: the same
+    execute(pg, "UPDATE clinic.versioned SET age = age + 1 WHERE pid = 'P5-7'")
+    assert version("clinic.versioned") != table_before
+    assert version("clinic.versioned_view") != view_before

@@ -116,7 +116,7 @@ class PostgresEngine(Engine):
             order = read_order(session.db, db)
             check_privileges(session, db.table, config.output_table)
             check_hashable(config, PREFIX, source.schema)
-            n, version = fingerprint(session, source)
+            n, version = fingerprint(session, source, _table(db.table))
         if not n:
             raise DataError(f"input {db.table} has no records")
         size = config.chunk_rows
@@ -180,10 +180,15 @@ class PostgresEngine(Engine):
         return Written(names, classes_of(grouped, qids, sensitive), table_columns=list(columns))
 
 
+def _table(name: str) -> exp.Table:
+    """`schema.table` (or `table`) as a quoted table."""
+    schema, _, table = name.rpartition(".")
+    return D.table(table, schema or None)
+
+
 def _source(session: PostgresSession, run: Run, rows: bool) -> SqlInput:
     """The input table as a temporary view, its Arrow schema as the extract stages it."""
     db = run.config.database
-    schema, _, table = db.table.rpartition(".")
     columns: list[exp.Expression] = [exp.Star()]
     if rows:
         order = read_order(session.db, db)  # the order the chunk path reads in
@@ -192,7 +197,7 @@ def _source(session: PostgresSession, run: Run, rows: bool) -> SqlInput:
             order=exp.Order(expressions=[exp.Ordered(this=D.column(c)) for c in order]),
         )
         columns.append(exp.Sub(this=number, expression=D.number(1)).as_(passes.ROW_COLUMN))
-    select = exp.select(*columns).from_(D.table(table, schema or None))
+    select = exp.select(*columns).from_(_table(db.table))
     view = session.view(select, "input")
     empty = session.query(exp.select(exp.Star()).from_(D.table(view)).limit(0))
     return SqlInput(view, plain_types(empty).schema, f"input table {db.table}")

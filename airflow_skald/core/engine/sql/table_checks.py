@@ -1,6 +1,6 @@
 """What the PostgreSQL engine checks in the database itself (docs/design.md §2a, §2b, ADR 0061):
 the privileges the run needs, before any pass (one line naming the missing one); the input's
-row count and fingerprint (the manifest's input identity, computed by the engine: no row
+row count and version (the manifest's input identity, computed by the engine: no row
 crosses); the pseudonymised columns of the table it wrote (as `skald verify` checks a part's,
 `transform.pseudonyms.verify`, counted by the engine)."""
 
@@ -52,20 +52,48 @@ def check_privileges(session: SqlSession, table: str, target: TableTarget) -> No
             )
 
 
-def fingerprint(session: SqlSession, source: SqlInput) -> tuple[int, str]:
-    """The input's row count and a fingerprint of its rows, computed by the engine: the sum of
-    each row's 64-bit text hash (`hashtextextended`), a multiset hash (the read order follows
-    from the rows and `order_by`, which the config's hash holds)."""
-    row = exp.cast(exp.column(D.name("r")), exp.DataType.build("TEXT"))
-    hashed = exp.cast(_f("hashtextextended", row, D.number(0)), exp.DataType.build("NUMERIC"))
-    select = exp.select(
-        D.count_star().as_("n"),
-        exp.cast(exp.Sum(this=hashed), exp.DataType.build("TEXT")).as_("h"),
-    ).from_(exp.alias_(D.table(source.relation), "r"))
+def fingerprint(session: SqlSession, source: SqlInput, table: exp.Table) -> tuple[int, str]:
+    """The input's row count and its version, computed by the engine in one scan, as
+    `io.file_version` gives a file's (size, modification): the table's storage
+    (`pg_relation_filenode`: a TRUNCATE, VACUUM FULL or rewrite changes it), its rows and the
+    newest transaction that wrote a row (`max(xmin)`: an insert or update moves it, a delete
+    the count). A relation without row versions (a view, a foreign table) is fingerprinted
+    by its content: the sum of each row's 64-bit text hash (`hashtextextended`), slower."""
+    stored = _stored(session, table)
+    if stored:
+        newest = exp.Max(this=exp.cast(exp.cast(D.column("xmin"), "TEXT"), "BIGINT"))
+        node = _f("pg_relation_filenode", _f("to_regclass", D.text(_regclass(table))))
+        what = exp.Concat(
+            expressions=[exp.cast(newest, "TEXT"), D.text("@"), exp.cast(node, "TEXT")]
+        )
+        relation: exp.Expression = table
+    else:
+        row = exp.cast(exp.column(D.name("r")), "TEXT")
+        hashed = exp.cast(_f("hashtextextended", row, D.number(0)), "NUMERIC")
+        what = exp.cast(exp.Sum(this=hashed), "TEXT")
+        relation = exp.alias_(D.table(source.relation), "r")
+    select = exp.select(D.count_star().as_("n"), what.as_("h")).from_(relation)
     found = session.query(select).to_pylist()[0]
     n = int(found["n"])
     body = f"{source.where}:{n}:{found['h']}"
-    return n, "pgsum:" + hashlib.sha256(body.encode()).hexdigest()
+    label = "pgversion:" if stored else "pgsum:"
+    return n, label + hashlib.sha256(body.encode()).hexdigest()
+
+
+def _regclass(table: exp.Table) -> str:
+    return ".".join(f'"{p}"' for p in (table.db, table.name) if p)
+
+
+def _stored(session: SqlSession, table: exp.Table) -> bool:
+    """Whether `table` keeps row versions (a table, partitioned or not, a materialised view)."""
+    kind = _f("to_regclass", D.text(_regclass(table)))
+    select = (
+        exp.select(D.column("relkind"))
+        .from_(exp.to_table("pg_catalog.pg_class"))
+        .where(exp.EQ(this=D.column("oid"), expression=kind))
+    )
+    found = session.query(select).column("relkind").to_pylist()
+    return bool(found) and found[0] in ("r", "p", "m")
 
 
 def pseudonyms_well_formed(session: SqlSession, table: exp.Table, config, label: str) -> None:
