@@ -138,6 +138,7 @@ def _grouped(session: SqlSession, source: SqlInput, coding: Coding, key: exp.Exp
     else:
         select = grouped_select(source, coding, key, how == "weighted")
     table = session.query(select)
+    table = table.filter(table.column("k").is_valid())  # a criterion's rows out of a subset
     keys = table.column("k").to_numpy().astype(np.int64)
     return keys, table.column("n").to_numpy().astype(np.int64)
 

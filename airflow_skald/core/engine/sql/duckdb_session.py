@@ -77,6 +77,14 @@ class DuckDBSession:
         self.execute(create_temporary(name, select))
         return name
 
+    def view(self, select: exp.Select, prefix: str) -> str:
+        """`select` as a new temporary view (gone with the in-memory database at `close`)."""
+        name = temporary_name(prefix)
+        view = exp.Create(this=D.table(name), kind="VIEW", expression=select)
+        view.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+        self.execute(view)
+        return name
+
     def close(self) -> None:
         try:
             for name in self.temporaries:

@@ -22,6 +22,7 @@ from airflow_skald.core.encode.dimensions import NumericalDimension
 from airflow_skald.core.encode.domain import DomainStats, check_files
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql import subset
 from airflow_skald.core.engine.sql.coding import Coding, build_coding
 from airflow_skald.core.engine.sql.counts import root_counts
 from airflow_skald.core.engine.sql.domain import (
@@ -69,6 +70,7 @@ def relation_stats(
     scans, the plain numerical QIDs' summaries with the row count, and every other QID's and
     counted attribute's distinct values (GROUPING SETS)."""
     columns, bpr, files = checked
+    source = subset.flagged(session, source, config)
     qs = config.quasi_identifiers
     summary = summaries(session, source, [q if plain_numerical(q) else None for q in qs])
     n = int(summary["n"])
@@ -83,6 +85,8 @@ def relation_stats(
     }
     numbers = numbers_of(config)
     sensitive = {a: sensitive_stats(source, a, a in numbers, tables[a]) for a in counted}
+    if config.research_subset is not None:  # criteria count the subset's records (§4e)
+        sensitive.update(subset.subset_counted(session, source, config, sensitive, numbers))
     return DomainStats(n, n_chunks, columns, bpr, qids, files, sensitive)
 
 
@@ -102,14 +106,18 @@ def load_distinct(
 
 
 def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldConfig) -> Coding:
-    attributes = plan.value_attributes(config.counted_attributes)
+    """The codes over `source` (a keyed subset's flag derived: `subset.flagged`), the
+    subset's flag first and the criteria's codes null outside it (`subset.subset_codes`)."""
+    attributes = subset.ordered(config, plan.value_attributes(config.counted_attributes))
     load_distinct(session, source, plan, attributes)
-    return build_coding(session, source, plan, attributes)
+    coding = build_coding(session, source, plan, attributes)
+    return subset.subset_codes(config, coding, plan.stats.sensitive)
 
 
 def histogram(session: SqlSession, source: SqlInput, config: SkaldConfig, plan: Plan) -> RootCounts:
     """Phase 2: the root histogram, counted in the engine (and the class sums of the
     microaggregated QIDs counted as sums, `microaggregation.class_sums_at`)."""
+    source = subset.flagged(session, source, config)
     coding = coding_of(session, source, plan, config)
     counts = root_counts(session, source, coding, plan)
     if plan.summed:
@@ -135,6 +143,7 @@ def chunk_first_rows(
     from airflow_skald.core.count.first_rows import ROW_BITS
 
     table = session.send("wanted", pa.table({"k": np.asarray(wanted, dtype=np.int64)}))
+    source = subset.flagged(session, source, config)
     coding = coding_of(session, source, plan, config)
     key = coding.key(plan, node)
     select = coding.relation(source).join(
@@ -153,7 +162,13 @@ ROW_COLUMN = "file_row_number"
 
 
 ReleaseTables = tuple[
-    Coding, list[str | None], str | None, str | None, dict[str, str], RecodedRelease | None
+    Coding,
+    list[str | None],
+    str | None,
+    str | None,
+    dict[str, str],
+    RecodedRelease | None,
+    str | None,
 ]
 
 
@@ -168,10 +183,12 @@ def release_tables(
     """What phase 3's SELECT joins (`release.released_select`'s arguments after the
     decision), sent once from the `whole` input: the coding, the label tables, the suppressed
     keys' table, the pseudonym key's table, the aggregates' tables (`aggregates`:
-    `run.microaggregates()`) and local recoding's steps."""
+    `run.microaggregates()`), local recoding's steps and the research subset's marks
+    (`subset.subset_table`)."""
     from airflow_skald.core.engine.sql.microaggregation import send_aggregates
     from airflow_skald.core.engine.sql.pseudonyms import send_key
 
+    whole = subset.flagged(session, whole, config)
     coding = coding_of(session, whole, plan, config)
     recoded = send_recoded(session, whole, plan, decision, coding) if decision.steps else None
     labels, suppressed = (
@@ -180,7 +197,8 @@ def release_tables(
     aggregated = send_aggregates(session, aggregates)
     pseudonyms = config.transformation(Pseudonyms)
     key = send_key(session, pseudonyms.key.secret()) if pseudonyms and pseudonyms.names else None
-    return coding, labels, suppressed, key, aggregated, recoded
+    marks = subset.subset_table(session, whole, config, plan.stats.sensitive)
+    return coding, labels, suppressed, key, aggregated, recoded, marks
 
 
 def write_parts(

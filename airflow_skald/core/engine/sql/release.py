@@ -68,11 +68,7 @@ def _coded_rows(
     it, by QID index (QIDs of one bin at the node have none)."""
     qids = {d.name for d in plan.dims}
     taken = set(plan.stats.columns)
-    out = [
-        D.column(n, INPUT).as_(n)
-        for n in released_columns(config, plan.stats.columns)
-        if n not in qids
-    ]
+    out = [D.column(n, INPUT).as_(n) for n in output_columns(config, plan) if n not in qids]
     codes, names = {}, {}
     for i, (q, level) in enumerate(zip(coding.qids, node, strict=True)):
         if plan.dims[i].cards[level] > 1:
@@ -102,6 +98,14 @@ def _rows(
     return exp.select().from_(rows), class_key, codes
 
 
+def output_columns(config: SkaldConfig, plan: Plan) -> list[str]:
+    """The input's columns the release holds (`generalise.part.released_columns`), without
+    a research subset's column (`research_subset.subset_rows` leaves it out)."""
+    columns = released_columns(config, plan.stats.columns)
+    subset = config.research_subset
+    return [c for c in columns if subset is None or c != subset.column]
+
+
 def _fresh(name: str, taken: set[str]) -> str:
     while name in taken:
         name = "_" + name
@@ -120,15 +124,20 @@ def released_select(
     key: str | None = None,
     aggregated: dict[str, str] | None = None,
     recoded: RecodedRelease | None = None,
+    marks: str | None = None,
 ) -> exp.Select:
     """The released rows of `source`: `labels[i]` is QID i's label table (None: one bin),
     `suppressed` the table of suppressed class keys (None: none suppressed), `key` the
     pseudonym key's table (`pseudonyms.send_key`; None: no pseudonyms), `aggregated` the
     microaggregated QIDs' tables of class labels (`microaggregation.send_aggregates`),
     `recoded` local recoding's step tables (`recoding.send_recoded`; then `labels` and
-    `suppressed` are not read)."""
+    `suppressed` are not read), `marks` the research subset's (`subset.subset_table`: only
+    its records are released)."""
     from airflow_skald.core.engine.sql.microaggregation import aggregate_label
     from airflow_skald.core.engine.sql.pseudonyms import KEY, pseudonym
+    from airflow_skald.core.engine.sql.subset import released_rows
+
+    source = released_rows(session, source, config, marks)
 
     node = tuple(int(x) for x in decision.node)
     select, class_key, codes = _rows(source, config, plan, node, coding, recoded is None)
@@ -148,7 +157,7 @@ def released_select(
     pseudonyms = config.transformation(Pseudonyms)
     pseudonymised = pseudonyms.names if pseudonyms else ()
     out = []
-    for name in released_columns(config, plan.stats.columns):
+    for name in output_columns(config, plan):
         if name in pseudonymised and key is not None:
             out.append(pseudonym(name, source.type_of(name), session.dialect).as_(name))
             continue

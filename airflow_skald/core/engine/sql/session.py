@@ -34,6 +34,10 @@ class SqlSession(Protocol):
         """The rows of `select` as a new temporary table in the engine (nothing crosses)."""
         ...
 
+    def view(self, select: exp.Select, prefix: str) -> str:
+        """`select` as a new temporary view in the engine (nothing is computed until read)."""
+        ...
+
     def close(self) -> None: ...
 
 

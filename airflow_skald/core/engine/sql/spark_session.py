@@ -105,6 +105,10 @@ class SparkSqlSession:
     def create(self, select: exp.Select, prefix: str) -> str:
         return self.name(self.frame(select).localCheckpoint(), prefix)
 
+    def view(self, select: exp.Select, prefix: str) -> str:
+        """`select` as a new temporary view (a name the passes read as their relation)."""
+        return self.name(self.frame(select), prefix)
+
     def close(self) -> None:
         for name in self.temporaries:
             self.spark.catalog.dropTempView(name)

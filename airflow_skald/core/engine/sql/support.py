@@ -7,7 +7,6 @@ from __future__ import annotations
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import dp_of
-from airflow_skald.core.privacy.k_map_exact import ExactKMap
 from airflow_skald.core.transform import registry as transform_registry
 
 #: privacy models (their config keys) whose figures the engine's counts carry exactly
@@ -21,7 +20,8 @@ SUPPORTED_MODELS: frozenset[str] = frozenset(
         "average_risk",
         "sample_uniqueness",
         "population_uniqueness",
-        "k_map",  # with an estimator (k_map against a population table: refused below)
+        "k_map",  # with an estimator, or exact against the population (a research subset)
+        "delta_presence",
     }
 )
 
@@ -36,14 +36,13 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
     transformed = transform_registry.engine_refusal(config.transformations, engine)
     checks = [
         (transformed is not None, transformed),
-        (config.research_subset is not None, "research_subset"),
         (config.utility is not None, "utility (the analysis reads the released rows)"),
     ]
     for present, what in checks:
         if present:
             return f"{what} does not run in the {engine} engine yet; use execution: chunks"
     for model in config.privacy:
-        if model.config_key not in SUPPORTED_MODELS or isinstance(model, ExactKMap):
+        if model.config_key not in SUPPORTED_MODELS:
             return (
                 f"privacy.{model.config_key} does not run in the {engine} engine yet; "
                 "use execution: chunks"
