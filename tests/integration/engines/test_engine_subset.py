@@ -32,11 +32,15 @@ CASES = [
             "suppressed_records": "drop",
         },
     ),
-    (  # exact k-map, the subset a dataset of keys; adaptive root (the counting chain)
+    (  # exact k-map and t-closeness (the subset's distribution), the subset a dataset of keys; adaptive root (the counting chain)
         53,
         "keys",
         {
-            "privacy": {"k_map": {"k": 4}, "suppression_limit": 0.1},
+            "privacy": {
+                "k_map": {"k": 4},
+                "t_closeness": [{"attribute": "score", "t": 0.3, "distance": "ordered"}],
+                "suppression_limit": 0.1,
+            },
             "memory": {"histogram_bins": 300, "root": "adaptive"},
         },
     ),
@@ -96,3 +100,77 @@ def test_duckdb_research_subset_releases_what_the_chunk_path_releases(
     released = pa.concat_tables(pq.read_table(p) for p in sorted(out["duckdb"].glob("part-*")))
     assert "in_study" not in released.column_names
     assert released.num_rows < sum(t.num_rows for t in tables)
+
+
+def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
+    """PostgreSQL's passes with a keyed subset, δ-presence (δmin > 0) and l-diversity over the
+    subset: the chunk path's statistics, root counts, node, figures and released rows; no
+    temporary table or view is left."""
+    from collections import Counter
+
+    from engine_compare import rows_multiset
+    from helpers_postgres import fresh_database
+    from sqlglot import exp
+    from test_postgres_passes import _load
+
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.sql import dialect as D
+    from airflow_skald.core.engine.sql import passes
+    from airflow_skald.core.engine.sql.domain import SqlInput
+    from airflow_skald.core.engine.sql.postgres_session import PostgresSession
+    from airflow_skald.core.run import pipeline as P
+
+    tables = population(tmp_path / "in", 54, n_files=1, rows=240)
+    settings = {
+        "privacy": {
+            "k": 2,
+            "delta_presence": {"min": 0.1, "max": 0.8},
+            "l_diversity": [{"attribute": "disease", "l": 2}],
+            "suppression_limit": 0.1,
+        },
+        "research_subset": subset_of(tmp_path, "keys", tables),
+    }
+    cfg = config_from_dict(config(tmp_path / "in", tmp_path / "out", **settings))
+    chunks = P.list_chunks(cfg)
+    stats = P.scan_domain(cfg, chunks)
+    plan = P.plan_root(cfg, stats)
+    counts = P.count_histogram(cfg, plan, chunks)
+    decision = P.search_lattice(cfg, plan, counts)
+    staged = tmp_path / "chunks"
+    staged.mkdir()
+    P.write_parts(cfg, plan, decision, chunks, str(staged))
+    with fresh_database("skald_subset") as uri:
+        _load(uri, "people", tables[0])
+        session = PostgresSession(uri)
+        try:
+            schema = session.query(exp.select(exp.Star()).from_(D.table("people")).limit(0))
+            source = SqlInput("people", schema.schema, "table people")
+            stats_sql = passes.domain_stats(session, source, cfg, chunks)
+            assert stats_sql.to_dict() == stats.to_dict()
+            counts_sql = passes.histogram(session, source, cfg, plan)
+            assert counts_sql.compact().to_bytes() == counts.compact().to_bytes()
+            decision_sql = P.search_lattice(cfg, plan, counts_sql)
+            assert (decision_sql.node, decision_sql.figures) == (decision.node, decision.figures)
+            released: Counter = Counter()
+
+            def fetch(select, _name):
+                for row in session.query(select).to_pylist():
+                    released[
+                        tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))
+                    ] += 1
+
+            parts = [("p", source)]
+            passes.write_parts(session, source, parts, cfg, plan, decision_sql, fetch)
+            assert released == rows_multiset(staged) and released
+        finally:
+            session.close()
+        left = PostgresSession(uri)
+        try:
+            found = left.query(
+                exp.select(D.column("relname"))
+                .from_(exp.to_table("pg_catalog.pg_class"))
+                .where(exp.Like(this=D.column("relname"), expression=D.text("skald\\_%")))
+            )
+            assert found.num_rows == 0
+        finally:
+            left.close()

@@ -83,7 +83,7 @@ class PostgresSession:
 
     def close(self) -> None:
         try:
-            for name in self.views:
+            for name in reversed(self.views):  # a view before the views it reads
                 self.execute(exp.Drop(tables=[D.table(name)], kind="VIEW", exists=True))
             for name in self.temporaries:
                 self.execute(drop(name))
