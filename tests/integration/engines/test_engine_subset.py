@@ -174,3 +174,25 @@ def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
             assert found.num_rows == 0
         finally:
             left.close()
+
+
+def test_a_subset_keyed_by_a_double_column_is_refused_in_one_line(tmp_path, capsys):
+    """pyarrow's text of a double is not the engines' (1.0 vs 1): refused, exit 2, no
+    release, rather than another subset than the chunk path's."""
+    tables = population(tmp_path / "in", 55, n_files=1, rows=60)
+    pq.write_table(tables[0].select(["income"]).slice(0, 20), tmp_path / "keys.parquet")
+    subset = {"path": str(tmp_path / "keys.parquet"), "key": ["income"]}
+    out = tmp_path / "out"
+    cfg = config(
+        tmp_path / "in",
+        out,
+        execution={"engine": "duckdb"},
+        research_subset=subset,
+        privacy={"k_map": {"k": 2}},
+    )
+    cfg["direct_identifiers"] = [*cfg["direct_identifiers"], "in_study"]
+    code, err = run_cli(tmp_path, cfg, "refused", capsys)
+    assert code == 2
+    assert err.strip().count("\n") == 0
+    assert "research_subset key column 'income' is double" in err
+    assert not out.exists()
