@@ -138,15 +138,27 @@ def verify_release(
     figures = _figures(read, judged, population, n_records)
     report = _report(figures, judged.policy, len(read.parts), judged.skipped)
     if judged.recorded is not None:
-        n_qids = len(read.qids)
         report["steps_checked"] = verify_recorded(
-            read.classes, n_qids, judged.full, judged.sensitive, judged.recorded, n_records
+            read.classes, len(read.qids), judged.full, judged.sensitive, judged.recorded, n_records
         )
     if read.manifest is not None:
-        _as_its_manifest(report, read.manifest, figures, judged.policy, (k, suppression_limit))
-        _no_direct_identifiers(read.manifest, read.location, read.parts, table_columns)
-        transform_registry.check_release(read.manifest, read.location, read.parts)
+        _as_manifested(report, read, figures, judged.policy, (k, suppression_limit), table_columns)
     return report
+
+
+def _as_manifested(
+    report: dict,
+    read: _Read,
+    figures: dict,
+    policy: PrivacyPolicy,
+    overrides: tuple[int | None, Fraction | float | str | None],
+    table_columns: Sequence[str] | None,
+) -> None:
+    """The release against its manifest: its figures and models, no direct identifier, and
+    each transformation's own part (the registry's `check_release`)."""
+    _as_its_manifest(report, read.manifest, figures, policy, overrides)
+    _no_direct_identifiers(read.manifest, read.location, read.parts, table_columns)
+    transform_registry.check_release(read.manifest, read.location, read.parts)
 
 
 @dataclass(frozen=True)
