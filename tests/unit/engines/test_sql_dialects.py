@@ -55,28 +55,27 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
         }
     )
     pq.write_table(table, folder / "in.parquet")
-    cfg = config_from_dict(
-        {
-            "input": {"path": str(folder / "in.parquet"), "format": "parquet"},
-            "output": {"path": str(folder / "out"), "format": "parquet"},
-            "quasi_identifiers": [
-                {
-                    "name": ODD,
-                    "type": "categorical",
-                    "hierarchy": {"a": ["ab"], "b": ["ab"], "c": ["c"]},
-                },
-                {"name": "age", "type": "numerical", "min_width": 1},
-                {"name": "w", "type": "numerical", "min_width": 0.25},
-            ],
-            "sensitive_attributes": ["s"],
-            "privacy": {
-                "k": 2,
-                "l_diversity": [{"attribute": "s", "l": 2}],
-                "suppression_limit": 0.1,
+    raw = {
+        "input": {"path": str(folder / "in.parquet"), "format": "parquet"},
+        "output": {"path": str(folder / "out"), "format": "parquet"},
+        "quasi_identifiers": [
+            {
+                "name": ODD,
+                "type": "categorical",
+                "hierarchy": {"a": ["ab"], "b": ["ab"], "c": ["c"]},
             },
-            "memory": {"histogram_bins": 300, "root": "adaptive"},
-        }
-    )
+            {"name": "age", "type": "numerical", "min_width": 1},
+            {"name": "w", "type": "numerical", "min_width": 0.25},
+        ],
+        "sensitive_attributes": ["s"],
+        "privacy": {
+            "k": 2,
+            "l_diversity": [{"attribute": "s", "l": 2}],
+            "suppression_limit": 0.1,
+        },
+        "memory": {"histogram_bins": 300, "root": "adaptive"},
+    }
+    cfg = config_from_dict(raw)
     session = Recording()
     view = exp.Create(
         this=D.table("skald_input"),
@@ -103,6 +102,29 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
     passes.write_parts(
         session, source, [("p", source)], recoding, plan, recoded, lambda s, _: session.query(s)
     )
+    # a research subset given by keys (ADR 0068): the flag's view, the subset's counts and rows
+    keys = {"age": pa.array(range(20, 40), pa.int64()), ODD: ["a", "b"] * 10}
+    pq.write_table(pa.table(keys), folder / "keys.parquet")
+    keyed = config_from_dict(
+        {
+            **raw,
+            "research_subset": {"path": str(folder / "keys.parquet"), "key": ["age", ODD]},
+            "privacy": {
+                "k": 2,
+                "delta_presence": {"min": 0.0, "max": 1.0},
+                "l_diversity": [{"attribute": "s", "l": 2}],
+                "suppression_limit": 0.1,
+            },
+        }
+    )
+    stats = passes.domain_stats(session, source, keyed, chunks)
+    plan = P.plan_root(keyed, stats)
+    counts = passes.histogram(session, source, keyed, plan)
+    plan = plan.with_root(counts.node, counts.bounded_bins)
+    decision = P.search_lattice(keyed, plan, counts)
+    passes.write_parts(
+        session, source, [("p", source)], keyed, plan, decision, lambda s, _: session.query(s)
+    )
     session.close()
     return session.statements
 
@@ -111,6 +133,7 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
 def test_every_statement_is_written_and_parsed_back_in_each_dialect(statements, dialect):
     kinds = {type(s).__name__ for s in statements}
     assert {"Select", "Create", "Drop"} <= kinds
+    assert any(s.find(exp.DPipe) for s in statements)  # a subset keyed by two columns (ADR 0068)
     for statement in statements:
         text = D.render(statement, dialect)
         again = sqlglot.parse_one(text, read=dialect)
