@@ -78,9 +78,16 @@ class KeysAt:
 
 
 def in_sorted(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
-    """Whether each of `keys` is among `sorted_keys`."""
+    """Whether each of `keys` (non-negative) is among `sorted_keys`: a table over the keys' range
+    when it is small beside `keys` (the global node's bins: one lookup each), else a binary
+    search."""
     if sorted_keys.size == 0:
         return np.zeros(keys.size, dtype=bool)
+    last = int(sorted_keys[-1])
+    if last < max(1 << 16, 2 * keys.size):
+        table = np.zeros(last + 2, dtype=bool)
+        table[sorted_keys] = True
+        return table[np.minimum(keys, last + 1)]
     pos = np.minimum(np.searchsorted(sorted_keys, keys), sorted_keys.size - 1)
     return sorted_keys[pos] == keys
 
