@@ -126,6 +126,7 @@ class SkaldBaseOperator(BaseOperator):
         from airflow_skald.core.run.runner import Run
         from airflow_skald.core.settings.table import check_run_conf
         from airflow_skald.operators.artifacts import RunArtifacts
+        from airflow_skald.operators.connections import resolver
         from airflow_skald.operators.secrets import connection_uri, provide_secrets
 
         dag = context.get("dag")
@@ -152,7 +153,9 @@ class SkaldBaseOperator(BaseOperator):
         self.log.info("SKALD %s (%s): %s", self.task_id, self.mode, settings_line(config))
         self._lineage = {"input": config.input.path, "output": config.output.path, "manifest": None}
         run = Run(config, store, token=f"{store.dag_id}-{store.run_id}")
-        run.resolve_connection = connection_uri  # a database's Airflow connection id
+        run.resolve_connection = resolver(
+            config
+        )  # an Airflow connection id (a database's, Spark's)
         # OpenLineage's naming of a PostgreSQL table; until its connection is found (a missing
         # one fails the task here) the connection's id stands for its host and database
         if config.database is not None and config.database.table:

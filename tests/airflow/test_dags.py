@@ -562,3 +562,23 @@ def test_templated_relative_output_path(dagbag, artifacts_root, tmp_path):
     assert manifest(out)["verified"] is True and manifest(out)["n_records"] == 600
     assert sorted(p.name for p in (tmp_path / "rel").iterdir()) == ["daily-2026-03-01"]
     assert not list(Path.cwd().glob("rel/daily-*"))
+
+
+def test_a_dag_run_with_an_engine_releases_what_the_chunk_path_releases(
+    dagbag, artifacts_root, tmp_path, capsys
+):
+    """Issue 43 item 6: the file says `execution: chunks`, the DAG param `execution: duckdb`
+    runs the passes in DuckDB, and the release is the chunk path's (ADR 0069)."""
+    sys.path.insert(0, str(TESTS / "integration" / "engines"))
+    from engine_compare import assert_same_release, config, run_cli, write_files
+
+    inp = write_files(tmp_path / "in", 2, 150, 5)
+    code, err = run_cli(tmp_path, config(inp, tmp_path / "chunks"), "chunks", capsys)
+    assert code == 0, err
+    path = tmp_path / "engine.yaml"
+    path.write_text(yaml.safe_dump(config(inp, tmp_path / "unused", execution="chunks")))
+    out = tmp_path / "duckdb"
+    conf = {"config": str(path), "output_path": str(out), "execution": "duckdb"}
+    run_dag(dagbag, "skald_anonymise", conf)
+    assert json.loads((out / "manifest.json").read_text())["engine"] == "duckdb"
+    assert_same_release(out, tmp_path / "chunks")

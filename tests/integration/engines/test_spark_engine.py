@@ -1,26 +1,44 @@
-"""`execution: {engine: spark, connection: "local[2]"}` end to end through the CLI
-(docs/design.md §2b, ADR 0056): the same manifest figures and released rows (as a multiset)
-as `execution: chunks`; what the engine does not run yet refused before any work in one line
-(exit 2, nothing written). One local Spark (local[2]) for every test of the module, which
-runs on one xdist worker: Spark's start is paid once."""
+"""`execution: {engine: spark, connection: "sc://localhost:PORT/;token=..."}` end to end
+through the CLI (docs/design.md §2b, ADR 0056, ADR 0069): the same manifest figures and
+released rows (as a multiset) as `execution: chunks`, the token in no output; what the engine
+does not run yet refused before any work in one line (exit 2, nothing written). One JVM for
+every test of the module, which runs on one xdist worker (Spark's start is paid once): a local
+Spark (local[2]) that is also a Spark Connect server on a free loopback port (Spark's
+`SparkConnectPlugin`, shipped in pyspark's jars), requiring a token. The engine reaches it
+through Spark Connect's URI, the deployment route, in most cases; one case names `local[2]`,
+and the engine finds the running local session."""
 
 from __future__ import annotations
+
+import socket
 
 import pytest
 from engine_compare import assert_same_release, config, run_cli, same_as_chunks, write_files
 
 pytestmark = pytest.mark.xdist_group("spark")
-SPARK = {"engine": "spark", "connection": "local[2]"}
+LOCAL = {"engine": "spark", "connection": "local[2]"}
+#: the Connect server's token (Spark's `spark.connect.authenticate.token`); the client sends it
+#: without TLS to `localhost` only. The URI holding it is an environment variable's, named by
+#: the config (as a deployment keeps it out of the file).
+TOKEN = "sc-test-token-6d2f0b9a41c8"
+URI_VARIABLE = "SKALD_SPARK_CONNECT_URI"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
 def spark():
-    """This module's one local SparkSession (the engine's `local[2]` finds it running), and its
-    JVM ended with the module: kept for the worker's life it went on costing CPU and memory
-    under the later tests, and a later test's process-group kill could take it down before its
-    teardown."""
+    """This module's one local SparkSession (the engine's `local[2]` finds it running) with a
+    Spark Connect server in its JVM; yields the server's `execution`. The JVM ended with the
+    module: kept for the worker's life it went on costing CPU and memory under the later tests,
+    and a later test's process-group kill could take it down before its teardown."""
     from pyspark.sql import SparkSession
 
+    port = free_port()
     session = (
         SparkSession.builder.master("local[2]")
         .appName("skald-tests")
@@ -30,9 +48,20 @@ def spark():
         .config("spark.default.parallelism", "2")
         .config("spark.driver.memory", "512m")
         .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+        .config("spark.plugins", "org.apache.spark.sql.connect.SparkConnectPlugin")
+        .config("spark.connect.grpc.binding.address", "127.0.0.1")
+        .config("spark.connect.grpc.binding.port", str(port))
+        .config("spark.connect.authenticate.token", TOKEN)
         .getOrCreate()
     )
-    yield session
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv(URI_VARIABLE, f"sc://localhost:{port}/;token={TOKEN}")
+        yield {"engine": "spark", "connection": URI_VARIABLE}
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    client = ConnectSession.getActiveSession()
+    if client is not None:  # the engine's Spark Connect client (its gRPC channel)
+        client.stop()
     session.stop()
     from pyspark import SparkContext
 
@@ -69,18 +98,22 @@ def test_the_spark_engine_releases_what_the_chunk_path_releases(
     monkeypatch.setenv("SKALD_SPARK_TEST_KEY", "a-pseudonym-key-0f3c9e7d1b2a4c68")
     inp = write_files(tmp_path / "in", 2, 150, 11)
     out = {}
-    for name, execution in (("chunks", {"engine": "chunks"}), ("spark", SPARK)):
+    for name, execution in (("chunks", {"engine": "chunks"}), ("spark", spark)):
         out[name] = tmp_path / f"out-{name}"
         code, err = run_cli(
             tmp_path, config(inp, out[name], execution=execution, **settings), name, capsys
         )
         assert code == 0, err
     assert_same_release(out["spark"], out["chunks"])
+    assert TOKEN not in err and not any(
+        TOKEN.encode() in p.read_bytes() for p in out["spark"].rglob("*") if p.is_file()
+    )
 
 
 def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(tmp_path, capsys):
     inp = write_files(tmp_path / "in", 1, 40, 1)
-    cfg = config(inp, tmp_path / "out", execution=SPARK, utility={"folds": 3})
+    execution = {"engine": "spark", "connection": "sc://127.0.0.1:9"}  # never reached
+    cfg = config(inp, tmp_path / "out", execution=execution, utility={"folds": 3})
     code, err = run_cli(tmp_path, cfg, "refused", capsys)
     assert code == 2
     assert "execution.engine spark" in err and "utility" in err
@@ -90,8 +123,9 @@ def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(tmp_path,
 
 def test_spark_microaggregates_as_the_chunk_path(spark, tmp_path, capsys):
     """Integer means in and out of the lattice (class sums counted by Spark, each class's
-    label joined from the worker's table: ADR 0064)."""
+    label joined from the worker's table: ADR 0064); the engine's `local[2]` reuses the
+    module's running local session (its JVM and Spark Connect server unchanged)."""
     from test_engine_microaggregation import CASES
 
     inp = write_files(tmp_path / "in", 2, 150, 23)
-    same_as_chunks(tmp_path, capsys, inp, SPARK, **CASES[2])
+    same_as_chunks(tmp_path, capsys, inp, LOCAL, **CASES[2])

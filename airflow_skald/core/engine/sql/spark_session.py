@@ -1,6 +1,6 @@
 """Spark as an engine (docs/design.md §2b, ADR 0056): a local SparkSession (`local[N]`) or a
 Spark Connect server (`sc://host:port`). pyspark is imported here only (the optional extra
-`airflow-skald[spark]`).
+`airflow-skald[spark]`); a Spark Connect URI through Spark Connect's own client session (ADR 0069).
 
 The worker's small tables (mapping, label, suppressed-key tables) go in as temporary views
 over DataFrames made from Arrow (data, never SQL text); a table the passes make from a query
@@ -34,9 +34,14 @@ SESSION_CONF = {
 CONNECT_SCHEMES = ("sc://", "spark-connect://")
 
 
-def _pyspark():
+def _pyspark(connect: bool = False):
+    """pyspark's SparkSession (`connect`: Spark Connect's client session, whose builder needs
+    no environment change and works beside a local session in the same process)."""
     try:
-        from pyspark.sql import SparkSession
+        if connect:
+            from pyspark.sql.connect.session import SparkSession
+        else:
+            from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigError(
             "execution engine spark needs the pyspark package: pip install 'airflow-skald[spark]'"
@@ -52,13 +57,13 @@ def is_local(connection: str) -> bool:
 def spark_of(connection: str) -> Any:
     """The SparkSession for a master URL (`local[N]`) or a Spark Connect URI (`sc://...`,
     Airflow's `spark-connect://` as Spark Connect's scheme)."""
-    builder = _pyspark().builder
     if is_local(connection):
-        builder = builder.master(connection).appName("skald")
+        builder = _pyspark().builder.master(connection).appName("skald")
         for key, value in LOCAL_CONF.items():
             builder = builder.config(key, value)
         spark = builder.getOrCreate()
     elif connection.startswith(CONNECT_SCHEMES):
+        builder = _pyspark(connect=True).builder
         spark = builder.remote("sc://" + connection.split("://", 1)[1]).getOrCreate()
     else:
         raise ConfigError(
