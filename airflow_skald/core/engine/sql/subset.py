@@ -5,7 +5,7 @@ criteria over a subset (ADR 0045), counted by the engine.
 - A subset given by a dataset of keys (`research_subset: {path, key}`) becomes the derived
   flag column (`subset_keys.FLAG`) of a temporary view over the input: the worker reads the
   subset's distinct keys as the chunk path does (`data.io.subset_keys`) and sends them as a
-  temporary table; a record is flagged iff its key columns' text, joined as
+  temporary table, LEFT JOINed; a record is flagged iff its key columns' text, joined as
   `subset_keys.joined` joins them, is among them (a null key matches none). Key columns of
   another type than integer or text are refused (their text could differ from pyarrow's).
 - Phase 1: the criteria's attributes keep every population value, counted over the subset's
@@ -42,7 +42,7 @@ def ordered(config: SkaldConfig, attributes: tuple[str, ...]) -> tuple[str, ...]
     return tuple(sorted(attributes, key=lambda a: a != config.research_subset.column))
 
 
-def _key_text(source: SqlInput, key: tuple[str, ...]) -> exp.Expression:
+def _key_text(source: SqlInput, key: tuple[str, ...], alias: str) -> exp.Expression:
     """The key columns' text joined by the unit separator (null if any is null)."""
     parts = []
     for name in key:
@@ -54,7 +54,7 @@ def _key_text(source: SqlInput, key: tuple[str, ...]) -> exp.Expression:
                 f"research_subset key column '{name}' is {typ} in {source.where}: the engines "
                 "compare integer or text keys (use execution: chunks)"
             )
-        parts.append(exp.cast(D.column(name), exp.DataType.build("TEXT")))
+        parts.append(exp.cast(D.column(name, alias), exp.DataType.build("TEXT")))
     text = parts[0]
     for part in parts[1:]:
         text = exp.DPipe(this=exp.DPipe(this=text, expression=D.text(_SEP)), expression=part)
@@ -62,20 +62,21 @@ def _key_text(source: SqlInput, key: tuple[str, ...]) -> exp.Expression:
 
 
 def flagged(session: SqlSession, source: SqlInput, config: SkaldConfig) -> SqlInput:
-    """`source` with the keyed subset's derived flag column (a temporary view); `source`
-    itself when the subset is a column of the input, or there is none."""
+    """`source` with the keyed subset's derived flag column (a temporary view: the input LEFT
+    JOIN the subset's distinct keys, a join every engine plans, where an IN subquery in the
+    select list is refused by Spark); `source` itself when the subset is a column of the
+    input, or there is none."""
     from airflow_skald.core.data.io import subset_keys
 
     keyed = config.keyed_subset
     if keyed is None or FLAG in source.schema.names:
         return source
-    keys = session.send("subset_keys", pa.table({"k": subset_keys(keyed)}))
-    member = exp.In(
-        this=_key_text(source, keyed.key),
-        query=exp.select(D.column("k")).from_(D.table(keys)).subquery(),
-    )
-    flag = exp.Coalesce(this=member, expressions=[exp.false()])
-    select = exp.select(exp.Star(), flag.as_(FLAG)).from_(D.table(source.relation))
+    keys = session.send("subset_keys", pa.table({"k": subset_keys(keyed)}))  # distinct keys
+    on = exp.EQ(this=_key_text(source, keyed.key, "i"), expression=D.column("k", "sk"))
+    flag = exp.Not(this=exp.Is(this=D.column("k", "sk"), expression=exp.Null()))
+    every = exp.Column(this=exp.Star(), table=D.name("i"))
+    select = exp.select(every, flag.as_(FLAG)).from_(exp.alias_(D.table(source.relation), "i"))
+    select = select.join(exp.alias_(D.table(keys), "sk"), on=on, join_type="left")
     view = session.view(select, "flagged")
     schema = source.schema.append(pa.field(FLAG, pa.bool_()))
     return SqlInput(view, schema, source.where, dict(source.distinct))
