@@ -61,7 +61,8 @@ def pg():
 
 def _config(tmp: Path, engine: str, release: str, **settings) -> dict:
     cfg = config(tmp / "unused", tmp / "unused-out", **settings)
-    cfg["input"] = {"table": INPUT, "connection": ENV}
+    if "input" not in settings:
+        cfg["input"] = {"table": INPUT, "connection": ENV}
     cfg["output"] = {"table": f"research.{release}", "connection": ENV, "path": str(tmp / release)}
     cfg["execution"] = {"engine": engine}
     return cfg
@@ -114,7 +115,19 @@ def _no_parquet_while_running(monkeypatch, folder: Path) -> list[int]:
     return seen
 
 
-@pytest.mark.parametrize("name,settings", [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK)])
+QUERY = {  # a query as the input: read in order_by order, as the chunk path's extract
+    "input": {
+        "sql": f"SELECT * FROM {INPUT} WHERE age >= 25 AND city <> 'Lund'",
+        "connection": ENV,
+        "order_by": ["age", "pid"],
+    },
+    "privacy": {"k": 2, "average_risk": {"max": 0.2}},
+}
+
+
+@pytest.mark.parametrize(
+    "name,settings", [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK), ("query", QUERY)]
+)
 def test_the_postgresql_engine_releases_what_the_chunk_path_releases(
     tmp_path, capsys, monkeypatch, caplog, pg, name, settings
 ):
@@ -229,6 +242,12 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
     code, err = _run(tmp_path, cfg, "folder", capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "execution.engine postgresql writes the release as a table" in err
+    cfg = _config(tmp_path, "postgresql", "refused")
+    cfg["input"] = {"sql": f"DELETE FROM {INPUT}", "connection": ENV, "order_by": ["pid"]}
+    code, err = _run(tmp_path, cfg, "delete", capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "execution.engine postgresql: input.sql must be one SELECT" in err
+    assert query(pg, f"SELECT count(*) AS n FROM {INPUT}").column("n")[0].as_py() == 300
     with temporary_roles(pg) as roles:
         writer = roles["writer"]
         execute(pg, f'GRANT USAGE ON SCHEMA clinic, research TO "{writer}"')
@@ -241,7 +260,8 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
         assert "the connection's role lacks CREATE on schema research" in err
     assert not _temporaries(pg)
     assert not query(pg, "SELECT 1 FROM pg_class WHERE relname LIKE 'refused%'").num_rows
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["folder.yaml", "privilege.yaml"]
+    written = sorted(p.name for p in tmp_path.iterdir())
+    assert written == ["delete.yaml", "folder.yaml", "privilege.yaml"]
 
 
 def test_the_swap_keeps_grants_policies_indexes_comments_and_owner(tmp_path, capsys, pg):

@@ -4,8 +4,9 @@ is written there as a table. What crosses to the worker: phase 1's statistics, t
 histogram, the first rows of the classes the search asks for, the release's class table.
 No row is staged on the worker's disk, none crosses to it.
 
-- **Input**: `input: {table, connection}`, read in `order_by` order (else the table's primary
-  key; neither: refused), as the chunk path's extract reads it (`extract.read_order`). Its
+- **Input**: `input: {table, connection}` or `{sql, connection, order_by}`, read in
+  `order_by` order (else the table's primary key; neither: refused), as the chunk path's
+  extract reads it (`extract.read_order`). Its
   chunks are listed as the extract would cut them (`chunk_rows` rows each) without staging
   any: the manifest's chunk count and the first-row codes (`chunk_id << 32 | row`, from
   `row_number() OVER (ORDER BY order_by)`) are the chunk path's.
@@ -23,6 +24,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
+import sqlglot
 from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import ROW_BITS, FirstRowScan
@@ -68,11 +70,13 @@ class PostgresEngine(Engine):
 
     def check(self, config: SkaldConfig) -> None:
         db, target = config.database, config.output_table
-        if db is None or db.table is None:
+        if db is None:
             raise ConfigError(
                 f"{PREFIX} runs the passes in the input's database: give input: "
-                "{table: ..., connection: ...} (files and queries run with execution: chunks)"
+                "{table: ..., connection: ...} or {sql: ..., connection: ..., order_by: [...]}"
             )
+        if db.sql is not None:
+            _query(db.sql)  # parsed now: a query PostgreSQL's dialect does not read is refused
         if target is None:
             raise ConfigError(
                 f"{PREFIX} writes the release as a table in the input's database (a folder "
@@ -102,7 +106,7 @@ class PostgresEngine(Engine):
         except SkaldError:
             raise
         except Exception as exc:
-            raise failure(exc, uri, f"{PREFIX}: input table {db.table}") from None
+            raise failure(exc, uri, f"{PREFIX}: {_what(db)}") from None
         finally:
             if session is not None:
                 session.close()
@@ -114,13 +118,13 @@ class PostgresEngine(Engine):
         config, db = run.config, run.config.database
         with self._opened(run) as (session, source):
             order = read_order(session.db, db)
-            check_privileges(session, db.table, config.output_table)
+            check_privileges(session, db.table, config.output_table)  # a query's: its view
             check_hashable(config, PREFIX, source.schema)
-            n, version = fingerprint(session, source, _table(db.table))
+            n, version = fingerprint(session, source, _table(db.table) if db.table else None)
         if not n:
-            raise DataError(f"input {db.table} has no records")
+            raise DataError(f"{_what(db)} has no records")
         size = config.chunk_rows
-        file = f"{NAME}:{db.table}"
+        file = f"{NAME}:{db.table or 'query'}"
         chunks = [
             ChunkRef(i, file, 0, min(size, n - start), version)
             for i, start in enumerate(range(0, n, size))
@@ -197,7 +201,28 @@ def _source(session: PostgresSession, run: Run, rows: bool) -> SqlInput:
             order=exp.Order(expressions=[exp.Ordered(this=D.column(c)) for c in order]),
         )
         columns.append(exp.Sub(this=number, expression=D.number(1)).as_(passes.ROW_COLUMN))
-    select = exp.select(*columns).from_(_table(db.table))
+    relation = _table(db.table) if db.table else exp.Subquery(this=_query(db.sql), alias="q")
+    select = exp.select(*columns).from_(relation)
     view = session.view(select, "input")
     empty = session.query(exp.select(exp.Star()).from_(D.table(view)).limit(0))
-    return SqlInput(view, plain_types(empty).schema, f"input table {db.table}")
+    return SqlInput(view, plain_types(empty).schema, _what(db))
+
+
+def _what(db) -> str:
+    """The input as messages name it."""
+    return f"input table {db.table}" if db.table else "the input query"
+
+
+def _query(sql: str) -> exp.Expression:
+    """`input.sql` read as PostgreSQL's dialect (the view over it is written by sqlglot);
+    ConfigError, one line, if it is not one SELECT."""
+    try:
+        parsed = sqlglot.parse_one(sql, read="postgres")
+    except sqlglot.errors.ParseError as exc:
+        first = (str(exc).strip().splitlines() or ["unparsed"])[0]
+        raise ConfigError(
+            f"{PREFIX}: input.sql is not a query PostgreSQL's dialect reads ({first})"
+        ) from None
+    if not isinstance(parsed, exp.Query):
+        raise ConfigError(f"{PREFIX}: input.sql must be one SELECT")
+    return parsed

@@ -4,7 +4,8 @@ hex digits, a null staying null.
 
 The key never enters SQL text: its inner and outer pads go to the engine as a one-row
 temporary table (data, like the mapping tables), joined to the released rows; the
-statement names the table only. DuckDB's, Spark's and PostgreSQL's functions; other dialects are not built yet."""
+statement names the table only. DuckDB's, Spark's and PostgreSQL's functions; other
+dialects are not built yet."""
 
 from __future__ import annotations
 

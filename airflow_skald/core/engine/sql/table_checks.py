@@ -23,13 +23,17 @@ def _f(name: str, *args: exp.Expression) -> exp.Expression:
     return exp.Anonymous(this=name, expressions=list(args))
 
 
-def check_privileges(session: SqlSession, table: str, target: TableTarget) -> None:
-    """The session's role may read the input table, make temporary tables (the worker's
-    mapping tables) and create the new table in the output's schema; else DataError, one line
-    naming what is missing, before any work."""
+def check_privileges(session: SqlSession, table: str | None, target: TableTarget) -> None:
+    """The session's role may read the input table (a query's tables: when its view is
+    made), make temporary tables (the worker's mapping tables) and create the new table in
+    the output's schema; else DataError, one line naming what is missing, before any work."""
     schema_exists = _f("to_regnamespace", D.text(target.schema))
-    needs = [
-        (_f("has_table_privilege", D.text(table), D.text("SELECT")), f"SELECT on {table}"),
+    needs = (
+        []
+        if table is None
+        else [(_f("has_table_privilege", D.text(table), D.text("SELECT")), f"SELECT on {table}")]
+    )
+    needs += [
         (
             _f("has_database_privilege", _f("current_database"), D.text("TEMPORARY")),
             "TEMPORARY on the database (its temporary tables hold the mapping tables)",
@@ -52,14 +56,15 @@ def check_privileges(session: SqlSession, table: str, target: TableTarget) -> No
             )
 
 
-def fingerprint(session: SqlSession, source: SqlInput, table: exp.Table) -> tuple[int, str]:
+def fingerprint(session: SqlSession, source: SqlInput, table: exp.Table | None) -> tuple[int, str]:
     """The input's row count and its version, computed by the engine in one scan, as
     `io.file_version` gives a file's (size, modification): the table's storage
     (`pg_relation_filenode`: a TRUNCATE, VACUUM FULL or rewrite changes it), its rows and the
     newest transaction that wrote a row (`max(xmin)`: an insert or update moves it, a delete
-    the count). A relation without row versions (a view, a foreign table) is fingerprinted
-    by its content: the sum of each row's 64-bit text hash (`hashtextextended`), slower."""
-    stored = _stored(session, table)
+    the count). A relation without row versions (a view, a foreign table, a query: `table`
+    None) is fingerprinted by its content: the sum of each row's 64-bit text hash
+    (`hashtextextended`), slower."""
+    stored = table is not None and _stored(session, table)
     if stored:
         newest = exp.Max(this=exp.cast(exp.cast(D.column("xmin"), "TEXT"), "BIGINT"))
         node = _f("pg_relation_filenode", _f("to_regclass", D.text(_regclass(table))))
