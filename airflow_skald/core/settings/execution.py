@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from airflow_skald.core.errors import ConfigError
 
@@ -36,6 +37,22 @@ class ExecutionSettings:
             raise ConfigError(
                 "execution.connection: the chunk engine (execution: chunks) takes no connection"
             )
+        if self.connection is not None and holds_secret(self.connection):
+            raise ConfigError(  # the file is archived with the release: never its secret
+                "execution.connection: the URI holds a secret (a password or token); put the "
+                "URI in an environment variable (or an Airflow connection) and give its name"
+            )
+
+
+def holds_secret(connection: str) -> bool:
+    """A URI with a password in its user info, a `password=` query parameter or Spark
+    Connect's `;token=` parameter (ADR 0069)."""
+    if "://" not in connection:
+        return False  # a name
+    params = connection.split("://", 1)[1].replace("?", ";").replace("&", ";").split(";")[1:]
+    named = {p.split("=", 1)[0].strip().lower() for p in params if "=" in p}
+    userinfo = urlsplit(connection.split(";", 1)[0]).netloc.rpartition("@")[0]
+    return ":" in userinfo or bool(named & {"password", "token"})
 
 
 def normalise(raw: Any) -> Any:

@@ -65,3 +65,22 @@ def test_the_cli_refuses_an_engine_not_registered_before_any_work(
     assert code == 2 and stdout == "", err
     assert len(err.strip().splitlines()) == 1 and f"execution.engine '{name}'" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before and not out.exists()
+
+
+@pytest.mark.parametrize(
+    "uri",
+    [
+        "sc://spark.example:15002/;token=s3cret-tok",
+        "sc://spark.example:15002/;user_id=etl;TOKEN=s3cret-tok",
+        "postgresql://alice:s3cret-tok@db.example/clinic",
+        "postgresql://alice@db.example/clinic?sslmode=require&password=s3cret-tok",
+    ],
+)
+def test_an_engine_uri_holding_a_secret_is_refused_without_showing_it(uri) -> None:
+    """ADR 0069: the config file is archived with the release, so a URI with a token or a
+    password is refused (name an environment variable or an Airflow connection instead)."""
+    with pytest.raises(ConfigError, match="^execution.connection: the URI holds a secret") as e:
+        ExecutionSettings("spark", uri)
+    assert "s3cret" not in str(e.value) and "\n" not in str(e.value)
+    for fine in ("sc://spark.example:15002/;user_id=etl;use_ssl=true", "SPARK_URL", "local[2]"):
+        assert ExecutionSettings("spark", fine).connection == fine
