@@ -16,6 +16,8 @@ import os
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 from engine_compare import config, table
 from engine_compare import run_cli as _run
@@ -55,6 +57,9 @@ def pg():
     with fresh_database("skald_pg_engine") as uri, pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV, uri)
         load_table(uri, INPUT, table(300, 31), key=["pid"])
+        people = table(300, 41)  # a population with a research subset's flag (§4e)
+        flag = pa.array(np.random.default_rng(41).random(300) < 0.35)
+        load_table(uri, POPULATION, people.append_column("in_study", flag), key=["pid"])
         execute(uri, "CREATE SCHEMA research")
         yield uri
 
@@ -125,8 +130,17 @@ QUERY = {  # a query as the input: read in order_by order, as the chunk path's e
 }
 
 
+POPULATION = "clinic.population"
+SUBSET = {  # δ-presence over a research subset flagged by a column
+    "input": {"table": POPULATION, "connection": ENV},
+    "research_subset": {"column": "in_study"},
+    "privacy": {"k": 2, "delta_presence": {"min": 0.1, "max": 0.7}},
+}
+
+
 @pytest.mark.parametrize(
-    "name,settings", [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK), ("query", QUERY)]
+    "name,settings",
+    [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK), ("query", QUERY), ("subset", SUBSET)],
 )
 def test_the_postgresql_engine_releases_what_the_chunk_path_releases(
     tmp_path, capsys, monkeypatch, caplog, pg, name, settings

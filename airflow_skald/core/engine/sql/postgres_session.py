@@ -38,6 +38,13 @@ class PostgresSession:
 
     def __init__(self, uri: str):
         self.db = _driver().connect(uri, autocommit=True)
+        with self.db.cursor() as cur:  # a killed worker's statement is abandoned within a
+            # second, not run to its end (PostgreSQL 14+; older servers ignore it)
+            cur.execute(
+                "SELECT set_config('client_connection_check_interval', '1000', false) "
+                "WHERE current_setting('server_version_num')::int >= 140000"
+            )
+            cur.fetchall()
         self.temporaries: list[str] = []
         self.views: list[str] = []
         #: bytes of the Arrow results this session received (what crossed to the worker)
