@@ -289,12 +289,15 @@ def code_of(stats: SensitiveStats) -> Callable[[object], int]:
 
 
 def sorted_values(values: Sequence, counts: Sequence[int]) -> tuple[list, list[int]]:
-    """Values in order (numbers numerically, text as text), a null last."""
+    """Values in order (numbers numerically, text as text), a null last. A null counted 0
+    stays, as any value counted 0 does (a research subset's counts over the population's
+    values, `SensitiveStats.with_counts_of`: a null only records out of the subset hold)."""
     pairs = [(v, int(c)) for v, c in zip(values, counts, strict=True) if v is not None]
     pairs.sort(key=lambda p: p[0])
     nulls = sum(int(c) for v, c in zip(values, counts, strict=True) if v is None)
-    out_v = [v for v, _ in pairs] + ([None] if nulls else [])
-    out_c = [c for _, c in pairs] + ([nulls] if nulls else [])
+    has_null = any(v is None for v in values)
+    out_v = [v for v, _ in pairs] + ([None] if has_null else [])
+    out_c = [c for _, c in pairs] + ([nulls] if has_null else [])
     return out_v, out_c
 
 

@@ -9,6 +9,7 @@ import json
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from engine_compare import assert_same_release, config, run_cli, table
@@ -32,6 +33,19 @@ CASES = [
             "suppressed_records": "drop",
         },
     ),
+    (  # l-diversity over the subset, whose records hold no null: the population's null is
+        # kept (counted 0) when the chunks' phase-1 statistics merge
+        56,
+        "column, no null",
+        {
+            "privacy": {
+                "k": 2,
+                "delta_presence": {"min": 0.0, "max": 0.6},
+                "l_diversity": [{"attribute": "disease", "l": 2}],
+                "suppression_limit": 0.1,
+            },
+        },
+    ),
     (  # exact k-map and t-closeness (the subset's distribution), the subset a dataset of keys; adaptive root (the counting chain)
         53,
         "keys",
@@ -47,14 +61,19 @@ CASES = [
 ]
 
 
-def population(folder, seed: int, n_files: int = 2, rows: int = 150) -> list[pa.Table]:
-    """Population files with a subset flag (`in_study`: about one record in three)."""
+def population(
+    folder, seed: int, n_files: int = 2, rows: int = 150, null_out: bool = False
+) -> list[pa.Table]:
+    """Population files with a subset flag (`in_study`: about one record in three; `null_out`:
+    no record of the subset has a null disease)."""
     folder.mkdir(parents=True, exist_ok=True)
     tables = []
     for i in range(n_files):
         data = table(rows, seed * 100 + i)
         rng = np.random.default_rng(seed * 100 + i)
         flag = pa.array(rng.random(rows) < 0.35)
+        if null_out:
+            flag = pc.and_(flag, data.column("disease").is_valid())
         data = data.append_column("in_study", flag)
         pq.write_table(data, folder / f"in-{i:03d}.parquet", row_group_size=97)
         tables.append(data)
@@ -62,7 +81,7 @@ def population(folder, seed: int, n_files: int = 2, rows: int = 150) -> list[pa.
 
 
 def subset_of(tmp_path, how: str, tables: list[pa.Table]) -> dict:
-    if how == "column":
+    if how.startswith("column"):
         return {"column": "in_study"}
     whole = pa.concat_tables(tables)
     keys = whole.filter(whole.column("in_study")).select(["pid"])
@@ -75,7 +94,7 @@ def subset_of(tmp_path, how: str, tables: list[pa.Table]) -> dict:
 def test_duckdb_research_subset_releases_what_the_chunk_path_releases(
     tmp_path, capsys, seed, how, settings
 ):
-    tables = population(tmp_path / "in", seed)
+    tables = population(tmp_path / "in", seed, null_out=how.endswith("no null"))
     subset = subset_of(tmp_path, how, tables)
     out = {}
     for engine in ("chunks", "duckdb"):
