@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from airflow_skald.core.config.run_config import SkaldConfig
+from airflow_skald.core.config.run_config import QidSpec, SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import NumericalDimension
@@ -90,18 +90,41 @@ def relation_stats(
     return DomainStats(n, n_chunks, columns, bpr, qids, files, sensitive)
 
 
+def stored_values(q: QidSpec, plan: Plan, typ: pa.DataType) -> pa.Array | None:
+    """A QID's distinct values as phase 1 stored them in the plan, typed as the input's
+    column, where they are its raw values: a categorical QID's text, an encoded numerical
+    QID's numbers (None otherwise: a rule's values are what it made of them)."""
+    values = plan.stats.qids[q.name].values
+    if values is None or q.rule is not None:
+        return None
+    text = pa.types.is_string(typ) or pa.types.is_large_string(typ)
+    number = pa.types.is_integer(typ) or pa.types.is_floating(typ)
+    if (q.type == "categorical" and text) or (q.type == "numerical" and q.encode and number):
+        return pa.array(values, type=typ)
+    return None
+
+
 def load_distinct(
-    session: SqlSession, source: SqlInput, plan: Plan, attributes: Sequence[str]
+    session: SqlSession,
+    source: SqlInput,
+    plan: Plan,
+    config: SkaldConfig,
+    attributes: Sequence[str],
 ) -> None:
-    """The distinct values the mapping tables are made of (mapped QIDs, counted attributes),
-    in one scan."""
-    mapped = [
-        d.name
-        for d in plan.dims
-        if not (isinstance(d, NumericalDimension) and d.encoded_values is None)
-    ]
-    tables = distinct_counts_of(session, source, [*mapped, *attributes])
-    for name, table in tables.items():
+    """The distinct values the mapping tables are made of: a mapped QID's from the plan where
+    phase 1 stored them raw (`stored_values`), the others' and the counted attributes' by one
+    query."""
+    specs = {q.name: q for q in config.quasi_identifiers}
+    asked = list(attributes)
+    for d in plan.dims:
+        if isinstance(d, NumericalDimension) and d.encoded_values is None:
+            continue  # arithmetic: no mapping table
+        stored = stored_values(specs[d.name], plan, source.type_of(d.name))
+        if stored is None:
+            asked.append(d.name)
+        else:
+            source.distinct[d.name] = stored
+    for name, table in distinct_counts_of(session, source, asked).items():
         source.distinct[name] = table.column("v").combine_chunks()
 
 
@@ -109,7 +132,7 @@ def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldCo
     """The codes over `source` (a keyed subset's flag derived: `subset.flagged`), the
     subset's flag first and the criteria's codes null outside it (`subset.subset_codes`)."""
     attributes = subset.ordered(config, plan.value_attributes(config.counted_attributes))
-    load_distinct(session, source, plan, attributes)
+    load_distinct(session, source, plan, config, attributes)
     coding = build_coding(session, source, plan, attributes)
     return subset.subset_codes(config, coding, plan.stats.sensitive)
 
