@@ -146,12 +146,12 @@ class DuckDBEngine(ParquetFilesEngine):
 
             aggregates = run.microaggregates()
             passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
-        return Written(names, self._classes(run, names))
+            return Written(names, self._classes(session, run, names))
 
-    def _classes(self, run: Run, names: list[str]):
-        config = run.config
+    def _classes(self, session: DuckDBSession, run: Run, names: list[str]):
+        """The written parts' classes, from DuckDB's GROUP BY of them (in the session that
+        wrote them: no second connection)."""
         paths = [run.staging.rstrip("/") + "/" + n for n in names]
-        qids, sensitive = class_columns(config)
-        with self._session() as session:
-            table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
+        qids, sensitive = class_columns(run.config)
+        table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
         return classes_of(table, qids, sensitive)
