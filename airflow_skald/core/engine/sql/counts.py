@@ -101,17 +101,30 @@ def counting_node(
     session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
 ) -> tuple[int, ...]:
     """The first node of the chain whose non-empty bins fit N_RAM (the last if none does),
-    judged over the grouped table `source` of the chain's first node: there, with at most
-    one counted attribute, its rows are the non-empty bins (no COUNT(DISTINCT))."""
-    chain = plan.counting_chain()
-    for i, node in enumerate(chain[:-1]):
+    judged over the grouped table `source` of the chain's first node. Each chain node
+    generalises the one before, so its non-empty bins never grow along the chain: the first
+    that fits is found by bisection after the first node (log2 of the chain's length
+    judgements, not one per node; the last node is never judged). At the first node, with at most one counted
+    attribute, the table's rows are its non-empty bins (a COUNT(*), no COUNT(DISTINCT))."""
+    chain = [tuple(node) for node in plan.counting_chain()]
+
+    def fits(i: int) -> bool:
         if not i and len(coding.values) <= 1:
             select = exp.select(D.count_star().as_("n")).from_(D.table(source.relation))
         else:
-            select = chain_select(source, coding, plan, node)
-        if session.query(select).column("n")[0].as_py() <= plan.n_ram - 1:
-            return tuple(node)
-    return tuple(chain[-1])
+            select = chain_select(source, coding, plan, chain[i])
+        return session.query(select).column("n")[0].as_py() <= plan.n_ram - 1
+
+    if len(chain) == 1 or fits(0):  # the first node's judgement is the cheapest: first
+        return chain[0]
+    lo, hi = 1, len(chain) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if fits(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return chain[lo]
 
 
 def grouped_select(
