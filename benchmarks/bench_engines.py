@@ -8,13 +8,20 @@ process (`skald` or `python -c`), wall seconds and the process's CPU (user + sys
 
 - ``duckdb``: ``skald run`` with ``execution: {engine: duckdb}`` (k = 10, 1 % suppression);
 - ``by_hand``: the same DuckDB doing the least a person would: one GROUP BY of the root
-  node's codes, then one COPY of the released rows at the chosen node (read from the run's
-  manifest) into Parquet, in one session;
+  node's codes (fetched as Arrow), then one COPY of the released rows at the chosen node
+  (read from the run's manifest; every QID's label by arithmetic: the engine's release but
+  for the suppressed records' mask) into Parquet, in one session;
 - ``chunks``: ``skald run`` with ``execution: chunks`` on the same files, beside them.
 
 Printed as JSON: per case the range (min-max) over the repeats, and ``duckdb_vs_by_hand`` =
 duckdb / by_hand (issue 43's target: <= 1.5) and ``duckdb_vs_chunks``, each as a range of
-the per-repeat ratios; the load average before each repeat (the machine is shared).
+the per-repeat ratios of wall seconds, and ``*_cpu`` the same of CPU seconds (on a shared
+machine the wall ratio follows the others' load); the load average before each repeat.
+
+Measured (ADR 0065, benchmarks/README.md "The engine path against DuckDB by hand"):
+2M rows (3 repeats, load 11-12): engine / by hand 1.51-1.69 CPU, 1.46-1.96 wall; 10M rows
+in 10 files (2 repeats, load 11-13): 1.61-1.77 CPU (engine 23.3-24.0 s, by hand 13.6-14.4 s,
+chunks 5.7-7.4 s); issue 43's 1.5 not yet met.
 """
 
 from __future__ import annotations
