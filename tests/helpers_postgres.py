@@ -52,12 +52,14 @@ def load_table(uri: str, name: str, table: pa.Table, key: list[str] | None = Non
         conn.commit()
 
 
-def execute(uri: str, sql: str) -> None:
+def execute(uri: str, *sql: str) -> None:
+    """Each statement, in order, in one session and one transaction."""
     import adbc_driver_postgresql.dbapi as pg
 
     with pg.connect(uri) as conn:
         with conn.cursor() as cur:
-            cur.execute(sql)
+            for statement in sql:
+                cur.execute(statement)
         conn.commit()
 
 
@@ -130,8 +132,9 @@ def give_properties(uri: str, table: str, roles: dict[str, str]) -> None:
     and another owner on the release table `table` (columns city, age, disease)."""
     schema = table.split(".")[0]
     reader, columns, owner = (f'"{roles[r]}"' for r in ("reader", "columns", "owner"))
-    execute(uri, f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {reader}, {columns}, {owner}")
-    for sql in (
+    execute(
+        uri,
+        f"GRANT USAGE, CREATE ON SCHEMA {schema} TO {reader}, {columns}, {owner}",
         f"ALTER TABLE {table} OWNER TO {owner}",
         f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
         f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
@@ -149,5 +152,4 @@ def give_properties(uri: str, table: str, roles: dict[str, str]) -> None:
         f"ALTER TABLE {table} ADD CONSTRAINT disease_known CHECK (disease <> '')",
         f"COMMENT ON CONSTRAINT disease_known ON {table} IS 'no empty disease'",
         f"COMMENT ON COLUMN {table}.city IS 'the city, generalised (it''s k-anonymous)'",
-    ):
-        execute(uri, sql)
+    )
