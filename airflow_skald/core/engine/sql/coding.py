@@ -142,3 +142,22 @@ def build_coding(
             code = exp.Case(ifs=[exp.If(this=is_null, true=D.number(null))], default=code)
         coded[a] = (code, stats.m)
     return Coding(qids, coded, joins)
+
+
+LABELLED_BINS = 1 << 20
+
+
+def present_codes(
+    session: SqlSession, source: SqlInput, coding: Coding, index: int, level: int
+) -> np.ndarray:
+    """Codes of QID `index` at `level` to label: a mapped QID's from its mapping table (no
+    scan); an arithmetic QID's every bin of the level, or those some record has (integers
+    only cross)."""
+    qid = coding.qids[index]
+    if qid.mapped is not None:
+        return np.unique(qid.mapped[f"c{level}"])
+    if qid.dim.cards[level] <= LABELLED_BINS:
+        return np.arange(qid.dim.cards[level], dtype=np.int64)
+    code = qid.at(level)
+    select = coding.relation(source, code).select(code.as_("c")).distinct()
+    return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))

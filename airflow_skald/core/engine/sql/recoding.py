@@ -30,7 +30,7 @@ from sqlglot import exp
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.coding import Coding
+from airflow_skald.core.engine.sql.coding import Coding, present_codes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.generalise.part import bin_labels
@@ -111,8 +111,6 @@ def send_recoded(
     session: SqlSession, source: SqlInput, plan: Plan, decision: Decision, coding: Coding
 ) -> RecodedRelease:
     """The step tables of `decision`'s local recoding sent to the engine."""
-    from airflow_skald.core.engine.sql.release import present_codes
-
     nodes = [tuple(decision.node)] + [tuple(s.node) for s in decision.steps]
     keys = [decision.suppressed_keys] + [s.suppressed_keys for s in decision.steps]
     at_top = [nodes[0] == tuple(plan.tops)] + [bool(s.at_top) for s in decision.steps]

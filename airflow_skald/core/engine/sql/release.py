@@ -23,7 +23,7 @@ from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.domain import dictionary_of
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.coding import INPUT, Coding
+from airflow_skald.core.engine.sql.coding import INPUT, Coding, present_codes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import VerificationError
@@ -41,23 +41,6 @@ SUPPRESSED = "sup"
 
 # a QID computed by arithmetic gets labels for every bin of its level up to this many; past
 # it, for the bins the engine finds records in (one more scan)
-LABELLED_BINS = 1 << 20
-
-
-def present_codes(
-    session: SqlSession, source: SqlInput, coding: Coding, index: int, level: int
-) -> np.ndarray:
-    """Codes of QID `index` at `level` to label: a mapped QID's from its mapping table (no
-    scan); an arithmetic QID's every bin of the level, or those some record has (integers
-    only cross)."""
-    qid = coding.qids[index]
-    if qid.mapped is not None:
-        return np.unique(qid.mapped[f"c{level}"])
-    if qid.dim.cards[level] <= LABELLED_BINS:
-        return np.arange(qid.dim.cards[level], dtype=np.int64)
-    code = qid.at(level)
-    select = coding.relation(source, code).select(code.as_("c")).distinct()
-    return np.sort(session.query(select).column("c").to_numpy().astype(np.int64))
 
 
 def _coded_rows(
