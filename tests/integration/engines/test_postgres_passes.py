@@ -124,3 +124,24 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
         assert found.num_rows == 0
     finally:
         left.close()
+
+
+def test_a_nan_and_an_infinity_are_counted_in_postgresql(pg_uri):
+    """PostgreSQL has no isnan(): the dialect writes ISNAN as an equality with NaN (its NaN
+    equals itself), so phase 1 counts NaN among the nulls and infinities apart."""
+    from airflow_skald.core.engine.sql.domain import summaries
+
+    values = [1.5, float("nan"), float("inf"), float("-inf"), 2.0, float("nan"), None]
+    _load(pg_uri, "odd_doubles", pa.table({"x": pa.array(values, pa.float64())}))
+    session = PostgresSession(pg_uri)
+    try:
+        schema = pa.schema([("x", pa.float64())])
+        q = config_from_dict(
+            config(
+                "in", "out", quasi_identifiers=[{"name": "x", "type": "numerical", "min_width": 1}]
+            )
+        ).quasi_identifiers[0]
+        got = summaries(session, SqlInput("odd_doubles", schema, "odd_doubles"), [q])
+    finally:
+        session.close()
+    assert (got["n"], got["nulls0"], int(got["nan0"]), int(got["infinite0"])) == (7, 1, 2, 2)

@@ -24,7 +24,16 @@ def render(expression: exp.Expression, dialect: str) -> str:
     """One statement's text in `dialect`, every identifier quoted."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown SQL dialect '{dialect}' (one of {', '.join(DIALECTS)})")
+    if dialect == "postgres":  # PostgreSQL has no isnan(); its NaN equals itself
+        expression = expression.transform(_postgres_nan)
     return expression.sql(dialect=dialect, identify=True)
+
+
+def _postgres_nan(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.IsNan):
+        nan = exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))
+        return exp.EQ(this=node.this, expression=nan)
+    return node
 
 
 def name(identifier: str) -> exp.Identifier:

@@ -30,6 +30,7 @@ from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import DataError
 
 _DBL_MAX = float(np.finfo(np.float64).max)
+_INFINITY = exp.cast(exp.Literal.string("Infinity"), exp.DataType.build("DOUBLE"))
 
 
 @dataclass
@@ -100,9 +101,13 @@ def summaries(session: SqlSession, source: SqlInput, qids: Sequence[QidSpec | No
         parts += [exp.Min(this=x).as_(f"lo{i}"), exp.Max(this=x).as_(f"hi{i}")]
         parts.append(nulls.as_(f"nulls{i}"))
         if pa.types.is_floating(typ):
-            finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
-            parts.append(_count_where(exp.Not(this=finite)).as_(f"odd{i}"))
+            # NaN by ISNAN: DuckDB folds a range test against Parquet's statistics (which
+            # leave NaN out) to true, and engines order NaN differently
+            parts.append(_count_where(exp.IsNan(this=x)).as_(f"nan{i}"))
+            infinite = exp.EQ(this=exp.Abs(this=x), expression=_INFINITY)
+            parts.append(_count_where(infinite).as_(f"infinite{i}"))
             whole = exp.NEQ(this=x, expression=exp.Floor(this=x))
+            finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
             parts.append(_count_where(exp.and_(finite, whole)).as_(f"fractional{i}"))
     return session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
 
@@ -151,11 +156,11 @@ def _numeric_summary(source: SqlInput, name: str, summary: dict, i: int) -> QidS
     typ = source.type_of(name)
     if not _numeric(typ):
         raise DataError(f"column '{name}' in {source.where} is not numeric")
-    if summary[f"nulls{i}"]:
-        raise DataError(
-            f"column '{name}' has {summary[f'nulls{i}']} null/NaN value(s) in {source.where}"
-        )
-    if summary.get(f"odd{i}"):
+    infinite = int(summary.get(f"infinite{i}") or 0)
+    nulls = int(summary[f"nulls{i}"]) + int(summary.get(f"nan{i}") or 0)
+    if nulls:  # a NaN is a null, as the chunk path counts them
+        raise DataError(f"column '{name}' has {nulls} null/NaN value(s) in {source.where}")
+    if infinite:
         raise DataError(f"column '{name}' has infinite values in {source.where}")
     integral = not summary.get(f"fractional{i}")
     lo, hi = summary[f"lo{i}"], summary[f"hi{i}"]
