@@ -5,7 +5,10 @@ figures, released rows as a multiset and release classes)."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -116,3 +119,63 @@ def same_as_chunks(tmp: Path, capsys, inp: Path, execution: dict, **settings) ->
         code, err = run_cli(tmp, config(inp, out[name], execution=how, **settings), name, capsys)
         assert code == 0, err
     assert_same_release(out[execution["engine"]], out["chunks"])
+
+
+@dataclass
+class ChunkPath:
+    """The chunk path's passes over `cfg`'s input, step by step, its parts in `staged`."""
+
+    chunks: list
+    stats: Any
+    plan: Any
+    counts: Any
+    decision: Any
+    names: list[str]
+    aggregates: Any = None
+
+
+def chunk_path(cfg, staged: Path, aggregate: bool = False) -> ChunkPath:
+    """Run the chunk path's passes (with microaggregation's aggregates when `aggregate`)."""
+    from airflow_skald.core.run import pipeline as P
+
+    chunks = P.list_chunks(cfg)
+    stats = P.scan_domain(cfg, chunks)
+    plan = P.plan_root(cfg, stats)
+    counts = P.count_histogram(cfg, plan, chunks)
+    decision = P.search_lattice(cfg, plan, counts)
+    aggregates = P.microaggregate(cfg, plan, counts, decision) if aggregate else None
+    staged.mkdir(parents=True, exist_ok=True)
+    extra = {"aggregates": aggregates} if aggregate else {}
+    names = P.write_parts(cfg, plan, decision, chunks, str(staged), **extra)
+    return ChunkPath(chunks, stats, plan, counts, decision, names, aggregates)
+
+
+def fetched_rows(session) -> tuple[Counter, Callable]:
+    """A multiset of released rows (as `rows_multiset` keys them) and the `fetch` callback of
+    `passes.write_parts` that fills it from the engine's SELECTs."""
+    released: Counter = Counter()
+
+    def fetch(select, _name):
+        for row in session.query(select).to_pylist():
+            released[tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))] += 1
+
+    return released, fetch
+
+
+def assert_no_temporary_left(uri: str) -> None:
+    """No `skald_*` table or view is left in the PostgreSQL database at `uri`."""
+    from sqlglot import exp
+
+    from airflow_skald.core.engine.sql import dialect as D
+    from airflow_skald.core.engine.sql.postgres_session import PostgresSession
+
+    left = PostgresSession(uri)
+    try:
+        found = left.query(
+            exp.select(D.column("relname"))
+            .from_(exp.to_table("pg_catalog.pg_class"))
+            .where(exp.Like(this=D.column("relname"), expression=D.text("skald\\_%")))
+        )
+        assert found.num_rows == 0
+    finally:
+        left.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from engine_compare import config, rows_multiset, write_files
+from engine_compare import chunk_path, config, rows_multiset, write_files
 from sqlglot import exp
 
 from airflow_skald.core.config.run_config import config_from_dict
@@ -77,15 +77,10 @@ CASES = [
 def test_duckdb_passes_equal_the_chunk_path(tmp_path, seed, n_files, rows, settings):
     inp = write_files(tmp_path / "in", n_files, rows, seed)
     cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
-    chunks = P.list_chunks(cfg)
-    stats = P.scan_domain(cfg, chunks)
-    plan = P.plan_root(cfg, stats)
-    counts = P.count_histogram(cfg, plan, chunks)
-    decision = P.search_lattice(cfg, plan, counts)
     staged = tmp_path / "chunks"
-    staged.mkdir()
-    names = P.write_parts(cfg, plan, decision, chunks, str(staged))
-    expected_classes = P.count_written(cfg, str(staged), names)
+    ref = chunk_path(cfg, staged)
+    chunks, stats, counts, decision = ref.chunks, ref.stats, ref.counts, ref.decision
+    expected_classes = P.count_written(cfg, str(staged), ref.names)
 
     files = sorted(str(p) for p in inp.glob("*.parquet"))
     session, source = _open(files)

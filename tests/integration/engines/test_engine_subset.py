@@ -12,7 +12,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
-from engine_compare import assert_same_release, config, run_cli, table
+from engine_compare import (
+    assert_no_temporary_left,
+    assert_same_release,
+    chunk_path,
+    config,
+    fetched_rows,
+    run_cli,
+    table,
+)
 
 CASES = [
     (  # δ-presence with δmin > 0: a population class without a subset record fails its node
@@ -125,7 +133,6 @@ def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
     """PostgreSQL's passes with a keyed subset, δ-presence (δmin > 0) and l-diversity over the
     subset: the chunk path's statistics, root counts, node, figures and released rows; no
     temporary table or view is left."""
-    from collections import Counter
 
     from engine_compare import rows_multiset
     from helpers_postgres import fresh_database
@@ -150,14 +157,15 @@ def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
         "research_subset": subset_of(tmp_path, "keys", tables),
     }
     cfg = config_from_dict(config(tmp_path / "in", tmp_path / "out", **settings))
-    chunks = P.list_chunks(cfg)
-    stats = P.scan_domain(cfg, chunks)
-    plan = P.plan_root(cfg, stats)
-    counts = P.count_histogram(cfg, plan, chunks)
-    decision = P.search_lattice(cfg, plan, counts)
     staged = tmp_path / "chunks"
-    staged.mkdir()
-    P.write_parts(cfg, plan, decision, chunks, str(staged))
+    ref = chunk_path(cfg, staged)
+    chunks, stats, plan, counts, decision = (
+        ref.chunks,
+        ref.stats,
+        ref.plan,
+        ref.counts,
+        ref.decision,
+    )
     with fresh_database("skald_subset") as uri:
         _load(uri, "people", tables[0])
         session = PostgresSession(uri)
@@ -170,29 +178,14 @@ def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
             assert counts_sql.compact().to_bytes() == counts.compact().to_bytes()
             decision_sql = P.search_lattice(cfg, plan, counts_sql)
             assert (decision_sql.node, decision_sql.figures) == (decision.node, decision.figures)
-            released: Counter = Counter()
-
-            def fetch(select, _name):
-                for row in session.query(select).to_pylist():
-                    released[
-                        tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))
-                    ] += 1
+            released, fetch = fetched_rows(session)
 
             parts = [("p", source)]
             passes.write_parts(session, source, parts, cfg, plan, decision_sql, fetch)
             assert released == rows_multiset(staged) and released
         finally:
             session.close()
-        left = PostgresSession(uri)
-        try:
-            found = left.query(
-                exp.select(D.column("relname"))
-                .from_(exp.to_table("pg_catalog.pg_class"))
-                .where(exp.Like(this=D.column("relname"), expression=D.text("skald\\_%")))
-            )
-            assert found.num_rows == 0
-        finally:
-            left.close()
+        assert_no_temporary_left(uri)
 
 
 def test_a_subset_keyed_by_a_double_column_is_refused_in_one_line(tmp_path, capsys):

@@ -5,12 +5,17 @@ on 127.0.0.1:5432 (a database per test module, dropped after); no temporary tabl
 
 from __future__ import annotations
 
-from collections import Counter
-
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from engine_compare import config, rows_multiset, table
+from engine_compare import (
+    assert_no_temporary_left,
+    chunk_path,
+    config,
+    fetched_rows,
+    rows_multiset,
+    table,
+)
 from helpers_postgres import fresh_database
 from sqlglot import exp
 from test_engine_microaggregation import CASES as MICRO
@@ -75,15 +80,9 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
     relation = f"people_{seed}"
     _load(pg_uri, relation, data)
     cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
-    chunks = P.list_chunks(cfg)
-    stats = P.scan_domain(cfg, chunks)
-    plan = P.plan_root(cfg, stats)
-    counts = P.count_histogram(cfg, plan, chunks)
-    decision = P.search_lattice(cfg, plan, counts)
+    ref = chunk_path(cfg, tmp_path / "chunks", aggregate=True)
+    chunks, stats, counts, decision = ref.chunks, ref.stats, ref.counts, ref.decision
     staged = tmp_path / "chunks"
-    staged.mkdir()
-    aggregates = P.microaggregate(cfg, plan, counts, decision)
-    P.write_parts(cfg, plan, decision, chunks, str(staged), aggregates=aggregates)
 
     session = PostgresSession(pg_uri)
     try:
@@ -100,30 +99,14 @@ def test_postgres_passes_equal_the_chunk_path(tmp_path, pg_uri, seed, settings):
         steps = [s.to_dict() for s in decision_sql.steps]
         assert steps == [s.to_dict() for s in decision.steps]
         assert bool(steps) == ("transformation" in settings)
-        released: Counter = Counter()
-
-        def fetch(select, _name):
-            for row in session.query(select).to_pylist():
-                released[
-                    tuple(sorted((k, None if v is None else str(v)) for k, v in row.items()))
-                ] += 1
-
+        released, fetch = fetched_rows(session)
         aggregates = P.microaggregate(cfg, plan_sql, counts_sql, decision_sql)
         parts = [("p", source)]
         passes.write_parts(session, source, parts, cfg, plan_sql, decision_sql, fetch, aggregates)
         assert released == rows_multiset(staged)
     finally:
         session.close()
-    left = PostgresSession(pg_uri)
-    try:
-        found = left.query(
-            exp.select(D.column("relname"))
-            .from_(exp.to_table("pg_catalog.pg_class"))
-            .where(exp.Like(this=D.column("relname"), expression=D.text("skald\\_%")))
-        )
-        assert found.num_rows == 0
-    finally:
-        left.close()
+    assert_no_temporary_left(pg_uri)
 
 
 def test_a_nan_and_an_infinity_are_counted_in_postgresql(pg_uri):
