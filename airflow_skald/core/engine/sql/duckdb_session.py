@@ -12,7 +12,11 @@ import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
+from airflow_skald.core.engine.sql.session import (
+    TemporaryRelations,
+    create_temporary,
+    temporary_name,
+)
 from airflow_skald.core.errors import ConfigError, DataError
 
 
@@ -36,7 +40,7 @@ def _one_line() -> Iterator[None]:
         raise DataError(f"DuckDB: {text[0] if text else type(exc).__name__}") from None
 
 
-class DuckDBSession:
+class DuckDBSession(TemporaryRelations):
     """One in-memory DuckDB connection; `threads` bounds its worker threads."""
 
     dialect = "duckdb"
@@ -49,7 +53,7 @@ class DuckDBSession:
         if threads:
             config["threads"] = int(threads)
         self.db = _duckdb().connect(":memory:", config=config)
-        self.temporaries: list[str] = []
+        super().__init__()
 
     def query(self, statement: exp.Expression, params: Sequence = ()) -> pa.Table:
         with _one_line():
@@ -71,25 +75,9 @@ class DuckDBSession:
             self.db.unregister(view)
         return name
 
-    def create(self, select: exp.Select, prefix: str) -> str:
-        name = temporary_name(prefix)
-        self.temporaries.append(name)
-        self.execute(create_temporary(name, select))
-        return name
-
-    def view(self, select: exp.Select, prefix: str) -> str:
-        """`select` as a new temporary view (gone with the in-memory database at `close`)."""
-        name = temporary_name(prefix)
-        view = exp.Create(this=D.table(name), kind="VIEW", expression=select)
-        view.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
-        self.execute(view)
-        return name
-
     def close(self) -> None:
         try:
-            for name in self.temporaries:
-                self.execute(drop(name))
-            self.temporaries.clear()
+            self.drop_temporaries()
         finally:
             self.db.close()
             shutil.rmtree(self.spill, ignore_errors=True)

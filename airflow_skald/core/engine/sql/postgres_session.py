@@ -14,7 +14,7 @@ import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.session import create_temporary, drop, temporary_name
+from airflow_skald.core.engine.sql.session import TemporaryRelations, temporary_name
 from airflow_skald.core.errors import ConfigError
 
 log = logging.getLogger("airflow_skald.sql")
@@ -31,7 +31,7 @@ def _driver():
     return pg
 
 
-class PostgresSession:
+class PostgresSession(TemporaryRelations):
     """One connection to the input's database (a URI)."""
 
     dialect = "postgres"
@@ -45,8 +45,7 @@ class PostgresSession:
                 "WHERE current_setting('server_version_num')::int >= 140000"
             )
             cur.fetchall()
-        self.temporaries: list[str] = []
-        self.views: list[str] = []
+        super().__init__()
         #: bytes of the Arrow results this session received (what crossed to the worker)
         self.received = 0
 
@@ -73,28 +72,8 @@ class PostgresSession:
             cur.adbc_ingest(name, table, mode="create", temporary=True)
         return name
 
-    def create(self, select: exp.Select, prefix: str) -> str:
-        name = temporary_name(prefix)
-        self.temporaries.append(name)
-        self.execute(create_temporary(name, select))
-        return name
-
-    def view(self, select: exp.Select, prefix: str) -> str:
-        """`select` as a new temporary view (a name the passes read as their relation)."""
-        name = temporary_name(prefix)
-        self.views.append(name)
-        view = exp.Create(this=D.table(name), kind="VIEW", expression=select)
-        view.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
-        self.execute(view)
-        return name
-
     def close(self) -> None:
         try:
-            for name in reversed(self.views):  # a view before the views it reads
-                self.execute(exp.Drop(tables=[D.table(name)], kind="VIEW", exists=True))
-            for name in self.temporaries:
-                self.execute(drop(name))
-            self.views.clear()
-            self.temporaries.clear()
+            self.drop_temporaries()
         finally:
             self.db.close()

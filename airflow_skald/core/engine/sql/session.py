@@ -41,6 +41,43 @@ class SqlSession(Protocol):
     def close(self) -> None: ...
 
 
+class TemporaryRelations:
+    """The temporary tables and views a session makes by SQL, dropped by `drop_temporaries`
+    (views first, the last made first: a view before the views it reads): what the DuckDB and
+    PostgreSQL sessions share. A subclass runs statements by `execute`."""
+
+    def __init__(self) -> None:
+        self.temporaries: list[str] = []
+        self.views: list[str] = []
+
+    def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
+        raise NotImplementedError
+
+    def create(self, select: exp.Select, prefix: str) -> str:
+        """The rows of `select` as a new temporary table in the engine (nothing crosses)."""
+        name = temporary_name(prefix)
+        self.temporaries.append(name)
+        self.execute(create_temporary(name, select))
+        return name
+
+    def view(self, select: exp.Select, prefix: str) -> str:
+        """`select` as a new temporary view (a name the passes read as their relation)."""
+        name = temporary_name(prefix)
+        self.views.append(name)
+        view = exp.Create(this=D.table(name), kind="VIEW", expression=select)
+        view.set("properties", exp.Properties(expressions=[exp.TemporaryProperty()]))
+        self.execute(view)
+        return name
+
+    def drop_temporaries(self) -> None:
+        for name in reversed(self.views):
+            self.execute(exp.Drop(tables=[D.table(name)], kind="VIEW", exists=True))
+        for name in self.temporaries:
+            self.execute(drop(name))
+        self.views.clear()
+        self.temporaries.clear()
+
+
 def temporary_name(prefix: str) -> str:
     """A fresh temporary table name (a fixed prefix and a counter: no input text in it)."""
     return f"skald_{prefix}_{next(_names)}"
