@@ -15,7 +15,8 @@ token, the config hash, the input fingerprint and k. So:
   is still the one the run found when it began, or its own: a stale retry never rolls a newer
   release back, and of two racing runs only one writes;
 - `skald verify FOLDER` of a table release (`verify_table_release`) checks that the table's
-  comment names this manifest, then verifies the table's rows.
+  comment names this manifest, then verifies the table from the counts PostgreSQL computes
+  (`table_counts`: its class table and its pseudonyms counted, no row read, ADR 0070).
 
 The release folder keeps the records (manifest, report, run record, config), never the rows.
 """
@@ -27,16 +28,15 @@ import logging
 import os
 import posixpath
 import shutil
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from fractions import Fraction
 
 from airflow_skald.core.data.database.release_table import (
     TableState,
     TableWriter,
     cannot_keep,
-    read_table,
     table_properties,
     table_state,
 )
@@ -46,6 +46,7 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
 from airflow_skald.core.release.check.recoding_steps import RECODING_STEPS
+from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST, _output_of
 from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.write.output_target import (
@@ -219,29 +220,33 @@ def _verify_rows(
     if not parts:
         raise VerificationError(f"{_label(target)} holds no rows")
     names = [posixpath.basename(p) for p in parts]
-    try:
+    with _naming_table(target, folder):
         return verify_release(
             folder, k, suppression_limit, qids=qids, manifest={**manifest, "parts": names}
         )
+
+
+@contextmanager
+def _naming_table(target: TableTarget, folder: str) -> Iterator[None]:
+    """A verify failure's message naming the table where it names the folder verified."""
+    try:
+        yield
     except (DataError, VerificationError) as exc:
         text = str(exc).replace(f"the {MANIFEST} of {folder} about to be written", MANIFEST)
         raise type(exc)(text.replace(folder, _label(target))) from None
 
 
 class _private_folder:
-    """A folder only this user reads (the rows read back), removed at exit: a run's is
-    beside its release folder (`leftovers.read_back_path`: the next run or the retry removes
-    what a killed one left), `skald verify`'s a temporary folder."""
+    """A folder only this user reads (the rows a run reads back), removed at exit: beside its
+    release folder (`leftovers.read_back_path`: the next run or the retry removes what a
+    killed one left)."""
 
-    def __init__(self, output: str | None = None, token: str = "") -> None:
+    def __init__(self, output: str, token: str = "") -> None:
         self.output, self.token = output, token
 
     def __enter__(self) -> str:
-        if self.output is None:
-            self.path = tempfile.mkdtemp(prefix="skald-table-")
-        else:
-            remove_read_backs(self.output)  # of killed runs (the caller holds the lease)
-            self.path = read_back_path(self.output, self.token)
+        remove_read_backs(self.output)  # of killed runs (the caller holds the lease)
+        self.path = read_back_path(self.output, self.token)
         return self.path
 
     def __exit__(self, *exc_info) -> None:
@@ -261,9 +266,12 @@ def verify_table_release(
     connection: str | None = None,
 ) -> dict:
     """`skald verify FOLDER` of a table release: the table's comment names the manifest in
-    `folder` (its SHA-256), and the table's rows pass every check of a folder release.
+    `folder` (its SHA-256), and the table passes every check of a folder release, judged
+    from counts PostgreSQL computes (`table_counts`, ADR 0070: no row crosses).
     `connection` (a URI or variable name) overrides the manifest's connection name."""
     from airflow_skald.core.release.check.release_reading import read_manifest
+    from airflow_skald.core.release.check.verify import counted_columns
+    from airflow_skald.core.release.table_counts import count_table
 
     manifest = read_manifest(folder)
     if not is_table_release(manifest):
@@ -273,19 +281,54 @@ def verify_table_release(
     uri = resolve(connection or target.connection)
     fs, root = filesystem(folder)
     manifest_bytes = fs.cat_file(posixpath.join(root.rstrip("/"), MANIFEST))
-    with _private_folder() as back:
-        state, parts = read_table(uri, target, back, _READ_BACK_ROWS)
-        if not state.exists:
-            raise VerificationError(f"{_label(target)} does not exist")
-        release = state.release
-        if release is None:
-            raise VerificationError(f"{_label(target)} holds no skald release (its comment)")
-        sha = hashlib.sha256(manifest_bytes).hexdigest()
-        if release.get("manifest_sha256") != sha:
-            raise VerificationError(
-                f"{_label(target)} holds another release than the {MANIFEST} of {folder} "
-                f"(its comment names manifest sha256 {str(release.get('manifest_sha256'))[:12]}"
-                f", the file's is {sha[:12]})"
-            )
-        report = _verify_rows(target, back, parts, manifest, folder, k, suppression_limit, qids)
+    names, attributes = counted_columns(folder, manifest, qids)
+    counted = count_table(uri, target, names, attributes, manifest.get("pseudonymised") or [])
+    if not counted.state.exists:
+        raise VerificationError(f"{_label(target)} does not exist")
+    release = counted.state.release
+    if release is None:
+        raise VerificationError(f"{_label(target)} holds no skald release (its comment)")
+    sha = hashlib.sha256(manifest_bytes).hexdigest()
+    if release.get("manifest_sha256") != sha:
+        raise VerificationError(
+            f"{_label(target)} holds another release than the {MANIFEST} of {folder} "
+            f"(its comment names manifest sha256 {str(release.get('manifest_sha256'))[:12]}"
+            f", the file's is {sha[:12]})"
+        )
+    if not counted.classes.n_rows:
+        raise VerificationError(f"{_label(target)} holds no rows")
+    checked = (manifest, folder, k, suppression_limit, qids)
+    report = _verify_counts(target, counted.classes, counted.columns, *checked)
+    if counted.not_pseudonym is not None:  # as a part's check (`pseudonyms.verify`), counted
+        raise VerificationError(
+            f"column '{counted.not_pseudonym}' in {_label(target)} holds a value that is not "
+            "a pseudonym"
+        )
     return {**report, "table": target.qualified, "manifest_sha256": sha}
+
+
+def _verify_counts(
+    target: TableTarget,
+    classes: ReleaseClasses,
+    columns: list[str],
+    manifest: dict,
+    folder: str,
+    k: int | None,
+    suppression_limit: Fraction | float | str | None,
+    qids: list[str] | None,
+) -> dict:
+    """The table's classes (PostgreSQL's GROUP BY) verified against the manifest as `skald
+    verify` verifies a folder release (its records, beside the manifest in `folder`, read
+    there); messages name the table, not the folder."""
+    from airflow_skald.core.release.check.verify import verify_release
+
+    with _naming_table(target, folder):
+        return verify_release(
+            folder,
+            k,
+            suppression_limit,
+            qids=qids,
+            classes=classes,
+            manifest=manifest,
+            table_columns=columns,
+        )

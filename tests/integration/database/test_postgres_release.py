@@ -109,6 +109,10 @@ def test_table_release_holds_the_folder_release_and_verifies(
     report = json.loads(out)
     assert report["verified"] is True and report["table"] == TABLE
     assert report["n_records"] == 120 and report["min_class_size"] >= 3
+    # a raw identifier in place of a pseudonym, counted by PostgreSQL (ADR 0070)
+    execute(warehouse, f"UPDATE {TABLE} SET pid = 'P0001' WHERE ctid = (SELECT min(ctid) FROM {TABLE})")  # fmt: skip
+    code, _, err = run_inprocess(["verify", str(folder)], capsys)
+    assert code == 1 and f"column 'pid' in output table {TABLE} holds a value that is not a pseudonym" in err, err  # fmt: skip
     # the checks of a folder release: a row gone from the table fails it
     execute(warehouse, f"DELETE FROM {TABLE} WHERE ctid = (SELECT min(ctid) FROM {TABLE})")
     code, _, err = run_inprocess(["verify", str(folder)], capsys)

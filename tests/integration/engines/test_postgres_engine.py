@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import os
+import tempfile
 from collections import Counter
 from pathlib import Path
 
@@ -210,7 +211,7 @@ def test_what_crosses_is_bounded_by_the_histogram_not_the_rows(tmp_path, monkeyp
     """The bytes PostgreSQL's results bring to the worker over a whole run (every session's
     Arrow results: statistics, histogram, class table) for 400 and 20,000 rows of the same
     domains (QIDs city and zip: 24 classes at most, all present in both): about the same,
-    far below the rows'."""
+    far below the rows'. The same for `skald verify` of the table release (ADR 0070)."""
     from airflow_skald.core.engine.sql.postgres_session import PostgresSession
 
     received: list[int] = []
@@ -221,7 +222,7 @@ def test_what_crosses_is_bounded_by_the_histogram_not_the_rows(tmp_path, monkeyp
         real(self)
 
     monkeypatch.setattr(PostgresSession, "close", close)
-    sizes = {}
+    sizes, verified = {}, {}
     for n in (400, 20_000):
         data = table(n, 7)
         load_table(pg, f"clinic.wire_{n}", data, key=["pid"])
@@ -232,9 +233,21 @@ def test_what_crosses_is_bounded_by_the_histogram_not_the_rows(tmp_path, monkeyp
         received.clear()
         assert cli_main(["run", _write(tmp_path, cfg, f"wire_{n}"), "-q"]) == 0
         sizes[n] = (sum(received), data.nbytes)
+        # `skald verify` of the table release: from PostgreSQL's counts (ADR 0070), no
+        # temporary folder to read rows back into
+        received.clear()
+        with monkeypatch.context() as mp:
+            mp.setattr(tempfile, "mkdtemp", _no_temporary_folder)
+            assert cli_main(["verify", str(tmp_path / f"wire_{n}")]) == 0
+        verified[n] = sum(received)
     (small, _), (large, rows) = sizes[400], sizes[20_000]
-    print("received", sizes)
+    print("received", sizes, "verify", verified)
     assert large < 1.2 * small and large < rows / 50, sizes
+    assert 0 < verified[20_000] < 1.2 * verified[400] and verified[20_000] < rows / 50, verified
+
+
+def _no_temporary_folder(*args, **kwargs):
+    raise AssertionError("skald verify of a table release made a temporary folder")
 
 
 QIDS = ("city", "zip")

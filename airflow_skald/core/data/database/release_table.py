@@ -135,6 +135,9 @@ def _state(cur, target: TableTarget) -> TableState:
     return TableState(bool(schema_exists), bool(exists), comment)
 
 
+state_of = _state  # the target's state read on a caller's cursor (`release.table_counts`)
+
+
 def _read_only(uri: str, target: TableTarget, read: Callable[[Any], Any]) -> Any:
     """`read(cursor)` in one short read-only transaction on the target's database."""
     try:
@@ -378,21 +381,3 @@ def _plain_schema(part: str) -> pa.Schema:
         for f in schema
     ]
     return pa.schema(fields)
-
-
-def read_table(
-    uri: str, target: TableTarget, folder: str, chunk_rows: int
-) -> tuple[TableState, list[str]]:
-    """The target's state and its rows as Parquet parts in `folder`, from one snapshot (a
-    swap committed meanwhile is not half seen)."""
-
-    def read(cur) -> tuple[TableState, list[str]]:
-        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
-        state = _state(cur, target)
-        if not state.exists:
-            return state, []
-        cur.execute(f"SELECT * FROM {quoted(target.schema, target.name)}")
-        refs = write_chunks(cur.fetch_record_batch(), chunk_rows, folder, PART_NAME)
-        return state, [r.file for r in refs]
-
-    return _read_only(uri, target, read)

@@ -2,7 +2,8 @@
 the privileges the run needs, before any pass (one line naming the missing one); the input's
 row count and version (the manifest's input identity, computed by the engine: no row
 crosses); the pseudonymised columns of the table it wrote (as `skald verify` checks a part's,
-`transform.pseudonyms.verify`, counted by the engine)."""
+`transform.pseudonyms.verify`, counted by the engine; `skald verify` of a table release too,
+ADR 0070)."""
 
 from __future__ import annotations
 
@@ -105,11 +106,22 @@ def pseudonyms_well_formed(session: SqlSession, table: exp.Table, config, label:
     """Every pseudonymised column of the written table holds 64 lowercase hex digits (or
     null): counted by the engine, VerificationError naming the column otherwise."""
     pseudonyms = config.transformation(Pseudonyms)
-    pattern = D.text(f"^[0-9a-f]{{{PSEUDONYM_CHARS}}}$")
-    for name in pseudonyms.names if pseudonyms else ():
+    bad = not_pseudonyms(session, table, pseudonyms.names if pseudonyms else ())
+    if bad is not None:
+        raise VerificationError(
+            f"column '{bad}' in table {label} holds a value that is not a pseudonym"
+        )
+
+
+def not_pseudonyms(session: SqlSession, table: exp.Table, names, empty: bool = False) -> str | None:
+    """The first of `names` whose column in `table` holds a value other than 64 lowercase
+    hex digits or null (`empty`: or ''), counted by the engine (`COUNT(*)` of the rows the
+    pattern refuses: no value crosses); None when every column holds pseudonyms only."""
+    digits = f"[0-9a-f]{{{PSEUDONYM_CHARS}}}"
+    pattern = D.text(f"^({digits})?$" if empty else f"^{digits}$")
+    for name in names:
         bad = exp.Not(this=exp.RegexpLike(this=D.column(name), expression=pattern))
         select = exp.select(D.count_star().as_("n")).from_(table).where(bad)
         if int(session.query(select).column("n")[0].as_py()):
-            raise VerificationError(
-                f"column '{name}' in table {label} holds a value that is not a pseudonym"
-            )
+            return name
+    return None

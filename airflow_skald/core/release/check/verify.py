@@ -314,6 +314,16 @@ def _as_its_manifest(
         report["risk_analysis"] = again
 
 
+def counted_columns(
+    path: str, manifest: dict | None, qids: list[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The columns `skald verify` counts a release's classes over (as `_read` does without a
+    run's policy): the QIDs (`qids`, else the manifest's node), then the criteria's
+    attributes and the microaggregated columns out of the lattice."""
+    qids = qids if qids is not None else _qids(path, manifest)
+    return qids, [*described_attributes(manifest), *out_of_lattice(manifest)]
+
+
 def _qids(path: str, manifest: dict | None) -> list[str]:
     if manifest is None:
         raise DataError(f"{path} has no {MANIFEST}: name the QID columns to verify")
