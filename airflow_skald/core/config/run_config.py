@@ -28,12 +28,12 @@ from airflow_skald.core.settings.execution import ExecutionSettings, normalise
 from airflow_skald.core.settings.parse import mapping as _mapping
 from airflow_skald.core.settings.parse import names as _names
 from airflow_skald.core.settings.parse import no_unknown as _no_unknown
+from airflow_skald.core.settings.quality import QUALITY_WEIGHT
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import (
     BY_NAME,
     OVERRIDE_KEYS,
-    QUALITY_WEIGHT,
     file_keys,
     read_file_setting,
 )

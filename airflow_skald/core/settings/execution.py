@@ -15,6 +15,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.setting import Setting, choice_setting
 
 #: the engine path's names (docs/design.md §2b); which of them a run may use: `engine.registry`
 ENGINE_NAMES: tuple[str, ...] = ("chunks", "duckdb", "postgresql", "spark")
@@ -63,3 +64,25 @@ def normalise(raw: Any) -> Any:
     if raw is not None and not isinstance(raw, Mapping):
         raise ConfigError("execution must be an engine's name or a mapping {engine, connection}")
     return raw
+
+
+#: the settings table's rows of `execution:` (`table.SETTINGS` lists them in its order)
+EXECUTION_ROWS: tuple[Setting, ...] = (
+    choice_setting(
+        "execution",
+        ("execution", "engine"),
+        ENGINE_NAMES,
+        "Where the passes run (docs/design.md §2b): chunks (the default: rows read into the "
+        "worker) or an engine that runs them where the data is (duckdb, postgresql, spark); "
+        "empty = the file's execution.",
+        default=CHUNKS,
+    ),
+    Setting(
+        "execution_connection",
+        ("execution", "connection"),
+        {"type": "string", "minLength": 1},
+        "a connection",
+        "The engine's connection (Airflow: a connection id; CLI: a URI or the name of an "
+        "environment variable holding one); empty = the file's execution.connection.",
+    ),
+)

@@ -9,6 +9,13 @@ from fractions import Fraction
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.cost_benefit import CostBenefit
+from airflow_skald.core.settings.setting import (
+    AT_LEAST_ZERO,
+    ZERO_TO_ONE,
+    Setting,
+    choice_setting,
+    decimal_setting,
+)
 
 #: every objective, in the registry's order (core.quality.registry.MODELS)
 OBJECTIVES = (
@@ -97,3 +104,43 @@ def check(settings: QualitySettings, qids: Sequence[str]) -> None:
     for name in settings.weights:
         if name not in qids:
             raise ConfigError(f"quality.weights names '{name}', which is not a quasi-identifier")
+
+
+#: the settings table's rows of `quality:` (`table.SETTINGS` lists them in its order)
+QUALITY_ROWS: tuple[Setting, ...] = (
+    choice_setting(
+        "objective",
+        ("quality", "objective"),
+        OBJECTIVES,
+        "What the search minimises (docs/design.md §4d): dm_star (the paper's, default), dm_star_arx, dm, "
+        "aecs, loss, nu_entropy, nu_entropy_nm, precision, height, publisher_payout (ARX's "
+        "quality models).",
+        default="dm_star",
+    ),
+    decimal_setting(
+        "gs_factor",
+        ("quality", "gs_factor"),
+        ZERO_TO_ONE,
+        "ARX's gs factor weighting generalisation against suppression (0..1; default 0.5).",
+        default=Fraction(1, 2),
+    ),
+    choice_setting(
+        "aggregate",
+        ("quality", "aggregate"),
+        AGGREGATES,
+        "How a multi-dimensional objective combines the QIDs (rank: ARX's RANK, the weighted "
+        "values largest first, compared in turn); empty = the model's default "
+        "(loss: geometric_mean, precision: arithmetic_mean, nu_entropy, nu_entropy_nm and height: sum).",
+    ),
+)
+
+
+#: one entry of quality.weights (a mapping per QID: the file only, not a per-run setting)
+QUALITY_WEIGHT = decimal_setting(
+    "weight",
+    None,
+    AT_LEAST_ZERO,
+    "ARX's attribute weight of one QID (divided by the largest).",
+    cli=False,
+    param=False,
+)

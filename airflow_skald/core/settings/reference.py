@@ -15,8 +15,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from airflow_skald.core.settings.quality import QUALITY_WEIGHT
 from airflow_skald.core.settings.setting import Setting
-from airflow_skald.core.settings.table import QUALITY_WEIGHT, SETTINGS
+from airflow_skald.core.settings.table import SETTINGS
 
 PAGE = Path("docs/reference/settings.md")
 

@@ -9,6 +9,14 @@ from fractions import Fraction
 from typing import Any
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.setting import (
+    SHARE,
+    ZERO_TO_ONE,
+    Setting,
+    choice_setting,
+    decimal_setting,
+    integer_setting,
+)
 from airflow_skald.core.text import decimal_text
 
 #: the models ARX allows with local recoding (``PrivacyCriterion.isLocalRecodingSupported``)
@@ -94,3 +102,44 @@ def check_models(models: Sequence[Any]) -> None:
                 "(ARX allows it with k, l, t, b-likeness, d-disclosure, average risk and "
                 "estimated k-map only)"
             )
+
+
+#: the settings table's rows of `transformation.local_recoding:` (`table.SETTINGS` lists them)
+LOCAL_RECODING_ROWS: tuple[Setting, ...] = (
+    decimal_setting(
+        "local_recoding",
+        ("transformation", "local_recoding", "records"),
+        SHARE,
+        "Local recoding (docs/design.md §4f): the share of ALL records each step must release (e.g. "
+        "0.01); empty = the file's (off when the file has no transformation.local_recoding).",
+    ),
+    decimal_setting(
+        "local_recoding_gs",
+        ("transformation", "local_recoding", "gs_factor"),
+        ZERO_TO_ONE,
+        "Local recoding: the gs factor of the steps (0..1); empty = the objective's.",
+    ),
+    integer_setting(
+        "local_recoding_steps",
+        ("transformation", "local_recoding", "max_steps"),
+        1,
+        "Local recoding: the most searches (each step is one; adaptive: a search that released "
+        "nothing counts too, ARX's maxIterations); empty = unlimited.",
+    ),
+    choice_setting(
+        "local_recoding_mode",
+        ("transformation", "local_recoding", "mode"),
+        MODES,
+        "Local recoding: fast (ARX's optimizeIterativeFast: each step releases at least "
+        "`records` of all records) or adaptive (ARX's optimizeIterative: each step under the "
+        "run's suppression limit, its gs factor raised by the adaption factor after a search "
+        "that released nothing); empty = the file's (default fast).",
+    ),
+    decimal_setting(
+        "local_recoding_adaption",
+        ("transformation", "local_recoding", "adaption_factor"),
+        ZERO_TO_ONE,
+        "Local recoding, adaptive: added to the steps' gs factor after a search that released "
+        "nothing (0..1; 0: stop there); empty = the file's (default 0.05, ARX's).",
+    ),
+)

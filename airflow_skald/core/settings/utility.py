@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from airflow_skald.core.settings.setting import (
+    Setting,
+    integer_setting,
+    to_names,
+    to_pairs,
+)
+
 #: the classifiers the analysis trains (ARX's `ARXClassificationConfiguration` defaults)
 MODELS = ("logistic_regression", "naive_bayes", "random_forest")
 
@@ -49,3 +56,68 @@ class UtilitySettings:
             "features": None if self.features is None else list(self.features),
             "contingency": [list(p) for p in self.pairs],
         }
+
+
+#: the settings table's rows of `utility:` (`table.SETTINGS` lists them in its order)
+UTILITY_ROWS: tuple[Setting, ...] = (
+    Setting(
+        "utility_target",
+        ("utility", "target"),
+        {"type": "string", "minLength": 1},
+        "a column name",
+        "Utility analysis: the column classifiers predict, trained on the release and on the "
+        "original (docs/design.md §5); empty = the file's (none: no classifiers).",
+    ),
+    Setting(
+        "utility_models",
+        ("utility", "models"),
+        {"type": "array", "minItems": 1, "items": {"enum": list(MODELS)}},
+        "a list of " + ", ".join(MODELS),
+        "Utility analysis: the classifiers (comma-separated); empty = the file's (default all: "
+        + ", ".join(MODELS)
+        + ").",
+        coerce=to_names,
+        default=list(MODELS),
+    ),
+    integer_setting(
+        "utility_folds",
+        ("utility", "folds"),
+        2,
+        "Utility analysis: cross-validation folds; empty = the file's (default 10).",
+        default=10,
+    ),
+    integer_setting(
+        "utility_max_records",
+        ("utility", "max_records"),
+        1,
+        "Utility analysis: records in its sample; empty = the file's (default 100000).",
+        default=100_000,
+    ),
+    Setting(
+        "utility_features",
+        ("utility", "features"),
+        {"type": "array", "minItems": 1, "items": {"type": "string", "minLength": 1}},
+        "a list of column names",
+        "Utility analysis: the columns classifiers learn from (comma-separated); empty = the "
+        "file's (default: the QIDs).",
+        coerce=to_names,
+    ),
+    Setting(
+        "utility_contingency",
+        ("utility", "contingency"),
+        {
+            "type": "array",
+            "items": {
+                "type": "array",
+                "minItems": 2,
+                "maxItems": 2,
+                "items": {"type": "string", "minLength": 1},
+            },
+        },
+        "a list of QID pairs",
+        "Utility analysis: QID pairs whose contingency the report shows (a:b,c:d); empty = "
+        "the file's.",
+        coerce=to_pairs,
+        default=[],
+    ),
+)
