@@ -12,149 +12,42 @@ Schema tool. The schema holds counts, levels, hashes and settings, never a data 
 from __future__ import annotations
 
 import dataclasses
-import posixpath
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from airflow_skald.core.data.location import FORMATS
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
-from airflow_skald.core.privacy.model import decimal_of
+from airflow_skald.core.release.write.manifest_fields import (
+    ABSENT,
+    DECIMAL,
+    FLAG,
+    INT0,
+    LEVELS,
+    LIST,
+    NAMES,
+    NOTATION,
+    NUMBER,
+    OBJECT,
+    OUTPUT_TABLE,
+    PARTS_LISTED,
+    POPULATION_COUNTS,
+    RECODING_STEPS,
+    RISK_ANALYSIS,
+    SENSITIVE_COUNTS,
+    TEXT,
+    in_unit_range,
+    k_check,
+    key,
+    parts_check,
+)
 from airflow_skald.core.release.write.recoding_section import SCHEMA as RECODING
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import ManifestKey
 from airflow_skald.core.utility.schema import UTILITY
 
-
-class _Absent:
-    """A field the manifest does not hold (None is a value: `histogram_bins: null`)."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-
-ABSENT: Any = _Absent()
-
-INT0 = {"type": "integer", "minimum": 0}
-NUMBER = {"type": "number"}
-TEXT = {"type": "string"}
-FLAG = {"type": "boolean"}
-OBJECT = {"type": "object"}
-LIST = {"type": "array"}
-NAMES = {"type": "array", "items": {"type": "string", "minLength": 1}}
-LEVELS = {"type": "object", "minProperties": 1, "additionalProperties": {"type": "integer"}}
-NOTATION = {"type": "string"}
-DECIMAL = {"type": ["number", "string"]}
-_SHARE_OR_NULL = {"type": ["number", "null"]}
-RISK_ANALYSIS = {
-    "type": "object",
-    "required": ["records", "classes", "threshold", "prosecutor", "marketer_risk",
-                 "sample_uniques", "population_uniques", "dankar_model"],
-    "properties": {
-        "records": INT0,
-        "classes": INT0,
-        "threshold": DECIMAL,
-        "population": {"type": "integer", "minimum": 1},
-        "sampling_fraction": DECIMAL,
-        "population_size": _SHARE_OR_NULL,
-        "prosecutor": {
-            "type": "object",
-            "required": ["records_at_risk", "highest_risk", "average_risk"],
-            "additionalProperties": NUMBER,
-        },
-        "journalist": OBJECT,
-        "marketer_risk": NUMBER,
-        "sample_uniques": NUMBER,
-        "population_uniques": {
-            "type": "object",
-            "required": ["zayatz", "pitman", "snb", "dankar"],
-            "additionalProperties": _SHARE_OR_NULL,
-        },
-        "dankar_model": {"enum": ["zayatz", "pitman", "snb", "dankar", "none"]},
-        "by_class_size": LIST,
-    },
-}  # fmt: skip
-
-
-def _limit(value: object) -> bool:
-    limit = decimal_of(value)
-    return limit is not None and 0 <= limit <= 1
-
-
-SENSITIVE_COUNTS = {
-    "type": "object",
-    "required": ["file", "sha256"],
-    "properties": {
-        "file": {"const": "sensitive_counts.json"},
-        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-    },
-    "additionalProperties": False,
-}
-POPULATION_COUNTS = {
-    **SENSITIVE_COUNTS,
-    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "population_counts.json"}},
-}
-RECODING_STEPS = {
-    **SENSITIVE_COUNTS,
-    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "recoding_steps.json"}},
-}
-OUTPUT_TABLE = {
-    "type": "object",
-    "required": ["table", "connection"],
-    "properties": {
-        "table": {
-            "type": "string",
-            "pattern": r"^[A-Za-z_][A-Za-z0-9_$]*\.[A-Za-z_][A-Za-z0-9_$]*$",
-        },
-        "connection": {"type": "string", "minLength": 1},
-    },
-    "additionalProperties": False,
-}
-PARTS_LISTED = "parts must list each part file once, by name"
-
-
-def _parts(value: list, manifest: Mapping[str, Any]) -> str | None:
-    if not value or len(set(value)) != len(value):
-        return PARTS_LISTED
-    fmt = manifest.get("output_format") or value[0].rsplit(".", 1)[-1]
-    for name in value:
-        if (
-            posixpath.basename(name) != name
-            or "\\" in name
-            or not name.startswith("part-")
-            or not name.endswith(f".{fmt}")
-        ):
-            return f"parts must name part-*.{fmt} files in the release folder"
-    return None
-
-
-def _k(value: int, manifest: Mapping[str, Any]) -> str | None:
-    """k = 1: a release made without k-anonymity, under other models only (docs/design.md §4c)."""
-    if value >= 2:
-        return None
-    privacy = manifest.get("privacy")
-    models = privacy.get("models") if isinstance(privacy, Mapping) else None
-    names = [m.get("model") for m in models or [] if isinstance(m, Mapping)]
-    if names and "k-anonymity" not in names:
-        return None
-    return "k must be an integer >= 2"
-
-
-def key(
-    schema: dict,
-    expects: str,
-    doc: str,
-    *,
-    required: bool = False,
-    check: Callable[[Any, Mapping[str, Any]], str | None] | None = None,
-    message: str | None = None,
-) -> Any:
-    """One manifest field: its JSON Schema, what it must be (for the one-line message), what
-    it means, and a check JSON Schema cannot say (a decimal's range, part names)."""
-    meta = {"schema": schema, "expects": expects, "doc": doc, "required": required}
-    meta["message"] = message  # the line for a value of the wrong type, if not "must be"
-    return field(default=ABSENT, metadata={**meta, "check": check})
+__all__ = ["ABSENT", "Manifest", "schema_keys"]
 
 
 @dataclass(frozen=True)
@@ -167,13 +60,13 @@ class Manifest:
         {"type": "integer", "minimum": 1},
         "an integer >= 2",
         "smallest class allowed (1 only without k-anonymity, under other models: docs/design.md §4c)",
-        check=_k,
+        check=k_check,
     )
     suppression_limit: float = key(
         DECIMAL,
         "a number between 0 and 1",
         "the share of records that may be suppressed",
-        check=lambda v, m: None if _limit(v) else "suppression_limit",
+        check=lambda v, m: None if in_unit_range(v) else "suppression_limit",
     )
     privacy: dict = key(
         {
@@ -297,7 +190,11 @@ class Manifest:
         "manifest's SHA-256. The parts listed were staged and loaded into it",
     )
     parts: list = key(
-        NAMES, "a list of part file names", "the part files", check=_parts, message=PARTS_LISTED
+        NAMES,
+        "a list of part file names",
+        "the part files",
+        check=parts_check,
+        message=PARTS_LISTED,
     )
     sensitive_counts: dict = key(
         SENSITIVE_COUNTS,
