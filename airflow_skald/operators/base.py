@@ -229,7 +229,7 @@ def settings_line(config) -> str:
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
         + (f"table={config.output_table.qualified} " if config.output_table else "")
-        + f"k={config.k} suppression_limit={decimal_text(config.suppression_limit)} "
+        + f"k={config.min_class_size} suppression_limit={decimal_text(config.suppression_limit)} "
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
         f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "

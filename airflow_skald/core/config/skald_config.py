@@ -156,8 +156,10 @@ class SkaldConfig:
         return tuple(dict.fromkeys([*self.criteria_attributes, *subset, *self.microaggregations]))
 
     @property
-    def k(self) -> int:
-        """The smallest class the models let through (k of k-anonymity)."""
+    def min_class_size(self) -> int:
+        """The smallest class the models let through: the largest minimal class size over all
+        models (as `PrivacyPolicy.min_class_size`; the manifest's `k`). Not k-anonymity's k:
+        a DP, k-map or no-attack profitability model may ask for larger classes."""
         return max((m.min_class_size for m in self.privacy), default=1)
 
     @property

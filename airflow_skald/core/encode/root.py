@@ -42,8 +42,10 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
     if stats.n_rows == 0:
         raise DataError("the input has no records")
     check_not_empty(config.research_subset, stats.n_rows, stats.sensitive)
-    if config.k > stats.n_rows:
-        raise DataError(f"k={config.k} is larger than the number of records ({stats.n_rows})")
+    if config.min_class_size > stats.n_rows:
+        raise DataError(
+            f"k={config.min_class_size} is larger than the number of records ({stats.n_rows})"
+        )
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
     if dp_of(config) is not None:
         check_levels_built(dims)  # no rule level dropped because the data fills it

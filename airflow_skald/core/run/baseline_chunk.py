@@ -135,12 +135,12 @@ class ChunkOutcome:
 def anonymise_chunk(
     config: SkaldConfig, plan: Plan, chunk: ChunkRef, ks: Sequence[int] | None = None
 ) -> list[ChunkOutcome]:
-    """Search one chunk's own optimal node for each k (default: the config's k).
+    """Search one chunk's own optimal node for each k (default: the config's min_class_size).
 
     The chunk's level-0 histogram and its roll-ups are shared by the searches for several k.
     """
     t = time.perf_counter()
-    smallest = min(ks or [config.k])
+    smallest = min(ks or [config.min_class_size])
     if chunk.n_rows < smallest:
         raise DataError(
             f"chunk {chunk.chunk_id} ({chunk.where()}) has {chunk.n_rows} records, fewer than "
@@ -155,7 +155,7 @@ def anonymise_chunk(
     )  # t-closeness: the chunk's own distribution (docs/design.md §4b)
     t_hist = time.perf_counter() - t
     out = []
-    for k in ks or [config.k]:
+    for k in ks or [config.min_class_size]:
         t = time.perf_counter()
         policy = build_policy(config, own).with_thresholds(k=int(k))
         decision = search_lattice(

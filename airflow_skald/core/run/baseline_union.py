@@ -48,7 +48,7 @@ def release_figures(
 def union_policy(config: SkaldConfig) -> PrivacyPolicy:
     """What the union of the chunk releases is checked for: k-anonymity within the limit.
     (Criteria beyond k hold per chunk, each checked on its own part by its search.)"""
-    return PrivacyPolicy.k_anonymity(config.k, config.suppression_limit)
+    return PrivacyPolicy.k_anonymity(config.min_class_size, config.suppression_limit)
 
 
 def union_figures(
@@ -124,7 +124,7 @@ def union_manifest(
         **_union_counts(config, union),
         **_union_quality(outcomes, union),
         **_per_chunk_nodes(plan, outcomes),
-        **risk_section(risk(sizes, config.k), class_size_histogram(sizes)),
+        **risk_section(risk(sizes, config.min_class_size), class_size_histogram(sizes)),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified=True),
         verified_per_chunk=True,

@@ -192,7 +192,13 @@ class Run:
             columns = released_columns(self.config, names) if names else None
             qids = self.config.qid_names
             check_table_target(
-                table, self.output_uri(), identity, overwrite, columns, qids, self.config.k
+                table,
+                self.output_uri(),
+                identity,
+                overwrite,
+                columns,
+                qids,
+                self.config.min_class_size,
             )
         if not self.store.exists(TARGET):  # the first attempt's view: a retry keeps it
             found = self.release_in_place()

@@ -91,8 +91,10 @@ def test_verification_from_group_tables_equals_reading_every_part(
     out = str(tmp_path / "out")
     groups = [manifest["parts"][:4], manifest["parts"][4:]]
     merged = ReleaseClasses.merge([pipeline.count_written(config, out, g) for g in groups])
-    assert verify_release(out, config.k, classes=merged) == verify_release(out, config.k)
+    assert verify_release(out, config.min_class_size, classes=merged) == verify_release(
+        out, config.min_class_size
+    )
     broken = ReleaseClasses(merged.labels, merged.codes, merged.sizes.copy(), merged.n_rows)
     broken.sizes[np.argmax(~merged.star_mask())] = 1  # a class below k
     with pytest.raises(VerificationError):
-        verify_release(out, config.k, classes=broken)
+        verify_release(out, config.min_class_size, classes=broken)

@@ -88,7 +88,7 @@ def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> 
     """The policy the release was made under, each criterion with the figure it reached."""
     described = describe_privacy(config)
     return {
-        "k": config.k,
+        "k": config.min_class_size,
         "suppression_limit": float(config.suppression_limit),
         "privacy": {
             "models": described,

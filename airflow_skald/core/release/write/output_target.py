@@ -56,7 +56,7 @@ class ReleaseIdentity:
 
         dp = any(m.config_key == "differential_privacy" for m in config.privacy)
         fingerprint = input_fingerprint(list(chunks)) if chunks is not None else None
-        return cls(token, config.fingerprint(), fingerprint, config.k, dp)
+        return cls(token, config.fingerprint(), fingerprint, config.min_class_size, dp)
 
     def may_replace(self, existing: ReleaseIdentity) -> bool:
         """A retry of the run that made `existing`, or an identical rerun (never of a DP
