@@ -66,11 +66,6 @@ class PrivacyPolicy:
         return max((m.min_class_size for m in self.models), default=1)
 
     @property
-    def k(self) -> int:
-        """k as the manifest reports it: the smallest class size the models allow."""
-        return self.min_class_size
-
-    @property
     def all_monotone(self) -> bool:
         return all(m.monotone for m in self.models)
 

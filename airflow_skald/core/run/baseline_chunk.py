@@ -109,7 +109,7 @@ class ChunkOutcome:
 
     @property
     def k(self) -> int:
-        return self.policy.k
+        return self.policy.min_class_size
 
     @property
     def n_records(self) -> int:

@@ -224,7 +224,7 @@ def judge(policy: PrivacyPolicy, table: ClassTable, n_star: int, release: bool =
         "n_suppressed_already": n_star,
         "n_equivalence_classes": table.n_classes,
         "min_class_size": int(sizes.min()) if sizes.size else 0,
-        "k": policy.k,
+        "k": policy.min_class_size,
         "classes_below_k": int(small.sum()),
         "records_in_classes_below_k": int(sizes[small].sum(dtype=np.int64)),
         "privacy_models": criteria,

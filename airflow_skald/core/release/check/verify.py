@@ -286,7 +286,7 @@ def _figures(
 def _report(figures: dict, policy: PrivacyPolicy, n_parts: int, skipped: list[dict]) -> dict:
     report = {
         "verified": "partial" if skipped else True,
-        "k": policy.k,
+        "k": policy.min_class_size,
         **{key: figures[key] for key in _REPORTED},
         "privacy_models": figures["privacy_models"],
         "parts": n_parts,
