@@ -156,13 +156,22 @@ def _grouped(session: SqlSession, source: SqlInput, coding: Coding, key: exp.Exp
     return keys, table.column("n").to_numpy().astype(np.int64)
 
 
+def _first_fits(plan: Plan, counted: int) -> bool:
+    """Whether the chain's first node fits N_RAM whatever the data: its non-empty bins are
+    at most one per record and counted attribute (and at most its bins), so with few
+    records it is counted by one GROUP BY of the input, with no grouped table to judge."""
+    bound = min(plan.stats.n_rows * max(counted, 1), plan.bins(tuple(plan.counting_chain()[0])))
+    return bound <= plan.n_ram - 1
+
+
 def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> RootCounts:
     """Records per class of the counting node and, per counted attribute, per (class, value).
     On a chain (adaptive mode) the input is scanned once, grouped at the chain's first node
-    in the engine; the chain's nodes are then judged, and counted, over that table."""
+    in the engine; the chain's nodes are then judged, and counted, over that table; unless
+    the first node fits whatever the data (`_first_fits`): then it is counted directly."""
     chain = plan.counting_chain()
     how, node = "rows", tuple(chain[0])
-    if len(chain) > 1:
+    if len(chain) > 1 and not _first_fits(plan, len(coding.values)):
         table, coding = _base_table(session, source, coding, plan, node)
         source = SqlInput(table, pa.schema([]), source.where)
         node = counting_node(session, source, coding, plan)
