@@ -266,6 +266,31 @@ CASES["adult-dpresence-l3-5"] = Case(
     no_k=True,
     subset=True,
 )
+# issue 44 item 1 (SPEC §4e): δ-presence with δmin > 0, judged over every population class
+CASES["adult-dpresence-min-0"] = Case(
+    "adult",
+    0.0,
+    {"delta_presence": {"min": 0.05, "max": 0.15}},
+    ("--dpresence", "0.05:0.15", "--subset", "mod:10:0"),
+    objective="aecs",
+    no_k=True,
+    subset=True,
+)
+# ... item 2 (SPEC §4c): sample-based suppression of equal-size classes in ARX's order under Loss
+CASES["adult-sampleuniq-loss-4"] = Case(
+    "adult",
+    0.04,
+    {"sample_uniqueness": {"max": 0.01}},
+    ("--sample-unique", "0.01"),
+    objective="loss",
+    no_k=True,
+)
+ISSUE44 = (
+    "adult-dpresence-min-0,adult-sampleuniq-loss-4,adult-zayatz-4,adult-entropy-nm-5,"
+    "adult-dpresence-l3-5,adult-tordered-text-5,adult-l3-grassberger-5,adult-lr-adaptive,"
+    "adult-profit-pros-4,adult-profit-jour-4,adult-profit-pros-noattack-4,"
+    "adult-profit-jour-noattack-4,adult-rank-5"
+)
 ARX_METRIC = {
     "dm_star_arx": "dmstar",
     "loss": "loss",
@@ -483,9 +508,11 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=Path("/tmp/skald-arx-tables"))
     parser.add_argument("--no-exhaustive", action="store_true")
     parser.add_argument("--no-arx", action="store_true", help="the product's side only")
-    parser.add_argument("--only", default=",".join(CASES), help="comma-separated case names")
+    parser.add_argument(
+        "--only", default=",".join(CASES), help="comma-separated case names; `issue44`: its rows"
+    )
     args = parser.parse_args()
-    cases = [c for c in args.only.split(",") if c]
+    cases = [c for c in args.only.replace("issue44", ISSUE44).split(",") if c]
     unknown = [c for c in cases if c not in CASES]
     if unknown:
         parser.error(f"unknown cases {unknown}; known: {', '.join(CASES)}")
