@@ -32,7 +32,10 @@ beta are the answer compared). Issue 44: `adult-l3-grassberger-5` (Grassberger's
 estimator: the same node; ARX stops its sum early and may suppress more, ADR 0043),
 `adult-rank-5` (Loss with ARX's RANK aggregate) and `adult-lr-adaptive` (ARX's
 `optimizeIterative(output, 0.05, 100, 0.05)` with every record suppressible, through
-benchmarks/arx_iterative: every releasing step's node and records, ADR 0048).
+benchmarks/arx_iterative: every releasing step's node and records, ADR 0048),
+`adult-dpresence-min-0` (δ-presence with δmin > 0, AECS, limit 0: ARX judges every population
+class, SPEC §4e) and `adult-sampleuniq-loss-4` (sample uniqueness under Loss: ARX's order of
+equal-size classes, SPEC §4c); `--only issue44` runs that issue's 13 rows.
 
 Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
 `run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
