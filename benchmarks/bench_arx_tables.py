@@ -34,8 +34,9 @@ estimator: the same node; ARX stops its sum early and may suppress more, ADR 004
 `optimizeIterative(output, 0.05, 100, 0.05)` with every record suppressible, through
 benchmarks/arx_iterative: every releasing step's node and records, ADR 0048),
 `adult-dpresence-min-0` (δ-presence with δmin > 0, AECS, limit 0: ARX judges every population
-class, SPEC §4e) and `adult-sampleuniq-loss-4` (sample uniqueness under Loss: ARX's order of
-equal-size classes, SPEC §4c); `--only issue44` runs that issue's 13 rows.
+class, docs/design.md §4e) and `adult-sampleuniq-loss-4` (sample uniqueness under Loss:
+ARX's order of equal-size classes, docs/design.md §4c); `--only issue44` runs that issue's 13
+rows.
 
 Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
 `run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
@@ -269,7 +270,8 @@ CASES["adult-dpresence-l3-5"] = Case(
     no_k=True,
     subset=True,
 )
-# issue 44 item 1 (SPEC §4e): δ-presence with δmin > 0, judged over every population class
+# issue 44 item 1 (docs/design.md §4e): δ-presence with δmin > 0, judged over every
+# population class
 CASES["adult-dpresence-min-0"] = Case(
     "adult",
     0.0,
@@ -279,7 +281,8 @@ CASES["adult-dpresence-min-0"] = Case(
     no_k=True,
     subset=True,
 )
-# ... item 2 (SPEC §4c): sample-based suppression of equal-size classes in ARX's order under Loss
+# ... item 2 (docs/design.md §4c): sample-based suppression of equal-size classes in ARX's
+# order under Loss
 CASES["adult-sampleuniq-loss-4"] = Case(
     "adult",
     0.04,
