@@ -226,8 +226,9 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     given = parse_overrides({"k": args.k, "suppression_limit": args.suppression_limit})
     qids = [q.strip() for q in args.qids.split(",")] if args.qids else None
     from airflow_skald.core.data.database.connection import resolve_uri
+    from airflow_skald.core.engine.sql.table_counts import verify_table_release
     from airflow_skald.core.release.check.release_reading import read_manifest
-    from airflow_skald.core.release.table_release import is_table_release, verify_table_release
+    from airflow_skald.core.release.table_release import is_table_release
 
     limits = (given.get("k"), given.get("suppression_limit"))
     if is_table_release(read_manifest(args.output)):

@@ -26,7 +26,7 @@ def test_table_through_a_connection_released_by_the_dag(airflow_home, tmp_path, 
     from helpers_postgres import load_table
 
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.release.table_release import verify_table_release
+    from airflow_skald.core.engine.sql.table_counts import verify_table_release
     from airflow_skald.core.run import runner
     from airflow_skald.operators.dag_params import PARAMS
 

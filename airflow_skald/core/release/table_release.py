@@ -14,9 +14,9 @@ token, the config hash, the input fingerprint and k. So:
   checking (under the table's advisory lock, with the run's lease) that the release in place
   is still the one the run found when it began, or its own: a stale retry never rolls a newer
   release back, and of two racing runs only one writes;
-- `skald verify FOLDER` of a table release (`verify_table_release`) checks that the table's
-  comment names this manifest, then verifies the table from the counts PostgreSQL computes
-  (`table_counts`: its class table and its pseudonyms counted, no row read, ADR 0070).
+- `skald verify FOLDER` of a table release (`engine.sql.table_counts.verify_table_release`)
+  checks that the table's comment names this manifest, then verifies the table from the
+  counts PostgreSQL computes (no row read, ADR 0070).
 
 The release folder keeps the records (manifest, report, run record, config), never the rows.
 """
@@ -46,7 +46,6 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
 from airflow_skald.core.release.check.recoding_steps import RECODING_STEPS
-from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST, _output_of
 from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.write.output_target import (
@@ -72,13 +71,13 @@ def table_identity(manifest: dict, manifest_bytes: bytes) -> dict:
     }
 
 
-def _label(target: TableTarget) -> str:
+def table_label(target: TableTarget) -> str:
     return f"output table {target.qualified}"
 
 
 def _foreign(target: TableTarget) -> DataError:
     return DataError(
-        f"{_label(target)} exists and is not a skald release (its comment names no skald "
+        f"{table_label(target)} exists and is not a skald release (its comment names no skald "
         "release); refusing to replace it"
     )
 
@@ -109,7 +108,7 @@ def check_table_target(
     the release's `columns`, its `qids` and `k` once they are known)."""
     state = table_state(uri, target)
     if not state.schema_exists:
-        raise DataError(f"{_label(target)}: schema {target.schema} does not exist")
+        raise DataError(f"{table_label(target)}: schema {target.schema} does not exist")
     found_token(target, state)
     if identity is None or not state.exists:
         return
@@ -218,22 +217,22 @@ def _verify_rows(
                 with open(os.path.join(folder, name), "wb") as fh:
                     fh.write(fs.cat_file(source))
     if not parts:
-        raise VerificationError(f"{_label(target)} holds no rows")
+        raise VerificationError(f"{table_label(target)} holds no rows")
     names = [posixpath.basename(p) for p in parts]
-    with _naming_table(target, folder):
+    with naming_table(target, folder):
         return verify_release(
             folder, k, suppression_limit, qids=qids, manifest={**manifest, "parts": names}
         )
 
 
 @contextmanager
-def _naming_table(target: TableTarget, folder: str) -> Iterator[None]:
+def naming_table(target: TableTarget, folder: str) -> Iterator[None]:
     """A verify failure's message naming the table where it names the folder verified."""
     try:
         yield
     except (DataError, VerificationError) as exc:
         text = str(exc).replace(f"the {MANIFEST} of {folder} about to be written", MANIFEST)
-        raise type(exc)(text.replace(folder, _label(target))) from None
+        raise type(exc)(text.replace(folder, table_label(target))) from None
 
 
 class _private_folder:
@@ -255,80 +254,3 @@ class _private_folder:
 
 def is_table_release(manifest: dict | None) -> bool:
     return isinstance(manifest, dict) and isinstance(manifest.get("output_table"), dict)
-
-
-def verify_table_release(
-    folder: str,
-    resolve: Callable[[str], str],
-    k: int | None = None,
-    suppression_limit: Fraction | float | str | None = None,
-    qids: list[str] | None = None,
-    connection: str | None = None,
-) -> dict:
-    """`skald verify FOLDER` of a table release: the table's comment names the manifest in
-    `folder` (its SHA-256), and the table passes every check of a folder release, judged
-    from counts PostgreSQL computes (`table_counts`, ADR 0070: no row crosses).
-    `connection` (a URI or variable name) overrides the manifest's connection name."""
-    from airflow_skald.core.release.check.release_reading import read_manifest
-    from airflow_skald.core.release.check.verify import counted_columns
-    from airflow_skald.core.release.table_counts import count_table
-
-    manifest = read_manifest(folder)
-    if not is_table_release(manifest):
-        raise DataError(f"{folder} is not a table release (its {MANIFEST} names no output_table)")
-    described = manifest["output_table"]
-    target = TableTarget(str(described.get("table")), str(described.get("connection")))
-    uri = resolve(connection or target.connection)
-    fs, root = filesystem(folder)
-    manifest_bytes = fs.cat_file(posixpath.join(root.rstrip("/"), MANIFEST))
-    names, attributes = counted_columns(folder, manifest, qids)
-    counted = count_table(uri, target, names, attributes, manifest.get("pseudonymised") or [])
-    if not counted.state.exists:
-        raise VerificationError(f"{_label(target)} does not exist")
-    release = counted.state.release
-    if release is None:
-        raise VerificationError(f"{_label(target)} holds no skald release (its comment)")
-    sha = hashlib.sha256(manifest_bytes).hexdigest()
-    if release.get("manifest_sha256") != sha:
-        raise VerificationError(
-            f"{_label(target)} holds another release than the {MANIFEST} of {folder} "
-            f"(its comment names manifest sha256 {str(release.get('manifest_sha256'))[:12]}"
-            f", the file's is {sha[:12]})"
-        )
-    if not counted.classes.n_rows:
-        raise VerificationError(f"{_label(target)} holds no rows")
-    checked = (manifest, folder, k, suppression_limit, qids)
-    report = _verify_counts(target, counted.classes, counted.columns, *checked)
-    if counted.not_pseudonym is not None:  # as a part's check (`pseudonyms.verify`), counted
-        raise VerificationError(
-            f"column '{counted.not_pseudonym}' in {_label(target)} holds a value that is not "
-            "a pseudonym"
-        )
-    return {**report, "table": target.qualified, "manifest_sha256": sha}
-
-
-def _verify_counts(
-    target: TableTarget,
-    classes: ReleaseClasses,
-    columns: list[str],
-    manifest: dict,
-    folder: str,
-    k: int | None,
-    suppression_limit: Fraction | float | str | None,
-    qids: list[str] | None,
-) -> dict:
-    """The table's classes (PostgreSQL's GROUP BY) verified against the manifest as `skald
-    verify` verifies a folder release (its records, beside the manifest in `folder`, read
-    there); messages name the table, not the folder."""
-    from airflow_skald.core.release.check.verify import verify_release
-
-    with _naming_table(target, folder):
-        return verify_release(
-            folder,
-            k,
-            suppression_limit,
-            qids=qids,
-            classes=classes,
-            manifest=manifest,
-            table_columns=columns,
-        )

@@ -240,7 +240,7 @@ def _waits_in_swap(uri: str) -> bool:
 
 def test_drop_mode_with_t_closeness_and_per_chunk_table_releases_verify(tmp_path, warehouse):
     from airflow_skald.core.data.database.connection import resolve_uri
-    from airflow_skald.core.release.table_release import verify_table_release
+    from airflow_skald.core.engine.sql.table_counts import verify_table_release
     from airflow_skald.core.run.baseline import run_per_chunk
 
     body = _config(tmp_path, path=str(tmp_path / "dropped"))

@@ -135,7 +135,7 @@ def _state(cur, target: TableTarget) -> TableState:
     return TableState(bool(schema_exists), bool(exists), comment)
 
 
-state_of = _state  # the target's state read on a caller's cursor (`release.table_counts`)
+state_of = _state  # the target's state read on a caller's cursor (`engine.sql.table_counts`)
 
 
 def _read_only(uri: str, target: TableTarget, read: Callable[[Any], Any]) -> Any:
