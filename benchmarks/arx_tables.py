@@ -31,6 +31,9 @@ import pyarrow.parquet as pq
 from adult_data import ADULT, ADULT_CSV
 
 ADULT_SENSITIVE = "occupation"  # as in ARX's benchmark
+# an explicit order of its values (roughly by pay; not their text order), one a line
+ADULT_ORDER_FILE = Path(__file__).resolve().parent / "arx_ordered" / "adult-occupation-order.txt"
+ADULT_ORDER = ADULT_ORDER_FILE.read_text(encoding="utf-8").splitlines()
 CUP_ROWS = 63_441
 FARS_ROWS = 100_937
 
@@ -189,6 +192,13 @@ CRITERIA = {
             {"attribute": ADULT_SENSITIVE, "t": 0.2, "distance": "ordered", "order": "text"}
         ]
     },
+    # ... and in an explicit order (`order: [...]`, ARX's DataType.createOrderedString): the
+    # values as listed in benchmarks/arx_ordered/adult-occupation-order.txt, ARX's order file
+    "to0.2-listed": {
+        "t_closeness": [
+            {"attribute": ADULT_SENSITIVE, "t": 0.2, "distance": "ordered", "order": ADULT_ORDER}
+        ]
+    },
 }
 
 
@@ -201,8 +211,9 @@ def write_table(
     seed: int = 23,
 ) -> dict:
     """The config body of table `name` ('cup', 'fars' or 'adult'), its files in `folder`;
-    `criterion` ('l3', 't0.2', 'to0.2': Adult only) adds entropy-l-diversity, equal or
-    ordered (text) t-closeness on the sensitive attribute."""
+    `criterion` ('l3', 't0.2', 'to0.2', 'to0.2-listed': Adult only) adds
+    entropy-l-diversity, equal or ordered (text or listed) t-closeness on the sensitive
+    attribute."""
     if name == "adult":
         body = _adult(folder, k, limit)
         body["privacy"].update(CRITERIA[criterion] if criterion else {})

@@ -35,8 +35,10 @@ estimator: the same node; ARX stops its sum early and may suppress more, ADR 004
 benchmarks/arx_iterative: every releasing step's node and records, ADR 0048),
 `adult-dpresence-min-0` (δ-presence with δmin > 0, AECS, limit 0: ARX judges every population
 class, docs/design.md §4e) and `adult-sampleuniq-loss-4` (sample uniqueness under Loss:
-ARX's order of equal-size classes, docs/design.md §4c); `--only issue44` runs that issue's 13
-rows.
+ARX's order of equal-size classes, docs/design.md §4c) and `adult-tordered-explicit-5`
+(ordered-distance t-closeness in an explicit value order, `order: [...]`, ARX's
+`DataType.createOrderedString` through benchmarks/arx_ordered, ADR 0044); `--only issue44`
+runs that issue's 14 rows.
 
 Without `java` on PATH the ARX side is skipped with one line (the product side still runs).
 `run/exhaustive`: the product's whole-run CPU over a plain exhaustive search of the same
@@ -62,10 +64,11 @@ import pyarrow.parquet as pq
 import yaml
 from adult_data import ADULT_CSV
 from arx_answers import ITERATIVE
-from arx_tables import ADULT_SENSITIVE, write_table
+from arx_tables import ADULT_ORDER_FILE, ADULT_SENSITIVE, write_table
 
 ARX = Path(__file__).resolve().parents[2] / "shared" / "arx" / "arx"
 PROFITABILITY = Path(__file__).resolve().parent / "arx_profitability" / "arx-profitability"
+ORDERED = Path(__file__).resolve().parent / "arx_ordered" / "arx-ordered"
 
 
 @dataclass(frozen=True)
@@ -86,7 +89,7 @@ class Case:
     # its node and sample are random draws)
     answer: str = "node"
     command: Path | None = None  # a harness of the project's (same jars) in place of ARX's
-    # the harness takes `arx` as its whole arguments (profitability, ADR 0046)
+    # the harness takes `arx` as its whole arguments (profitability, ADR 0046; explicit order)
     harness: bool = False
 
 
@@ -260,6 +263,17 @@ CASES["adult-tordered-text-5"] = Case(
     criterion="to0.2",
     arx=("--tclose", "occupation:ordered:0.2", "--datatype", "occupation=string"),
 )
+# ... and in an explicit order (`order: [...]`; ARX's DataType.createOrderedString through
+# benchmarks/arx_ordered, the one option ARX's harness lacks)
+CASES["adult-tordered-explicit-5"] = Case(
+    "adult",
+    0.05,
+    criterion="to0.2-listed",
+    arx=("--sensitive", ADULT_SENSITIVE, "--order", str(ADULT_ORDER_FILE))
+    + ("--t", "0.2", "--k", "5"),
+    command=ORDERED,
+    harness=True,
+)
 # ... l-diversity with a research subset (δ-presence), ADR 0045
 CASES["adult-dpresence-l3-5"] = Case(
     "adult",
@@ -293,7 +307,8 @@ CASES["adult-sampleuniq-loss-4"] = Case(
 )
 ISSUE44 = (
     "adult-dpresence-min-0,adult-sampleuniq-loss-4,adult-zayatz-4,adult-entropy-nm-5,"
-    "adult-dpresence-l3-5,adult-tordered-text-5,adult-l3-grassberger-5,adult-lr-adaptive,"
+    "adult-dpresence-l3-5,adult-tordered-text-5,adult-tordered-explicit-5,"
+    "adult-l3-grassberger-5,adult-lr-adaptive,"
     "adult-profit-pros-4,adult-profit-jour-4,adult-profit-pros-noattack-4,"
     "adult-profit-jour-noattack-4,adult-rank-5"
 )
