@@ -1,6 +1,9 @@
 """The engine path against the work done by hand (docs/design.md §2b, issue 43, ADR 0053).
 
     python benchmarks/bench_engines.py [--rows 2000000] [--files 8] [--repeats 3]
+    python benchmarks/bench_engines.py --engine postgresql | spark [--cases engine,by_hand]
+
+(PostgreSQL and Spark: `bench_engines_sql.py`.)
 
 A Parquet table of `--rows` rows in `--files` files (city, age, zip, income QIDs, a
 diagnosis, identifiers) is written once; then, interleaved per repeat, each as a whole
@@ -142,7 +145,11 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=2_000_000)
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--engine", choices=["duckdb", "postgresql", "spark"], default="duckdb")
+    parser.add_argument("--cases", default="engine,by_hand,chunks")  # postgresql, spark
     args = parser.parse_args()
+    if args.engine != "duckdb":  # bench_engines_sql.py: the same table in PostgreSQL / Spark
+        return sql_engine(args)
     skald = [sys.executable, "-m", "airflow_skald.cli", "run", "-q", "--overwrite"]
     work = Path(tempfile.mkdtemp(prefix="bench-engines-"))
     try:
@@ -197,6 +204,19 @@ def main() -> None:
             "duckdb_vs_chunks_cpu": span(ratios("duckdb", "chunks", "cpu_s")),
             "load_before_each_repeat": loads,
         }
+        print(json.dumps(report, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def sql_engine(args: argparse.Namespace) -> None:
+    import bench_engines_sql
+
+    work = Path(tempfile.mkdtemp(prefix=f"bench-{args.engine}-"))
+    try:
+        files = write_input(work / "in", args.rows, args.files)
+        base = config(work / "in", work / "out", "chunks")
+        report = bench_engines_sql.run(args, work, files, base, span)
         print(json.dumps(report, indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)

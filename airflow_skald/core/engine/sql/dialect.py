@@ -24,15 +24,20 @@ def render(expression: exp.Expression, dialect: str) -> str:
     """One statement's text in `dialect`, every identifier quoted."""
     if dialect not in DIALECTS:
         raise ValueError(f"unknown SQL dialect '{dialect}' (one of {', '.join(DIALECTS)})")
-    if dialect == "postgres":  # PostgreSQL has no isnan(); its NaN equals itself
-        expression = expression.transform(_postgres_nan)
+    if dialect == "postgres":
+        expression = expression.transform(_postgres)
     return expression.sql(dialect=dialect, identify=True)
 
 
-def _postgres_nan(node: exp.Expression) -> exp.Expression:
+def _postgres(node: exp.Expression) -> exp.Expression:
+    """PostgreSQL has no isnan() (its NaN equals itself); its DIV() is NUMERIC's (each row's
+    operands converted, ~5x the CPU of a scan, ADR 0061): `int_div`'s non-negative integer
+    expression divided as a BIGINT, which truncates as DIV does."""
     if isinstance(node, exp.IsNan):
         nan = exp.cast(exp.Literal.string("NaN"), exp.DataType.build("DOUBLE"))
         return exp.EQ(this=node.this, expression=nan)
+    if isinstance(node, exp.IntDiv):
+        return exp.Div(this=bigint(node.this), expression=node.expression, typed=True)
     return node
 
 

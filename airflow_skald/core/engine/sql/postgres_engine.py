@@ -174,6 +174,9 @@ class PostgresEngine(Engine):
             session.execute(exp.Drop(tables=[new], kind="TABLE", exists=True))
             try:
                 session.execute(exp.Create(this=new, kind="TABLE", expression=select))
+                # its statistics: the check's GROUP BY hashes the classes (a fresh table's
+                # planner guess sorts every row of it, spilling to disk)
+                session.execute(exp.Analyze(tables=[new]))
                 grouped = session.query(grouped_release(new, [*qids, *sensitive]))
                 pseudonyms_well_formed(session, new, config, target.qualified)
                 columns = session.query(exp.select(exp.Star()).from_(new).limit(0)).schema.names

@@ -70,6 +70,9 @@ class PostgresSession(TemporaryRelations):
         self.temporaries.append(name)
         with self.db.cursor() as cur:
             cur.adbc_ingest(name, table, mode="create", temporary=True)
+            # its statistics (autovacuum never analyzes a temporary table): the planner
+            # otherwise guesses ~1000s of rows and joins the input to it by sorting both
+            cur.execute(self._text(exp.Analyze(tables=[D.table(name)])))
         return name
 
     def close(self) -> None:

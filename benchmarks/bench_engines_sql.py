@@ -1,0 +1,324 @@
+"""`bench_engines.py --engine postgresql | spark` (docs/design.md §2b, issue 43, ADR 0061,
+ADR 0069): the engine's whole run against the same engine by hand, the chunk path beside.
+
+    python benchmarks/bench_engines.py --engine postgresql [--rows N] [--repeats R]
+    python benchmarks/bench_engines.py --engine spark [--rows N] [--repeats R]
+
+The table `bench_engines.write_input` generates is loaded once: for PostgreSQL into a database
+of its own on 127.0.0.1:5432 (`bench.people`, keyed by `patient_id`; dropped at the end), for
+Spark kept as the Parquet files. Then, interleaved per repeat, each as a whole process:
+
+- ``engine``: ``skald run`` with ``execution: {engine: postgresql}`` (the table in, a table
+  out) or ``{engine: spark, connection: "local[2]"}`` (the files in, a folder out);
+- ``by_hand``: the same engine in one session doing one GROUP BY of the root node's codes
+  (fetched as Arrow) and one write of the released rows at the chosen node (every QID's
+  label by arithmetic, read from the engine run's manifest): ``CREATE TABLE AS`` in
+  PostgreSQL, a Parquet write in Spark (local[2], its default partitions);
+- ``chunks``: ``skald run`` with ``execution: chunks`` on the same table / files.
+
+CPU: the process's user + sys with every descendant's (the bench is a child subreaper, so a
+JVM pyspark leaves running is reaped by it and counted); for PostgreSQL also the server's
+CPU for the bench database (``server_cpu_s``): every backend whose command line names the
+database, and each parallel worker of one, sampled from /proc/<pid>/stat every 50 ms (the
+last sample of each process; a backend's last < 50 ms is missed). ``*_total_cpu`` ratios
+compare process + server CPU. ``peak_rss_mb``: the process's peak RSS (wait4's ru_maxrss,
+its largest descendant's if larger), the worker's memory.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import yaml
+
+SERVER = "postgresql://postgres@127.0.0.1:5432"
+ENV = "SKALD_BENCH_PG"
+TICK = os.sysconf("SC_CLK_TCK")
+
+PG_BY_HAND = r"""
+import adbc_driver_postgresql.dbapi as pg, json, sys
+uri, m = sys.argv[1], json.loads(sys.argv[2])
+lv, node, top = m["levels"], m["node"], m["top"]
+con = pg.connect(uri, autocommit=True)
+cur = con.cursor()
+CITY = {0: "city", 1: "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"}
+cur.execute(
+    f"SELECT {CITY.get(lv['city'], repr('*'))} AS c, (age - 18) / {1 << lv['age']} AS a, "
+    f"(zip - 1000) / {1 << lv['zip']} AS z, FLOOR(income / {0.25 * (1 << lv['income'])}) AS i, "
+    "COUNT(*) FROM bench.people GROUP BY 1, 2, 3, 4"
+)
+cur.fetch_arrow_table()
+
+
+def whole(name, lo):
+    if node[name] == top[name]:
+        return "'*'"
+    w = 1 << node[name]
+    low = f"({lo} + ({name} - {lo}) / {w} * {w})"
+    return f"'[' || {low} || '-' || ({low} + {w - 1}) || ']'"
+
+
+w = 0.25 * (1 << node["income"])
+low = f"FLOOR(income / {w}) * {w}"
+income = "'*'" if node["income"] == top["income"] else (
+    f"'[' || to_char({low}, 'FM9999990.00') || '-' || to_char({low} + {w}, 'FM9999990.00') || ')'"
+)
+cur.execute("DROP TABLE IF EXISTS bench.by_hand")
+cur.execute(
+    f"CREATE TABLE bench.by_hand AS SELECT {CITY.get(node['city'], repr('*'))} AS city, "
+    f"{whole('age', 18)} AS age, {whole('zip', 1000)} AS zip, {income} AS income, diagnosis "
+    "FROM bench.people"
+)
+con.close()
+"""
+
+SPARK_BY_HAND = r"""
+import json, sys
+from pyspark.sql import SparkSession
+files, out, m = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
+lv, node, top = m["levels"], m["node"], m["top"]
+spark = (
+    SparkSession.builder.master("local[2]").appName("by-hand")
+    .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
+    .getOrCreate()
+)
+spark.read.parquet(*files).createOrReplaceTempView("t")
+CITY = {0: "city", 1: "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"}
+spark.sql(
+    f"SELECT {CITY.get(lv['city'], repr('*'))} AS c, (age - 18) div {1 << lv['age']} AS a, "
+    f"(zip - 1000) div {1 << lv['zip']} AS z, FLOOR(income / {0.25 * (1 << lv['income'])}) AS i, "
+    "COUNT(*) FROM t GROUP BY 1, 2, 3, 4"
+).toArrow()
+
+
+def whole(name, lo):
+    if node[name] == top[name]:
+        return "'*'"
+    w = 1 << node[name]
+    low = f"({lo} + ({name} - {lo}) div {w} * {w})"
+    return f"concat('[', {low}, '-', {low} + {w - 1}, ']')"
+
+
+w = 0.25 * (1 << node["income"])
+low = f"FLOOR(income / {w}) * {w}"
+income = "'*'" if node["income"] == top["income"] else (
+    f"format_string('[%.2f-%.2f)', {low}, {low} + {w})"
+)
+spark.sql(
+    f"SELECT {CITY.get(node['city'], repr('*'))} AS city, {whole('age', 18)} AS age, "
+    f"{whole('zip', 1000)} AS zip, {income} AS income, diagnosis FROM t"
+).write.mode("overwrite").parquet(out)
+spark.stop()
+"""
+
+
+class ServerCpu:
+    """CPU seconds of the PostgreSQL processes serving database `db` (backends whose command
+    line names it, and their parallel workers), sampled from /proc every `every` seconds."""
+
+    def __init__(self, db: str, every: float = 0.05):
+        self.db, self.every = db, every
+        self.last: dict[int, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+
+    def __enter__(self) -> ServerCpu:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._sample()
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def seconds(self) -> float:
+        return sum(self.last.values())
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
+        ours: set[int] = set(self.last)
+        found: dict[int, str] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if cmd.startswith("postgres: "):
+                found[int(entry)] = cmd
+        for pid, cmd in found.items():
+            if f" {self.db} " in cmd:
+                ours.add(pid)
+        for pid, cmd in found.items():
+            if "parallel worker for PID " in cmd:
+                leader = int(cmd.split("parallel worker for PID ")[1].split()[0])
+                if leader in ours:
+                    ours.add(pid)
+        for pid in ours & set(found):
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            self.last[pid] = (int(fields[11]) + int(fields[12])) / TICK
+
+
+def subreaper() -> None:
+    """Orphaned descendants (pyspark's JVM) become this process's children: reaped by
+    `measure`, their CPU counted."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+
+
+def measure(argv: list[str], env: dict, db: str | None) -> dict[str, float]:
+    """Wall, CPU (user + sys, descendants included), peak RSS (MB) of one whole process,
+    and the server's CPU for database `db`."""
+    server = ServerCpu(db) if db else None
+    if server:
+        server.__enter__()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    cpu, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
+    while True:  # the orphans this subreaper adopted (a JVM ends when its stdin closes)
+        try:
+            _, _, orphan = os.wait4(-1, 0)
+        except ChildProcessError:
+            break
+        cpu += orphan.ru_utime + orphan.ru_stime
+        rss = max(rss, orphan.ru_maxrss)
+    if server:
+        server.__exit__(None, None, None)
+    if proc.returncode:
+        raise SystemExit(f"{argv[:4]} exited {proc.returncode}")
+    out = {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss / 1024}
+    if server:
+        out["server_cpu_s"] = server.seconds
+        out["total_cpu_s"] = cpu + server.seconds
+    return out
+
+
+def load_postgres(uri: str, files: list[str]) -> None:
+    """The files into `bench.people` by ADBC's bulk ingest (COPY), keyed by patient_id."""
+    import adbc_driver_postgresql.dbapi as pg
+    import pyarrow.parquet as pq
+
+    with pg.connect(uri, autocommit=True) as con, con.cursor() as cur:
+        cur.execute("CREATE SCHEMA bench")
+        for i, path in enumerate(files):
+            mode = "create" if i == 0 else "append"
+            cur.adbc_ingest("people", pq.read_table(path), mode=mode, db_schema_name="bench")
+        cur.execute("ALTER TABLE bench.people ADD PRIMARY KEY (patient_id)")
+        cur.execute("VACUUM ANALYZE bench.people")
+
+
+def admin(sql: str) -> None:
+    import adbc_driver_postgresql.dbapi as pg
+
+    with pg.connect(f"{SERVER}/postgres", autocommit=True) as con, con.cursor() as cur:
+        cur.execute(sql)
+
+
+def configs(engine: str, work: Path, base: dict) -> dict[str, dict]:
+    """The engine run's and the chunk path's configs (`base`: bench_engines.config's)."""
+    out = {}
+    for case in ("engine", "chunks"):
+        cfg = dict(base)
+        if engine == "postgresql":
+            cfg["input"] = {"table": "bench.people", "connection": ENV}
+            cfg["output"] = {
+                "table": f"bench.release_{case}",
+                "connection": ENV,
+                "path": str(work / f"out-{case}"),
+            }
+            cfg["execution"] = {"engine": "postgresql"} if case == "engine" else "chunks"
+        else:
+            cfg["output"] = {"path": str(work / f"out-{case}"), "format": "parquet"}
+            cfg["execution"] = (
+                {"engine": "spark", "connection": "local[2]"} if case == "engine" else "chunks"
+            )
+        out[case] = cfg
+    return out
+
+
+def run(args, work: Path, files: list[str], base: dict, span) -> dict:
+    """The interleaved repeats for `args.engine`; the report as a dict."""
+    subreaper()
+    engine, db = args.engine, None
+    env = dict(os.environ)
+    if engine == "postgresql":
+        db = f"skald_bench_{uuid.uuid4().hex[:10]}"
+        admin(f'CREATE DATABASE "{db}"')
+        env[ENV] = f"{SERVER}/{db}"
+    try:
+        t0 = time.perf_counter()
+        if db:
+            load_postgres(env[ENV], files)
+        load_s = time.perf_counter() - t0
+        return _repeats(args, work, files, base, span, env, db) | {"load_s": round(load_s, 1)}
+    finally:
+        if db:
+            admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
+
+
+def _repeats(args, work, files, base, span, env, db) -> dict:
+    skald = [sys.executable, "-m", "airflow_skald.cli", "run", "-q", "--overwrite"]
+    paths = {}
+    for case, cfg in configs(args.engine, work, base).items():
+        paths[case] = work / f"{case}.yaml"
+        paths[case].write_text(yaml.safe_dump(cfg))
+    first = measure([*skald, str(paths["engine"])], env, db)  # warm-up; its manifest
+    manifest = json.loads((work / "out-engine" / "manifest.json").read_text())
+    hand = {"levels": manifest["root_node"], "node": manifest["node"], "top": manifest["top_node"]}
+    if args.engine == "postgresql":
+        by_hand = [sys.executable, "-c", PG_BY_HAND, env[ENV], json.dumps(hand)]
+    else:
+        out = str(work / "by-hand")
+        by_hand = [sys.executable, "-c", SPARK_BY_HAND, json.dumps(files), out, json.dumps(hand)]
+    cases = {"engine": [*skald, str(paths["engine"])], "by_hand": by_hand}
+    if "chunks" in args.cases:
+        cases["chunks"] = [*skald, str(paths["chunks"])]
+    cases = {k: v for k, v in cases.items() if k in args.cases}
+    results: dict[str, dict[str, list[float]]] = {}
+    loads = []
+    for _ in range(args.repeats):
+        loads.append(round(os.getloadavg()[0], 1))
+        for name, argv in cases.items():
+            for key, value in measure(argv, env, db).items():
+                results.setdefault(name, {}).setdefault(key, []).append(value)
+
+    def ratios(a: str, b: str, what: str) -> str:
+        pairs = zip(results[a][what], results[b][what], strict=True)
+        return span([x / y for x, y in pairs])
+
+    report = {
+        "engine": args.engine,
+        "rows": args.rows,
+        "files": len(files),
+        "node": manifest["node"],
+        "root": manifest["root_node"],
+        "warm_up_engine": {k: round(v, 2) for k, v in first.items()},
+        "cases": {n: {k: span(v) for k, v in r.items()} for n, r in results.items()},
+        "load_before_each_repeat": loads,
+    }
+    measures = ["wall_s", "cpu_s"] + (["total_cpu_s"] if db else [])
+    for other in ("by_hand", "chunks"):
+        if other in results and "engine" in results:
+            for what in measures:
+                suffix = {"wall_s": "", "cpu_s": "_cpu", "total_cpu_s": "_total_cpu"}[what]
+                report[f"engine_vs_{other}{suffix}"] = ratios("engine", other, what)
+    return report
