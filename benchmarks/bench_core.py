@@ -78,7 +78,7 @@ def _best(repeats: int, fn) -> float:
 
 
 def _encode(config, chunks):
-    from airflow_skald.core.run.pipeline import plan_root, scan_domain
+    from airflow_skald.core.passes.pipeline import plan_root, scan_domain
 
     return plan_root(config, scan_domain(config, chunks))
 
@@ -87,13 +87,13 @@ def bench_passes(data: Path, k: int, repeats: int = 5) -> dict:
     from airflow_skald.core.config.run_config import load_config
     from airflow_skald.core.data import chunk_threads
     from airflow_skald.core.generalise.part import released_columns
-    from airflow_skald.core.release.write.commit import discard, prepare_staging
-    from airflow_skald.core.run.pipeline import (
+    from airflow_skald.core.passes.pipeline import (
         count_histogram,
         list_chunks,
         search_lattice,
         write_parts,
     )
+    from airflow_skald.core.release.write.commit import discard, prepare_staging
 
     config = load_config(data / "skald.yaml", {"k": k, "output_path": str(data.parent / "out")})
     chunks = list_chunks(config)

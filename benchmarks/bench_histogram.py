@@ -32,7 +32,7 @@ from adult_data import adult_body, resample_adult
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.run import pipeline
+from airflow_skald.core.passes import pipeline
 
 
 def prepare(kind: str, rows: int, chunk_rows: int, work: Path) -> Path:

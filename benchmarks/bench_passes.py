@@ -58,8 +58,7 @@ def _config(data: Path, k: int, criteria: bool):
 
 def bench_release(data: Path, k: int, criteria: bool, repeats: int) -> dict:
     from airflow_skald.core.generalise.part import released_columns
-    from airflow_skald.core.release.write.commit import discard, prepare_staging
-    from airflow_skald.core.run.pipeline import (
+    from airflow_skald.core.passes.pipeline import (
         count_histogram,
         count_written,
         list_chunks,
@@ -68,6 +67,7 @@ def bench_release(data: Path, k: int, criteria: bool, repeats: int) -> dict:
         search_lattice,
         write_parts,
     )
+    from airflow_skald.core.release.write.commit import discard, prepare_staging
 
     config = _config(data, k, criteria)
     chunks = list_chunks(config)

@@ -241,7 +241,7 @@ def exhaustive(config, plan, hist) -> tuple[int, tuple[int, ...]]:
 def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive: bool) -> dict:
     """The product's search and the plain exhaustive search on the same histogram."""
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.run.pipeline import (
+    from airflow_skald.core.passes.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,
@@ -297,7 +297,7 @@ def side_by_side(config_path: Path, limit: float, repeats: int, with_exhaustive:
 def adult(work: Path, repeats: int) -> list[dict]:
     """Adult, 8 ARX hierarchies, level-0 root: the search alone, k = 5 / 10, supp 0 / 5 %."""
     from airflow_skald.core.config.run_config import load_config
-    from airflow_skald.core.run.pipeline import (
+    from airflow_skald.core.passes.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,

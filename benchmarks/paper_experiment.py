@@ -45,7 +45,8 @@ if str(ROOT) not in sys.path:
 
 from airflow_skald.core.config.run_config import load_config  # noqa: E402
 from airflow_skald.core.data.generate import generate_dataset, paper_config_dict  # noqa: E402
-from airflow_skald.core.run import pipeline, runner  # noqa: E402
+from airflow_skald.core.passes import pipeline  # noqa: E402
+from airflow_skald.core.run import runner  # noqa: E402
 from airflow_skald.core.run.baseline import (  # noqa: E402
     RollUpCache,
     anonymise_chunk,

@@ -71,8 +71,7 @@ def main() -> int:
 
     from airflow_skald.core.config.run_config import load_config
     from airflow_skald.core.data import chunk_threads
-    from airflow_skald.core.release.write.commit import discard, prepare_staging
-    from airflow_skald.core.run.pipeline import (
+    from airflow_skald.core.passes.pipeline import (
         count_histogram,
         list_chunks,
         plan_root,
@@ -80,6 +79,7 @@ def main() -> int:
         search_lattice,
         write_parts,
     )
+    from airflow_skald.core.release.write.commit import discard, prepare_staging
 
     chunk_threads.CHUNK_THREADS = 1  # every step on the profiled (main) thread's call stack
     config = load_config(data / "skald.yaml", {"k": args.k, "output_path": str(data / "out")})

@@ -220,5 +220,5 @@ def where_rows(report: Path) -> dict[str, str]:
 
 
 def worker_surroundings(group) -> tuple[str | None, str, int]:
-    """What a worker process of `core.run.parallel` sees: a test variable, its folder, its pid."""
+    """What a worker process of `core.passes.parallel` sees: a test variable, its folder, its pid."""
     return os.environ.get("SKALD_TEST_MARK"), os.getcwd(), os.getpid()

@@ -113,7 +113,7 @@ def search_inputs(config):
     counts ended at), the root counts and the privacy policy the search judges under."""
     from airflow_skald.core.config.policy import build_policy
     from airflow_skald.core.encode.root import plan_root
-    from airflow_skald.core.run import pipeline
+    from airflow_skald.core.passes import pipeline
 
     chunks = pipeline.list_chunks(config)
     plan = plan_root(config, pipeline.scan_domain(config, chunks))

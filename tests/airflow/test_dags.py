@@ -196,7 +196,7 @@ def test_package_import_is_light():
 
     code = (
         "import sys, airflow_skald.operators, airflow_skald.provider, airflow_skald.plugin; "
-        "heavy = [m for m in ('pandas', 'pyarrow', 'airflow_skald.core.run.pipeline') "
+        "heavy = [m for m in ('pandas', 'pyarrow', 'airflow_skald.core.passes.pipeline') "
         "if m in sys.modules]; print(heavy)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

@@ -282,8 +282,8 @@ def test_a_stale_retry_is_refused_before_any_work(setup, monkeypatch):
     again is refused naming B before it writes a single part, and B's release stays."""
     from airflow.sdk.exceptions import AirflowFailException
 
+    from airflow_skald.core.passes import pipeline
     from airflow_skald.core.release.write.replaced import RECORDS, archive_replaced, archived_file
-    from airflow_skald.core.run import pipeline
     from airflow_skald.operators import EncodeOperator, GeneraliseOperator
     from airflow_skald.operators import HistogramLatticeOperator as Histogram
 

@@ -34,7 +34,8 @@ from helpers_data import (
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.errors import SkaldInputError
-from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.passes import pipeline
+from airflow_skald.core.run import runner
 
 _NUMBERS = [v for v in CANARY_RAW if v.isdigit()]
 _TEXTS = [v for v in CANARY_RAW if not v.isdigit()]

@@ -5,7 +5,7 @@ It decides something only when the models' suppressed prefix ends inside a run o
 one size, and then only for the classes of that size at the chosen node. So it is not counted
 with the histogram (at 125M near-unique rows that doubled phase 2's time and memory): the
 search asks for it once, for those classes, and `FirstRowScan` finds it in an extra pass
-over the chunks (`core.run.pipeline.first_rows`), which stops as soon as every class asked
+over the chunks (`core.passes.pipeline.first_rows`), which stops as soon as every class asked
 for has been seen (chunks are read in input order, so a class's first chunk holds its first
 row).
 

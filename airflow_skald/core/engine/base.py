@@ -23,7 +23,6 @@ engine's processes; another engine may ignore it), once per run (`registry.run_e
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
@@ -33,26 +32,11 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.passes.written import Written
 from airflow_skald.core.settings.execution import ExecutionSettings
-from airflow_skald.core.utility.collect import UtilityPartial
 
 if TYPE_CHECKING:
-    from airflow_skald.core.run.state import Run
-
-
-@dataclass
-class Written:
-    """Phase 3's result: the release's files written into the staging folder, and their
-    classes as read back from them (what the release check judges)."""
-
-    names: list[str]  # the parts, by file name in `run.staging`, one per chunk of list_input
-    classes: ReleaseClasses
-    utility: UtilityPartial | None = None  # the utility analysis's share (docs/design.md §5)
-    in_sample: int | None = None  # a DP run: released rows checked against its keyed sample
-    #: a table release the engine wrote itself (its new table, `release_table.new_table_name`):
-    #: its columns; `names` then stage nothing and `classes` are the engine's GROUP BY of it
-    table_columns: list[str] | None = None
+    from airflow_skald.core.passes.state import Run
 
 
 class Engine(ABC):
@@ -112,7 +96,7 @@ class Engine(ABC):
           node of `plan.counting_chain()` whose non-empty bins fit `plan.n_ram` (the chunk
           engine rolls up as it goes: `encode.adaptive_root.ChainCounts`).
 
-        The same counts as `run.pipeline.count_histogram` over all chunks, merged."""
+        The same counts as `passes.pipeline.count_histogram` over all chunks, merged."""
 
     @abstractmethod
     def first_rows(

@@ -1,11 +1,12 @@
 """`ChunkEngine`: the passes over the input read in chunks into the worker (docs/design.md §2,
 §2a; `execution: chunks`, the default). The first engine behind `base.Engine`.
 
-Each pass is a `run.phase.Phase` (``partial`` over some chunks, an exact ``merge``, a shared
-``finish``); this engine drives them three ways: every chunk in this process, one process per
+Each pass is a `passes.chunk_pass.ChunkPass` (``partial`` over some chunks, an exact
+``merge``; the run's phase adds a ``finish`` every engine shares); this engine drives them
+three ways: every chunk in this process, one process per
 chunk group (`skald run --workers`, `run.parallel`), or the Airflow route where each chunk
 group is a mapped task (`run_group`) and a merge task sums their stored partials
-(`run_merge`), so a mapped task instance and a process that runs all groups execute the same
+(`run_merge`; the runner finishes what it returns), so a mapped task instance and a process that runs all groups execute the same
 code.
 """
 
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -21,15 +22,17 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.run import pipeline as P
-from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.passes.chunk_pass import ChunkPass
+from airflow_skald.core.passes.encode import ENCODE_CHUNKS
+from airflow_skald.core.passes.generalise import GENERALISE_CHUNKS
+from airflow_skald.core.passes.histogram import HISTOGRAM_CHUNKS
+from airflow_skald.core.passes.parallel import chunk_groups, map_groups
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.passes.written import Written
 from airflow_skald.core.settings.execution import CHUNKS
-
-if TYPE_CHECKING:
-    from airflow_skald.core.run.phase import Phase
-    from airflow_skald.core.run.state import Run
 
 
 class ChunkEngine(Engine):
@@ -43,14 +46,10 @@ class ChunkEngine(Engine):
         return run.extract() if run.config.database else P.list_chunks(run.config)
 
     def domain_stats(self, run: Run) -> DomainStats:
-        from airflow_skald.core.run.phase_encode import ENCODE
-
-        return self.over_chunks(ENCODE, run)
+        return self.over_chunks(ENCODE_CHUNKS, run)
 
     def root_counts(self, run: Run) -> RootCounts:
-        from airflow_skald.core.run.phase_histogram import HISTOGRAM_PHASE
-
-        return self.over_chunks(HISTOGRAM_PHASE, run)
+        return self.over_chunks(HISTOGRAM_CHUNKS, run)
 
     def first_rows(
         self, run: Run, plan: Plan, node: tuple[int, ...], keys: np.ndarray
@@ -58,12 +57,10 @@ class ChunkEngine(Engine):
         return P.first_rows(run.config, plan, P.list_chunks(run.config), node, keys)
 
     def write_release(self, run: Run) -> Written:
-        from airflow_skald.core.run.phase_generalise import GENERALISE
-
-        return self.over_chunks(GENERALISE, run)
+        return self.over_chunks(GENERALISE_CHUNKS, run)
 
     # ------------------------------------------------------------------ the chunk routes
-    def over_chunks(self, phase: Phase, run: Run) -> Any:
+    def over_chunks(self, phase: ChunkPass, run: Run) -> Any:
         """A pass's partial over every chunk: in this process, or (`workers` > 1) one worker
         process per chunk group, their partials merged exactly."""
         chunks = run.chunks()
@@ -73,7 +70,7 @@ class ChunkEngine(Engine):
         return phase.partial(run, chunks)
 
     @staticmethod
-    def run_group(phase: Phase, run: Run, group: int, chunk_ids: Sequence[int]) -> Any:
+    def run_group(phase: ChunkPass, run: Run, group: int, chunk_ids: Sequence[int]) -> Any:
         """A mapped task instance: one group's partial, stored for the merge."""
         t0 = time.perf_counter()
         part = phase.partial(run, run.chunks(chunk_ids))
@@ -82,8 +79,9 @@ class ChunkEngine(Engine):
         return part
 
     @staticmethod
-    def run_merge(phase: Phase, run: Run) -> Any:
-        """The merge task: every group's stored partial, merged exactly, then finished."""
+    def run_merge(phase: ChunkPass, run: Run) -> Any:
+        """The merge task: every group's stored partial, merged exactly (the runner finishes
+        it: `runner.run_merge`)."""
         groups = [g["group"] for g in run.groups()]
         parts = [phase.load(run.store.read_bytes(phase.partial_name(g))) for g in groups]
         t0 = time.perf_counter()
@@ -91,7 +89,7 @@ class ChunkEngine(Engine):
         seconds = run.seconds(phase.name, groups) + time.perf_counter() - t0
         run.timed(phase.name, seconds)
         run.measured(phase.name, seconds)
-        return phase.finish(run, merged)
+        return merged
 
 
 def chunk_engine(run: Run, workers: int = 1) -> ChunkEngine:
@@ -107,7 +105,7 @@ def chunk_engine(run: Run, workers: int = 1) -> ChunkEngine:
     return ChunkEngine(run.config.execution_settings, workers)
 
 
-def _partial_in_worker(phase: Phase, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
+def _partial_in_worker(phase: ChunkPass, run: Run, chunks: Sequence[ChunkRef]) -> bytes:
     """A worker process's share (forked from the fork server; the partial comes back in its
     byte form)."""
     return phase.dump(phase.partial(run, chunks))

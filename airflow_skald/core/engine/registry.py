@@ -18,7 +18,7 @@ from airflow_skald.core.settings.execution import ENGINE_NAMES
 if TYPE_CHECKING:
     from airflow_skald.core.config.skald_config import SkaldConfig
     from airflow_skald.core.engine.base import Engine
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
 #: name -> "module:Class" of the engine (imported when a run picks it)
 ENGINES: dict[str, str] = {

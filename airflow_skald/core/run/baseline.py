@@ -27,6 +27,11 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.errors import ConfigError, VerificationError
+from airflow_skald.core.passes.pipeline import (
+    ChunkProgress,
+    Progress,
+    write_parts,
+)
 from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.run.baseline_chunk import (
     ChunkOutcome,
@@ -41,11 +46,6 @@ from airflow_skald.core.run.baseline_union import (
     union_figures,
     union_manifest,
     union_policy,
-)
-from airflow_skald.core.run.pipeline import (
-    ChunkProgress,
-    Progress,
-    write_parts,
 )
 from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
 

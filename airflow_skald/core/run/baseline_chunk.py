@@ -20,11 +20,11 @@ from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
-from airflow_skald.core.run.pipeline import (
+from airflow_skald.core.passes.pipeline import (
     count_histogram,
     first_rows,
 )
+from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
 from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.decision import Decision

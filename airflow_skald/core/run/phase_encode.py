@@ -4,45 +4,30 @@ and persisted (``plan.json``), which the later phases read back, never re-derive
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 
 from airflow_skald.core.config.run_config import SkaldConfig
-from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.engine.base import Engine
-from airflow_skald.core.run import pipeline as P
-from airflow_skald.core.run.phase import Phase
-from airflow_skald.core.run.state import Run
-from airflow_skald.core.run.store import (
+from airflow_skald.core.passes.encode import EncodeChunks
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.passes.store import (
     DOMAIN_STATS,
     PLAN,
     write_json,
 )
+from airflow_skald.core.run.phase import Phase
 
 log = logging.getLogger("airflow_skald")
 
 
-class EncodePhase(Phase[DomainStats, Plan]):
-    """Phase 1: domain statistics per chunk group, merged; then the RAM root, persisted."""
-
-    name = "encode"
-
-    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> DomainStats:
-        return P.scan_domain(run.config, chunks, run.progress)
+class EncodePhase(EncodeChunks, Phase[DomainStats, Plan]):
+    """Phase 1: domain statistics per chunk group, merged (`EncodeChunks`); then the RAM root,
+    persisted."""
 
     def gather(self, engine: Engine, run: Run) -> DomainStats:
         return engine.domain_stats(run)
-
-    def merge(self, parts: Sequence[DomainStats]) -> DomainStats:
-        return DomainStats.merge(list(parts))
-
-    def dump(self, part: DomainStats) -> bytes:
-        return part.to_bytes()
-
-    def load(self, data: bytes) -> DomainStats:
-        return DomainStats.from_bytes(data)
 
     def finish(self, run: Run, merged: DomainStats) -> Plan:
         plan = plan_root(run.config, merged)

@@ -6,57 +6,39 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 
 from airflow_skald.core.count.root_counts import RootCounts
-from airflow_skald.core.data.io import ChunkRef
-from airflow_skald.core.encode.adaptive_root import merge_on_chain
 from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.registry import run_engine
-from airflow_skald.core.release.check import population_counts
-from airflow_skald.core.run import pipeline as P
-from airflow_skald.core.run.phase import Phase
-from airflow_skald.core.run.phase_encode import plan_summary
-from airflow_skald.core.run.state import Run
-from airflow_skald.core.run.store import (
+from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.passes.histogram import HistogramChunks
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.passes.store import (
     DECISION,
     HISTOGRAM,
     MICROAGGREGATES,
     PLAN,
     write_json,
 )
+from airflow_skald.core.release.check import population_counts
+from airflow_skald.core.run.phase import Phase
+from airflow_skald.core.run.phase_encode import plan_summary
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.microaggregation import aggregates_to_bytes
 
 log = logging.getLogger("airflow_skald")
 
 
-class HistogramPhase(Phase[RootCounts, Decision]):
-    """Phase 2: root-node class counts per chunk group, summed; then the lattice search.
+class HistogramPhase(HistogramChunks, Phase[RootCounts, Decision]):
+    """Phase 2: root-node class counts per chunk group, summed (`HistogramChunks`); then the
+    lattice search.
 
     Adaptive mode (ADR 0012): partials may sit at different nodes of phase 1's chain; the
     merge rolls them up to one, and `finish` persists the root it ended at (``plan.json``),
     which phase 3 and the manifest read back."""
 
-    name = "histogram"
-
-    def partial(self, run: Run, chunks: Sequence[ChunkRef]) -> RootCounts:
-        return P.count_histogram(run.config, run.plan(), chunks, run.progress, run.row_sample())
-
     def gather(self, engine: Engine, run: Run) -> RootCounts:
         return engine.root_counts(run)
-
-    def merge(self, parts: Sequence[RootCounts]) -> RootCounts:
-        return RootCounts.merge(list(parts))
-
-    def merge_in(self, run: Run, parts: Sequence[RootCounts]) -> RootCounts:
-        return merge_on_chain(run.plan(), list(parts))
-
-    def dump(self, part: RootCounts) -> bytes:
-        return part.compact().to_bytes()
-
-    def load(self, data: bytes) -> RootCounts:
-        return RootCounts.from_bytes(data)
 
     def finish(self, run: Run, merged: RootCounts) -> Decision:
         if getattr(run.store, "persistent", True):  # for a retried search task; a CLI run

@@ -13,6 +13,9 @@ from collections.abc import Callable
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.io import filesystem
+from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.passes.store import TIMINGS
 from airflow_skald.core.release.table_release import publish_table
 from airflow_skald.core.release.write.commit import (
     commit,
@@ -31,9 +34,6 @@ from airflow_skald.core.release.write.manifest import (
     now_iso,
     to_json_bytes,
 )
-from airflow_skald.core.run import pipeline as P
-from airflow_skald.core.run.state import Run
-from airflow_skald.core.run.store import TIMINGS
 
 log = logging.getLogger("airflow_skald")
 

@@ -30,6 +30,9 @@ from typing import Any
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.engine.chunks import chunk_engine
 from airflow_skald.core.engine.registry import run_engine
+from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.passes.store import TARGET
 from airflow_skald.core.release.write.commit import discard, prepare_staging, remove_stale_staging
 from airflow_skald.core.release.write.lease import (
     Judge,
@@ -40,7 +43,6 @@ from airflow_skald.core.release.write.lease import (
 )
 from airflow_skald.core.release.write.leftovers import clear_leftovers
 from airflow_skald.core.release.write.output_target import check_output_target
-from airflow_skald.core.run import pipeline as P
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import ENCODE
 from airflow_skald.core.run.phase_generalise import GENERALISE
@@ -53,8 +55,6 @@ from airflow_skald.core.run.publish import (
     drop_temporaries,
     publish,
 )
-from airflow_skald.core.run.state import Run
-from airflow_skald.core.run.store import TARGET
 
 # what the CLI, the operators and the per-chunk baseline drive (from the modules named above)
 __all__ = [
@@ -142,7 +142,7 @@ def run_group(phase: Phase, run: Run, group: int, chunk_ids: Sequence[int]) -> A
 
 def run_merge(phase: Phase, run: Run) -> Any:
     """The merge task: every group's stored partial, merged exactly, then finished."""
-    return chunk_engine(run).run_merge(phase, run)
+    return phase.finish(run, chunk_engine(run).run_merge(phase, run))
 
 
 def run_all(phase: Phase, run: Run, workers: int = 1) -> Any:

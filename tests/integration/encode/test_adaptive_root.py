@@ -24,7 +24,7 @@ from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.adaptive_root import ChainCounts, merge_on_chain
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.run.pipeline import count_histogram, list_chunks, scan_domain
+from airflow_skald.core.passes.pipeline import count_histogram, list_chunks, scan_domain
 from airflow_skald.core.run.runner import run
 
 

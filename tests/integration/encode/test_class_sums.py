@@ -19,8 +19,8 @@ from airflow_skald.core.encode import class_sums
 from airflow_skald.core.encode.adaptive_root import ChainCounts, merge_on_chain
 from airflow_skald.core.encode.domain import counting_types
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.run import pipeline
-from airflow_skald.core.run.pipeline import count_histogram, list_chunks, scan_domain
+from airflow_skald.core.passes import pipeline
+from airflow_skald.core.passes.pipeline import count_histogram, list_chunks, scan_domain
 
 SIZES = [50, 400, 1200, 100, 700, 250, 300]
 

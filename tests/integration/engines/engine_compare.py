@@ -136,7 +136,7 @@ class ChunkPath:
 
 def chunk_path(cfg, staged: Path, aggregate: bool = False) -> ChunkPath:
     """Run the chunk path's passes (with microaggregation's aggregates when `aggregate`)."""
-    from airflow_skald.core.run import pipeline as P
+    from airflow_skald.core.passes import pipeline as P
 
     chunks = P.list_chunks(cfg)
     stats = P.scan_domain(cfg, chunks)

@@ -14,7 +14,7 @@ import pytest
 from engine_compare import config, run_cli, same_as_chunks, table
 
 from airflow_skald.core.config.run_config import config_from_dict
-from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.passes import pipeline as P
 
 
 def csv_files(folder: Path, n_files: int, rows: int, seed: int, delimiter: str = ";") -> Path:

@@ -16,7 +16,7 @@ from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession
 from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
-from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.passes import pipeline as P
 
 
 def _open(files, rows=False):

@@ -144,7 +144,7 @@ def test_postgres_passes_with_a_research_subset_equal_the_chunk_path(tmp_path):
     from airflow_skald.core.engine.sql import passes
     from airflow_skald.core.engine.sql.domain import SqlInput
     from airflow_skald.core.engine.sql.postgres_session import PostgresSession
-    from airflow_skald.core.run import pipeline as P
+    from airflow_skald.core.passes import pipeline as P
 
     tables = population(tmp_path / "in", 54, n_files=1, rows=240)
     settings = {

@@ -182,8 +182,8 @@ def _engine_run(cfg: dict):
     """The postgresql engine's phases 0 and 1 in this process: the run and the engine."""
     from airflow_skald.core.config.run_config import config_from_dict
     from airflow_skald.core.engine.registry import open_engine
+    from airflow_skald.core.passes.state import Run
     from airflow_skald.core.run.phase_encode import ENCODE
-    from airflow_skald.core.run.state import Run
 
     run = Run(config_from_dict(cfg))
     engine = open_engine(run.config)
@@ -196,7 +196,7 @@ def test_first_rows_are_the_chunk_paths(tmp_path, pg):
     """The first row of every root class, coded as the chunk path codes the staged chunks
     of the same table read in the same order (chunk << 32 | row), exactly."""
     from airflow_skald.core.data.database.extract import extract
-    from airflow_skald.core.run import pipeline as P
+    from airflow_skald.core.passes import pipeline as P
 
     run, engine = _engine_run(_config(tmp_path, "postgresql", "first"))
     counts = engine.root_counts(run)
@@ -351,7 +351,7 @@ def test_the_input_version_follows_the_tables_rows(tmp_path, pg):
     PostgreSQL in one scan: an update of one row changes it; a view's is its content's."""
     from airflow_skald.core.config.run_config import config_from_dict
     from airflow_skald.core.engine.registry import open_engine
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
     load_table(pg, "clinic.versioned", table(60, 5), key=["pid"])
     execute(pg, "CREATE VIEW clinic.versioned_view AS SELECT * FROM clinic.versioned")

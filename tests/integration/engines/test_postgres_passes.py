@@ -25,7 +25,7 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.postgres_session import PostgresSession
-from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.passes import pipeline as P
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,9 @@ import pytest
 
 from airflow_skald.core.config.run_config import config_from_dict, load_config
 from airflow_skald.core.errors import ConfigError, VerificationError
-from airflow_skald.core.run import pipeline, runner
-from airflow_skald.core.run.state import Run
+from airflow_skald.core.passes import pipeline
+from airflow_skald.core.passes.state import Run
+from airflow_skald.core.run import runner
 from tests.helpers_data import make_table, release_rows, run_inprocess, write_config
 from tests.helpers_dp import dp_config_dict
 

@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.passes.state import Run
 from airflow_skald.core.run import runner
-from airflow_skald.core.run.state import Run
 from tests.helpers_data import CITY_HIERARCHY, make_table, write_config
 from tests.helpers_dp import dp_config_dict
 

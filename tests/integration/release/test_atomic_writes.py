@@ -37,8 +37,9 @@ from helpers_data import (
     write_dataset,
 )
 
+from airflow_skald.core.passes import pipeline
 from airflow_skald.core.release.write import commit as release
-from airflow_skald.core.run import phase_generalise, pipeline, publish, runner
+from airflow_skald.core.run import phase_generalise, publish, runner
 
 # ------------------------------------------------------------------------------ helpers
 

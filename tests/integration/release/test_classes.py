@@ -14,10 +14,11 @@ from helpers_data import config_dict, write_dataset
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.passes import pipeline
 from airflow_skald.core.release.check.verify import verify_release
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
-from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.run import runner
 
 LABELS = {"a": ["[0-9]", "[10-19]", "*"], "b": ["x", "y", "*"]}
 

@@ -27,6 +27,7 @@ from helpers_data import REPO, config_dict, release_bytes, write_dataset
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.passes import pipeline
 from airflow_skald.core.release.write import lease as leases
 from airflow_skald.core.release.write import lease_store
 from airflow_skald.core.release.write.commit import MANIFEST, commit, prepare_staging, staging_path
@@ -39,7 +40,7 @@ from airflow_skald.core.release.write.lease import (
     read_lease,
 )
 from airflow_skald.core.release.write.output_target import ReleaseIdentity, check_output_target
-from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.run import runner
 
 OLD = ReleaseIdentity("cli-123", "1a2b3c4d5e6f" + "0" * 52, "f" * 64, 10)
 

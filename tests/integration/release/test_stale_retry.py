@@ -20,10 +20,10 @@ from helpers_s3 import s3_server
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.passes import store as run_store
 from airflow_skald.core.release.write import lease as leases
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.run import runner as R
-from airflow_skald.core.run import store as run_store
 
 
 class Store(run_store.MemoryStore):

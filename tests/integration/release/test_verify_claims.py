@@ -115,7 +115,7 @@ def test_single_class_release_without_node_is_not_taken_for_the_top(tmp_path, ca
 def test_run_refuses_a_part_with_an_identifier_column(tmp_path, capsys, monkeypatch) -> None:
     """Were the column filter to regress, the run's own check (the manifest about to be
     written) still finds the identifier column: nothing is published."""
-    from airflow_skald.core.run import pipeline
+    from airflow_skald.core.passes import pipeline
 
     _, out, config, _ = setup_run(tmp_path, n_files=3, rows=40)
     monkeypatch.setattr(pipeline, "released_columns", lambda config, columns: list(columns))

@@ -20,7 +20,8 @@ from skald_testdata import write_chunks, write_config
 
 from airflow_skald.cli import main as cli_main
 from airflow_skald.core.config.run_config import load_config
-from airflow_skald.core.run import pipeline, runner
+from airflow_skald.core.passes import pipeline
+from airflow_skald.core.run import runner
 from airflow_skald.core.run.baseline import RollUpCache, chunk_plan, run_per_chunk
 from airflow_skald.core.search.rollups import roll_up
 

@@ -11,7 +11,7 @@ from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.data.io import read_chunk
 from airflow_skald.core.lattice import Lattice
-from airflow_skald.core.run.pipeline import count_histogram, list_chunks, plan_root, scan_domain
+from airflow_skald.core.passes.pipeline import count_histogram, list_chunks, plan_root, scan_domain
 from airflow_skald.core.search.rollup_dense import DenseSource
 from airflow_skald.core.search.rollup_sparse import SparseSource
 from airflow_skald.core.search.rollups import RollUps, sum_groups

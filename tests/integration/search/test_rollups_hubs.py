@@ -20,7 +20,7 @@ from strategies import criteria_config, criteria_datasets, datasets, write_input
 from airflow_skald.core.config.run_config import load_config
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.lattice import Lattice
-from airflow_skald.core.run.pipeline import (
+from airflow_skald.core.passes.pipeline import (
     count_histogram,
     list_chunks,
     plan_root,

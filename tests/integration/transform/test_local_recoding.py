@@ -352,9 +352,9 @@ def test_l_diversity_release_is_verified_in_full(tmp_path, capsys):
 def test_mapped_tasks_give_the_serial_release(tmp_path):
     """The mapped DAG's route in one process: each group's task a fresh `Run` over the shared
     artifacts (the decision, its steps, read back from their bytes), then the merges."""
+    from airflow_skald.core.passes import store as run_store
     from airflow_skald.core.release.write.lease import output_lease
     from airflow_skald.core.run import runner as R
-    from airflow_skald.core.run import store as run_store
 
     df = dataset(2, 150)
     serial = run(load_config(config(tmp_path / "a", df, 4, 0.05, 0.05, chunks=(17, 40, 33))))

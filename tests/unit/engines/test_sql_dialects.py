@@ -20,7 +20,7 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession
-from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.passes import pipeline as P
 
 ODD = 'ci"ty; DROP'  # a column name that would break SQL pasted into a string
 

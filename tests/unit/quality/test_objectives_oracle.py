@@ -27,7 +27,7 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
 from airflow_skald.core.encode.root import plan_root
-from airflow_skald.core.run.pipeline import root_keys, search_lattice
+from airflow_skald.core.passes.pipeline import root_keys, search_lattice
 from airflow_skald.core.settings.quality import AGGREGATES, OBJECTIVES
 
 pytestmark = pytest.mark.unit

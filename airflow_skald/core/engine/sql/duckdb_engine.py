@@ -21,7 +21,6 @@ from airflow_skald.core.count.first_rows import FirstRowScan
 from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Written
 from airflow_skald.core.engine.sql import csv_input, passes
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.domain import SqlInput
@@ -33,11 +32,12 @@ from airflow_skald.core.engine.sql.release import (
     copy_to_parquet,
     grouped_release,
 )
+from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
 if TYPE_CHECKING:
     from airflow_skald.core.count.root_counts import RootCounts
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
 NAME = "duckdb"
 

@@ -15,7 +15,7 @@ from airflow_skald.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from airflow_skald.core.config.skald_config import SkaldConfig
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
 
 class ParquetFilesEngine(Engine):

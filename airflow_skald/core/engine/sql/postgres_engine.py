@@ -33,7 +33,7 @@ from airflow_skald.core.data.database.release_table import failure, new_table_na
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.domain import DomainStats, check_schema
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Engine, Written
+from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
@@ -52,12 +52,13 @@ from airflow_skald.core.engine.sql.table_checks import (
     pseudonyms_well_formed,
 )
 from airflow_skald.core.errors import ConfigError, DataError, SkaldError
+from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
 if TYPE_CHECKING:
     from airflow_skald.core.config.skald_config import SkaldConfig
     from airflow_skald.core.count.root_counts import RootCounts
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
 NAME = "postgresql"
 PREFIX = f"execution.engine {NAME}"

@@ -27,7 +27,6 @@ from sqlglot import exp
 from airflow_skald.core.count.first_rows import FirstRowScan
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.engine.base import Written
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
@@ -40,11 +39,12 @@ from airflow_skald.core.engine.sql.spark_session import (
     is_local,
     spark_of,
 )
+from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
 if TYPE_CHECKING:
     from airflow_skald.core.count.root_counts import RootCounts
-    from airflow_skald.core.run.state import Run
+    from airflow_skald.core.passes.state import Run
 
 NAME = "spark"
 #: the master of a run that names no connection: a local Spark on every core

@@ -1,4 +1,4 @@
-"""core.run.parallel: contiguous groups, results in group order, workers in the caller's
+"""core.passes.parallel: contiguous groups, results in group order, workers in the caller's
 environment and folder even though they are forked from a fork server started earlier."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import os
 from helpers_data import worker_surroundings
 
 from airflow_skald.core.data.io import ChunkRef
-from airflow_skald.core.run.parallel import chunk_groups, map_groups
+from airflow_skald.core.passes.parallel import chunk_groups, map_groups
 
 
 def chunks(*rows: int) -> list[ChunkRef]:

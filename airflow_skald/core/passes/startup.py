@@ -1,6 +1,7 @@
 """Start-up costs of a run's process (issue 23, ADR 0018): pyarrow's pandas shim primed
-without pandas, one OpenBLAS thread. Applied on importing `airflow_skald.core.run`, which the
-CLI's `main` does first and a task does when it runs; never by merely importing the core: a
+without pandas, one OpenBLAS thread. Applied on importing `airflow_skald.core.run` or
+`airflow_skald.core.passes` (what the engines read), which the CLI's `main` does first and a
+task does when it runs; never by merely importing the core: a
 DAG processor or scheduler that parses the operators is left as it is.
 """
 

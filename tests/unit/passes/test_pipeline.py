@@ -21,8 +21,8 @@ from airflow_skald.core.encode.domain import DomainStats, QidStats, scan_table
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.generalise.part import generalise_table
+from airflow_skald.core.passes.pipeline import root_keys, search_lattice
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.run.pipeline import root_keys, search_lattice
 
 pytestmark = pytest.mark.unit
 

@@ -15,6 +15,20 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.part import released_columns
+from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.passes.store import (
+    CHUNKS,
+    DECISION,
+    DOMAIN_STATS,
+    MICROAGGREGATES,
+    PLAN,
+    TARGET,
+    TIMINGS,
+    MemoryStore,
+    Store,
+    read_json,
+    write_json,
+)
 from airflow_skald.core.privacy.differential_privacy import (
     DP_KEY_MISSING,
     DifferentialPrivacy,
@@ -37,20 +51,6 @@ from airflow_skald.core.release.write.output_target import (
     check_not_superseded,
     check_output_target,
     release_in_place,
-)
-from airflow_skald.core.run import pipeline as P
-from airflow_skald.core.run.store import (
-    CHUNKS,
-    DECISION,
-    DOMAIN_STATS,
-    MICROAGGREGATES,
-    PLAN,
-    TARGET,
-    TIMINGS,
-    MemoryStore,
-    Store,
-    read_json,
-    write_json,
 )
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.settings import keyed
