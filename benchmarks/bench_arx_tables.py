@@ -523,6 +523,25 @@ def _same_answer(name: str, product: dict, arx: dict) -> str:
     )
 
 
+def _rounds(repeats, cases, configs, with_arx, work, runs, arx_runs) -> None:
+    """Every case once on each side per round, interleaved (a burst of load hits every case
+    alike), each run's figures appended to work/runs.jsonl as it ends."""
+    for r in range(repeats):
+        for case in cases:
+            config, arx_args = configs[case]
+            first_arx = with_arx and r % 2 == 1  # alternate which side goes first
+            sides = ["arx", "product"] if first_arx else ["product"] + ["arx"] * with_arx
+            for side in sides:
+                if side == "arx":
+                    got = run_arx(arx_args, work / f"{case}.arx.json")
+                    arx_runs[case].append(got)
+                else:
+                    got = run_product(config)
+                    runs[case].append(got)
+                with (work / "runs.jsonl").open("a") as f:
+                    f.write(json.dumps({"round": r, "case": case, "side": side, **got}) + "\n")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
@@ -549,19 +568,17 @@ def main() -> int:
     runs: dict[str, list[dict]] = {c: [] for c in cases}
     arx_runs: dict[str, list[dict]] = {c: [] for c in cases}
     load = [os.getloadavg()[0]]
-    for r in range(args.repeats):  # interleaved: a burst of load hits every case alike
-        for case in cases:
-            config, arx_args = configs[case]
-            first_arx = with_arx and r % 2 == 1  # alternate which side goes first
-            if first_arx:
-                arx_runs[case].append(run_arx(arx_args, args.work / f"{case}.arx.json"))
-            runs[case].append(run_product(config))
-            if with_arx and not first_arx:
-                arx_runs[case].append(run_arx(arx_args, args.work / f"{case}.arx.json"))
+    try:
+        _rounds(args.repeats, cases, configs, with_arx, args.work, runs, arx_runs)
+    except KeyboardInterrupt:  # Ctrl-C: the table of the pairs run so far
+        print("interrupted: the rounds run so far", flush=True)
     load.append(os.getloadavg()[0])
     results = {}
     for case in cases:
-        rs = runs[case]
+        done = min(len(runs[case]), len(arx_runs[case])) if with_arx else len(runs[case])
+        if done == 0:
+            continue
+        rs, arx_runs[case] = runs[case][:done], arx_runs[case][:done]
         if CASES[case].answer == "dp":  # each run draws its own node and sample
             answers = {json.dumps(r["dp"]) for r in rs}
         else:
