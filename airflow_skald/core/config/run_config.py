@@ -23,12 +23,13 @@ from airflow_skald.core.privacy.differential_privacy import DEFAULT_OBJECTIVE, D
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
+from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.settings.direct_identifiers import parse_direct_identifiers
 from airflow_skald.core.settings.execution import ExecutionSettings, normalise
 from airflow_skald.core.settings.parse import mapping as _mapping
 from airflow_skald.core.settings.parse import names as _names
 from airflow_skald.core.settings.parse import no_unknown as _no_unknown
-from airflow_skald.core.settings.quality import QUALITY_WEIGHT
+from airflow_skald.core.settings.quality import QUALITY_WEIGHT, QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import (
@@ -128,7 +129,6 @@ def config_from_dict(
         qid_priority=tuple(priority),
         research_subset=subset,
         microaggregated=tuple(out_of_lattice),
-        objective_default=not named,
         **_settings(raw, quality, execution, names, direct, base_dir, named),
         source=source,
     )
@@ -247,13 +247,18 @@ def _settings(
         "histogram_bins": _file(raw, "histogram_bins"),
         "suppressed_records": _file(raw, "suppressed_records"),
         "root": _file(raw, "root"),
-        "objective": _file(raw, "objective") if named else DEFAULT_OBJECTIVE,
-        "gs_factor": _file(raw, "gs_factor"),
-        "aggregate": _file(raw, "aggregate"),
-        "quality_weights": _weights(quality.get("weights"), names),
-        "risk_threshold": _file(raw, "risk_threshold"),
-        "risk_sampling_fraction": _file(raw, "risk_sampling_fraction"),
-        "risk_population": _file(raw, "risk_population"),
+        "quality": QualitySettings(
+            objective=_file(raw, "objective") if named else DEFAULT_OBJECTIVE,
+            gs_factor=_file(raw, "gs_factor"),
+            weights=_weights(quality.get("weights"), names),
+            aggregate=_file(raw, "aggregate"),
+            objective_default=not named,
+        ),
+        "risk": RiskSettings(
+            _file(raw, "risk_threshold"),
+            _file(raw, "risk_sampling_fraction"),
+            _file(raw, "risk_population"),
+        ),
         "local_recoding_records": _file(raw, "local_recoding"),
         "local_recoding_gs": _file(raw, "local_recoding_gs"),
         "local_recoding_steps": _file(raw, "local_recoding_steps"),
@@ -268,17 +273,17 @@ def _settings(
     }
 
 
-def _weights(raw: Any, names: list[str]) -> tuple[tuple[str, Fraction], ...]:
+def _weights(raw: Any, names: list[str]) -> dict[str, Fraction]:
     """quality.weights: QID -> a number >= 0 (exact decimals), in config QID order."""
     if raw is None:
-        return ()
+        return {}
     weights = _mapping(raw, "quality.weights")
     out = {}
     for name, value in weights.items():
         if name not in names:
             raise ConfigError(f"quality.weights names '{name}', which is not a quasi-identifier")
         out[name] = QUALITY_WEIGHT.parse(value, f"quality.weights.{name}")
-    return tuple((n, out[n]) for n in names if n in out)
+    return {n: out[n] for n in names if n in out}
 
 
 def _file(raw: dict, name: str) -> Any:

@@ -27,10 +27,12 @@ from airflow_skald.core.privacy.registry import (
     with_threshold,
 )
 from airflow_skald.core.privacy.research_subset import ResearchSubset
-from airflow_skald.core.privacy.risk.analysis import PopulationModel, RiskSettings
+from airflow_skald.core.privacy.risk.analysis import RiskSettings
+from airflow_skald.core.settings.cost_benefit import CostBenefit
 from airflow_skald.core.settings.execution import ExecutionSettings
 from airflow_skald.core.settings.microaggregation import Microaggregation
-from airflow_skald.core.settings.quality import QualitySettings
+from airflow_skald.core.settings.privacy_rows import RISK_ROWS
+from airflow_skald.core.settings.quality import QUALITY_ROWS, QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import BY_NAME, parse_overrides
@@ -43,6 +45,9 @@ from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rul
 from airflow_skald.core.utility import config as utility_config
 
 T = TypeVar("T", bound=Transformation)
+
+#: the settings table's rows that set a key of a nested section: name -> section
+NESTED = {r.name: "quality" for r in QUALITY_ROWS} | {r.name: "risk" for r in RISK_ROWS}
 
 
 @dataclass(frozen=True)
@@ -59,15 +64,11 @@ class SkaldConfig:
     histogram_bins: int | None
     suppressed_records: str
     root: str
-    objective: str = "dm_star"
-    objective_default: bool = False  # DP with no objective named: ARX's default (loss)
-    gs_factor: Fraction = Fraction(1, 2)
-    aggregate: str | None = None
-    quality_weights: tuple[tuple[str, Fraction], ...] = ()
+    # the objective and its settings (docs/design.md §4d `quality:`); its cost_benefit and
+    # attacker are the configured profitability model's (`__post_init__`)
+    quality: QualitySettings = field(default_factory=QualitySettings)
     # the risk analysis (docs/design.md §4c: risk.threshold, risk.sampling_fraction, risk.population)
-    risk_threshold: Fraction = Fraction(1, 5)
-    risk_sampling_fraction: Fraction | None = None
-    risk_population: int | None = None
+    risk: RiskSettings = field(default_factory=RiskSettings)
     # local recoding (docs/design.md §4f: transformation.local_recoding; None: off)
     local_recoding_records: Fraction | None = None
     local_recoding_gs: Fraction | None = None
@@ -99,6 +100,15 @@ class SkaldConfig:
     # release) nor the archive (a connection may hold a password)
     execution_settings: ExecutionSettings = field(default_factory=ExecutionSettings, compare=False)
     source: str = field(default="", compare=False)
+
+    def __post_init__(self) -> None:
+        """publisher_payout's game is the configured profitability model's (ADR 0046): its
+        cost/benefit and attacker follow the models (a replaced `privacy` too)."""
+        game = [m.settings for m in self.privacy if m.config_key == "profitability"]
+        cost, attacker = (game[0].cost, game[0].attacker) if game else (CostBenefit(), "prosecutor")
+        if (self.quality.cost_benefit, self.quality.attacker) != (cost, attacker):
+            quality = replace(self.quality, cost_benefit=cost, attacker=attacker)
+            object.__setattr__(self, "quality", quality)
 
     @property
     def input_table(self) -> str | None:
@@ -163,24 +173,6 @@ class SkaldConfig:
         return max((m.min_class_size for m in self.privacy), default=1)
 
     @property
-    def risk_settings(self) -> RiskSettings:
-        """The risk analysis's threshold and population (docs/design.md §4c `risk:`)."""
-        population = PopulationModel(self.risk_population, self.risk_sampling_fraction)
-        return RiskSettings(self.risk_threshold, population)
-
-    @property
-    def quality(self) -> QualitySettings:
-        """The objective and its settings (docs/design.md §4d)."""
-        game = [m.settings for m in self.privacy if m.config_key == "profitability"]
-        return QualitySettings(
-            self.objective,
-            self.gs_factor,
-            dict(self.quality_weights),
-            self.aggregate,
-            *((game[0].cost, game[0].attacker) if game else ()),
-        )
-
-    @property
     def local_recoding(self) -> LocalRecodingSettings | None:
         """`transformation.local_recoding` (docs/design.md §4f), or None when off."""
         mode = self.local_recoding_mode or "fast"
@@ -236,12 +228,11 @@ class SkaldConfig:
                 fields["local_recoding_records"] = value
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
-            elif key in utility_config.KEYS:
+            elif key in utility_config.KEYS or key in NESTED:
                 continue  # all of them at once, below
             else:
                 fields[key] = value
-                if key == "objective":
-                    fields["objective_default"] = False
+        fields.update(self._nested(values))
         utility = utility_config.with_overrides(
             self.utility,
             values,
@@ -259,6 +250,24 @@ class SkaldConfig:
         # differential privacy's rules judge the settings after every flag (limit_given: the
         # file set the suppression limit)
         return apply_dp_rules(out, limit_given or "suppression_limit" in values)
+
+    def _nested(self, values: dict[str, Any]) -> dict[str, Any]:
+        """`quality` and `risk` after the run's settings: each row's name goes to its key in
+        the section (the settings table's path: ``objective`` -> ``quality.objective``)."""
+        given: dict[str, dict[str, Any]] = {}  # section -> {its key: value}
+        for key, value in values.items():
+            if key in NESTED:
+                given.setdefault(NESTED[key], {})[BY_NAME[key].path[-1]] = value
+        if "objective" in given.get("quality", {}):  # named by the run: not the default one
+            given["quality"]["objective_default"] = False
+        return {name: replace(getattr(self, name), **keys) for name, keys in given.items()}
+
+    def setting(self, name: str) -> Any:
+        """The value of the settings table's row `name` (a nested section's by its path:
+        ``risk_threshold`` is ``risk.threshold``)."""
+        if name in NESTED:
+            return getattr(getattr(self, NESTED[name]), BY_NAME[name].path[-1])
+        return getattr(self, name)
 
     def effective(self) -> dict:
         """The effective settings in full (hierarchies as tables), for the run's archive."""
@@ -301,8 +310,8 @@ class SkaldConfig:
             ),
             "suppressed_records": self.suppressed_records,
             "root": self.root,
-            **({"quality": self.quality.describe()} if self.objective != "dm_star" else {}),
-            **self._risk_settings(),
+            **({"quality": self.quality.describe()} if self.quality.objective != "dm_star" else {}),
+            **self.risk.listed(),
             **transform_registry.settings_of(self.transformations),
             **(
                 {"transformation": {"local_recoding": self.local_recoding.describe()}}
@@ -311,18 +320,6 @@ class SkaldConfig:
             ),
             **({"utility": self.utility.describe()} if self.utility else {}),
         }
-
-    def _risk_settings(self) -> dict[str, Any]:
-        """The risk analysis's settings, listed only when set (so configs without them keep
-        their hash)."""
-        risk: dict[str, Any] = {}
-        if self.risk_threshold != BY_NAME["risk_threshold"].default:
-            risk["threshold"] = str(self.risk_threshold)
-        if self.risk_sampling_fraction is not None:
-            risk["sampling_fraction"] = str(self.risk_sampling_fraction)
-        if self.risk_population is not None:
-            risk["population"] = self.risk_population
-        return {"risk": risk} if risk else {}
 
 
 def _execution(given: ExecutionSettings, values: dict[str, Any]) -> ExecutionSettings:

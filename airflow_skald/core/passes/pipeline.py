@@ -223,7 +223,7 @@ def search_lattice(
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
     if search_key is not None:
         return dp_decision(
-            plan, counts, policy, config.quality, search_key, config.objective_default
+            plan, counts, policy, config.quality, search_key, config.quality.objective_default
         )
     decision = _search_lattice(
         plan,
@@ -232,7 +232,7 @@ def search_lattice(
         config.priority_order(),
         source=source,
         quality=config.quality,
-        analysis=config.risk_settings,
+        analysis=config.risk,
         first_rows=first_rows
         or (lambda node, keys: _first_rows(config, plan, list_chunks(config), node, keys)),
     )

@@ -78,5 +78,5 @@ def warn_all_top(config: SkaldConfig, plan: Plan, decision: Decision) -> list[st
     nodes = [decision.node, *(s.node for s in decision.steps if s.released)]
     names = all_top([plan.levels(n) for n in nodes], plan.levels(plan.tops))
     if names:
-        log.warning("%s", advice(names, config.objective, bool(decision.steps)))
+        log.warning("%s", advice(names, config.quality.objective, bool(decision.steps)))
     return names

@@ -82,7 +82,7 @@ def local_recoding(
     figures_risk = risk(released, policy.min_class_size)
     if "analysis" in decision.risk:
         seen = released if tuple(decision.node) != tuple(plan.tops) else released[:0]
-        figures_risk["analysis"] = config.risk_settings.analyse(seen, n)
+        figures_risk["analysis"] = config.risk.analyse(seen, n)
     return replace(out, risk=figures_risk, local_recoding=recoding)
 
 

@@ -39,7 +39,8 @@ LINEAR = ("sum", "arithmetic_mean")  # aggregates of logarithms decided exactly
 @dataclass(frozen=True)
 class QualitySettings:
     """`quality:` of the config (docs/design.md §4d), validated: the objective, ARX's gs factor, the
-    per-QID weights as written (missing = 1) and the aggregate (None: the model's default)."""
+    per-QID weights as written (missing = 1, in the config's QID order) and the aggregate
+    (None: the model's default). `SkaldConfig.quality`."""
 
     objective: str = "dm_star"
     gs_factor: Fraction = Fraction(1, 2)
@@ -48,6 +49,8 @@ class QualitySettings:
     # publisher_payout (ADR 0046): the configured profitability model's parameters and attacker
     cost_benefit: CostBenefit = field(default_factory=CostBenefit)
     attacker: str = "prosecutor"
+    # differential privacy with no objective named: ARX's default (loss), said so; not listed
+    objective_default: bool = False
 
     @property
     def g_factor(self) -> Fraction:

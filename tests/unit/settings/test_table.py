@@ -168,4 +168,4 @@ def test_the_table_places_its_keys_and_defaults_in_the_file(tmp_path) -> None:
         if s.path and s.path[0] == "utility":
             assert with_section[s.path[1]] == s.default, s.name
         elif s.path and s.name not in ("k", "input_path", "output_path"):
-            assert getattr(config, s.name) == s.default, s.name
+            assert config.setting(s.name) == s.default, s.name

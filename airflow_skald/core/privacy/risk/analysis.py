@@ -12,10 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 
 from airflow_skald.core.privacy.risk.estimators import Histograms, estimate
+from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
 
 
@@ -40,30 +42,52 @@ class PopulationModel:
         return {"sampling_fraction": decimal_text(fraction)}
 
 
+#: the prosecutor threshold when the config names none (the settings table's default)
+DEFAULT_THRESHOLD: Fraction = BY_NAME["risk_threshold"].default
+
+
 @dataclass(frozen=True)
 class RiskSettings:
-    """What a risk analysis is made with: the prosecutor threshold and the population."""
+    """What a risk analysis is made with: the prosecutor threshold and the population, its
+    size or the input's sampling fraction (`SkaldConfig.risk`: the config's ``risk:``,
+    docs/design.md §4c; one field per key of the section)."""
 
-    threshold: Fraction
-    population: PopulationModel
+    threshold: Fraction = DEFAULT_THRESHOLD
+    sampling_fraction: Fraction | None = None
+    population: int | None = None
+
+    @property
+    def population_model(self) -> PopulationModel:
+        return PopulationModel(self.population, self.sampling_fraction)
 
     def analyse(self, sizes: np.ndarray, n_input: int) -> dict:
         """The analysis of classes of `sizes` (the all-`*` records already left out), with
         the records by class size for the report's plot."""
-        out = analyse(sizes, self.threshold, self.population, n_input)
+        out = analyse(sizes, self.threshold, self.population_model, n_input)
         out["by_class_size"] = class_size_bins(sizes)
         return out
 
     @classmethod
     def of_entry(cls, entry: dict) -> RiskSettings:
         """The settings a manifest's `risk_analysis` was made with."""
-        population = PopulationModel(
-            population=entry.get("population"),
-            sampling_fraction=(
-                Fraction(str(entry["sampling_fraction"])) if "sampling_fraction" in entry else None
-            ),
+        fraction = entry.get("sampling_fraction")
+        return cls(
+            Fraction(str(entry["threshold"])),
+            Fraction(str(fraction)) if "sampling_fraction" in entry else None,
+            entry.get("population"),
         )
-        return cls(Fraction(str(entry["threshold"])), population)
+
+    def listed(self) -> dict[str, Any]:
+        """The config's effective settings' ``risk`` entry, listing only what is set (so
+        configs without them keep their hash); empty when nothing is."""
+        risk: dict[str, Any] = {}
+        if self.threshold != DEFAULT_THRESHOLD:
+            risk["threshold"] = str(self.threshold)
+        if self.sampling_fraction is not None:
+            risk["sampling_fraction"] = str(self.sampling_fraction)
+        if self.population is not None:
+            risk["population"] = self.population
+        return {"risk": risk} if risk else {}
 
 
 def _num(x: float) -> float | None:

@@ -53,13 +53,13 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
     check_released_columns(config)
     for spec in config.quasi_identifiers:
         check_levels_configured(spec)
-    if model.searched and config.objective not in OBJECTIVES:
+    if model.searched and config.quality.objective not in OBJECTIVES:
         raise ConfigError(
             "differential_privacy's search scores nodes by one of "
             f"{', '.join(OBJECTIVES)} (ARX's score functions): quality.objective is "
-            f"{config.objective}"
+            f"{config.quality.objective}"
         )
-    if model.searched and config.objective == "loss":
+    if model.searched and config.quality.objective == "loss":
         check_loss_weights(config)
     return replace(config, suppression_limit=Fraction(1))
 
@@ -123,7 +123,7 @@ def check_loss_weights(config: Any) -> None:
     built = [spec.name for spec in config.quasi_identifiers if spec.rule is not None]
     if not built:
         return
-    if config.objective_default:
+    if config.quality.objective_default:
         chosen = "no quality.objective was named and differential_privacy's default, loss,"
         instead = "name quality.objective (precision, dm or aecs) or list its hierarchy in full"
     else:
