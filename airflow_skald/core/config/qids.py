@@ -17,7 +17,7 @@ from airflow_skald.core.data.builders.ordered import parse_ordered_rule
 from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.hierarchies import hierarchy_of as _hierarchy
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.settings.microaggregation import Microaggregation, parse_microaggregation
+from airflow_skald.core.settings.microaggregation import QidMicroaggregation, parse_microaggregation
 from airflow_skald.core.settings.parse import mapping as _mapping
 from airflow_skald.core.settings.parse import no_unknown as _no_unknown
 from airflow_skald.core.text import decimal_text
@@ -36,7 +36,7 @@ class QidSpec:
     widths: tuple[Fraction, ...] | None = None
     encode: bool = False
     rule: Rule | None = None
-    microaggregation: Microaggregation | None = (
+    microaggregation: QidMicroaggregation | None = (
         None  # docs/design.md §4f: released as a class aggregate
     )
 

@@ -101,7 +101,9 @@ def config_from_dict(
     qids, out_of_lattice = _in_lattice(every_qid)
     names = [q.name for q in qids]
     direct, _ = parse_direct_identifiers(raw.get("direct_identifiers") or [])
-    transformations = transform_registry.parse_all(raw, TransformContext(base_dir))
+    transformations = transform_registry.parse_all(
+        raw, TransformContext(base_dir, tuple(every_qid))
+    )
     transformed = transform_registry.columns_of(transformations)
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
     subset = ResearchSubset.parse(
@@ -111,8 +113,6 @@ def config_from_dict(
     models = parse_models(privacy, ctx)
     if subset is not None:
         check_subset_models(models)
-        if out_of_lattice or any(q.microaggregation for q in qids):
-            raise ConfigError("microaggregation cannot be combined with a research_subset")
     _check_roles(every_qid, direct, sensitive, subset)
     priority = _priority(raw, names, out_of_lattice)
     # under differential privacy an objective left out is ARX's default (loss), said so
@@ -128,7 +128,6 @@ def config_from_dict(
         sensitive_attributes=tuple(sensitive),
         qid_priority=tuple(priority),
         research_subset=subset,
-        microaggregated=tuple(out_of_lattice),
         **_settings(raw, quality, execution, names, direct, base_dir, named),
         source=source,
     )
@@ -259,11 +258,6 @@ def _settings(
             _file(raw, "risk_sampling_fraction"),
             _file(raw, "risk_population"),
         ),
-        "local_recoding_records": _file(raw, "local_recoding"),
-        "local_recoding_gs": _file(raw, "local_recoding_gs"),
-        "local_recoding_steps": _file(raw, "local_recoding_steps"),
-        "local_recoding_mode": _file(raw, "local_recoding_mode"),
-        "local_recoding_adaption": _file(raw, "local_recoding_adaption"),
         "dp_key": SecretRef.parse(raw.get("dp_key"), "dp_key", base_dir),
         "utility": utility_config.from_file(raw, names, direct),
         "execution_settings": ExecutionSettings(

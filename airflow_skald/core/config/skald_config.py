@@ -30,14 +30,12 @@ from airflow_skald.core.privacy.research_subset import ResearchSubset
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.settings.cost_benefit import CostBenefit
 from airflow_skald.core.settings.execution import ExecutionSettings
-from airflow_skald.core.settings.microaggregation import Microaggregation
+from airflow_skald.core.settings.microaggregation import QidMicroaggregation
 from airflow_skald.core.settings.privacy_rows import RISK_ROWS
 from airflow_skald.core.settings.quality import QUALITY_ROWS, QualitySettings
 from airflow_skald.core.settings.quality import check as check_quality
 from airflow_skald.core.settings.secret import SecretRef
 from airflow_skald.core.settings.table import BY_NAME, parse_overrides
-from airflow_skald.core.settings.transformation import LocalRecodingSettings, check_mode
-from airflow_skald.core.settings.transformation import check_models as check_recoded_models
 from airflow_skald.core.settings.utility import UtilitySettings
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import Transformation
@@ -69,12 +67,6 @@ class SkaldConfig:
     quality: QualitySettings = field(default_factory=QualitySettings)
     # the risk analysis (docs/design.md §4c: risk.threshold, risk.sampling_fraction, risk.population)
     risk: RiskSettings = field(default_factory=RiskSettings)
-    # local recoding (docs/design.md §4f: transformation.local_recoding; None: off)
-    local_recoding_records: Fraction | None = None
-    local_recoding_gs: Fraction | None = None
-    local_recoding_steps: int | None = None
-    local_recoding_mode: str | None = None  # None: fast (docs/adr/0048)
-    local_recoding_adaption: Fraction | None = None
     utility: UtilitySettings | None = (
         None  # the utility analysis (docs/design.md §5), off when None
     )
@@ -89,10 +81,6 @@ class SkaldConfig:
         None  # a table or query staged into `input` (docs/design.md §2a)
     )
     output_table: TableTarget | None = None  # a table as the release; `output`: its folder
-    # QIDs microaggregated with `cluster: false` (docs/design.md §4f): out of the lattice, released as
-    # the aggregate over the classes of the other QIDs (the clustered ones stay in
-    # `quasi_identifiers`, their spec's `microaggregation` set)
-    microaggregated: tuple[QidSpec, ...] = ()
     # where a DP run reads its secret (never the secret; not in the settings nor the hash)
     dp_key: SecretRef | None = field(default=None, compare=False)
     overwrite: bool = field(default=False, compare=False)  # a run option, not in the hash
@@ -144,13 +132,17 @@ class SkaldConfig:
         return tuple(dict.fromkeys(m.attribute for m in self.privacy if m.attribute))
 
     @property
-    def microaggregations(self) -> dict[str, Microaggregation]:
-        """Every microaggregated QID (in the lattice or not) and its function."""
-        return {
-            q.name: q.microaggregation
-            for q in (*self.quasi_identifiers, *self.microaggregated)
-            if q.microaggregation is not None
-        }
+    def microaggregations(self) -> dict[str, QidMicroaggregation]:
+        """Every microaggregated QID (in the lattice or not) and its function (docs/design.md
+        §4f), as the transformations say."""
+        return transform_registry.aggregated_of(self.transformations)
+
+    @property
+    def microaggregated(self) -> tuple[QidSpec, ...]:
+        """QIDs microaggregated with `cluster: false`: out of the lattice, released as the
+        aggregate over the classes of the other QIDs (the clustered ones stay in
+        `quasi_identifiers`, their spec's `microaggregation` set)."""
+        return transform_registry.out_of_lattice_of(self.transformations)
 
     @property
     def keyed_subset(self) -> KeyedSubset | None:
@@ -172,20 +164,6 @@ class SkaldConfig:
         a DP, k-map or no-attack profitability model may ask for larger classes."""
         return max((m.min_class_size for m in self.privacy), default=1)
 
-    @property
-    def local_recoding(self) -> LocalRecodingSettings | None:
-        """`transformation.local_recoding` (docs/design.md §4f), or None when off."""
-        mode = self.local_recoding_mode or "fast"
-        if self.local_recoding_records is None and mode == "fast":
-            return None
-        return LocalRecodingSettings(
-            self.local_recoding_records,
-            self.local_recoding_gs,
-            self.local_recoding_steps,
-            mode,
-            self.local_recoding_adaption,
-        )
-
     def priority_order(self) -> list[int]:
         """QID indices in tie-break order: qid_priority first, then the rest in config order."""
         names = self.qid_names
@@ -202,6 +180,7 @@ class SkaldConfig:
         A relative input_path/output_path resolves against `base_dir` (DAG params: the
         config file's folder, as the file's own paths), else the working directory (CLI)."""
         values = parse_overrides(overrides or {})
+        transformed = transform_registry.setting_names()
         fields: dict[str, Any] = {}
         for key, value in values.items():
             if key == "input_path":
@@ -224,8 +203,8 @@ class SkaldConfig:
                     fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
             elif key in ("execution", "execution_connection"):
                 fields["execution_settings"] = _execution(self.execution_settings, values)
-            elif key == "local_recoding":
-                fields["local_recoding_records"] = value
+            elif key in transformed:
+                continue  # the transformations' own, below
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
             elif key in utility_config.KEYS or key in NESTED:
@@ -243,9 +222,11 @@ class SkaldConfig:
         if utility is not self.utility:
             fields["utility"] = utility
         out = self
-        if fields:
+        if fields or transformed & set(values):
             out = replace(self, **fields)
             check_quality(out.quality, out.qid_names)
+            with_transformed = transform_registry.with_settings(out.transformations, values)
+            out = replace(out, transformations=with_transformed)
             check_transformation(out)
         # differential privacy's rules judge the settings after every flag (limit_given: the
         # file set the suppression limit)
@@ -264,9 +245,12 @@ class SkaldConfig:
 
     def setting(self, name: str) -> Any:
         """The value of the settings table's row `name` (a nested section's by its path:
-        ``risk_threshold`` is ``risk.threshold``)."""
+        ``risk_threshold`` is ``risk.threshold``; a transformation's from it, None when the
+        config does not ask for it)."""
         if name in NESTED:
             return getattr(getattr(self, NESTED[name]), BY_NAME[name].path[-1])
+        if name in transform_registry.setting_names():  # a transformation's row
+            return transform_registry.setting_of(self.transformations, name)
         return getattr(self, name)
 
     def effective(self) -> dict:
@@ -293,11 +277,7 @@ class SkaldConfig:
             "output": asdict(self.output),
             **({"output_table": self.output_table.describe()} if self.output_table else {}),
             "qids": [q.describe() for q in self.quasi_identifiers],
-            **(
-                {"microaggregated": [q.describe() for q in self.microaggregated]}
-                if self.microaggregated
-                else {}
-            ),
+            **transform_registry.settings_of(self.transformations, after="qids"),
             **settings_of(self.privacy),
             "suppression_limit": str(self.suppression_limit),
             "chunk_rows": self.chunk_rows,
@@ -313,11 +293,6 @@ class SkaldConfig:
             **({"quality": self.quality.describe()} if self.quality.objective != "dm_star" else {}),
             **self.risk.listed(),
             **transform_registry.settings_of(self.transformations),
-            **(
-                {"transformation": {"local_recoding": self.local_recoding.describe()}}
-                if self.local_recoding is not None
-                else {}
-            ),
             **({"utility": self.utility.describe()} if self.utility else {}),
         }
 
@@ -331,24 +306,5 @@ def _execution(given: ExecutionSettings, values: dict[str, Any]) -> ExecutionSet
 
 
 def check_transformation(config: SkaldConfig) -> None:
-    """Local recoding's settings without records, or with a model ARX does not recode."""
-    if config.local_recoding is None:
-        given = (config.local_recoding_gs, config.local_recoding_steps)
-        if given != (None, None) or config.local_recoding_adaption is not None:
-            raise ConfigError(
-                "local_recoding_gs, local_recoding_steps and local_recoding_adaption need "
-                "local_recoding (records, or mode adaptive)"
-            )
-        return
-    check_mode(config.local_recoding)
-    if config.microaggregations:  # a step's records would need their own class aggregates
-        raise ConfigError(
-            "transformation.local_recoding and microaggregation cannot be combined yet "
-            "(the aggregates are per class of the global node)"
-        )
-    if config.research_subset is not None:  # delta-presence, exact k-map: ARX refuses them
-        raise ConfigError(
-            "transformation.local_recoding does not apply with a research_subset (ARX allows "
-            "it with k, l, t, b-likeness, d-disclosure, average risk and estimated k-map only)"
-        )
-    check_recoded_models(config.privacy)
+    """What each configured transformation refuses of the rest of the config (its `check`)."""
+    transform_registry.check(config.transformations, config)

@@ -21,8 +21,8 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform import registry as transform_registry
-from airflow_skald.core.transform.local_recoding import joint_offsets, released_codes
-from airflow_skald.core.transform.microaggregation import Aggregates, release_column
+from airflow_skald.core.transform.local_recoding.steps import joint_offsets, released_codes
+from airflow_skald.core.transform.microaggregation.aggregates import Aggregates, release_column
 
 
 def released_columns(config: SkaldConfig, columns: list[str]) -> list[str]:

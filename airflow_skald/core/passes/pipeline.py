@@ -51,7 +51,11 @@ from airflow_skald.core.search.recoded import local_recoding
 from airflow_skald.core.search.rollups import roll_up
 from airflow_skald.core.search.safepub.decide import dp_decision
 from airflow_skald.core.transform.differential_privacy.sampler import RowSample
-from airflow_skald.core.transform.microaggregation import Aggregates, aggregates_at, class_means
+from airflow_skald.core.transform.microaggregation.aggregates import (
+    Aggregates,
+    aggregates_at,
+    class_means,
+)
 
 log = logging.getLogger("airflow_skald")
 
@@ -236,9 +240,7 @@ def search_lattice(
         first_rows=first_rows
         or (lambda node, keys: _first_rows(config, plan, list_chunks(config), node, keys)),
     )
-    if config.local_recoding is None:
-        return decision
-    return local_recoding(config, plan, counts, decision, policy)
+    return local_recoding(config, plan, counts, decision, policy)  # when configured
 
 
 def microaggregate(

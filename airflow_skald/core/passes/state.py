@@ -61,7 +61,7 @@ from airflow_skald.core.transform.differential_privacy.sampler import (
     Sampler,
     row_offsets,
 )
-from airflow_skald.core.transform.microaggregation import (
+from airflow_skald.core.transform.microaggregation.aggregates import (
     Aggregates,
     aggregates_from_bytes,
 )

@@ -19,7 +19,7 @@ from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.generalise.part import generalise_table, released_columns
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.transform.microaggregation import Aggregates
+from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
 from airflow_skald.core.utility.analyse import analyse
 from airflow_skald.core.utility.collect import Collector, UtilityPartial, file_offsets
 from airflow_skald.core.utility.top import advice, all_top

@@ -167,8 +167,8 @@ def anonymise_chunk(
             quality=config.quality,
             first_rows=lambda node, keys: first_rows(config, cplan, [chunk], node, keys),
         )
-        if config.local_recoding is not None:  # the chunk's suppressed records, recoded
-            decision = local_recoding(config, cplan, counts, decision, policy, own)
+        # the chunk's suppressed records, recoded (when the config recodes locally)
+        decision = local_recoding(config, cplan, counts, decision, policy, own)
         classes = released_classes(cplan, decision, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
         out.append(ChunkOutcome(chunk, policy, decision, classes, seconds, sensitive=own))

@@ -24,7 +24,7 @@ from airflow_skald.core.release.check import population_counts
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import plan_summary
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.transform.microaggregation import aggregates_to_bytes
+from airflow_skald.core.transform.microaggregation.aggregates import aggregates_to_bytes
 
 log = logging.getLogger("airflow_skald")
 

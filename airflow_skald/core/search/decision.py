@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from airflow_skald.core.search.figures import NodeFigures
-from airflow_skald.core.transform.local_recoding import Step
+from airflow_skald.core.transform.local_recoding.steps import Step
 
 
 @dataclass(frozen=True)

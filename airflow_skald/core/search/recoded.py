@@ -1,5 +1,5 @@
 """Phase 2 with local recoding (docs/design.md §4f): the global decision, then the search run again on
-the records each node suppressed (`core.transform.local_recoding`), and the release's figures
+the records each node suppressed (`core.transform.local_recoding.steps`), and the release's figures
 after the steps (its classes as the written release groups them)."""
 
 from __future__ import annotations
@@ -24,8 +24,9 @@ from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.decision import Decision, LocalRecoding, RecodingFigures
 from airflow_skald.core.search.figures import class_size_histogram, risk
 from airflow_skald.core.search.recoded_table import StepNodes, k_only
-from airflow_skald.core.transform import local_recoding as LR
-from airflow_skald.core.transform.local_recoding_keys import KeysAt, keys_at, still_suppressed
+from airflow_skald.core.transform.local_recoding import LocalRecoding as Settings
+from airflow_skald.core.transform.local_recoding import steps as LR
+from airflow_skald.core.transform.local_recoding.keys import KeysAt, keys_at, still_suppressed
 
 
 def local_recoding(
@@ -38,8 +39,11 @@ def local_recoding(
 ) -> Decision:
     """`decision` (made under `policy`) with its local recoding steps and the release's
     figures after them. `sensitive`: the criteria attributes' statistics the models were
-    bound to (default phase 1's; a chunk's own for `--per-chunk`)."""
-    settings = config.local_recoding
+    bound to (default phase 1's; a chunk's own for `--per-chunk`). Unchanged when the config
+    does not recode locally."""
+    settings = config.transformation(Settings)
+    if settings is None:
+        return decision
     quality = config.quality
     n = plan.stats.n_rows
     sensitive = plan.stats.sensitive if sensitive is None else sensitive

@@ -22,7 +22,7 @@ FUNCTIONS = ("mean", "geometric_mean", "median", "mode", "interval")
 
 
 @dataclass(frozen=True)
-class Microaggregation:
+class QidMicroaggregation:
     """`function`: one of FUNCTIONS; `cluster`: the QID stays in the lattice and its level
     forms the classes (ARX's `performClustering`), else it leaves the lattice."""
 
@@ -33,7 +33,7 @@ class Microaggregation:
         return {"function": self.function, "cluster": self.cluster}
 
 
-def parse_microaggregation(raw: Any, where: str) -> Microaggregation:
+def parse_microaggregation(raw: Any, where: str) -> QidMicroaggregation:
     """`{function: ..., cluster: true|false}` (both required: leaving the lattice or not
     changes what the classes are, so it is never a silent default)."""
     if not isinstance(raw, dict):
@@ -49,4 +49,4 @@ def parse_microaggregation(raw: Any, where: str) -> Microaggregation:
     cluster = raw.get("cluster")
     if not isinstance(cluster, bool):
         raise ConfigError(f"{where}: microaggregation.cluster must be true or false")
-    return Microaggregation(function, cluster)
+    return QidMicroaggregation(function, cluster)

@@ -11,17 +11,24 @@ none of it names a transformation. Every hook has a default that adds nothing.
 
 The hooks, in the order a run meets them:
 - ``config_sections`` / ``parse``: the YAML sections it owns and its settings parsed from the
-  config once (None: not asked for); ``settings_entry``: its part of the effective settings
-  (the config hash);
+  config once (None: not asked for); ``setting_names`` / ``with_settings``: its rows of the
+  settings table (CLI flags, DAG params, operators' keywords) and its settings after a run's;
+  ``check``: what it refuses of the rest of the config (after the run's settings);
+  ``settings_entry``: its part of the effective settings (the config hash), placed after the
+  key ``settings_after`` names;
 - ``columns``: input columns it reads and releases transformed (never passed through, never
   dropped as a plain direct identifier);
 - ``secrets``: the secret references it reads (resolved by the Airflow operators, checked
   apart from the other keys before any work);
-- capability answers: ``dp_refusal`` (why it cannot run under differential privacy, or None),
+- ``aggregated`` / ``out_of_lattice``: QIDs it releases as their class's aggregate (counted
+  per class in phases 1 and 2) and those it takes out of the lattice;
+- capability answers: ``arx_dp_refusal`` (what ARX does not run with differential privacy,
+  asked before the models are), ``dp_refusal`` (why it cannot run under differential
+  privacy, or None),
   ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``);
 - phase 3: ``release_part`` (a part's table, after suppression, before the QIDs' labels);
-- ``manifest_keys`` / ``manifest_section``: its manifest keys (schema: `ManifestKey`) and
-  their values;
+- ``manifest_keys`` / ``manifest_section`` (``manifest_section_at``: with phase 1's
+  statistics): its manifest keys (schema: `ManifestKey`) and their values;
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
   manifest alone, as verify runs without a config);
 - ``report_rows`` / ``report_note``: its lines in the report's audit section, and
@@ -46,9 +53,11 @@ if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
 @dataclass(frozen=True)
 class ParseContext:
     """What a transformation's settings are parsed against: the config file's folder
-    (relative files)."""
+    (relative files) and the quasi-identifiers as the config parsed them (`QidSpec`s, every
+    one, in config order)."""
 
     base_dir: Path | None = None
+    qids: tuple[Any, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -85,12 +94,32 @@ class Transformation:
     manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {}
     #: the shared report section its own section (`report_section`) follows
     report_after: ClassVar[str] = ""
+    #: the effective settings' key its `settings_entry` follows ("": after the run's own)
+    settings_after: ClassVar[str] = ""
+    #: its rows of the settings table (`with_settings` reads them from a run's settings)
+    setting_names: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Transformation | None:
         """Its settings from the whole config mapping (None: not asked for); ConfigError,
         one line naming the setting, when they are wrong."""
         return None
+
+    @classmethod
+    def with_settings(
+        cls, current: Transformation | None, values: Mapping[str, Any]
+    ) -> Transformation | None:
+        """Its settings (`current`: the file's, None: not asked for) after a run's settings
+        `values` (the settings table's, parsed): `current` when none of its rows is given."""
+        return current
+
+    def setting(self, name: str) -> Any:
+        """The value of its settings table's row `name` (one of `setting_names`)."""
+        raise KeyError(name)
+
+    def check(self, config: Any) -> None:
+        """ConfigError, one line, for what it does not run with in `config` (a `SkaldConfig`
+        after the run's settings)."""
 
     def settings_entry(self) -> dict[str, Any]:
         return {}
@@ -100,6 +129,20 @@ class Transformation:
 
     def secrets(self) -> tuple[SecretRef, ...]:
         return ()
+
+    def aggregated(self) -> Mapping[str, Any]:
+        """QIDs it releases as an aggregate over their class (phases 1 and 2 count their
+        values per class), each with its setting."""
+        return {}
+
+    def out_of_lattice(self) -> tuple[Any, ...]:
+        """QIDs (`QidSpec`s) it takes out of the generalisation lattice, released beside the
+        classes the others form."""
+        return ()
+
+    def arx_dp_refusal(self) -> str | None:
+        """What it is called when ARX refuses it with differential privacy, or None."""
+        return None
 
     def dp_refusal(self, unbounded: str) -> str | None:
         """Why it cannot run under differential privacy (`unbounded`: what no (epsilon,
@@ -118,6 +161,11 @@ class Transformation:
 
     def manifest_section(self) -> dict[str, Any]:
         return {}
+
+    def manifest_section_at(self, plan: Any) -> dict[str, Any]:
+        """Its manifest keys' values when they read phase 1's statistics (`plan`); default
+        `manifest_section`."""
+        return self.manifest_section()
 
     @classmethod
     def check_release(

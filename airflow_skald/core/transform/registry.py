@@ -16,6 +16,8 @@ from airflow_skald.core.transform.base import (
     Transformation,
 )
 from airflow_skald.core.transform.differential_privacy import DifferentialPrivacySample
+from airflow_skald.core.transform.local_recoding import LocalRecoding
+from airflow_skald.core.transform.microaggregation import Microaggregation
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 if TYPE_CHECKING:
@@ -25,7 +27,9 @@ if TYPE_CHECKING:
     from airflow_skald.core.settings.secret import SecretRef
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
+    Microaggregation,  # a QID released as its class's aggregate (docs/design.md §4f)
     Pseudonyms,  # direct identifiers replaced by keyed pseudonyms (docs/design.md §2a)
+    LocalRecoding,  # the suppressed records recoded step by step (docs/design.md §4f)
     DifferentialPrivacySample,  # SafePub's sample, search and report (docs/design.md §4e)
 )
 
@@ -40,8 +44,58 @@ def parse_all(raw: Mapping[str, Any], ctx: ParseContext) -> tuple[Transformation
     return tuple(t for cls in TRANSFORMATIONS if (t := cls.parse(raw, ctx)) is not None)
 
 
-def settings_of(transformations: Sequence[Transformation]) -> dict[str, Any]:
-    return {k: v for t in transformations for k, v in t.settings_entry().items()}
+def setting_names() -> set[str]:
+    """The settings table's rows the transformations read from a run's settings."""
+    return {n for cls in TRANSFORMATIONS for n in cls.setting_names}
+
+
+def with_settings(
+    transformations: Sequence[Transformation], values: Mapping[str, Any]
+) -> tuple[Transformation, ...]:
+    """The transformations after a run's settings `values`, in registry order."""
+    out = []
+    for cls in TRANSFORMATIONS:
+        current = next((t for t in transformations if type(t) is cls), None)
+        if (t := cls.with_settings(current, values)) is not None:
+            out.append(t)
+    others = [t for t in transformations if type(t) not in TRANSFORMATIONS]
+    return (*out, *others)
+
+
+def aggregated_of(transformations: Sequence[Transformation]) -> dict[str, Any]:
+    """QIDs released as an aggregate over their class, each with its setting."""
+    return {k: v for t in transformations for k, v in t.aggregated().items()}
+
+
+def out_of_lattice_of(transformations: Sequence[Transformation]) -> tuple[Any, ...]:
+    """QIDs (their specs) taken out of the lattice, released beside the classes."""
+    return tuple(q for t in transformations for q in t.out_of_lattice())
+
+
+def setting_of(transformations: Sequence[Transformation], name: str) -> Any:
+    """The value of the settings table's row `name` a transformation reads (None: the config
+    does not ask for that transformation)."""
+    t = next((t for t in transformations if name in t.setting_names), None)
+    return t.setting(name) if t is not None else None
+
+
+def check(transformations: Sequence[Transformation], config: Any) -> None:
+    for t in transformations:
+        t.check(config)
+
+
+def arx_dp_refusal(transformations: Sequence[Transformation]) -> str | None:
+    return next((r for t in transformations if (r := t.arx_dp_refusal())), None)
+
+
+def settings_of(transformations: Sequence[Transformation], after: str = "") -> dict[str, Any]:
+    """The effective settings' entries of the transformations placed after the key `after`."""
+    return {
+        k: v
+        for t in transformations
+        if t.settings_after == after
+        for k, v in t.settings_entry().items()
+    }
 
 
 def columns_of(transformations: Sequence[Transformation]) -> tuple[str, ...]:
@@ -68,8 +122,8 @@ def release_part(transformations: Sequence[Transformation], table: pa.Table) -> 
     return table
 
 
-def manifest_sections(transformations: Sequence[Transformation]) -> dict[str, Any]:
-    return {k: v for t in transformations for k, v in t.manifest_section().items()}
+def manifest_sections(transformations: Sequence[Transformation], plan: Any) -> dict[str, Any]:
+    return {k: v for t in transformations for k, v in t.manifest_section_at(plan).items()}
 
 
 def manifest_keys() -> Iterator[tuple[str, ManifestKey]]:

@@ -20,7 +20,7 @@ from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.recoded_table import StepNodes
 from airflow_skald.core.settings.quality import AGGREGATES
-from airflow_skald.core.transform.local_recoding import subset_counts
+from airflow_skald.core.transform.local_recoding.steps import subset_counts
 
 HIERARCHIES = {
     "a": {f"a{i}": [f"A{i // 2}", f"B{i // 4}"] for i in range(8)},

@@ -21,6 +21,7 @@ from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession
 from airflow_skald.core.passes import pipeline as P
+from airflow_skald.core.transform.local_recoding import LocalRecoding
 
 ODD = 'ci"ty; DROP'  # a column name that would break SQL pasted into a string
 
@@ -96,7 +97,7 @@ def statements(tmp_path_factory) -> list[exp.Expression]:
         session, source, [("p", source)], cfg, plan, decision, lambda s, _: session.query(s)
     )
     # local recoding's release: each row at its step's node (the step tables, ADR 0063)
-    recoding = replace(cfg, local_recoding_records=Fraction(1, 100))
+    recoding = replace(cfg, transformations=(*cfg.transformations, LocalRecoding(Fraction(1, 100))))
     recoded = P.search_lattice(recoding, plan, counts)
     assert recoded.steps
     passes.write_parts(

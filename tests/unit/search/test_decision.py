@@ -18,7 +18,7 @@ from airflow_skald.core.search.decision import (
     RecodingFigures,
 )
 from airflow_skald.core.search.figures import NodeFigures
-from airflow_skald.core.transform.local_recoding import Step
+from airflow_skald.core.transform.local_recoding.steps import Step
 
 
 def _decision(**parts) -> Decision:

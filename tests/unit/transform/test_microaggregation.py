@@ -14,7 +14,7 @@ from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.settings.microaggregation import parse_microaggregation
-from airflow_skald.core.transform.microaggregation import (
+from airflow_skald.core.transform.microaggregation.aggregates import (
     NULL,
     Aggregates,
     ValueDomain,

@@ -26,7 +26,7 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput, distinct_counts
 from airflow_skald.core.engine.sql.session import SqlSession
-from airflow_skald.core.transform.microaggregation import Aggregates
+from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
 
 
 def _offset(

@@ -38,7 +38,7 @@ from airflow_skald.core.engine.sql.release import send_tables
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.transform.microaggregation import Aggregates
+from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
 Opened = Callable[[], contextlib.AbstractContextManager[tuple[SqlSession, SqlInput]]]

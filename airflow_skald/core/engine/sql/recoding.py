@@ -1,6 +1,6 @@
 """Local recoding's release inside the engine (docs/design.md §4f and §2b, ADR 0063): each
 row written at the node of the step that released it, as the chunk path's
-`transform.local_recoding.released_codes` places it.
+`transform.local_recoding.steps.released_codes` places it.
 
 The steps themselves need nothing more from the engine: a step's records are the root bins
 the previous node suppressed, so the worker searches each step over a part of the root
@@ -35,7 +35,7 @@ from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.generalise.part import bin_labels
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.transform.local_recoding import joint_offsets
+from airflow_skald.core.transform.local_recoding.steps import joint_offsets
 
 
 @dataclass(frozen=True)

@@ -45,6 +45,7 @@ from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.release.check.archive import check_within, read_sensitive_counts
 from airflow_skald.core.release.check.class_figures import class_figures
+from airflow_skald.core.release.check.microaggregated import check_microaggregated
 from airflow_skald.core.release.check.population_counts import (
     PopulationCounts,
     read_population_counts,
@@ -72,8 +73,8 @@ from airflow_skald.core.release.check.verify_steps import standalone as recoded_
 from airflow_skald.core.release.check.verify_steps import verify_recorded
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
-from airflow_skald.core.release.write.microaggregated import check_microaggregated, out_of_lattice
 from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.microaggregation import out_of_lattice
 
 _REPORTED = (
     "n_records",

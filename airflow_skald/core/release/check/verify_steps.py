@@ -27,7 +27,7 @@ from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.registry import bind_models
 from airflow_skald.core.release.check.recoding_steps import RecordedStep
 from airflow_skald.core.release.count.classes import ReleaseClasses
-from airflow_skald.core.transform.local_recoding import step_sensitive
+from airflow_skald.core.transform.local_recoding.steps import step_sensitive
 
 #: models that judge a class by itself: the whole release is checked against them at once
 CLASS_LOCAL = ("k", "l", "k_map")

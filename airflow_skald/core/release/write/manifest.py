@@ -28,8 +28,6 @@ from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.release.write.manifest_schema import Manifest
-from airflow_skald.core.release.write.microaggregated import manifest_entry
-from airflow_skald.core.release.write.recoding_section import recoding_section
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.figures import NodeFigures
 from airflow_skald.core.text import decimal_text
@@ -191,10 +189,9 @@ def release_section(
         "quasi_identifiers": built_hierarchies(config, plan),
         "direct_identifiers_removed": list(config.direct_identifiers),
         "sensitive_attributes": list(config.sensitive_attributes),
-        **manifest_entry(config, plan),
         "output_format": config.output.format,
     }
-    out.update(transform_registry.manifest_sections(config.transformations))
+    out.update(transform_registry.manifest_sections(config.transformations, plan))
     if config.output.format == "csv":
         out["output_delimiter"] = config.output.delimiter
     if config.output_table is not None:  # the rows are in the table, the parts staged only
@@ -242,7 +239,9 @@ def build_manifest(
         **quality_section(f.quality),
         **node_section(plan, decision),
         **risk_section(decision.risk, decision.class_size_histogram),
-        **recoding_section(decision),
+        **(
+            {"local_recoding": decision.local_recoding.to_dict()} if decision.local_recoding else {}
+        ),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
         **({"quality_models": decision.quality} if decision.quality else {}),
         **({"differential_privacy": decision.dp.to_dict()} if decision.dp else {}),

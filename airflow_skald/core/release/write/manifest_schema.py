@@ -42,7 +42,6 @@ from airflow_skald.core.release.write.manifest_fields import (
     key,
     parts_check,
 )
-from airflow_skald.core.release.write.recoding_section import SCHEMA as RECODING
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import ManifestKey
 from airflow_skald.core.utility.schema import UTILITY
@@ -142,12 +141,7 @@ class Manifest:
         "(null: the estimator did not converge), over the records not all '*'",
     )
     class_size_histogram: dict = key(OBJECT, "an object", "kept classes by size")
-    local_recoding: dict = key(
-        RECODING,
-        "an object of steps and figures",
-        "local recoding (docs/design.md §4f): settings, the figures before and after, and each step's "
-        "node, records searched and released, and score",
-    )
+    # local_recoding: core.transform.local_recoding's key
     at_risk_classes: list = key(LIST, "a list", "the kept classes closest to a criterion")
     # --- what the release is still good for
     utility: dict = key(
@@ -169,13 +163,7 @@ class Manifest:
         NAMES, "a list of column names", "direct identifiers left out"
     )
     sensitive_attributes: list = key(NAMES, "a list of column names", "kept unchanged")
-    microaggregation: dict = key(
-        OBJECT,
-        "an object",
-        "each microaggregated QID (docs/design.md §4f): its function, cluster (true: it stays in the "
-        "lattice; false: the other QIDs form its classes) and data_type (integer: ARX's "
-        "rounding; decimal); no values",
-    )
+    # microaggregation, pseudonymised: core.transform.microaggregation's and pseudonyms' keys
     output_format: str = key({"enum": list(FORMATS)}, "parquet or csv", "the parts' format")
     output_delimiter: str = key(
         {"type": "string", "minLength": 1, "maxLength": 1},

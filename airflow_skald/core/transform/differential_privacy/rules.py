@@ -26,11 +26,6 @@ from airflow_skald.core.privacy.differential_privacy import (
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.transform import registry as transform_registry
 
-# config fields of features ARX does not run with differential privacy
-_REFUSED = {
-    "microaggregations": "microaggregation",
-    "local_recoding": "local recoding",
-}
 GUIDE = "docs/guide/differential-privacy.md"
 
 
@@ -46,9 +41,9 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
             "privacy.suppression_limit does not apply with differential_privacy (every record "
             "may be suppressed, as in ARX): leave it out"
         )
-    for field, what in _REFUSED.items():
-        if getattr(config, field, None):
-            raise ConfigError(f"differential_privacy cannot be combined with {what} (as in ARX)")
+    refused = transform_registry.arx_dp_refusal(config.transformations)
+    if refused is not None:  # what ARX does not run with differential privacy
+        raise ConfigError(f"differential_privacy cannot be combined with {refused} (as in ARX)")
     check_models(config)
     check_released_columns(config)
     for spec in config.quasi_identifiers:

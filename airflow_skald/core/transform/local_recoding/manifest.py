@@ -1,12 +1,11 @@
-"""The manifest's `local_recoding` section (docs/design.md §4f): the settings, the release's figures
-before and after the steps, and each step (its node, the records it searched and released,
-its objective's score). Its JSON Schema is here, beside what writes it."""
+"""The manifest's `local_recoding` key (docs/design.md §4f): its JSON Schema. The section holds the
+settings, the release's figures before and after the steps, and each step (its node, the
+records it searched and released, its objective's score); `search.decision.LocalRecoding`
+writes it from the run's decision."""
 
 from __future__ import annotations
 
 from typing import Any
-
-from airflow_skald.core.search.decision import Decision
 
 _INT0 = {"type": "integer", "minimum": 0}
 _FIGURES = {
@@ -59,10 +58,3 @@ SCHEMA: dict[str, Any] = {
         "steps": {"type": "array", "items": _STEP},
     },
 }
-
-
-def recoding_section(decision: Decision) -> dict:
-    """`local_recoding` of the manifest, when the run recoded locally (else nothing)."""
-    if decision.local_recoding is None:
-        return {}
-    return {"local_recoding": decision.local_recoding.to_dict()}

@@ -1,8 +1,7 @@
-"""What the manifest and the release check know of microaggregated QIDs (docs/design.md §4f).
+"""`skald verify`'s check of microaggregated QIDs (docs/design.md §4f; the manifest's key and
+what it says: `core.transform.microaggregation`).
 
-The manifest lists each microaggregated QID with its function, whether it stays in the lattice
-(`cluster`) and its data type (ARX's INTEGER or DECIMAL: how its aggregates are rounded and
-written), never a value. A QID with `cluster: false` is not among the manifest's
+A QID with `cluster: false` is not among the manifest's
 `quasi_identifiers` (the other QIDs form the classes); the release check counts its column
 beside the classes and checks that every released class holds ONE value of it (the class's
 aggregate: no record's own value shows through) and that suppressed records hold `*`.
@@ -11,35 +10,11 @@ A clustered QID is one of the class's QIDs: its written value is the class's by 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 import numpy as np
 
-from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.release.count.classes import ReleaseClasses
-from airflow_skald.core.transform.microaggregation import ValueDomain
-
-
-def manifest_entry(config: SkaldConfig, plan: Plan) -> dict:
-    """The manifest's `microaggregation` (empty when no QID is microaggregated)."""
-    out = {}
-    for name, m in config.microaggregations.items():
-        domain = ValueDomain.of_stats(plan.stats.sensitive[name])
-        out[name] = {
-            **m.describe(),
-            "data_type": "integer" if domain.integer else "decimal",
-        }
-    return {"microaggregation": out} if out else {}
-
-
-def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
-    """The manifest's microaggregated QIDs with `cluster: false`, in its order."""
-    entries = (manifest or {}).get("microaggregation") or {}
-    return tuple(n for n, e in entries.items() if isinstance(e, Mapping) and not e.get("cluster"))
 
 
 def check_microaggregated(

@@ -36,16 +36,16 @@ from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.settings.transformation import LocalRecodingSettings
 from airflow_skald.core.text import decimal_text
-from airflow_skald.core.transform.local_recoding_keys import (
+from airflow_skald.core.transform.local_recoding import LocalRecoding
+from airflow_skald.core.transform.local_recoding.keys import (
     KeysAt,
     in_sorted,
     kept_classes,
     still_suppressed,
 )
 
-__all__ = ["LocalRecodingSettings", "Step", "recode"]
+__all__ = ["Step", "recode"]
 
 
 @dataclass
@@ -152,7 +152,7 @@ PolicyOf = Callable[[RootCounts, Fraction], PrivacyPolicy]
 
 
 def recode(
-    settings: LocalRecodingSettings,
+    settings: LocalRecoding,
     plan: Plan,
     counts: RootCounts,
     decision: Any,
@@ -210,7 +210,7 @@ class GsSchedule:
     made in doubles, as ARX adds them (``gsFactor += adaptionFactor``), the objective gets the
     exact decimal sum."""
 
-    def __init__(self, settings: LocalRecodingSettings, objective_gs: Fraction) -> None:
+    def __init__(self, settings: LocalRecoding, objective_gs: Fraction) -> None:
         self.adaptive = settings.adaptive
         start = objective_gs if settings.gs_factor is None else settings.gs_factor
         self.value: Fraction | None = start if self.adaptive else settings.gs_factor

@@ -40,10 +40,10 @@ import pyarrow as pa
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
-from airflow_skald.core.settings.microaggregation import Microaggregation
+from airflow_skald.core.settings.microaggregation import QidMicroaggregation
+from airflow_skald.core.transform.microaggregation.values import ValueDomain
 
 LOOKUP_LIMIT = 1 << 24  # class keys below this are looked up in a table (<= 64 MiB of int32)
 NULL = "NULL"  # ARX's DataType.NULL_VALUE: the aggregate of a class of nulls only
@@ -93,23 +93,6 @@ def number_text(x: float, integer: bool) -> str:
 
 
 # ---------------------------------------------------------------- one attribute's values
-@dataclass(frozen=True)
-class ValueDomain:
-    """The numbers behind an attribute's value codes (phase 1's sorted distinct values; a
-    null code is NaN) and whether the QID is an integer one (ARX's INTEGER)."""
-
-    numbers: np.ndarray
-    integer: bool
-
-    @classmethod
-    def of_stats(cls, stats: SensitiveStats) -> ValueDomain:
-        values = [math.nan if v is None else v for v in stats.values]
-        numbers = np.asarray(values, dtype=np.float64)
-        known = numbers[~np.isnan(numbers)]
-        integer = bool(np.all(known == np.floor(known))) and bool(np.all(np.abs(known) < 2**53))
-        return cls(numbers, integer)
-
-
 def aggregate_labels(
     function: str, classes: ClassValues, domain: ValueDomain
 ) -> tuple[np.ndarray, list[str]]:
@@ -269,7 +252,7 @@ def aggregates_at(
     plan: Plan,
     keys: np.ndarray,
     table: ClassTable,
-    functions: Mapping[str, Microaggregation],
+    functions: Mapping[str, QidMicroaggregation],
 ) -> list[Aggregates]:
     """Each microaggregated attribute's labels per class of the chosen node: `keys` and `table`
     are the node's classes with the (class, value) tables of the attributes in `functions`

@@ -1,6 +1,6 @@
 """The root bins of local recoding at a node (ARX's ``ARXResult.optimizeIterativeFast`` and
 ``optimizeIterative``; docs/design.md §4f; ADR 0049, 0066): each bin's key there, which bins a
-step left suppressed, and the classes a step kept, for `transform.local_recoding` and the
+step left suppressed, and the classes a step kept, for `transform.local_recoding.steps` and the
 release's figures (`search.recoded`)."""
 
 from __future__ import annotations

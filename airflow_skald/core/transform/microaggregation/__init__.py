@@ -1,0 +1,95 @@
+"""Microaggregation (docs/design.md §4f; Domingo-Ferrer and Mateo-Sanz 2002; ARX 3.9's
+``MicroAggregationFunction`` and ``DistributionAggregateFunction``; ADR 0022, 0064, 0072): a
+QID released as an aggregate of its values over the record's class instead of a label.
+
+The package owns the feature: its settings (`Microaggregation`, the value
+`SkaldConfig.transformations` holds: each microaggregated QID's function, and the QIDs that
+leave the lattice with ``cluster: false``), what it computes (`aggregates`: phase 2's
+per-class aggregates, phase 3's column), its manifest key and what `skald verify` reads of it
+(`out_of_lattice`). Read through the registry's hooks and `SkaldConfig.microaggregations` /
+`microaggregated` (which encode, the engines and the runner ask).
+
+Kept where they are (ADR 0072): each QID's ``microaggregation:`` entry is parsed with the QID
+(`config/qids.py`, `settings/microaggregation.py`: part of the QID's definition, its hash in
+``qids``); the lattice's QIDs are split from the others by the config (`run_config`); the
+release check of the written column reads the release's class table
+(`release/check/microaggregated.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.settings.microaggregation import QidMicroaggregation
+from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+
+
+@dataclass(frozen=True)
+class Microaggregation(Transformation):
+    """`functions`: every microaggregated QID (those in the lattice first, then those out of
+    it, each in config order) and its setting; `left`: the QIDs' specs (`QidSpec`) that leave
+    the lattice (``cluster: false``), released as the aggregate over the other QIDs' classes."""
+
+    functions: tuple[tuple[str, QidMicroaggregation], ...]
+    left: tuple[Any, ...] = ()
+
+    name: ClassVar[str] = "microaggregation"
+    settings_after: ClassVar[str] = "qids"
+    manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {
+        "microaggregation": ManifestKey(
+            {"type": "object"},
+            "an object",
+            "each microaggregated QID (docs/design.md §4f): its function, cluster (true: it "
+            "stays in the lattice; false: the other QIDs form its classes) and data_type "
+            "(integer: ARX's rounding; decimal); no values",
+        )
+    }
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Microaggregation | None:
+        """From the QIDs as the config parsed them (`ctx.qids`, each with its
+        ``microaggregation`` entry); None when no QID is microaggregated."""
+        every = [q for q in ctx.qids if q.microaggregation is not None]
+        kept = [q for q in every if q.microaggregation.cluster]
+        left = tuple(q for q in every if not q.microaggregation.cluster)
+        if not every:
+            return None
+        return cls(tuple((q.name, q.microaggregation) for q in (*kept, *left)), left)
+
+    def aggregated(self) -> dict[str, QidMicroaggregation]:
+        return dict(self.functions)
+
+    def out_of_lattice(self) -> tuple[Any, ...]:
+        return self.left
+
+    def settings_entry(self) -> dict[str, Any]:
+        """The QIDs out of the lattice (after ``qids``: the others are described there)."""
+        return {"microaggregated": [q.describe() for q in self.left]} if self.left else {}
+
+    def check(self, config: Any) -> None:
+        if config.research_subset is not None:
+            raise ConfigError("microaggregation cannot be combined with a research_subset")
+
+    def arx_dp_refusal(self) -> str | None:
+        return "microaggregation"
+
+    def manifest_section_at(self, plan: Any) -> dict[str, Any]:
+        """Each QID's function, cluster and data type (ARX's INTEGER or DECIMAL: how its
+        aggregates are rounded and written, from phase 1's values: `plan`, the encoding's `Plan`),
+        never a value."""
+        from airflow_skald.core.transform.microaggregation.values import ValueDomain
+
+        out = {}
+        for name, m in self.functions:
+            domain = ValueDomain.of_stats(plan.stats.sensitive[name])
+            out[name] = {**m.describe(), "data_type": "integer" if domain.integer else "decimal"}
+        return {"microaggregation": out}
+
+
+def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The manifest's microaggregated QIDs with `cluster: false`, in its order."""
+    entries = (manifest or {}).get("microaggregation") or {}
+    return tuple(n for n, e in entries.items() if isinstance(e, Mapping) and not e.get("cluster"))
