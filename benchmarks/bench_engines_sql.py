@@ -43,81 +43,69 @@ SERVER = "postgresql://postgres@127.0.0.1:5432"
 ENV = "SKALD_BENCH_PG"
 TICK = os.sysconf("SC_CLK_TCK")
 
+# the by-hand programs: in one session, the root GROUP BY (fetched as Arrow), then the write
 PG_BY_HAND = r"""
-import adbc_driver_postgresql.dbapi as pg, json, sys
-uri, m = sys.argv[1], json.loads(sys.argv[2])
-lv, node, top = m["levels"], m["node"], m["top"]
+import adbc_driver_postgresql.dbapi as pg, sys
+uri, grouped, released = sys.argv[1:]
 con = pg.connect(uri, autocommit=True)
 cur = con.cursor()
-CITY = {0: "city", 1: "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"}
-cur.execute(
-    f"SELECT {CITY.get(lv['city'], repr('*'))} AS c, (age - 18) / {1 << lv['age']} AS a, "
-    f"(zip - 1000) / {1 << lv['zip']} AS z, FLOOR(income / {0.25 * (1 << lv['income'])}) AS i, "
-    "COUNT(*) FROM bench.people GROUP BY 1, 2, 3, 4"
-)
+cur.execute(grouped)
 cur.fetch_arrow_table()
-
-
-def whole(name, lo):
-    if node[name] == top[name]:
-        return "'*'"
-    w = 1 << node[name]
-    low = f"({lo} + ({name} - {lo}) / {w} * {w})"
-    return f"'[' || {low} || '-' || ({low} + {w - 1}) || ']'"
-
-
-w = 0.25 * (1 << node["income"])
-low = f"FLOOR(income / {w}) * {w}"
-income = "'*'" if node["income"] == top["income"] else (
-    f"'[' || to_char({low}, 'FM9999990.00') || '-' || to_char({low} + {w}, 'FM9999990.00') || ')'"
-)
 cur.execute("DROP TABLE IF EXISTS bench.by_hand")
-cur.execute(
-    f"CREATE TABLE bench.by_hand AS SELECT {CITY.get(node['city'], repr('*'))} AS city, "
-    f"{whole('age', 18)} AS age, {whole('zip', 1000)} AS zip, {income} AS income, diagnosis "
-    "FROM bench.people"
-)
+cur.execute("CREATE TABLE bench.by_hand AS " + released)
 con.close()
 """
 
 SPARK_BY_HAND = r"""
 import json, sys
 from pyspark.sql import SparkSession
-files, out, m = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
-lv, node, top = m["levels"], m["node"], m["top"]
+files, out, grouped, released = json.loads(sys.argv[1]), *sys.argv[2:]
 spark = (
     SparkSession.builder.master("local[2]").appName("by-hand")
     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
     .getOrCreate()
 )
 spark.read.parquet(*files).createOrReplaceTempView("t")
-CITY = {0: "city", 1: "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"}
-spark.sql(
-    f"SELECT {CITY.get(lv['city'], repr('*'))} AS c, (age - 18) div {1 << lv['age']} AS a, "
-    f"(zip - 1000) div {1 << lv['zip']} AS z, FLOOR(income / {0.25 * (1 << lv['income'])}) AS i, "
-    "COUNT(*) FROM t GROUP BY 1, 2, 3, 4"
-).toArrow()
-
-
-def whole(name, lo):
-    if node[name] == top[name]:
-        return "'*'"
-    w = 1 << node[name]
-    low = f"({lo} + ({name} - {lo}) div {w} * {w})"
-    return f"concat('[', {low}, '-', {low} + {w - 1}, ']')"
-
-
-w = 0.25 * (1 << node["income"])
-low = f"FLOOR(income / {w}) * {w}"
-income = "'*'" if node["income"] == top["income"] else (
-    f"format_string('[%.2f-%.2f)', {low}, {low} + {w})"
-)
-spark.sql(
-    f"SELECT {CITY.get(node['city'], repr('*'))} AS city, {whole('age', 18)} AS age, "
-    f"{whole('zip', 1000)} AS zip, {income} AS income, diagnosis FROM t"
-).write.mode("overwrite").parquet(out)
+spark.sql(grouped).toArrow()
+spark.sql(released).write.mode("overwrite").parquet(out)
 spark.stop()
 """
+
+CITY = {0: "city", 1: "CASE WHEN city IN ('Oslo', 'Bergen') THEN 'Norway' ELSE 'Sweden' END"}
+
+
+def by_hand_sql(engine: str, table: str, m: dict) -> tuple[str, str]:
+    """The root GROUP BY and the released rows' SELECT (every QID's label at the chosen node
+    by arithmetic, as bench_engines.BY_HAND's) in PostgreSQL's or Spark's SQL."""
+    lv, node, top = m["levels"], m["node"], m["top"]
+    div = "/" if engine == "postgresql" else "div"
+    grouped = (
+        f"SELECT {CITY.get(lv['city'], repr('*'))} AS c, (age - 18) {div} {1 << lv['age']} AS a, "
+        f"(zip - 1000) {div} {1 << lv['zip']} AS z, "
+        f"FLOOR(income / {0.25 * (1 << lv['income'])}) AS i, COUNT(*) FROM {table} "
+        "GROUP BY 1, 2, 3, 4"
+    )
+
+    def whole(name: str, lo: int) -> str:
+        if node[name] == top[name]:
+            return "'*'"
+        w = 1 << node[name]
+        low = f"({lo} + ({name} - {lo}) {div} {w} * {w})"
+        return f"concat('[', {low}, '-', {low} + {w - 1}, ']')"
+
+    w = 0.25 * (1 << node["income"])
+    low = f"CAST(FLOOR(income / {w}) * {w} AS DOUBLE PRECISION)"
+    if engine == "postgresql":
+        income = f"concat('[', to_char({low}, 'FM9999990.00'), '-', to_char({low} + {w}, 'FM9999990.00'), ')')"
+    else:
+        income = f"format_string('[%.2f-%.2f)', {low.replace(' PRECISION', '')}, {low.replace(' PRECISION', '')} + {w})"
+    if node["income"] == top["income"]:
+        income = "'*'"
+    released = (
+        f"SELECT {CITY.get(node['city'], repr('*'))} AS city, {whole('age', 18)} AS age, "
+        f"{whole('zip', 1000)} AS zip, {income} AS income, diagnosis FROM {table}"
+    )
+    return grouped, released
 
 
 class ServerCpu:
@@ -285,10 +273,12 @@ def _repeats(args, work, files, base, span, env, db) -> dict:
     manifest = json.loads((work / "out-engine" / "manifest.json").read_text())
     hand = {"levels": manifest["root_node"], "node": manifest["node"], "top": manifest["top_node"]}
     if args.engine == "postgresql":
-        by_hand = [sys.executable, "-c", PG_BY_HAND, env[ENV], json.dumps(hand)]
+        sql = by_hand_sql(args.engine, "bench.people", hand)
+        by_hand = [sys.executable, "-c", PG_BY_HAND, env[ENV], *sql]
     else:
+        sql = by_hand_sql(args.engine, "t", hand)
         out = str(work / "by-hand")
-        by_hand = [sys.executable, "-c", SPARK_BY_HAND, json.dumps(files), out, json.dumps(hand)]
+        by_hand = [sys.executable, "-c", SPARK_BY_HAND, json.dumps(files), out, *sql]
     cases = {"engine": [*skald, str(paths["engine"])], "by_hand": by_hand}
     if "chunks" in args.cases:
         cases["chunks"] = [*skald, str(paths["chunks"])]

@@ -65,6 +65,12 @@ class PostgresSession(TemporaryRelations):
         log.debug("postgresql: %s", text)
         return text
 
+    def create(self, select: exp.Select, prefix: str) -> str:
+        """The rows of `select` as a new temporary table, ANALYZEd (as `send`'s)."""
+        name = super().create(select, prefix)
+        self.execute(exp.Analyze(tables=[D.table(name)]))
+        return name
+
     def send(self, prefix: str, table: pa.Table) -> str:
         name = temporary_name(prefix)
         self.temporaries.append(name)
