@@ -20,7 +20,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
-from airflow_skald.core.engine.sql.session import SqlSession
+from airflow_skald.core.engine.sql.session import SqlSession, drop
 
 
 def _bin_keys(coding: Coding, plan: Plan, node: tuple[int, ...]) -> list[exp.Expression]:
@@ -50,7 +50,9 @@ def _base_table(
         columns.append(code.as_(f"a{j}"))
         names.append(f"a{j}")
     select = coding.relation(source, *columns).select(*columns, D.count_star().as_("n"))
-    select = select.group_by(*[D.paren(c.this) for c in columns])
+    # a QID at its top is a constant (not grouped: a number in GROUP BY is a position)
+    keys = [D.paren(c.this) for c in columns if not isinstance(c.this, exp.Literal)]
+    select = select.group_by(*keys) if keys else select
     table = session.create(select, "base")
     qids, joins = [], []
     for i, (q, level) in enumerate(zip(coding.qids, base, strict=True)):
@@ -98,33 +100,81 @@ def chain_select(source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, 
 
 
 def counting_node(
-    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
-) -> tuple[int, ...]:
-    """The first node of the chain whose non-empty bins fit N_RAM (the last if none does),
-    judged over the grouped table `source` of the chain's first node. Each chain node
-    generalises the one before, so its non-empty bins never grow along the chain: the first
-    that fits is found by bisection after the first node (log2 of the chain's length
-    judgements, not one per node; the last node is never judged). At the first node, with at most one counted
-    attribute, the table's rows are its non-empty bins (a COUNT(*), no COUNT(DISTINCT))."""
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, first: int = 0, last=None
+) -> int:
+    """The index of the first node of the chain, from `first` to `last` (the last if none
+    before it does), whose non-empty bins fit N_RAM, judged over the grouped table `source`
+    of the chain's node `first`. Each chain node generalises the one before, so its non-empty
+    bins never grow along the chain: the first that fits is found by bisection after `first`
+    (log2 of the chain's length judgements, not one per node; `last` is never judged). At
+    `first`, with at most one counted attribute, the table's rows are its non-empty bins (a
+    COUNT(*), no COUNT(DISTINCT))."""
     chain = [tuple(node) for node in plan.counting_chain()]
+    last = len(chain) - 1 if last is None else last
 
     def fits(i: int) -> bool:
-        if not i and len(coding.values) <= 1:
+        if i == first and len(coding.values) <= 1:
             select = exp.select(D.count_star().as_("n")).from_(D.table(source.relation))
         else:
             select = chain_select(source, coding, plan, chain[i])
         return session.query(select).column("n")[0].as_py() <= plan.n_ram - 1
 
-    if len(chain) == 1 or fits(0):  # the first node's judgement is the cheapest: first
-        return chain[0]
-    lo, hi = 1, len(chain) - 1
+    if first == last or fits(first):  # the first node's judgement is the cheapest: first
+        return first
+    lo, hi = first + 1, last
     while lo < hi:
         mid = (lo + hi) // 2
         if fits(mid):
             hi = mid
         else:
             lo = mid + 1
-    return chain[lo]
+    return lo
+
+
+#: engines whose approximate distinct count (HyperLogLog) chooses where the grouped table is
+#: built (never which node is counted: every node is judged by exact counts)
+ESTIMATING = {"duckdb"}
+
+
+def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> int:
+    """The chain node to group the input at: the one before the first whose estimated
+    non-empty bins (APPROX_COUNT_DISTINCT of every chain node in one scan, 5 % margin) fit
+    N_RAM, so the grouped table is about N_RAM rows, not one per record (0 where the engine
+    does not estimate)."""
+    chain = plan.counting_chain()
+    if session.dialect not in ESTIMATING:
+        return 0
+    estimates = [
+        D.total([exp.ApproxDistinct(this=k) for k in _bin_keys(coding, plan, tuple(node))])
+        for node in chain
+    ]
+    columns = [e.as_(f"e{i}") for i, e in enumerate(estimates)]
+    row = session.query(coding.relation(source, *columns).select(*columns))
+    for i in range(len(chain)):
+        if row.column(f"e{i}")[0].as_py() * 0.95 <= plan.n_ram - 1:
+            return max(i - 1, 0)
+    return len(chain) - 2
+
+
+def _judged(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
+) -> tuple[SqlInput, Coding, int, int]:
+    """The grouped table, its coding, the index of its node on the chain and that of the
+    counting node: the
+    table grouped at `estimated_start`, whose node is judged exactly; if it fits (the
+    estimate was low), the chain up to it is judged over a table grouped at the first node."""
+    start = estimated_start(session, source, coding, plan)
+    chain = plan.counting_chain()
+    table, rolled = _base_table(session, source, coding, plan, tuple(chain[start]))
+    grouped = SqlInput(table, pa.schema([]), source.where)
+    index = counting_node(session, grouped, rolled, plan, start)
+    if index == start and start > 0:
+        session.execute(drop(table))
+        session.temporaries.remove(table)
+        table, rolled = _base_table(session, source, coding, plan, tuple(chain[0]))
+        grouped = SqlInput(table, pa.schema([]), source.where)
+        start, index = 0, counting_node(session, grouped, rolled, plan, 0, start)
+    return grouped, rolled, start, index
 
 
 def grouped_select(
@@ -166,16 +216,16 @@ def _first_fits(plan: Plan, counted: int) -> bool:
 
 def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> RootCounts:
     """Records per class of the counting node and, per counted attribute, per (class, value).
-    On a chain (adaptive mode) the input is scanned once, grouped at the chain's first node
-    in the engine; the chain's nodes are then judged, and counted, over that table; unless
-    the first node fits whatever the data (`_first_fits`): then it is counted directly."""
+    On a chain (adaptive mode) the input is scanned once, grouped at a chain node in the
+    engine (`_judged`: where the estimates place the last node that does not fit); the
+    chain's nodes from there are judged, and counted, over that table; unless the first
+    node fits whatever the data (`_first_fits`): then it is counted directly."""
     chain = plan.counting_chain()
     how, node = "rows", tuple(chain[0])
     if len(chain) > 1 and not _first_fits(plan, len(coding.values)):
-        table, coding = _base_table(session, source, coding, plan, node)
-        source = SqlInput(table, pa.schema([]), source.where)
-        node = counting_node(session, source, coding, plan)
-        first = node == tuple(chain[0]) and len(coding.values) <= 1
+        source, coding, grouped_at, index = _judged(session, source, coding, plan)
+        node = tuple(chain[index])
+        first = index == grouped_at and len(coding.values) <= 1
         how = "grouped" if first else "weighted"
     radices = plan.radices(node)
     key = coding.key(plan, node)
