@@ -2,8 +2,9 @@
 
     python benchmarks/bench_engines.py [--rows 2000000] [--files 8] [--repeats 3]
     python benchmarks/bench_engines.py --engine postgresql | spark [--cases engine,by_hand]
+    python benchmarks/bench_engines.py --paper DIR [--parts 125] [--repeats 1]
 
-(PostgreSQL and Spark: `bench_engines_sql.py`.)
+(PostgreSQL and Spark: `bench_engines_sql.py`; the paper's table: `bench_engines_paper.py`.)
 
 A Parquet table of `--rows` rows in `--files` files (city, age, zip, income QIDs, a
 diagnosis, identifiers) is written once; then, interleaved per repeat, each as a whole
@@ -32,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import shutil
 import subprocess
 import sys
@@ -126,14 +126,15 @@ def config(inp: Path, out: Path, engine: str) -> dict:
     }
 
 
-def timed(argv: list[str]) -> tuple[float, float]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+def timed(argv: list[str]) -> tuple[float, float, float]:
+    """Wall seconds, CPU seconds (user + sys) and peak RSS (MB) of one whole process."""
     t0 = time.perf_counter()
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(process.pid, 0)
     wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu
+    if os.waitstatus_to_exitcode(status):
+        raise subprocess.CalledProcessError(os.waitstatus_to_exitcode(status), argv)
+    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def span(values: list[float]) -> str:
@@ -147,7 +148,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--engine", choices=["duckdb", "postgresql", "spark"], default="duckdb")
     parser.add_argument("--cases", default="engine,by_hand,chunks")  # postgresql, spark
+    parser.add_argument("--paper", help="folder of the paper table's generated parts")
+    parser.add_argument("--parts", type=int, default=125)  # --paper: how many parts
     args = parser.parse_args()
+    if args.paper:  # bench_engines_paper.py: DuckDB on the paper's table in Parquet
+        return paper(args)
     if args.engine != "duckdb":  # bench_engines_sql.py: the same table in PostgreSQL / Spark
         return sql_engine(args)
     skald = [sys.executable, "-m", "airflow_skald.cli", "run", "-q", "--overwrite"]
@@ -183,10 +188,11 @@ def main() -> None:
                 "chunks": [*skald, str(configs["chunks"])],
             }
             for name, argv in cases.items():
-                wall, cpu = timed(argv)
-                results.setdefault(name, {"wall_s": [], "cpu_s": []})
+                wall, cpu, rss = timed(argv)
+                results.setdefault(name, {"wall_s": [], "cpu_s": [], "peak_rss_mb": []})
                 results[name]["wall_s"].append(wall)
                 results[name]["cpu_s"].append(cpu)
+                results[name]["peak_rss_mb"].append(rss)
 
         def ratios(a: str, b: str, what: str) -> list[float]:
             pairs = zip(results[a][what], results[b][what], strict=True)
@@ -205,6 +211,18 @@ def main() -> None:
             "load_before_each_repeat": loads,
         }
         print(json.dumps(report, indent=2))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def paper(args: argparse.Namespace) -> None:
+    import bench_engines_paper
+
+    if args.cases == "engine,by_hand,chunks":
+        args.cases = "duckdb,by_hand,chunks"
+    work = Path(tempfile.mkdtemp(prefix="bench-paper-", dir=os.path.dirname(args.paper)))
+    try:
+        print(json.dumps(bench_engines_paper.run(args, work, timed, span), indent=2))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

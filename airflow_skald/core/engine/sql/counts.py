@@ -156,14 +156,13 @@ def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan:
     return len(chain) - 2
 
 
-def _judged(
-    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
+def judged(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, start: int
 ) -> tuple[SqlInput, Coding, int, int]:
     """The grouped table, its coding, the index of its node on the chain and that of the
-    counting node: the
-    table grouped at `estimated_start`, whose node is judged exactly; if it fits (the
-    estimate was low), the chain up to it is judged over a table grouped at the first node."""
-    start = estimated_start(session, source, coding, plan)
+    counting node: the input grouped at chain node `start` (`estimated_start`), whose node
+    is judged exactly; if it fits (an estimate too high), the chain up to it is judged over
+    a table grouped at the first node. Any `start` gives the same counting node."""
     chain = plan.counting_chain()
     table, rolled = _base_table(session, source, coding, plan, tuple(chain[start]))
     grouped = SqlInput(table, pa.schema([]), source.where)
@@ -217,13 +216,14 @@ def _first_fits(plan: Plan, counted: int) -> bool:
 def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> RootCounts:
     """Records per class of the counting node and, per counted attribute, per (class, value).
     On a chain (adaptive mode) the input is scanned once, grouped at a chain node in the
-    engine (`_judged`: where the estimates place the last node that does not fit); the
+    engine (`judged`: where the estimates place the last node that does not fit); the
     chain's nodes from there are judged, and counted, over that table; unless the first
     node fits whatever the data (`_first_fits`): then it is counted directly."""
     chain = plan.counting_chain()
     how, node = "rows", tuple(chain[0])
     if len(chain) > 1 and not _first_fits(plan, len(coding.values)):
-        source, coding, grouped_at, index = _judged(session, source, coding, plan)
+        start = estimated_start(session, source, coding, plan)
+        source, coding, grouped_at, index = judged(session, source, coding, plan, start)
         node = tuple(chain[index])
         first = index == grouped_at and len(coding.values) <= 1
         how = "grouped" if first else "weighted"

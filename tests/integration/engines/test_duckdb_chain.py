@@ -1,0 +1,37 @@
+"""The counting node in DuckDB (ADR 0065): the input is grouped at the chain node its
+approximate distinct counts point to, and every node is judged by exact counts, so the
+counting node is the chunk path's whatever node the table is grouped at, an estimate too
+low (a start before the answer) or too high (a start at or past it: the chain is judged
+again from the first node). Real DuckDB, in memory; the chunk path's node as the answer."""
+
+from __future__ import annotations
+
+from engine_compare import chunk_path, config, write_files
+from test_duckdb_passes import _open
+
+from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.engine.sql import counts, passes, subset
+from airflow_skald.core.run import pipeline as P
+
+
+def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path):
+    inp = write_files(tmp_path / "in", 2, 150, 7)
+    settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
+    cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
+    expected = tuple(chunk_path(cfg, tmp_path / "chunks").counts.node)
+    session, source = _open(sorted(str(p) for p in inp.glob("*.parquet")))
+    try:
+        plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
+        chain = [tuple(node) for node in plan.counting_chain()]
+        answer = chain.index(expected)
+        assert 0 < answer < len(chain) - 1  # starts before, at and past the answer
+        source = subset.flagged(session, source, cfg)
+        coding = passes.coding_of(session, source, plan, cfg)
+        estimated = counts.estimated_start(session, source, coding, plan)
+        assert estimated <= answer  # 150 x 2 records: the estimates are exact here
+        for start in sorted({0, answer - 1, answer, answer + 1, len(chain) - 2}):
+            *_, index = counts.judged(session, source, coding, plan, start)
+            assert chain[index] == expected, start
+        assert counts.root_counts(session, source, coding, plan).node == expected
+    finally:
+        session.close()
