@@ -25,7 +25,8 @@ machine the wall ratio follows the others' load); the load average before each r
 Measured (ADR 0065, benchmarks/README.md "The engine path against DuckDB by hand"):
 2M rows (3 repeats, load 11-12): engine / by hand 1.51-1.69 CPU, 1.46-1.96 wall; 10M rows
 in 10 files (2 repeats, load 11-13): 1.61-1.77 CPU (engine 23.3-24.0 s, by hand 13.6-14.4 s,
-chunks 5.7-7.4 s); issue 43's 1.5 not yet met.
+chunks 5.7-7.4 s); with the grouped table at the estimated node (load 27): 1.38-1.90 at 10M,
+1.41 on the paper's table at 10 x 1M rows; issue 43's 1.5 not yet met in every repeat.
 """
 
 from __future__ import annotations
