@@ -11,7 +11,7 @@ from test_duckdb_passes import _open
 
 from airflow_skald.core.config.run_config import config_from_dict
 from airflow_skald.core.engine.sql import counts, passes, subset
-from airflow_skald.core.run import pipeline as P
+from airflow_skald.core.passes import pipeline as P
 
 
 def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path):
