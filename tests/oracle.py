@@ -399,11 +399,22 @@ def exhaustive_search(
     precision, then levels compared lexicographically in qid_priority order (finer first).
     ``figures`` lists each criterion's figure over the kept classes (`Criteria.figures`).
     """
+    (result,) = exhaustive_search_each(
+        df, qids, k, (suppression_limit,), qid_priority, root, l_diversity, t_closeness
+    )
+    return result
+
+
+def exhaustive_search_each(
+    df, qids, k, suppression_limits, qid_priority, root=None, l_diversity=(), t_closeness=()
+) -> list[dict]:
+    """`exhaustive_search` for each suppression limit, every node's classes judged once (a
+    node's classes and the criteria do not depend on the limit, only whether it passes)."""
     prepared = _prepare(df, qids)
     criteria = Criteria(l_diversity, t_closeness, df)
     coded = {a: Coded(df[a].tolist()) for a in criteria.attributes}
     n = len(df)
-    allowed = max_suppressed(suppression_limit, n)
+    alloweds = [max_suppressed(limit, n) for limit in suppression_limits]
 
     def judge(node: dict, ids: list[int]):
         sizes = np.bincount(ids).tolist() if ids else []
@@ -423,9 +434,15 @@ def exhaustive_search(
             },
         )
 
-    result, evaluated, passing = search_nodes(prepared, qids, qid_priority, root, allowed, judge)
-    result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
-    return result
+    results = []
+    for allowed, (result, evaluated, passing) in zip(
+        alloweds,
+        search_nodes_each(prepared, qids, qid_priority, root, alloweds, judge),
+        strict=True,
+    ):
+        result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
+        results.append(result)
+    return results
 
 
 def search_nodes(prepared: dict, qids, qid_priority, root, allowed: int, judge):
@@ -435,30 +452,38 @@ def search_nodes(prepared: dict, qids, qid_priority, root, allowed: int, judge):
     `allowed`; best = minimal DM* = sum of kept sizes squared + s^2, then higher precision,
     then levels in qid_priority order (finer first). Returns (best or {"node": None},
     nodes evaluated, nodes passing)."""
+    (found,) = search_nodes_each(prepared, qids, qid_priority, root, (allowed,), judge)
+    return found
+
+
+def search_nodes_each(prepared: dict, qids, qid_priority, root, alloweds, judge) -> list:
+    """`search_nodes` for each number of records allowed suppressed, each node judged once."""
     tops = {name: p["top"] for name, p in prepared.items()}
     order = _priority_order(qids, qid_priority)
-    best, best_key = None, None
-    evaluated = passing = 0
+    best = [None] * len(alloweds)
+    best_key = [None] * len(alloweds)
+    evaluated, passing = 0, [0] * len(alloweds)
     for node in _lattice(tops, root):
         evaluated += 1
         kept, s, figures = judge(node, _class_ids(prepared, node))
-        if s > allowed:
-            continue
-        passing += 1
-        dm_star = sum(int(x) * int(x) for x in kept) + s * s
-        prec = precision(node, tops)
-        key = (dm_star, -prec, tuple(node[q] for q in order))
-        if best_key is None or key < best_key:
-            best_key = key
-            best = {
-                "node": node,
-                "dm_star": dm_star,
-                "n_suppressed": s,
-                "n_classes": len(kept),
-                "precision": prec,
-                **figures(),
-            }
-    return best or {"node": None}, evaluated, passing
+        for i, allowed in enumerate(alloweds):
+            if s > allowed:
+                continue
+            passing[i] += 1
+            dm_star = sum(int(x) * int(x) for x in kept) + s * s
+            prec = precision(node, tops)
+            key = (dm_star, -prec, tuple(node[q] for q in order))
+            if best_key[i] is None or key < best_key[i]:
+                best_key[i] = key
+                best[i] = {
+                    "node": node,
+                    "dm_star": dm_star,
+                    "n_suppressed": s,
+                    "n_classes": len(kept),
+                    "precision": prec,
+                    **figures(),
+                }
+    return [(b or {"node": None}, evaluated, p) for b, p in zip(best, passing, strict=True)]
 
 
 def nonempty_bins(df, qids, node: dict[str, int], l_diversity=(), t_closeness=()) -> int:
