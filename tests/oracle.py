@@ -400,45 +400,50 @@ def exhaustive_search(
     ``figures`` lists each criterion's figure over the kept classes (`Criteria.figures`).
     """
     (result,) = exhaustive_search_each(
-        df, qids, k, (suppression_limit,), qid_priority, root, l_diversity, t_closeness
+        df, qids, [(k, suppression_limit)], qid_priority, root, l_diversity, t_closeness
     )
     return result
 
 
 def exhaustive_search_each(
-    df, qids, k, suppression_limits, qid_priority, root=None, l_diversity=(), t_closeness=()
+    df, qids, cases, qid_priority, root=None, l_diversity=(), t_closeness=()
 ) -> list[dict]:
-    """`exhaustive_search` for each suppression limit, every node's classes judged once (a
-    node's classes and the criteria do not depend on the limit, only whether it passes)."""
+    """`exhaustive_search` for each (k, suppression limit) of `cases`, in one walk of the
+    lattice: each node's classes found once, and judged once per k (a node's classes and the
+    criteria do not depend on the limit, only whether the node passes)."""
     prepared = _prepare(df, qids)
     criteria = Criteria(l_diversity, t_closeness, df)
     coded = {a: Coded(df[a].tolist()) for a in criteria.attributes}
     n = len(df)
-    alloweds = [max_suppressed(limit, n) for limit in suppression_limits]
 
-    def judge(node: dict, ids: list[int]):
-        sizes = np.bincount(ids).tolist() if ids else []
-        dists = {a: _class_distributions(ids, len(sizes), coded[a]) for a in criteria.attributes}
-        kept_ids, s = _judge(sizes, dists, k, criteria)
-        kept = [sizes[i] for i in kept_ids]
-        return (
-            kept,
-            s,
-            lambda: {
-                "min_class_size": min(kept, default=0),
-                "dm_star_arx": sum(x * x for x in sizes),
-                "dm": sum(x * x for x in kept) + n * s,
-                "figures": criteria.figures(
-                    [{a: d[i] for a, d in dists.items()} for i in kept_ids]
-                ),
-            },
-        )
+    def judge_at(k: int):
+        def judge(node: dict, ids: list[int]):
+            sizes = np.bincount(ids).tolist() if ids else []
+            dists = {
+                a: _class_distributions(ids, len(sizes), coded[a]) for a in criteria.attributes
+            }
+            kept_ids, s = _judge(sizes, dists, k, criteria)
+            kept = [sizes[i] for i in kept_ids]
+            return (
+                kept,
+                s,
+                lambda: {
+                    "min_class_size": min(kept, default=0),
+                    "dm_star_arx": sum(x * x for x in sizes),
+                    "dm": sum(x * x for x in kept) + n * s,
+                    "figures": criteria.figures(
+                        [{a: d[i] for a, d in dists.items()} for i in kept_ids]
+                    ),
+                },
+            )
 
+        return judge
+
+    judges = {k: judge_at(k) for k, _ in cases}
+    alloweds = [(max_suppressed(limit, n), judges[k]) for k, limit in cases]
     results = []
-    for allowed, (result, evaluated, passing) in zip(
-        alloweds,
-        search_nodes_each(prepared, qids, qid_priority, root, alloweds, judge),
-        strict=True,
+    for (allowed, _), (result, evaluated, passing) in zip(
+        alloweds, search_nodes_each(prepared, qids, qid_priority, root, alloweds), strict=True
     ):
         result.update({"evaluated": evaluated, "passing": passing, "max_suppressed": allowed})
         results.append(result)
@@ -452,21 +457,26 @@ def search_nodes(prepared: dict, qids, qid_priority, root, allowed: int, judge):
     `allowed`; best = minimal DM* = sum of kept sizes squared + s^2, then higher precision,
     then levels in qid_priority order (finer first). Returns (best or {"node": None},
     nodes evaluated, nodes passing)."""
-    (found,) = search_nodes_each(prepared, qids, qid_priority, root, (allowed,), judge)
+    (found,) = search_nodes_each(prepared, qids, qid_priority, root, [(allowed, judge)])
     return found
 
 
-def search_nodes_each(prepared: dict, qids, qid_priority, root, alloweds, judge) -> list:
-    """`search_nodes` for each number of records allowed suppressed, each node judged once."""
+def search_nodes_each(prepared: dict, qids, qid_priority, root, cases) -> list:
+    """`search_nodes` for each (records allowed suppressed, judge) of `cases` in one walk of
+    the lattice: each node's classes found once, each judge asked once per node."""
     tops = {name: p["top"] for name, p in prepared.items()}
     order = _priority_order(qids, qid_priority)
-    best = [None] * len(alloweds)
-    best_key = [None] * len(alloweds)
-    evaluated, passing = 0, [0] * len(alloweds)
+    best = [None] * len(cases)
+    best_key = [None] * len(cases)
+    evaluated, passing = 0, [0] * len(cases)
     for node in _lattice(tops, root):
         evaluated += 1
-        kept, s, figures = judge(node, _class_ids(prepared, node))
-        for i, allowed in enumerate(alloweds):
+        ids = _class_ids(prepared, node)
+        judged = {}
+        for i, (allowed, judge) in enumerate(cases):
+            if id(judge) not in judged:
+                judged[id(judge)] = judge(node, ids)
+            kept, s, figures = judged[id(judge)]
             if s > allowed:
                 continue
             passing[i] += 1

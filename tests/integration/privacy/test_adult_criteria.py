@@ -112,9 +112,8 @@ def test_adult_criteria_match_exhaustive_search(tmp_path, adult_df, case):
     oracle_qids = adult_oracle_qids(QIDS)
     tables = Criteria(**CASES[case], inputs=adult_df).n_values
     root = ram_root(adult_df, oracle_qids, 20000, [], tables)
-    expected_each = exhaustive_search_each(
-        adult_df, oracle_qids, K, LIMITS, [], root, **CASES[case]
-    )
+    cases = [(K, limit) for limit in LIMITS]
+    expected_each = exhaustive_search_each(adult_df, oracle_qids, cases, [], root, **CASES[case])
     for limit, expected in zip(LIMITS, expected_each, strict=True):
         cfg, _ = adult_criteria_config(tmp_path, case, limit, 20000)
         manifest = run(load_config(cfg))
