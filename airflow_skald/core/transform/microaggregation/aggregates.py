@@ -33,13 +33,16 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+
+# `plan` is encode's `Plan` (and a `dim` its `Dimension`), read but not imported: transform/ sits
+# below config/, which encode reads (ADR 0072)
 import pyarrow as pa
 
 from airflow_skald.core.count.histogram import Histogram
-from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.settings.microaggregation import QidMicroaggregation
@@ -249,7 +252,7 @@ def aggregates_from_bytes(data: bytes) -> list[Aggregates]:
 
 # ---------------------------------------------------------------- at the chosen node
 def aggregates_at(
-    plan: Plan,
+    plan: Any,
     keys: np.ndarray,
     table: ClassTable,
     functions: Mapping[str, QidMicroaggregation],
