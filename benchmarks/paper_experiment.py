@@ -266,11 +266,11 @@ def _objective_scores(objective: str, decision, outs) -> dict:
     minimised the same objective over its own records)."""
     if objective == "dm_star":
         return {}
-    own = [o.decision.quality["scores"][objective] for o in outs]
+    own = [o.decision.quality.scores[objective] for o in outs]
     own = [x for x in own if x is not None]
     return {
         "objective": objective,
-        "skald_score": decision.quality["scores"][objective],
+        "skald_score": decision.quality.scores[objective],
         "per_chunk_score_min": min(own, default=None),
         "per_chunk_score_max": max(own, default=None),
     }

@@ -38,7 +38,7 @@ from airflow_skald.core.search.evaluate import (
     class_order,
     with_label_loss,
 )
-from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.search.figures import ClassSizeHistogram, NodeFigures, RiskFigures
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.recoded_table import StepNodes
 from airflow_skald.core.settings.quality import QualitySettings
@@ -145,18 +145,18 @@ def _decision(
     (`n`: the records released or suppressed)."""
     table, judgement = chosen.table, chosen.judgement
     kept = table.sizes[judgement.kept]
-    figures_risk = risk(kept, policy.min_class_size)
+    figures_risk = RiskFigures.of(kept, policy.min_class_size)
     if analysis is not None:
         seen = kept if best != tuple(plan.tops) else kept[:0]
-        figures_risk["analysis"] = analysis.analyse(seen, n)
+        figures_risk = figures_risk.with_analysis(analysis.analyse(seen, n))
     scored = Scored(table, judgement, best, plan.tops, chosen.keys)
     return Decision(
         **node_fields(plan, best),
         figures=NodeFigures.of(table, policy, best, plan.tops, judgement=judgement),
-        privacy=PolicyUnder(policy.describe(), decimal_text(policy.suppression_limit)),
+        privacy=PolicyUnder.of(policy, decimal_text(policy.suppression_limit)),
         lattice=searched,
         risk=figures_risk,
-        class_size_histogram=class_size_histogram(kept),
+        class_size_histogram=ClassSizeHistogram.of(kept),
         at_risk=policy.at_risk(table.subset(judgement.kept)),
         suppressed_keys=chosen.keys[~judgement.kept].astype(np.int64),
         quality=quality_figures(ctx, objective, scored, policy.min_class_size),

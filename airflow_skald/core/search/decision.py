@@ -1,7 +1,10 @@
 """Phase 2's decision, typed: the chosen node in its forms, its figures, and one field per
 transformation's result (docs/design.md §4): the suppressed classes (suppression), the
-local recoding steps (§4f), a DP run's selection (§4e). The search's counters and the policy
-it ran under are typed too; the figures of the quality and risk models stay their sections.
+local recoding steps (§4f), a DP run's selection (§4e). The search's counters, the policy
+it ran under (`PolicyUnder`, one `ModelEntry` per model), the risk figures
+(`figures.RiskFigures`), the class size histogram (`figures.ClassSizeHistogram`) and the
+quality models' figures (`quality_figures.QualityFigures`) are typed too; each `to_dict` gives
+the manifest's entry as it was (same keys, same order).
 
 `to_dict` is what the manifest and the operators' XCom read (small, no data values);
 `to_bytes`/`from_bytes` persist it as `decision.json` between phases.
@@ -11,26 +14,54 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from airflow_skald.core.search.figures import NodeFigures
+from airflow_skald.core.search.figures import ClassSizeHistogram, NodeFigures, RiskFigures
+from airflow_skald.core.search.quality_figures import QualityFigures
 from airflow_skald.core.transform.local_recoding.steps import Step
+
+if TYPE_CHECKING:
+    from airflow_skald.core.privacy import PrivacyPolicy
+
+
+@dataclass(frozen=True)
+class ModelEntry:
+    """One privacy model as the policy describes it (`PrivacyModel.describe`): its name (the
+    entry's ``model``, always its first key) and its settings, JSON-safe, in their order."""
+
+    model: str
+    settings: dict[str, Any]
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, **self.settings}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ModelEntry:
+        return cls(d["model"], {k: v for k, v in d.items() if k != "model"})
 
 
 @dataclass(frozen=True)
 class PolicyUnder:
     """The privacy policy a node was chosen under: its models and the suppression limit."""
 
-    models: list[dict]
+    models: list[ModelEntry]
     suppression_limit: str  # decimal text
 
+    @classmethod
+    def of(cls, policy: PrivacyPolicy, suppression_limit: str) -> PolicyUnder:
+        return cls([ModelEntry.from_dict(m) for m in policy.describe()], suppression_limit)
+
     def to_dict(self) -> dict:
-        return {"models": self.models, "suppression_limit": self.suppression_limit}
+        return {
+            "models": [m.to_dict() for m in self.models],
+            "suppression_limit": self.suppression_limit,
+        }
 
     @classmethod
     def from_dict(cls, d: dict) -> PolicyUnder:
-        return cls(d["models"], d["suppression_limit"])
+        return cls([ModelEntry.from_dict(m) for m in d["models"]], d["suppression_limit"])
 
 
 @dataclass(frozen=True)
@@ -219,10 +250,10 @@ class Decision:
     figures: NodeFigures
     privacy: PolicyUnder
     lattice: LatticeCounts
-    risk: dict  # the risk section (search.figures.risk; `analysis` when asked)
-    class_size_histogram: dict = field(default_factory=dict)
+    risk: RiskFigures  # the kept classes' risk; the risk analysis when asked
+    class_size_histogram: ClassSizeHistogram = field(default_factory=ClassSizeHistogram)
     at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
-    quality: dict = field(default_factory=dict)  # every quality model's score, per-QID table
+    quality: QualityFigures | None = None  # every quality model's score, per-QID table
     # suppression: the node's suppressed classes (sorted keys), whose records phase 3 drops
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     local_recoding: LocalRecoding | None = None
@@ -257,10 +288,10 @@ class Decision:
             **f.quality,
             "privacy_models": f.privacy,
             "lattice": self.lattice.to_dict(),
-            "risk": self.risk,
-            "class_size_histogram": self.class_size_histogram,
+            "risk": self.risk.to_dict(),
+            "class_size_histogram": self.class_size_histogram.to_dict(),
             "at_risk_classes": self.at_risk,
-            "quality_models": self.quality,
+            "quality_models": self.quality.to_dict() if self.quality is not None else {},
             **({"local_recoding": self.local_recoding.to_dict()} if self.local_recoding else {}),
             **({"differential_privacy": self.dp.to_dict()} if self.dp else {}),
         }
@@ -285,10 +316,12 @@ class Decision:
             figures=NodeFigures.from_dict(d["figures"]),
             privacy=PolicyUnder.from_dict(d["privacy"]),
             lattice=LatticeCounts.from_dict(d["lattice"]),
-            risk=d["risk"],
-            class_size_histogram=d.get("class_size_histogram", {}),
+            risk=RiskFigures.from_dict(d["risk"]),
+            class_size_histogram=ClassSizeHistogram.from_dict(d.get("class_size_histogram", {})),
             at_risk=d.get("at_risk_classes", []),
-            quality=d.get("quality_models", {}),
+            quality=QualityFigures.from_dict(d["quality_models"])
+            if d.get("quality_models")
+            else None,
             suppressed_keys=np.asarray(d["suppressed_keys"], dtype=np.int64),
             local_recoding=(
                 LocalRecoding.from_state(recoding, d.get("step_states", [])) if recoding else None

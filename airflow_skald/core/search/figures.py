@@ -103,3 +103,61 @@ def class_size_histogram(sizes: np.ndarray) -> dict:
         for a, b, c in zip(edges, edges[1:], counts, strict=False)
         if c
     }
+
+
+@dataclass(frozen=True)
+class RiskFigures:
+    """The kept classes' re-identification risk (`risk`: the manifest's ``risk``) and, when the
+    config asks for it, the risk analysis of the release (docs/design.md §4c; the manifest's
+    ``risk_analysis``: `privacy.risk.analysis.RiskSettings.analyse`)."""
+
+    prosecutor_risk_max: float
+    prosecutor_risk_avg: float
+    share_below_2k: float
+    analysis: dict | None = None
+
+    @classmethod
+    def of(cls, kept: np.ndarray, min_class_size: int) -> RiskFigures:
+        return cls.from_dict(risk(kept, min_class_size))
+
+    def with_analysis(self, analysis: dict) -> RiskFigures:
+        return RiskFigures(
+            self.prosecutor_risk_max, self.prosecutor_risk_avg, self.share_below_2k, analysis
+        )
+
+    def to_dict(self) -> dict:
+        out: dict = {
+            "prosecutor_risk_max": self.prosecutor_risk_max,
+            "prosecutor_risk_avg": self.prosecutor_risk_avg,
+            "share_below_2k": self.share_below_2k,
+        }
+        if self.analysis is not None:
+            out["analysis"] = self.analysis
+        return out
+
+    @classmethod
+    def from_dict(cls, d: dict) -> RiskFigures:
+        return cls(
+            d["prosecutor_risk_max"],
+            d["prosecutor_risk_avg"],
+            d["share_below_2k"],
+            d.get("analysis"),
+        )
+
+
+@dataclass(frozen=True)
+class ClassSizeHistogram:
+    """Classes per size bin (powers of two: ``"4-7"``), in numeric order (for the report)."""
+
+    bins: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, sizes: np.ndarray) -> ClassSizeHistogram:
+        return cls(class_size_histogram(sizes))
+
+    def to_dict(self) -> dict[str, int]:
+        return dict(self.bins)
+
+    @classmethod
+    def from_dict(cls, d: dict) -> ClassSizeHistogram:
+        return cls({str(k): int(v) for k, v in d.items()})

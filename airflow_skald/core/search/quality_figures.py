@@ -3,6 +3,8 @@ QID its loss, entropy and distribution of records before and after generalisatio
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 from airflow_skald.core.quality.context import LOSS_LEFT_OUT, QualityContext
@@ -13,7 +15,7 @@ from airflow_skald.core.text import rank_names
 
 def quality_figures(
     ctx: QualityContext, objective: Metric, scored: Scored, min_class_size: int, before: bool = True
-) -> dict:
+) -> QualityFigures:
     """Every quality model's score for the chosen node and the per-QID table (docs/design.md §4d),
     with each QID's distribution before (unless not `before`: a DP release, whose suppressed
     sampled records the figures may not show) and after generalisation (`distributions`)."""
@@ -39,14 +41,16 @@ def quality_figures(
         }
         for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True))
     ]
-    return {
-        **ctx.settings.describe(),
-        "aggregate": getattr(objective, "how", None),
-        "scores": scores,
-        "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
-        "qids": qids,
-        **({"left_out": LOSS_LEFT_OUT} if from_data else {}),
-    }
+    return QualityFigures.from_dict(
+        {
+            **ctx.settings.describe(),
+            "aggregate": getattr(objective, "how", None),
+            "scores": scores,
+            "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
+            "qids": qids,
+            **({"left_out": LOSS_LEFT_OUT} if from_data else {}),
+        }
+    )
 
 
 TOP_LABELS = 10  # labels a distribution lists (the rest summed)
@@ -102,3 +106,51 @@ def _top(dim, level: int, counts: np.ndarray, min_class_size: int) -> dict:
         "other": total - sum(c for _, c in listed),
         "other_labels": int(np.count_nonzero(counts)) - len(listed),
     }
+
+
+@dataclass(frozen=True)
+class QualityFigures:
+    """Every quality model's score for the chosen node and the per-QID table (docs/design.md
+    §4d; the manifest's ``quality_models``): the quality settings as described
+    (`QualitySettings.describe`, the aggregate the objective used), the scores, the level
+    ν-entropy counts from, per QID its level, labels, loss, entropy and distributions."""
+
+    objective: str
+    gs_factor: str  # decimal text
+    weights: dict[str, str]
+    aggregate: str | None
+    scores: dict[str, float]
+    nu_entropy_from: dict[str, int]
+    qids: list[dict]  # per QID: name, level, top, labels, loss, nu_entropy, distribution
+    cost_benefit: dict | None = None  # publisher_payout: the profitability model's game
+    attacker: str | None = None
+    left_out: str | None = None  # DP: why Loss is left out (`quality.context.LOSS_LEFT_OUT`)
+
+    def to_dict(self) -> dict:
+        game = {"cost_benefit": self.cost_benefit, "attacker": self.attacker}
+        return {
+            "objective": self.objective,
+            "gs_factor": self.gs_factor,
+            "weights": self.weights,
+            "aggregate": self.aggregate,
+            **(game if self.cost_benefit is not None else {}),
+            "scores": self.scores,
+            "nu_entropy_from": self.nu_entropy_from,
+            "qids": self.qids,
+            **({"left_out": self.left_out} if self.left_out is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict) -> QualityFigures:
+        return cls(
+            d["objective"],
+            d["gs_factor"],
+            d["weights"],
+            d["aggregate"],
+            d["scores"],
+            d["nu_entropy_from"],
+            d["qids"],
+            d.get("cost_benefit"),
+            d.get("attacker"),
+            d.get("left_out"),
+        )

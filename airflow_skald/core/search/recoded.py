@@ -22,7 +22,7 @@ from airflow_skald.core.quality.multidim import exact_int_dot
 from airflow_skald.core.quality.registry import build
 from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.decision import Decision, LocalRecoding, RecodingFigures
-from airflow_skald.core.search.figures import class_size_histogram, risk
+from airflow_skald.core.search.figures import ClassSizeHistogram, RiskFigures
 from airflow_skald.core.search.recoded_table import StepNodes, k_only
 from airflow_skald.core.transform.local_recoding import LocalRecoding as Settings
 from airflow_skald.core.transform.local_recoding import steps as LR
@@ -83,10 +83,10 @@ def local_recoding(
         after=RecodingFigures.of(out, loss=release_loss(plan, counts, decision, steps, ctx, at)),
         steps=steps,
     )
-    figures_risk = risk(released, policy.min_class_size)
-    if "analysis" in decision.risk:
+    figures_risk = RiskFigures.of(released, policy.min_class_size)
+    if decision.risk.analysis is not None:
         seen = released if tuple(decision.node) != tuple(plan.tops) else released[:0]
-        figures_risk["analysis"] = config.risk.analyse(seen, n)
+        figures_risk = figures_risk.with_analysis(config.risk.analyse(seen, n))
     return replace(out, risk=figures_risk, local_recoding=recoding)
 
 
@@ -145,13 +145,13 @@ def with_steps(
         min_class_size=int(released.min()) if released.size else 0,
         quality=quality,
     )
-    scores = {**decision.quality.get("scores", {})}
+    scores = {**decision.quality.scores} if decision.quality is not None else {}
     scores.update({key: quality[key] for key in ("dm_star", "dm") if key in scores})
     out = replace(
         decision,
         figures=figures,
-        class_size_histogram=class_size_histogram(released),
-        quality={**decision.quality, "scores": scores} if decision.quality else {},
+        class_size_histogram=ClassSizeHistogram.of(released),
+        quality=replace(decision.quality, scores=scores) if decision.quality else None,
     )
     return out, released
 

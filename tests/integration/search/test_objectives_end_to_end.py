@@ -173,5 +173,5 @@ def test_adult_objectives_equal_the_search_without_bounds(adult_input, objective
         plan, counts, policy, config.priority_order(), objective=_Unbounded(configured(ctx))
     )
     assert manifest["node"] == plain.levels
-    assert manifest["quality_models"]["scores"] == plain.quality["scores"]
+    assert manifest["quality_models"]["scores"] == plain.quality.scores
     assert ADULT.exists() and manifest["root_node"] == plan.levels(plan.root)

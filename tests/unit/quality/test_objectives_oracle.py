@@ -151,7 +151,7 @@ def _check(objective, data, cuts, quality) -> None:
         return
     decision = search_lattice(config, plan, counts)
     assert decision.levels == expected["node"], quality
-    scores = decision.quality["scores"]
+    scores = decision.quality.scores
     want = expected["scores"]
     for name in ("dm_star", "dm_star_arx", "dm"):
         assert scores[name] == want[name]
@@ -159,7 +159,7 @@ def _check(objective, data, cuts, quality) -> None:
         assert scores["aecs"] is None
     else:
         assert scores["aecs"] == pytest.approx(float(want["aecs"]), rel=1e-12)
-    table = {q["name"]: q for q in decision.quality["qids"]}
+    table = {q["name"]: q for q in decision.quality.qids}
     for i, q in enumerate(oracle_qids):
         row = table[q["name"]]
         assert row["loss"] == pytest.approx(float(want["per_qid"]["loss"][i]), abs=1e-12)

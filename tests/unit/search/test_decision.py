@@ -17,7 +17,7 @@ from airflow_skald.core.search.decision import (
     PolicyUnder,
     RecodingFigures,
 )
-from airflow_skald.core.search.figures import NodeFigures
+from airflow_skald.core.search.figures import NodeFigures, RiskFigures
 from airflow_skald.core.transform.local_recoding.steps import Step
 
 
@@ -29,9 +29,11 @@ def _decision(**parts) -> Decision:
         node_paper="[2, 1]",
         radices=(3, 4),
         figures=figures,
-        privacy=PolicyUnder([{"model": "k-anonymity", "k": 5}], "0.05"),
+        privacy=PolicyUnder.from_dict(
+            {"models": [{"model": "k-anonymity", "k": 5}], "suppression_limit": "0.05"}
+        ),
         lattice=LatticeCounts(12, 5, 3, 2, parts.pop("root_bins", None)),
-        risk={"records_at_risk": 0},
+        risk=RiskFigures(0.2, 0.1, 0.0),
         suppressed_keys=np.asarray([2, 7], dtype=np.int64),
         **parts,
     )

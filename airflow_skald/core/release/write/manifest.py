@@ -238,12 +238,12 @@ def build_manifest(
         **counts_section(f),
         **quality_section(f.quality),
         **node_section(plan, decision),
-        **risk_section(decision.risk, decision.class_size_histogram),
+        **risk_section(decision.risk.to_dict(), decision.class_size_histogram.to_dict()),
         **(
             {"local_recoding": decision.local_recoding.to_dict()} if decision.local_recoding else {}
         ),
         **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
-        **({"quality_models": decision.quality} if decision.quality else {}),
+        **({"quality_models": decision.quality.to_dict()} if decision.quality else {}),
         **({"differential_privacy": decision.dp.to_dict()} if decision.dp else {}),
         **release_section(config, chunks, parts, plan),
         **provenance_section(config, chunks, run_token, verified),

@@ -20,7 +20,7 @@ from airflow_skald.core.quality.registry import objective as configured_objectiv
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import node_fields
 from airflow_skald.core.search.decision import Decision, DPSelection, LatticeCounts, PolicyUnder
-from airflow_skald.core.search.figures import NodeFigures, class_size_histogram, risk
+from airflow_skald.core.search.figures import ClassSizeHistogram, NodeFigures, RiskFigures
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.safepub.pivots import safepub_search
 from airflow_skald.core.search.safepub.scores import OBJECTIVES, NodeClasses, scorer
@@ -120,10 +120,10 @@ def dp_decision(
     return Decision(
         **node_fields(plan, best),
         figures=NodeFigures.of(table, policy, best, tops, judgement=judgement),
-        privacy=PolicyUnder(policy.describe(), decimal_text(1)),
+        privacy=PolicyUnder.of(policy, decimal_text(1)),
         lattice=LatticeCounts(len(Lattice(plan.root, tops)), nodes_scored, nodes_scored, 0),
-        risk=risk(kept, min_class_size),
-        class_size_histogram=class_size_histogram(kept),
+        risk=RiskFigures.of(kept, min_class_size),
+        class_size_histogram=ClassSizeHistogram.of(kept),
         at_risk=policy.at_risk(table.subset(j.kept)),
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
         quality=quality_figures(ctx, configured_objective(ctx), scored, min_class_size, False),
