@@ -203,12 +203,10 @@ class SkaldConfig:
                     fields["input"] = replace(self.input, path=staged_path(fields["output"].path))
             elif key in ("execution", "execution_connection"):
                 fields["execution_settings"] = _execution(self.execution_settings, values)
-            elif key in transformed:
-                continue  # the transformations' own, below
             elif key in THRESHOLDS:
                 fields["privacy"] = with_threshold(fields.get("privacy", self.privacy), key, value)
-            elif key in utility_config.KEYS or key in NESTED:
-                continue  # all of them at once, below
+            elif key in transformed or key in utility_config.KEYS or key in NESTED:
+                continue  # the transformations', the utility's and the sections': below
             else:
                 fields[key] = value
         fields.update(self._nested(values))
