@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
 
     from airflow_skald.core.data.location import DataLocation
     from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.core.transform.encoded import EncodedPlan
 
 
 @dataclass(frozen=True)
@@ -162,7 +163,7 @@ class Transformation:
     def manifest_section(self) -> dict[str, Any]:
         return {}
 
-    def manifest_section_at(self, plan: Any) -> dict[str, Any]:
+    def manifest_section_at(self, plan: EncodedPlan) -> dict[str, Any]:
         """Its manifest keys' values when they read phase 1's statistics (`plan`); default
         `manifest_section`."""
         return self.manifest_section()

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from airflow_skald.core.data.location import DataLocation
     from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.core.transform.encoded import EncodedPlan
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
     Microaggregation,  # a QID released as its class's aggregate (docs/design.md §4f)
@@ -122,7 +123,9 @@ def release_part(transformations: Sequence[Transformation], table: pa.Table) -> 
     return table
 
 
-def manifest_sections(transformations: Sequence[Transformation], plan: Any) -> dict[str, Any]:
+def manifest_sections(
+    transformations: Sequence[Transformation], plan: EncodedPlan
+) -> dict[str, Any]:
     return {k: v for t in transformations for k, v in t.manifest_section_at(plan).items()}
 
 

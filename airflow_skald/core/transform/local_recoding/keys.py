@@ -7,17 +7,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
-# `plan` is encode's `Plan` (and a `dim` its `Dimension`), read but not imported: transform/ sits
-# below config/, which encode reads (ADR 0072)
 from airflow_skald.core.count.histogram import grouped, strides_of
 from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.transform.encoded import EncodedPlan
 
 
-def keys_at(plan: Any, root_keys: np.ndarray, node: Sequence[int]) -> np.ndarray:
+def keys_at(plan: EncodedPlan, root_keys: np.ndarray, node: Sequence[int]) -> np.ndarray:
     """Each root bin's key at `node` (a node at or above the root), digit by digit from the
     last QID, in place (a few arrays of the bins' size at a time, not one per QID)."""
     radices = plan.radices(plan.root)
@@ -39,7 +37,11 @@ def keys_at(plan: Any, root_keys: np.ndarray, node: Sequence[int]) -> np.ndarray
 
 
 def still_suppressed(
-    plan: Any, root_keys: np.ndarray, left: np.ndarray, node: Sequence[int], keys: np.ndarray
+    plan: EncodedPlan,
+    root_keys: np.ndarray,
+    left: np.ndarray,
+    node: Sequence[int],
+    keys: np.ndarray,
 ) -> np.ndarray:
     """Which of the root bins `left` (a mask) a step at `node` left suppressed (`keys`: its
     suppressed classes' keys, sorted): their keys at the node, the other bins' never computed."""
@@ -53,7 +55,7 @@ class KeysAt:
     """The root bins' keys at the nodes local recoding reads them at (the global node and each
     step's, read by the steps, the release's classes and its Loss), each node computed once."""
 
-    def __init__(self, plan: Any, root_keys: np.ndarray) -> None:
+    def __init__(self, plan: EncodedPlan, root_keys: np.ndarray) -> None:
         self.plan, self.root_keys = plan, root_keys
         self._at: dict[tuple[int, ...], np.ndarray] = {}
 
@@ -95,7 +97,7 @@ def in_sorted(keys: np.ndarray, sorted_keys: np.ndarray) -> np.ndarray:
 
 
 def kept_classes(
-    plan: Any,
+    plan: EncodedPlan,
     sub: RootCounts,
     node: tuple[int, ...],
     suppressed: np.ndarray,

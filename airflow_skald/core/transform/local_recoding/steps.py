@@ -30,13 +30,12 @@ from typing import Any
 
 import numpy as np
 
-# `plan` is encode's `Plan` (and a `dim` its `Dimension`), read but not imported: transform/ sits
-# below config/, which encode reads (ADR 0072)
 from airflow_skald.core.count.histogram import Histogram, keys_of, strides_of
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform.encoded import EncodedDimension, EncodedPlan
 from airflow_skald.core.transform.local_recoding import LocalRecoding
 from airflow_skald.core.transform.local_recoding.keys import (
     KeysAt,
@@ -146,14 +145,14 @@ def step_sensitive(sensitive: dict, distributions: dict) -> dict:
 
 # (plan, the step's counts, its policy, its gs factor or None) -> the step's `Decision`
 # (DataError: no node passes)
-SearchStep = Callable[[Any, RootCounts, PrivacyPolicy, Fraction | None], Any]
+SearchStep = Callable[[EncodedPlan, RootCounts, PrivacyPolicy, Fraction | None], Any]
 # (the step's counts, its suppression limit) -> the models bound to the step's records
 PolicyOf = Callable[[RootCounts, Fraction], PrivacyPolicy]
 
 
 def recode(
     settings: LocalRecoding,
-    plan: Any,
+    plan: EncodedPlan,
     counts: RootCounts,
     decision: Any,
     policy: PrivacyPolicy,
@@ -233,7 +232,7 @@ class GsSchedule:
 
 
 def step_of(
-    plan: Any, sub: RootCounts, d: Any, remaining: int, released: int, gs: Fraction | None
+    plan: EncodedPlan, sub: RootCounts, d: Any, remaining: int, released: int, gs: Fraction | None
 ) -> Step:
     """The step a search made over `remaining` records (`d`: its `Decision`)."""
     node = tuple(d.node)
@@ -257,7 +256,7 @@ def step_of(
 
 
 # ---------------------------------------------------------------------- the release's classes
-def release_sizes(dims: Sequence[Any], parts: Sequence[tuple]) -> np.ndarray:
+def release_sizes(dims: Sequence[EncodedDimension], parts: Sequence[tuple]) -> np.ndarray:
     """The sizes of the released classes as the written release groups them (by their QIDs'
     output strings): `parts` are (node, radices, kept keys, kept sizes) per step. Classes of
     different steps whose strings coincide are one class; within one node keys are distinct."""
@@ -289,9 +288,9 @@ def release_sizes(dims: Sequence[Any], parts: Sequence[tuple]) -> np.ndarray:
 
 # ---------------------------------------------------------------------- phase 3
 def released_codes(
-    dims: Sequence[Any],
+    dims: Sequence[EncodedDimension],
     chain: Sequence[tuple],
-    codes_of: Callable[[Any, int, np.ndarray], np.ndarray],
+    codes_of: Callable[[EncodedDimension, int, np.ndarray], np.ndarray],
     first_node: Sequence[int],
     first_codes: list[np.ndarray],
     first_mask: np.ndarray,
@@ -323,7 +322,7 @@ def released_codes(
     return masked, out
 
 
-def joint_offsets(dim: Any) -> np.ndarray:
+def joint_offsets(dim: EncodedDimension) -> np.ndarray:
     """Where each level's codes start in one code space over every level of `dim`; the last
     entry (every level's codes counted) is the code of a masked row."""
     return np.r_[0, np.cumsum(dim.cards)].astype(np.int64)

@@ -20,11 +20,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.microaggregation import QidMicroaggregation
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.encoded import EncodedPlan
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,7 @@ class Microaggregation(Transformation):
     def arx_dp_refusal(self) -> str | None:
         return "microaggregation"
 
-    def manifest_section_at(self, plan: Any) -> dict[str, Any]:
+    def manifest_section_at(self, plan: EncodedPlan) -> dict[str, Any]:
         """Each QID's function, cluster and data type (ARX's INTEGER or DECIMAL: how its
         aggregates are rounded and written, from phase 1's values: `plan`, the encoding's `Plan`),
         never a value."""

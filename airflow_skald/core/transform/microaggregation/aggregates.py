@@ -33,12 +33,8 @@ import io
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-
-# `plan` is encode's `Plan` (and a `dim` its `Dimension`), read but not imported: transform/ sits
-# below config/, which encode reads (ADR 0072)
 import pyarrow as pa
 
 from airflow_skald.core.count.histogram import Histogram
@@ -46,6 +42,7 @@ from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
 from airflow_skald.core.settings.microaggregation import QidMicroaggregation
+from airflow_skald.core.transform.encoded import EncodedPlan
 from airflow_skald.core.transform.microaggregation.values import ValueDomain
 
 LOOKUP_LIMIT = 1 << 24  # class keys below this are looked up in a table (<= 64 MiB of int32)
@@ -252,7 +249,7 @@ def aggregates_from_bytes(data: bytes) -> list[Aggregates]:
 
 # ---------------------------------------------------------------- at the chosen node
 def aggregates_at(
-    plan: Any,
+    plan: EncodedPlan,
     keys: np.ndarray,
     table: ClassTable,
     functions: Mapping[str, QidMicroaggregation],
