@@ -1,4 +1,5 @@
-"""What a transformation's algorithms read of phase 1's encoding, as structural types.
+"""What a transformation's algorithms read of phase 1's encoding (in ARX, what its
+``DataManager`` and ``Dictionary`` hand the transformations), as structural types.
 
 Local recoding's steps and microaggregation's aggregates read encode's `Plan` and its
 `Dimension`s (``core.encode.plan``, ``core.encode.dimensions``), which `transform/` cannot
