@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import time
 import urllib.request
 from pathlib import Path
 
@@ -133,7 +132,6 @@ def test_celery_two_workers_postgres_redis(dataset, reference, tmp_path):
             "asyncpg is not installed: Airflow 3.3's api-server needs it for a PostgreSQL "
             "metadata DB (install airflow-skald[celery])"
         )
-    t0 = time.monotonic()
     out = tmp_path / "release"
     with pg_database() as pg_url, redis_db() as broker:
         with Deployment(
@@ -151,4 +149,3 @@ def test_celery_two_workers_postgres_redis(dataset, reference, tmp_path):
     assert hosts == {"worker1", "worker2"}, sorted(
         (t["task_id"], t["map_index"], t["hostname"]) for t in tis
     )
-    assert time.monotonic() - t0 < 300
