@@ -8,7 +8,7 @@ the decision, the per-chunk baseline, the manifest and the report all read it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 
@@ -121,9 +121,7 @@ class RiskFigures:
         return cls.from_dict(risk(kept, min_class_size))
 
     def with_analysis(self, analysis: dict) -> RiskFigures:
-        return RiskFigures(
-            self.prosecutor_risk_max, self.prosecutor_risk_avg, self.share_below_2k, analysis
-        )
+        return replace(self, analysis=analysis)
 
     def to_dict(self) -> dict:
         out: dict = {
