@@ -207,16 +207,19 @@ def local_path(uri: str) -> str:
 
 def create_app():
     """The FastAPI sub-application mounted at ``/skald`` by the API server."""
-    from airflow.api_fastapi.common.db.common import _get_session
-    from airflow.api_fastapi.core_api.security import (
-        get_user,
-        requires_access_asset,
-        requires_access_dag,
-    )
-    from fastapi import Depends, FastAPI, HTTPException, Query
-    from fastapi.responses import HTMLResponse, Response
+    from fastapi import FastAPI
 
     app = FastAPI(title="SKALD run artifacts", docs_url=None, redoc_url=None, openapi_url=None)
+    _add_file_routes(app)
+    _add_releases_route(app)
+    return app
+
+
+def _add_file_routes(app) -> None:
+    """A release's files, a run's artifact copies and the lineage facet's schema."""
+    from airflow.api_fastapi.core_api.security import requires_access_dag
+    from fastapi import Depends, HTTPException
+    from fastapi.responses import Response
 
     @app.get(
         RELEASES_ROUTE + "/{dag_id}/{run_id}/{name}",
@@ -248,6 +251,14 @@ def create_app():
     def facet_schema():
         return Response(json.dumps(SCHEMA, indent=1), media_type="application/schema+json")
 
+
+def _add_releases_route(app) -> None:
+    """The "SKALD releases" page (HTML or JSON), limited to the DAGs the user may read."""
+    from airflow.api_fastapi.common.db.common import _get_session
+    from airflow.api_fastapi.core_api.security import get_user, requires_access_asset
+    from fastapi import Depends, Query
+    from fastapi.responses import HTMLResponse, Response
+
     @app.get(
         RELEASES_ROUTE,
         dependencies=[Depends(requires_access_asset("GET"))],
@@ -259,34 +270,37 @@ def create_app():
         user=Depends(get_user),  # noqa: B008 - FastAPI dependency
         session=Depends(_get_session),  # noqa: B008
     ):
-        from airflow.api_fastapi.app import get_auth_manager
-        from airflow.models.asset import AssetAliasModel, AssetEvent
-        from sqlalchemy import select
-
-        from airflow_skald.operators.release_event import RELEASE_ALIAS_NAME
-
-        readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
-        stmt = (
-            select(AssetEvent)
-            .where(AssetEvent.source_aliases.any(AssetAliasModel.name == RELEASE_ALIAS_NAME))
-            .where(AssetEvent.source_dag_id.in_(readable or set()))
-            .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
-            .limit(limit)
-        )
-        rows = release_rows(list(session.scalars(stmt)))
-        for row in rows:  # never a dead link: a replaced release's records may be gone
-            if row["replaced_by"]:
-                row["files_kept"] = (
-                    replaced_record(
-                        local_path(row["release"]), row["dag_id"], row["run_id"], MANIFEST
-                    )
-                    is not None
-                )
+        rows = recorded_releases(session, user, limit)
         if fmt == "json":
             return Response(json.dumps(rows, indent=1), media_type="application/json")
         return HTMLResponse(render_releases(rows, limit=limit))
 
-    return app
+
+def recorded_releases(session, user, limit: int) -> list[dict[str, Any]]:
+    """The newest `limit` release events on the ``skald-release`` alias of the DAGs `user` may
+    read, as the page's rows (a replaced release says whether its records are kept)."""
+    from airflow.api_fastapi.app import get_auth_manager
+    from airflow.models.asset import AssetAliasModel, AssetEvent
+    from sqlalchemy import select
+
+    from airflow_skald.operators.release_event import RELEASE_ALIAS_NAME
+
+    readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
+    stmt = (
+        select(AssetEvent)
+        .where(AssetEvent.source_aliases.any(AssetAliasModel.name == RELEASE_ALIAS_NAME))
+        .where(AssetEvent.source_dag_id.in_(readable or set()))
+        .order_by(AssetEvent.timestamp.desc(), AssetEvent.id.desc())
+        .limit(limit)
+    )
+    rows = release_rows(list(session.scalars(stmt)))
+    for row in rows:  # never a dead link: a replaced release's records may be gone
+        if row["replaced_by"]:
+            kept = replaced_record(
+                local_path(row["release"]), row["dag_id"], row["run_id"], MANIFEST
+            )
+            row["files_kept"] = kept is not None
+    return rows
 
 
 class SkaldPlugin(AirflowPlugin):
