@@ -11,7 +11,7 @@ from typing import Any
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.privacy.policy import PrivacyPolicy
 from airflow_skald.core.privacy.registry import bind_models
-from airflow_skald.core.privacy.research_subset import flags_of
+from airflow_skald.core.transform.research_subset.classes import flags_of
 
 
 def describe_privacy(config: SkaldConfig) -> list[dict]:

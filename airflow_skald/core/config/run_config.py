@@ -12,17 +12,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from airflow_skald.core.config.locations import absolute_path, parse_location
 from airflow_skald.core.config.qids import QidSpec, parse_qids
 from airflow_skald.core.config.skald_config import SkaldConfig, check_transformation
 from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
-from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.location import DataLocation, absolute_path, parse_location
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import DEFAULT_OBJECTIVE, DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
-from airflow_skald.core.privacy.research_subset import ResearchSubset, check_subset_models
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.settings.direct_identifiers import parse_direct_identifiers
 from airflow_skald.core.settings.execution import ExecutionSettings, normalise
@@ -42,6 +40,7 @@ from airflow_skald.core.settings.yaml_load import load_yaml_file
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import ParseContext as TransformContext
 from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rules
+from airflow_skald.core.transform.research_subset import ResearchSubset
 from airflow_skald.core.utility import config as utility_config
 
 # what a caller imports from here (the config's loader): the config and its parts too
@@ -82,7 +81,6 @@ _SECTIONS = {
     "memory",
     "qid_priority",
     "quality",
-    "research_subset",
     "transformation",
     "dp_key",
 }
@@ -106,13 +104,9 @@ def config_from_dict(
     )
     transformed = transform_registry.columns_of(transformations)
     sensitive = _names(raw.get("sensitive_attributes") or [], "sensitive_attributes")
-    subset = ResearchSubset.parse(
-        raw.get("research_subset"), lambda r, where: parse_location(r, where, base_dir)
-    )
+    subset = next((t for t in transformations if isinstance(t, ResearchSubset)), None)
     ctx = ParseContext(tuple(sensitive), base_dir, subset.column if subset else None)
     models = parse_models(privacy, ctx)
-    if subset is not None:
-        check_subset_models(models)
     _check_roles(every_qid, direct, sensitive, subset)
     priority = _priority(raw, names, out_of_lattice)
     # under differential privacy an objective left out is ARX's default (loss), said so
@@ -127,7 +121,6 @@ def config_from_dict(
         transformations=transformations,
         sensitive_attributes=tuple(sensitive),
         qid_priority=tuple(priority),
-        research_subset=subset,
         **_settings(raw, quality, execution, names, direct, base_dir, named),
         source=source,
     )

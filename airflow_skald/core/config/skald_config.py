@@ -12,11 +12,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
-from airflow_skald.core.config.locations import absolute_path
 from airflow_skald.core.config.qids import QidSpec
 from airflow_skald.core.data.database.source import DatabaseSource, staged_path
 from airflow_skald.core.data.database.target import TableTarget
-from airflow_skald.core.data.location import DataLocation
+from airflow_skald.core.data.location import DataLocation, absolute_path
 from airflow_skald.core.data.subset_keys import KeyedSubset
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.model import PrivacyModel
@@ -26,7 +25,6 @@ from airflow_skald.core.privacy.registry import (
     settings_of,
     with_threshold,
 )
-from airflow_skald.core.privacy.research_subset import ResearchSubset
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.settings.cost_benefit import CostBenefit
 from airflow_skald.core.settings.execution import ExecutionSettings
@@ -40,6 +38,7 @@ from airflow_skald.core.settings.utility import UtilitySettings
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import Transformation
 from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rules
+from airflow_skald.core.transform.research_subset import ResearchSubset
 from airflow_skald.core.utility import config as utility_config
 
 T = TypeVar("T", bound=Transformation)
@@ -75,8 +74,6 @@ class SkaldConfig:
     transformations: tuple[Transformation, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
-    # a population table whose flagged records are released (docs/design.md §4e)
-    research_subset: ResearchSubset | None = None
     database: DatabaseSource | None = (
         None  # a table or query staged into `input` (docs/design.md §2a)
     )
@@ -143,6 +140,12 @@ class SkaldConfig:
         aggregate over the classes of the other QIDs (the clustered ones stay in
         `quasi_identifiers`, their spec's `microaggregation` set)."""
         return transform_registry.out_of_lattice_of(self.transformations)
+
+    @property
+    def research_subset(self) -> ResearchSubset | None:
+        """The research subset (docs/design.md §4e), a transformation: where the phases and
+        the engines read its flag column (`column`) and the input columns it reads."""
+        return self.transformation(ResearchSubset)
 
     @property
     def keyed_subset(self) -> KeyedSubset | None:
@@ -215,7 +218,6 @@ class SkaldConfig:
             values,
             self.qid_names,
             self.direct_identifiers,
-            self.research_subset is not None,
         )
         if utility is not self.utility:
             fields["utility"] = utility
@@ -283,9 +285,7 @@ class SkaldConfig:
             "sensitive_attributes": list(self.sensitive_attributes),
             "histogram_bins": self.histogram_bins,
             "qid_priority": list(self.qid_priority),
-            **(
-                {"research_subset": self.research_subset.describe()} if self.research_subset else {}
-            ),
+            **transform_registry.settings_of(self.transformations, after="qid_priority"),
             "suppressed_records": self.suppressed_records,
             "root": self.root,
             **({"quality": self.quality.describe()} if self.quality.objective != "dm_star" else {}),

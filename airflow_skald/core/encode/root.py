@@ -27,7 +27,7 @@ from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
 from airflow_skald.core.privacy.differential_privacy import check_levels_built, dp_of
-from airflow_skald.core.privacy.research_subset import check_not_empty
+from airflow_skald.core.transform.research_subset.classes import check_not_empty
 
 
 def ram_bins(config: SkaldConfig, stats: DomainStats) -> tuple[int, bool]:

@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.privacy.research_subset import in_subset_codes
 from airflow_skald.core.privacy.value_order import value_text
+from airflow_skald.core.transform.research_subset.classes import in_subset_codes
 
 
 @dataclass

@@ -18,11 +18,11 @@ from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import TOP, Dimension
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_rows
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.local_recoding.steps import joint_offsets, released_codes
 from airflow_skald.core.transform.microaggregation.aggregates import Aggregates, release_column
+from airflow_skald.core.transform.research_subset.classes import SubsetFlags, subset_rows
 
 
 def released_columns(config: SkaldConfig, columns: list[str]) -> list[str]:

@@ -39,7 +39,6 @@ from airflow_skald.core.encode.domain import scan_domain as _scan_domain
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.root import plan_root
 from airflow_skald.core.generalise.part import generalise_table, released_columns
-from airflow_skald.core.privacy.research_subset import flags_of, released_values
 from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
@@ -56,6 +55,7 @@ from airflow_skald.core.transform.microaggregation.aggregates import (
     aggregates_at,
     class_means,
 )
+from airflow_skald.core.transform.research_subset.classes import flags_of, released_values
 
 log = logging.getLogger("airflow_skald")
 

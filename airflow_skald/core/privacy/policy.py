@@ -18,18 +18,29 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Protocol
 
 import numpy as np
 
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
-from airflow_skald.core.privacy.research_subset import SubsetFlags
 from airflow_skald.core.privacy.sample_based import Within, enforce, enforce_within
 
 
 def max_suppressed(limit: Fraction, n_records: int) -> int:
     """floor(limit * N), exactly."""
     return math.floor(Fraction(limit) * n_records)
+
+
+class SubsetMask(Protocol):
+    """A research subset's flag column and which of its value codes mark a released record
+    (`transform.research_subset.classes.SubsetFlags`, which the policy only carries)."""
+
+    @property
+    def column(self) -> str: ...
+
+    @property
+    def mask(self) -> np.ndarray: ...
 
 
 @dataclass(frozen=True)
@@ -54,7 +65,7 @@ class PrivacyPolicy:
     models: tuple[PrivacyModel, ...]
     suppression_limit: Fraction
     # a research subset (docs/design.md §4e): classes are the subset's, with population counts
-    subset: SubsetFlags | None = None
+    subset: SubsetMask | None = None
 
     @classmethod
     def k_anonymity(cls, k: int, suppression_limit: Fraction | int = 0) -> PrivacyPolicy:

@@ -12,7 +12,6 @@ from airflow_skald.core.passes.dp_sample_check import with_sample_check
 from airflow_skald.core.passes.generalise import GeneraliseChunks
 from airflow_skald.core.passes.state import Run
 from airflow_skald.core.passes.written import Written
-from airflow_skald.core.privacy.research_subset import released_records
 from airflow_skald.core.release.check import population_counts, recoding_steps
 from airflow_skald.core.release.check.archive import (
     SENSITIVE_COUNTS,
@@ -26,6 +25,7 @@ from airflow_skald.core.release.write.commit import part_name, write_bytes_atomi
 from airflow_skald.core.release.write.manifest import build_manifest
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.publish import publish, record_timings
+from airflow_skald.core.transform.research_subset.classes import released_records
 
 
 class GeneralisePhase(GeneraliseChunks, Phase[Written, dict]):

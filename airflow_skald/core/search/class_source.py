@@ -19,8 +19,12 @@ from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
-from airflow_skald.core.privacy.research_subset import SubsetFlags, subset_classes, subset_view
 from airflow_skald.core.search.rollups import RollUps
+from airflow_skald.core.transform.research_subset.classes import (
+    SubsetFlags,
+    subset_classes,
+    subset_view,
+)
 
 
 @dataclass

@@ -24,7 +24,6 @@ from airflow_skald.core.lattice import (
     search_optimal,
 )
 from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.research_subset import subset_classes
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
 from airflow_skald.core.quality.context import QualityContext
 from airflow_skald.core.quality.entropy_loss import label_losses
@@ -43,6 +42,7 @@ from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.recoded_table import StepNodes
 from airflow_skald.core.settings.quality import QualitySettings
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform.research_subset.classes import subset_classes
 
 # (node, sorted class keys of it) -> each class's first input row (docs/design.md §4c)
 FirstRowsOf = Callable[[tuple[int, ...], np.ndarray], np.ndarray]

@@ -73,6 +73,20 @@ class ManifestKey:
     meta: Mapping[str, Any] = field(default_factory=dict)
 
 
+def side_file_schema(name: str) -> dict[str, Any]:
+    """The JSON Schema of a manifest key naming a side file of the release (`name`, e.g.
+    ``population_counts.json``) and its SHA-256."""
+    return {
+        "type": "object",
+        "required": ["file", "sha256"],
+        "properties": {
+            "file": {"const": name},
+            "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+        },
+        "additionalProperties": False,
+    }
+
+
 @dataclass(frozen=True)
 class ReportSection:
     """A transformation's own section of the report: its title, a table of HTML cells (`head`:

@@ -19,6 +19,7 @@ from airflow_skald.core.transform.differential_privacy import DifferentialPrivac
 from airflow_skald.core.transform.local_recoding import LocalRecoding
 from airflow_skald.core.transform.microaggregation import Microaggregation
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
+from airflow_skald.core.transform.research_subset import ResearchSubset
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
+    ResearchSubset,  # a population table's flagged records released (docs/design.md §4e)
     Microaggregation,  # a QID released as its class's aggregate (docs/design.md §4f)
     Pseudonyms,  # direct identifiers replaced by keyed pseudonyms (docs/design.md §2a)
     LocalRecoding,  # the suppressed records recoded step by step (docs/design.md §4f)

@@ -15,7 +15,6 @@ KEYS = tuple(s.name for s in SETTINGS if s.path and s.path[0] == "utility")
 
 
 #: a research subset releases only its records: the analysis does not yet tell the others apart
-NO_SUBSET = "the utility analysis cannot be combined with a research_subset"
 
 
 def _build(
@@ -51,8 +50,6 @@ def from_file(raw: Mapping, qids: Sequence[str], direct: Sequence[str]) -> Utili
     section = raw["utility"] or {}
     if not isinstance(section, Mapping):
         raise ConfigError("utility must be a mapping")
-    if raw.get("research_subset") is not None:
-        raise ConfigError(NO_SUBSET)
     unknown = sorted(set(section) - file_keys("utility"))
     if unknown:
         raise ConfigError(
@@ -66,15 +63,12 @@ def with_overrides(
     values: Mapping[str, Any],
     qids: Sequence[str],
     direct: Sequence[str],
-    subset: bool = False,
 ) -> UtilitySettings | None:
-    """`current` with the per-run `utility_*` settings given (any of them turns it on);
-    `subset`: the config has a research subset (refused)."""
+    """`current` with the per-run `utility_*` settings given (any of them turns it on); a
+    research subset refuses it (`ResearchSubset.check`, after the run's settings)."""
     given = {k: v for k, v in values.items() if k in KEYS}
     if not given:
         return current
-    if subset:
-        raise ConfigError(NO_SUBSET)
     # the section as described, under its settings' names (utility_target, ...)
     base = {f"utility_{k}": v for k, v in current.describe().items()} if current else {}
     return _build({**base, **given}, qids, direct)

@@ -12,7 +12,7 @@ criteria over a subset (ADR 0045), counted by the engine.
   records only (`encode.domain._subset_counted`): one GROUPING SETS scan of (value, flag).
 - Phase 2: the flag's (class, value) table first (every record: the class table is the
   population's), the criteria's codes null outside the subset (`subset_codes`), so their
-  tables count the subset's records (`privacy.research_subset.released_values`).
+  tables count the subset's records (`transform.research_subset.classes.released_values`).
 - Phase 3: the rows released are the subset's (a view filtering the input by the flag's
   values that mark it, or by the keys), without the flag column."""
 
@@ -31,7 +31,7 @@ from airflow_skald.core.engine.sql.coding import Coding
 from airflow_skald.core.engine.sql.domain import SqlInput, sensitive_stats
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.privacy.research_subset import in_subset_codes
+from airflow_skald.core.transform.research_subset.classes import in_subset_codes
 
 
 def ordered(config: SkaldConfig, attributes: tuple[str, ...]) -> tuple[str, ...]:

@@ -45,13 +45,13 @@ from airflow_skald.core.encode.domain import (
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.research_subset import subset_view
 from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.check.release_reading import release_parts
 from airflow_skald.core.release.check.verify_steps import split_local
 from airflow_skald.core.release.count.tuples import count_tuples
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform.research_subset.classes import subset_view
 
 log = logging.getLogger("airflow_skald")
 
@@ -136,7 +136,8 @@ def _audited_models(config: SkaldConfig, manifest: dict | None) -> tuple[SkaldCo
             {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
         ]
         kept_models = tuple(m for m in config.privacy if not m.population_based)
-        config = replace(config, research_subset=None, privacy=kept_models)
+        others = tuple(t for t in config.transformations if t is not config.research_subset)
+        config = replace(config, transformations=others, privacy=kept_models)
         if not kept_models:
             raise DataError(
                 "a release of a research subset holds no population records: its "

@@ -32,12 +32,12 @@ from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
-from airflow_skald.core.privacy.research_subset import SubsetFlags, flags_of
 from airflow_skald.core.release.check.archive import read_named
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decision import Decision
+from airflow_skald.core.transform.research_subset.classes import SubsetFlags, flags_of
 
 POPULATION_COUNTS = "population_counts.json"
 MANIFEST_WHERE = "the manifest about to be written"

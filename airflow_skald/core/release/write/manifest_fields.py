@@ -13,6 +13,7 @@ from dataclasses import field
 from typing import Any
 
 from airflow_skald.core.privacy.model import decimal_of
+from airflow_skald.core.transform.base import side_file_schema
 
 
 class _Absent:
@@ -70,23 +71,8 @@ def in_unit_range(value: object) -> bool:
     return limit is not None and 0 <= limit <= 1
 
 
-SENSITIVE_COUNTS = {
-    "type": "object",
-    "required": ["file", "sha256"],
-    "properties": {
-        "file": {"const": "sensitive_counts.json"},
-        "sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
-    },
-    "additionalProperties": False,
-}
-POPULATION_COUNTS = {
-    **SENSITIVE_COUNTS,
-    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "population_counts.json"}},
-}
-RECODING_STEPS = {
-    **SENSITIVE_COUNTS,
-    "properties": {**SENSITIVE_COUNTS["properties"], "file": {"const": "recoding_steps.json"}},
-}
+SENSITIVE_COUNTS = side_file_schema("sensitive_counts.json")
+RECODING_STEPS = side_file_schema("recoding_steps.json")
 OUTPUT_TABLE = {
     "type": "object",
     "required": ["table", "connection"],

@@ -32,7 +32,6 @@ from airflow_skald.core.release.write.manifest_fields import (
     OBJECT,
     OUTPUT_TABLE,
     PARTS_LISTED,
-    POPULATION_COUNTS,
     RECODING_STEPS,
     RISK_ANALYSIS,
     SENSITIVE_COUNTS,
@@ -190,13 +189,6 @@ class Manifest:
         "drop mode: the file keeping each compared sensitive attribute's distribution over all "
         "input records (values: personal data, never here), so that verify re-checks "
         "t-closeness, b-likeness and d-disclosure; its SHA-256",
-    )
-    population_counts: dict = key(
-        POPULATION_COUNTS,
-        "an object naming population_counts.json and its sha256",
-        "a research subset: the file keeping each released class's population and subset "
-        "record counts (counts only), so that verify re-checks delta-presence and exact k-map; "
-        "its SHA-256",
     )
     recoding_steps: dict = key(
         RECODING_STEPS,

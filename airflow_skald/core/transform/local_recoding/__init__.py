@@ -125,7 +125,8 @@ class LocalRecoding(Transformation):
     # ------------------------------------------------------------------- the checks
     def check(self, config: Any) -> None:
         """`records` belongs to the fast mode, `adaption_factor` to the adaptive one; not
-        with microaggregation nor a research subset; only the models ARX recodes locally."""
+        with microaggregation; only the models ARX recodes locally (a research subset refuses
+        it: `ResearchSubset.check`)."""
         if self.adaptive and self.records is not None:
             raise ConfigError(
                 "transformation.local_recoding.records does not apply with mode adaptive (each "
@@ -137,12 +138,6 @@ class LocalRecoding(Transformation):
             raise ConfigError(
                 "transformation.local_recoding and microaggregation cannot be combined yet "
                 "(the aggregates are per class of the global node)"
-            )
-        if config.research_subset is not None:  # delta-presence, exact k-map: ARX refuses them
-            raise ConfigError(
-                "transformation.local_recoding does not apply with a research_subset (ARX "
-                "allows it with k, l, t, b-likeness, d-disclosure, average risk and estimated "
-                "k-map only)"
             )
         check_models(config.privacy)
 

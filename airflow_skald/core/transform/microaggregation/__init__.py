@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.microaggregation import QidMicroaggregation
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
 
@@ -71,10 +70,6 @@ class Microaggregation(Transformation):
     def settings_entry(self) -> dict[str, Any]:
         """The QIDs out of the lattice (after ``qids``: the others are described there)."""
         return {"microaggregated": [q.describe() for q in self.left]} if self.left else {}
-
-    def check(self, config: Any) -> None:
-        if config.research_subset is not None:
-            raise ConfigError("microaggregation cannot be combined with a research_subset")
 
     def arx_dp_refusal(self) -> str | None:
         return "microaggregation"

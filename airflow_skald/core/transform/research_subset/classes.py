@@ -1,8 +1,7 @@
-"""The research subset (docs/design.md §4e): the input is a population table, and a boolean column marks
-the records to release. δ-presence and exact k-map compare each released class with the
-population records of the same class.
+"""How the passes see a node's classes as the research subset's (docs/design.md §4e; ARX's
+`DataSubset` under `DPresence`; the package's `ResearchSubset` holds the settings).
 
-The column is counted as a two-valued attribute of the (class, value) tables phase 2 already
+The flag column is counted as a two-valued attribute of the (class, value) tables phase 2 already
 builds (every population record, with its flag), so one pass gives both counts per class and
 they merge exactly over chunks. A node's classes as the models, the objective and the
 suppression limit see them are the subset's (`subset_view`): sizes are subset records,
@@ -13,7 +12,7 @@ column (`subset_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,65 +20,12 @@ import numpy as np
 import pyarrow as pa
 
 from airflow_skald.core.count.histogram import Histogram
-from airflow_skald.core.data.location import DataLocation
-from airflow_skald.core.data.subset_keys import FLAG, KeyedSubset
-from airflow_skald.core.errors import ConfigError, DataError
-from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
+from airflow_skald.core.errors import DataError
+from airflow_skald.core.privacy.model import ClassTable
+from airflow_skald.core.transform.research_subset import ResearchSubset
 
 TRUE = frozenset({"true", "1", "yes", "t", "y"})
 FALSE = frozenset({"false", "0", "no", "f", "n"})
-
-
-@dataclass(frozen=True)
-class ResearchSubset:
-    """`research_subset: {column: in_study}` (a boolean column marking released records) or
-    `{path: ..., key: [col, ...]}` (a dataset of the subset's keys: a record is released iff
-    its key is among them; its flag is the derived column `subset_keys.FLAG`)."""
-
-    column: str
-    keyed: KeyedSubset | None = None
-
-    @classmethod
-    def parse(
-        cls, raw: Any, location: Callable[[Any, str], DataLocation], where: str = "research_subset"
-    ) -> ResearchSubset | None:
-        """`location(raw, where)`: the dataset's location as the config reads `input:`."""
-        if raw is None:
-            return None
-        if not isinstance(raw, dict):
-            raise ConfigError(
-                f"{where} must be a mapping: {{column: ...}} or {{path: ..., key: ...}}"
-            )
-        if ("column" in raw) == ("path" in raw):
-            raise ConfigError(f"{where} takes one of 'column' or 'path' (with 'key')")
-        if "column" in raw:
-            unknown = sorted(set(raw) - {"column"})
-            if unknown:
-                raise ConfigError(f"{where} has unknown key '{unknown[0]}' (allowed: column)")
-            column = raw["column"]
-            if not isinstance(column, str) or not column or column == FLAG:
-                raise ConfigError(f"{where}.column must name a boolean column")
-            return cls(column)
-        unknown = sorted(set(raw) - {"path", "format", "delimiter", "key"})
-        if unknown:
-            raise ConfigError(f"{where} has unknown key '{unknown[0]}'")
-        key = raw.get("key")
-        key = [key] if isinstance(key, str) else key
-        if not isinstance(key, list) or not key or not all(isinstance(k, str) and k for k in key):
-            raise ConfigError(f"{where}.key must name the key column(s) both tables hold")
-        places = {k: raw[k] for k in ("path", "format", "delimiter") if k in raw}
-        return cls(FLAG, KeyedSubset(location(places, where), tuple(key)))
-
-    @property
-    def input_columns(self) -> tuple[str, ...]:
-        """The input's columns it reads: the flag column, or the key columns."""
-        return self.keyed.key if self.keyed else (self.column,)
-
-    def describe(self) -> dict:
-        if self.keyed is None:
-            return {"column": self.column}
-        where = self.keyed.location
-        return {"path": where.path, "format": where.format, "key": list(self.keyed.key)}
 
 
 @dataclass(frozen=True)
@@ -129,19 +75,6 @@ def check_not_empty(subset: ResearchSubset | None, n_rows: int, sensitive: Any) 
         else f"column '{subset.column}' marks no record of the input"
     )
     raise DataError(f"research_subset: {what}: the release would hold no record (refused)")
-
-
-def check_subset_models(models: Sequence[PrivacyModel]) -> None:
-    """A research subset is released under k-anonymity, δ-presence, exact k-map, l-diversity
-    and t-closeness (over the subset's records, ADR 0045); other models that read a sensitive
-    distribution or estimate the population from the sample: refused, one line."""
-    for m in models:  # l and t judge the subset's records of each class, as ARX (ADR 0045)
-        if m.population_based or m.config_key in ("k", "l_diversity", "t_closeness"):
-            continue
-        raise ConfigError(
-            f"research_subset cannot be combined with privacy.{m.config_key} (allowed: k, "
-            "delta_presence, k_map without an estimator, l_diversity, t_closeness)"
-        )
 
 
 def released_values(

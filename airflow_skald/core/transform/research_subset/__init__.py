@@ -1,0 +1,139 @@
+"""The research subset (ARX: the `DPresence` criterion with a `DataSubset`, and `KMap`'s exact
+variant over it; Nergiz, Atzori and Clifton 2007, "Hiding the presence of individuals from
+shared databases"; docs/design.md §4e; ADR 0040, 0045, 0068): the input is a population
+table and a flag column (or a dataset of the subset's keys) marks the records to release;
+δ-presence and exact k-map compare each released class with the population records of the
+same class.
+
+The package owns the feature: its settings and their parse (`ResearchSubset`, the value
+`SkaldConfig.transformations` holds; ``research_subset:`` is its config section), its part
+of the effective settings (after ``qid_priority``), the models it runs with (`check`), the
+manifest's ``population_counts`` key, and the rules by which the passes see a node's classes
+as the subset's (`classes`: the flags, the subset's views of phase 2's counts, phase 3's
+rows). The phases read the flag column through `SkaldConfig.research_subset` (this
+transformation, typed) and `SkaldConfig.keyed_subset`.
+
+Kept where they are (ADR 0074): reading the flag a keyed subset derives
+(`data/subset_keys.py`, below `read_chunk`), the engines' SQL for it (`engine/sql/subset.py`)
+and `population_counts.json` (`release/check/population_counts.py`: written from the
+search's class source, read back by `skald verify` against the release's class table).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from airflow_skald.core.data.location import parse_location
+from airflow_skald.core.data.subset_keys import FLAG, KeyedSubset
+from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.model import PrivacyModel
+from airflow_skald.core.transform.base import (
+    ManifestKey,
+    ParseContext,
+    Transformation,
+    side_file_schema,
+)
+from airflow_skald.core.transform.local_recoding import LocalRecoding
+
+SECTION = "research_subset"
+
+
+@dataclass(frozen=True)
+class ResearchSubset(Transformation):
+    """`research_subset: {column: in_study}` (a boolean column marking released records) or
+    `{path: ..., key: [col, ...]}` (a dataset of the subset's keys: a record is released iff
+    its key is among them; its flag is the derived column `subset_keys.FLAG`)."""
+
+    column: str
+    keyed: KeyedSubset | None = None
+
+    name: ClassVar[str] = "research_subset"
+    config_sections: ClassVar[tuple[str, ...]] = (SECTION,)
+    settings_after: ClassVar[str] = "qid_priority"
+    manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {
+        "population_counts": ManifestKey(
+            side_file_schema("population_counts.json"),
+            "an object naming population_counts.json and its sha256",
+            "a research subset: the file keeping each released class's population and subset "
+            "record counts (counts only), so that verify re-checks delta-presence and exact "
+            "k-map; its SHA-256",
+            before="recoding_steps",
+        )
+    }
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> ResearchSubset | None:
+        """The section (None: not given); a keyed dataset's location as the config reads
+        `input:` (relative to the config file's folder)."""
+        section, where = raw.get(SECTION), SECTION
+        if section is None:
+            return None
+        if not isinstance(section, dict):
+            raise ConfigError(
+                f"{where} must be a mapping: {{column: ...}} or {{path: ..., key: ...}}"
+            )
+        if ("column" in section) == ("path" in section):
+            raise ConfigError(f"{where} takes one of 'column' or 'path' (with 'key')")
+        if "column" in section:
+            unknown = sorted(set(section) - {"column"})
+            if unknown:
+                raise ConfigError(f"{where} has unknown key '{unknown[0]}' (allowed: column)")
+            column = section["column"]
+            if not isinstance(column, str) or not column or column == FLAG:
+                raise ConfigError(f"{where}.column must name a boolean column")
+            return cls(column)
+        unknown = sorted(set(section) - {"path", "format", "delimiter", "key"})
+        if unknown:
+            raise ConfigError(f"{where} has unknown key '{unknown[0]}'")
+        key = section.get("key")
+        key = [key] if isinstance(key, str) else key
+        if not isinstance(key, list) or not key or not all(isinstance(k, str) and k for k in key):
+            raise ConfigError(f"{where}.key must name the key column(s) both tables hold")
+        places = {k: section[k] for k in ("path", "format", "delimiter") if k in section}
+        return cls(FLAG, KeyedSubset(parse_location(places, where, ctx.base_dir), tuple(key)))
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """The input's columns it reads: the flag column, or the key columns."""
+        return self.keyed.key if self.keyed else (self.column,)
+
+    def describe(self) -> dict:
+        if self.keyed is None:
+            return {"column": self.column}
+        where = self.keyed.location
+        return {"path": where.path, "format": where.format, "key": list(self.keyed.key)}
+
+    def settings_entry(self) -> dict[str, Any]:
+        return {SECTION: self.describe()}
+
+    def check(self, config: Any) -> None:
+        """The models it runs with (`check_subset_models`), then what needs every record of
+        the population or the release's rows: the utility analysis (it reads the released
+        rows), microaggregation and local recoding (ARX refuses them with δ-presence and exact
+        k-map)."""
+        check_subset_models(config.privacy)
+        if config.utility is not None:
+            raise ConfigError("the utility analysis cannot be combined with a research_subset")
+        if config.microaggregations:
+            raise ConfigError("microaggregation cannot be combined with a research_subset")
+        if config.transformation(LocalRecoding) is not None:
+            raise ConfigError(
+                "transformation.local_recoding does not apply with a research_subset (ARX "
+                "allows it with k, l, t, b-likeness, d-disclosure, average risk and estimated "
+                "k-map only)"
+            )
+
+
+def check_subset_models(models: Sequence[PrivacyModel]) -> None:
+    """A research subset is released under k-anonymity, δ-presence, exact k-map, l-diversity
+    and t-closeness (over the subset's records, ADR 0045); other models that read a sensitive
+    distribution or estimate the population from the sample: refused, one line."""
+    for m in models:  # l and t judge the subset's records of each class, as ARX (ADR 0045)
+        if m.population_based or m.config_key in ("k", "l_diversity", "t_closeness"):
+            continue
+        raise ConfigError(
+            f"research_subset cannot be combined with privacy.{m.config_key} (allowed: k, "
+            "delta_presence, k_map without an estimator, l_diversity, t_closeness)"
+        )
