@@ -204,7 +204,7 @@ def run_experiment(
             for k in ks:
                 outs = [decisions[(domain, ch.chunk_id)][k] for ch in chunks]
                 union = union_figures(
-                    outs, union_policy(config.with_overrides({"k": k})), config.suppressed_records
+                    outs, union_policy(config.with_overrides({"k": k})), config.suppression.records
                 )
                 decision, s_seconds = skald[k]
                 nodes: dict[str, int] = {}
@@ -306,7 +306,7 @@ def _recoded(lr_config, plan, hist, decision, decisions, domain, chunks, k) -> d
     policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
     recoded = local_recoding(config, plan, hist, decision, policy)
     outs = [decisions[("lr", domain, ch.chunk_id)][k] for ch in chunks]
-    union = union_figures(outs, union_policy(config), config.suppressed_records)
+    union = union_figures(outs, union_policy(config), config.suppression.records)
     return {
         "lr_skald_dm_star": recoded.figures.dm_star,
         "lr_skald_n_suppressed": recoded.figures.n_suppressed,

@@ -229,10 +229,10 @@ def settings_line(config) -> str:
     return (
         f"config={config.source} input={config.input.path} output={config.output.path} "
         + (f"table={config.output_table.qualified} " if config.output_table else "")
-        + f"k={config.min_class_size} suppression_limit={decimal_text(config.suppression_limit)} "
+        + f"k={config.min_class_size} suppression_limit={decimal_text(config.suppression.limit)} "
         f"criteria=[{criteria}] root={config.root} "
         f"histogram_bins={config.histogram_bins or 'derived'} chunk_rows={config.chunk_rows} "
-        f"suppressed_records={config.suppressed_records} overwrite={config.overwrite} "
+        f"suppressed_records={config.suppression.records} overwrite={config.overwrite} "
         f"execution={config.execution} "  # the engine's name only: a connection may hold a secret
         f"config_sha256={config.fingerprint()[:12]}"
     )

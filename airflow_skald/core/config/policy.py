@@ -29,4 +29,4 @@ def build_policy(
     population size the input's records."""
     models = bind_models(config.privacy, sensitive, n_records)
     subset = flags_of(config.research_subset, sensitive)
-    return PrivacyPolicy(models, config.suppression_limit, subset)
+    return PrivacyPolicy(models, config.suppression.limit, subset)

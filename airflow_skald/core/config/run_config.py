@@ -234,10 +234,8 @@ def _settings(
     """The settings of the settings table the file gives (in the order they are checked),
     the quality weights, the DP key's reference, the utility analysis and the execution."""
     return {
-        "suppression_limit": _file(raw, "suppression_limit"),
         "chunk_rows": _file(raw, "chunk_rows"),
         "histogram_bins": _file(raw, "histogram_bins"),
-        "suppressed_records": _file(raw, "suppressed_records"),
         "root": _file(raw, "root"),
         "quality": QualitySettings(
             objective=_file(raw, "objective") if named else DEFAULT_OBJECTIVE,

@@ -8,7 +8,6 @@ import hashlib
 import json
 import posixpath
 from dataclasses import asdict, dataclass, field, replace
-from fractions import Fraction
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -39,6 +38,7 @@ from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.base import Transformation
 from airflow_skald.core.transform.differential_privacy.rules import apply_dp_rules
 from airflow_skald.core.transform.research_subset import ResearchSubset
+from airflow_skald.core.transform.suppression import Suppression
 from airflow_skald.core.utility import config as utility_config
 
 T = TypeVar("T", bound=Transformation)
@@ -56,10 +56,8 @@ class SkaldConfig:
     quasi_identifiers: tuple[QidSpec, ...]
     privacy: tuple[PrivacyModel, ...]
     # the settings table's rows (their defaults live there: settings/table.py)
-    suppression_limit: Fraction
     chunk_rows: int
     histogram_bins: int | None
-    suppressed_records: str
     root: str
     # the objective and its settings (docs/design.md §4d `quality:`); its cost_benefit and
     # attacker are the configured profitability model's (`__post_init__`)
@@ -70,7 +68,8 @@ class SkaldConfig:
         None  # the utility analysis (docs/design.md §5), off when None
     )
     direct_identifiers: tuple[str, ...] = ()  # dropped
-    # the transformations the config asks for, each its typed settings (core.transform)
+    # the transformations the config asks for, each its typed settings (core.transform);
+    # suppression always (`suppression`)
     transformations: tuple[Transformation, ...] = ()
     sensitive_attributes: tuple[str, ...] = ()
     qid_priority: tuple[str, ...] = ()
@@ -113,6 +112,20 @@ class SkaldConfig:
     def transformation(self, cls: type[T]) -> T | None:
         """The configured transformation of class `cls` (its settings), or None."""
         return next((t for t in self.transformations if isinstance(t, cls)), None)
+
+    def with_transformation(self, transformation: Transformation) -> SkaldConfig:
+        """The config with `transformation` in place of the configured one of its class."""
+        cls = type(transformation)
+        kept = tuple(transformation if type(t) is cls else t for t in self.transformations)
+        if self.transformation(cls) is None:
+            kept = (*kept, transformation)
+        return replace(self, transformations=kept)
+
+    @property
+    def suppression(self) -> Suppression:
+        """Suppression's settings: the limit (`limit`) and what phase 3 does with the
+        suppressed records (`records`, `drop`); every config has them."""
+        return self.transformation(Suppression) or Suppression()
 
     @property
     def transformed_columns(self) -> tuple[str, ...]:
@@ -279,14 +292,14 @@ class SkaldConfig:
             "qids": [q.describe() for q in self.quasi_identifiers],
             **transform_registry.settings_of(self.transformations, after="qids"),
             **settings_of(self.privacy),
-            "suppression_limit": str(self.suppression_limit),
+            **transform_registry.settings_of(self.transformations, after="privacy"),
             "chunk_rows": self.chunk_rows,
             "direct_identifiers": list(self.direct_identifiers),
             "sensitive_attributes": list(self.sensitive_attributes),
             "histogram_bins": self.histogram_bins,
             "qid_priority": list(self.qid_priority),
             **transform_registry.settings_of(self.transformations, after="qid_priority"),
-            "suppressed_records": self.suppressed_records,
+            **transform_registry.settings_of(self.transformations, after="research_subset"),
             "root": self.root,
             **({"quality": self.quality.describe()} if self.quality.objective != "dm_star" else {}),
             **self.risk.listed(),

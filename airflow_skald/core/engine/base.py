@@ -110,7 +110,7 @@ class Engine(ABC):
     @abstractmethod
     def write_release(self, run: Run) -> Written:
         """Phase 3: every input row generalised to the node of `run.decision()` (suppressed
-        classes masked or dropped per `config.suppressed_records`, microaggregates from
+        classes masked or dropped per `config.suppression.records`, microaggregates from
         `run.microaggregates()`, pseudonyms, a DP run's sample) and written into
         `run.staging` as `config.output.format` parts named `release.write.commit.part_name(
         chunk_id, format)` for each chunk of `list_input`; returns them with their classes

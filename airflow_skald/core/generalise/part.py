@@ -148,7 +148,7 @@ def generalise_table(
     joint = bool(decision.steps) and bool(mask.any())
     if joint:  # local recoding: rows at the node of their step, codes over every level
         mask, node_codes = recoded_rows(plan, decision, table, chunk, node_codes, mask)
-    if config.suppressed_records == "drop" and mask.any():
+    if config.suppression.drop and mask.any():
         keep = ~mask
         table = table.filter(pa.array(keep))
         node_codes = [codes[keep] for codes in node_codes]

@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
@@ -63,7 +62,7 @@ def section(
     """(the manifest's `utility` section, its CPU seconds): the sampled input rows are
     released by the phase's own function (suppressed records masked, as ARX's outliers)."""
     t0 = time.process_time()
-    masked = replace(config, suppressed_records="mask")
+    masked = config.with_transformation(config.suppression.masked())
 
     def release(table: pa.Table) -> pa.Table:
         sample = ChunkRef(-1, "the utility analysis's sample", 0, table.num_rows)

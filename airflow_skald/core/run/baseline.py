@@ -100,7 +100,7 @@ class PerChunkPhase(Phase[list, dict]):
         config, plan = run.config, run.plan()
 
         def check() -> dict:
-            predicted = union_figures(outcomes, union_policy(config), config.suppressed_records)
+            predicted = union_figures(outcomes, union_policy(config), config.suppression.records)
             written = check_written(config, plan, run.staging, outcomes)
             for key in ("n_suppressed", "n_equivalence_classes", "min_class_size", "dm_star"):
                 if written[key] != predicted[key]:

@@ -48,7 +48,7 @@ def release_figures(
 def union_policy(config: SkaldConfig) -> PrivacyPolicy:
     """What the union of the chunk releases is checked for: k-anonymity within the limit.
     (Criteria beyond k hold per chunk, each checked on its own part by its search.)"""
-    return PrivacyPolicy.k_anonymity(config.min_class_size, config.suppression_limit)
+    return PrivacyPolicy.k_anonymity(config.min_class_size, config.suppression.limit)
 
 
 def union_figures(
@@ -136,7 +136,7 @@ def _union_counts(config: SkaldConfig, union: dict) -> dict:
     return {
         "n_records": n,
         "n_suppressed": union["n_suppressed"],
-        "max_suppressed": max_suppressed(config.suppression_limit, n),
+        "max_suppressed": max_suppressed(config.suppression.limit, n),
         "n_equivalence_classes": union["n_equivalence_classes"],
         "min_class_size": union["min_class_size"],
         "avg_class_size": (n - union["n_suppressed"]) / max(union["n_equivalence_classes"], 1),

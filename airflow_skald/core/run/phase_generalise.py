@@ -53,7 +53,7 @@ class GeneralisePhase(GeneraliseChunks, Phase[Written, dict]):
             if decision.steps:  # local recoding: the models' figures over every released class
                 args = (merged.classes, policy, plan.stats.sensitive, len(config.qid_names))
                 manifest = recoded_figures(manifest, *args)
-            overall = overall_attributes(policy.models, config.suppressed_records)
+            overall = overall_attributes(policy.models, config.suppression.records)
             if overall:  # drop mode: what verify needs to re-check t-closeness & co.
                 data = sensitive_counts_bytes(plan.stats.sensitive, overall, plan.stats.n_rows)
                 write_bytes_atomic(run.staging.rstrip("/") + "/" + SENSITIVE_COUNTS, data)

@@ -13,13 +13,13 @@ from airflow_skald.core.settings.setting import (
     AT_LEAST_ZERO,
     OPEN_SHARE,
     SHARE,
-    ZERO_TO_ONE,
     Setting,
     choice_setting,
     decimal_setting,
     integer_setting,
     to_names,
 )
+from airflow_skald.core.settings.suppression import SUPPRESSION_LIMIT
 
 #: privacy.k and privacy.suppression_limit
 PRIVACY_ROWS: tuple[Setting, ...] = (
@@ -29,14 +29,7 @@ PRIVACY_ROWS: tuple[Setting, ...] = (
         2,
         "k of k-anonymity (an integer >= 2); empty = the config file's privacy.k.",
     ),
-    decimal_setting(
-        "suppression_limit",
-        ("privacy", "suppression_limit"),
-        ZERO_TO_ONE,
-        "Fraction of all records that may be suppressed (0..1, e.g. 0.01 = 1 %); "
-        "empty = the config file's.",
-        default=Fraction(0),
-    ),
+    SUPPRESSION_LIMIT,  # suppression's (settings/suppression.py)
 )
 
 #: the criteria's thresholds, profitability and differential privacy (path None)

@@ -21,6 +21,7 @@ from airflow_skald.core.settings.execution import EXECUTION_ROWS
 from airflow_skald.core.settings.privacy_rows import CRITERION_ROWS, PRIVACY_ROWS, RISK_ROWS
 from airflow_skald.core.settings.quality import QUALITY_ROWS
 from airflow_skald.core.settings.setting import Setting, choice_setting, integer_setting, is_empty
+from airflow_skald.core.settings.suppression import SUPPRESSED_RECORDS
 from airflow_skald.core.settings.transformation import LOCAL_RECODING_ROWS
 from airflow_skald.core.settings.utility import UTILITY_ROWS
 
@@ -73,13 +74,7 @@ SETTINGS: tuple[Setting, ...] = (
         "Rows per chunk; empty = the config file's.",
         default=1_000_000,
     ),
-    choice_setting(
-        "suppressed_records",
-        ("suppressed_records",),
-        ("mask", "drop"),
-        "mask: keep suppressed rows with every QID '*'; drop: leave them out.",
-        default="mask",
-    ),
+    SUPPRESSED_RECORDS,  # suppression's (settings/suppression.py)
     *CRITERION_ROWS,
     *RISK_ROWS,
     choice_setting(

@@ -15,7 +15,7 @@ The hooks, in the order a run meets them:
   settings table (CLI flags, DAG params, operators' keywords) and its settings after a run's;
   ``check``: what it refuses of the rest of the config (after the run's settings);
   ``settings_entry``: its part of the effective settings (the config hash), placed after the
-  key ``settings_after`` names;
+  key ``settings_after`` names (``settings_entries``: its parts at several places);
 - ``columns``: input columns it reads and releases transformed (never passed through, never
   dropped as a plain direct identifier);
 - ``secrets``: the secret references it reads (resolved by the Airflow operators, checked
@@ -138,6 +138,11 @@ class Transformation:
 
     def settings_entry(self) -> dict[str, Any]:
         return {}
+
+    def settings_entries(self) -> dict[str, dict[str, Any]]:
+        """Its entries of the effective settings by the place they follow (a shared key, as
+        `settings_after`): default `settings_entry` after `settings_after`."""
+        return {self.settings_after: self.settings_entry()}
 
     def columns(self) -> tuple[str, ...]:
         return ()

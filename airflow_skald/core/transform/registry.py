@@ -20,6 +20,7 @@ from airflow_skald.core.transform.local_recoding import LocalRecoding
 from airflow_skald.core.transform.microaggregation import Microaggregation
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 from airflow_skald.core.transform.research_subset import ResearchSubset
+from airflow_skald.core.transform.suppression import Suppression
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
+    Suppression,  # the classes below the models suppressed, up to a limit (docs/design.md §4)
     ResearchSubset,  # a population table's flagged records released (docs/design.md §4e)
     Microaggregation,  # a QID released as its class's aggregate (docs/design.md §4f)
     Pseudonyms,  # direct identifiers replaced by keyed pseudonyms (docs/design.md §2a)
@@ -93,12 +95,7 @@ def arx_dp_refusal(transformations: Sequence[Transformation]) -> str | None:
 
 def settings_of(transformations: Sequence[Transformation], after: str = "") -> dict[str, Any]:
     """The effective settings' entries of the transformations placed after the key `after`."""
-    return {
-        k: v
-        for t in transformations
-        if t.settings_after == after
-        for k, v in t.settings_entry().items()
-    }
+    return {k: v for t in transformations for k, v in t.settings_entries().get(after, {}).items()}
 
 
 def columns_of(transformations: Sequence[Transformation]) -> tuple[str, ...]:

@@ -104,7 +104,7 @@ def _load_or_config_error(raw, base_dir: Path) -> None:
         assert str(exc), "an empty error message"  # (the CLI prints it on one line)
         return
     assert isinstance(cfg, SkaldConfig)
-    assert cfg.min_class_size >= 2 and 0 <= cfg.suppression_limit <= 1 and cfg.chunk_rows >= 1
+    assert cfg.min_class_size >= 2 and 0 <= cfg.suppression.limit <= 1 and cfg.chunk_rows >= 1
     cfg.fingerprint()  # the manifest hashes the config: must not fail either
 
 
@@ -177,7 +177,7 @@ def test_overrides_apply_or_raise_config_error(overrides: dict) -> None:
         out = cfg.with_overrides(overrides)
     except ConfigError:
         return
-    assert out.min_class_size >= 2 and 0 <= out.suppression_limit <= 1
+    assert out.min_class_size >= 2 and 0 <= out.suppression.limit <= 1
 
 
 # --------------------------------------------------------------------------- CSV reader

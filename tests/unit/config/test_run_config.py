@@ -28,10 +28,10 @@ def _base(**extra):
 
 def test_minimal_config_loads_with_defaults(tmp_path):
     cfg = load_config(write_config(tmp_path / "c.yaml", _base()))
-    assert cfg.min_class_size == 5 and cfg.suppression_limit == Fraction(1, 100)
+    assert cfg.min_class_size == 5 and cfg.suppression.limit == Fraction(1, 100)
     assert cfg.chunk_rows == 1_000_000 and cfg.histogram_bins is None
     assert cfg.input.path == str(tmp_path / "data")  # relative to the config's folder
-    assert cfg.suppressed_records == "mask"
+    assert cfg.suppression.records == "mask"
     # a constant last column is the top (docs/design.md §3): no `*` level above it
     assert cfg.quasi_identifiers[0].hierarchy.table[:, -1].tolist() == ["A", "A"]
 
@@ -99,7 +99,7 @@ def test_arx_hierarchy_files_load_unchanged():
 def test_overrides_win_and_are_validated(tmp_path):
     path = write_config(tmp_path / "c.yaml", _base())
     cfg = load_config(path, {"k": "7", "suppression_limit": "0", "output_path": "/tmp/x"})
-    assert cfg.min_class_size == 7 and cfg.suppression_limit == 0 and cfg.output.path == "/tmp/x"
+    assert cfg.min_class_size == 7 and cfg.suppression.limit == 0 and cfg.output.path == "/tmp/x"
     with pytest.raises(ConfigError):
         load_config(path, {"k": 1})
 

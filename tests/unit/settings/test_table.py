@@ -74,8 +74,8 @@ def test_empty_overrides_keep_the_files_values(tmp_path) -> None:
     plain = load_config(path)
     empty = {s.name: None for s in SETTINGS} | {"k": "", "histogram_bins": "None"}
     assert load_config(path, empty).fingerprint() == plain.fingerprint()
-    assert plain.min_class_size == 100 and plain.suppression_limit == Fraction(1, 50)
-    assert plain.histogram_bins == 5000 and plain.suppressed_records == "drop"
+    assert plain.min_class_size == 100 and plain.suppression.limit == Fraction(1, 50)
+    assert plain.histogram_bins == 5000 and plain.suppression.records == "drop"
 
 
 def test_values_are_parsed_exactly() -> None:

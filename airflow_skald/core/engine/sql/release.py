@@ -128,12 +128,12 @@ def released_select(
         select = select.join(exp.alias_(D.table(key), KEY), join_type="cross")
     masked: exp.Expression | None = None
     if recoded is not None:  # each row at its step's node, "*" from the step tables
-        select = recoded.join(select, coding, plan, config.suppressed_records == "drop")
+        select = recoded.join(select, coding, plan, config.suppression.drop)
     elif suppressed is not None:
         on = exp.EQ(this=class_key, expression=D.column("k", SUPPRESSED))
         select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
         masked = exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
-        if config.suppressed_records == "drop":
+        if config.suppression.drop:
             select = select.where(exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
             masked = None
     index = {d.name: i for i, d in enumerate(plan.dims)}

@@ -186,5 +186,5 @@ def of_run(config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decisi
     flags = flags_of(config.research_subset, plan.stats.sensitive)
     if flags is None:
         return None
-    dropped = config.suppressed_records == "drop"
+    dropped = config.suppression.drop
     return at_node(plan, counts, decision, flags, dropped).to_bytes()

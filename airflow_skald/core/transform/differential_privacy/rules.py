@@ -12,7 +12,6 @@ whose extra suppression depends on the data."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 from typing import Any
 
@@ -36,7 +35,7 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
     model = dp_of(config)
     if model is None:
         return config
-    if limit_given and config.suppression_limit != 1:
+    if limit_given and config.suppression.limit != 1:
         raise ConfigError(
             "privacy.suppression_limit does not apply with differential_privacy (every record "
             "may be suppressed, as in ARX): leave it out"
@@ -56,7 +55,7 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
         )
     if model.searched and config.quality.objective == "loss":
         check_loss_weights(config)
-    return replace(config, suppression_limit=Fraction(1))
+    return config.with_transformation(config.suppression.at_limit(Fraction(1)))
 
 
 def check_models(config: Any) -> None:

@@ -25,7 +25,7 @@ def test_settings_and_limit() -> None:
     config = config_from_dict(_raw())
     dp = config.privacy[0]
     assert (dp.epsilon, dp.delta, dp.search_budget, dp.search_steps) == (2.0, 1e-5, 0.1, 100)
-    assert config.suppression_limit == Fraction(1) and config.min_class_size == 103
+    assert config.suppression.limit == Fraction(1) and config.min_class_size == 103
     assert config.dp_key == SecretRef("dp_key", "env", "SOME_VARIABLE")
     assert "SOME_VARIABLE" not in str(config.settings())  # not in the hash nor the manifest
     over = config.with_overrides({"dp_epsilon": "1", "dp_search_steps": "7"})

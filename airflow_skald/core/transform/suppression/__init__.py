@@ -1,0 +1,85 @@
+"""Suppression (Sweeney 2002, "Achieving k-anonymity privacy protection using generalization
+and suppression": the outlier classes a node leaves below the models are suppressed instead of
+generalising every record further; El Emam et al. 2009, "A globally optimal k-anonymity method
+for the de-identification of health data": a limit on the share of records suppressed; ARX
+3.9's ``ARXConfiguration.setSuppressionLimit``, its outliers masked with '*'; docs/design.md
+§4; ADR 0075).
+
+Every run suppresses: the transformation is always configured (its limit may be 0). The
+package owns the feature's settings (`Suppression`: ``privacy.suppression_limit`` and
+``suppressed_records``, parsed once from the file and after a run's settings), its part of
+the effective settings (the config hash) and what phase 3 does with the suppressed records
+(`drop`: left out; else masked). The lattice search, the models' figures and `skald verify`
+read the limit as the policy's (`PrivacyPolicy.suppression_limit`, made from
+`config.suppression.limit`).
+
+Kept a floor above (ADR 0075): the settings table's rows (`settings/suppression.py`, read by
+the CLI, the DAG params and the operators below the config).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from fractions import Fraction
+from typing import Any, ClassVar
+
+from airflow_skald.core.settings.table import BY_NAME, read_file_setting
+from airflow_skald.core.transform.base import ParseContext, Transformation
+
+#: the settings table's rows (`settings/suppression.py`) and the field each one sets
+SETTINGS = {"suppression_limit": "limit", "suppressed_records": "records"}
+#: what the suppressed records become: masked (every QID '*', ARX's outliers) or left out
+MODES = ("mask", "drop")
+
+
+@dataclass(frozen=True)
+class Suppression(Transformation):
+    """How many records may be suppressed (`limit`, a share of all records: the policy's
+    ``floor(limit * n)``) and what the release does with them (`records`: mask or drop)."""
+
+    limit: Fraction = Fraction(0)
+    records: str = "mask"
+
+    name: ClassVar[str] = "suppression"
+    setting_names: ClassVar[tuple[str, ...]] = tuple(SETTINGS)
+
+    @classmethod
+    def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Suppression:
+        """The file's settings (each row's default when left out): never None."""
+        return cls(**{f: read_file_setting(raw, BY_NAME[name]) for name, f in SETTINGS.items()})
+
+    @classmethod
+    def with_settings(
+        cls, current: Transformation | None, values: Mapping[str, Any]
+    ) -> Suppression:
+        """The file's settings after a run's (CLI flags, DAG params)."""
+        base = current if isinstance(current, Suppression) else cls()
+        given = {f: values[name] for name, f in SETTINGS.items() if name in values}
+        return replace(base, **given) if given else base
+
+    def setting(self, name: str) -> Any:
+        return getattr(self, SETTINGS[name])
+
+    @property
+    def drop(self) -> bool:
+        """Phase 3 leaves the suppressed records out (``suppressed_records: drop``); else it
+        releases them with every QID masked."""
+        return self.records == "drop"
+
+    def at_limit(self, limit: Fraction) -> Suppression:
+        """The same settings with another limit (differential privacy's rules: 1)."""
+        return replace(self, limit=Fraction(limit))
+
+    def masked(self) -> Suppression:
+        """The same settings releasing the suppressed records masked (the utility analysis's
+        sample, as ARX's outliers)."""
+        return replace(self, records="mask")
+
+    def settings_entries(self) -> dict[str, dict[str, Any]]:
+        """Its two entries of the effective settings, where they always were: the limit
+        after the models' settings, the mode after the research subset's."""
+        return {
+            "privacy": {"suppression_limit": str(self.limit)},
+            "research_subset": {"suppressed_records": self.records},
+        }
