@@ -1,5 +1,6 @@
 """How records are transformed beyond one generalisation node for all (docs/design.md §4f), one
-package per transformation, each registered in `registry` (ADR 0060, 0067, 0072):
+package per transformation, each registered in `registry` (ADR 0060, 0067, 0072, 0075):
+`suppression` (the classes the models refuse suppressed, up to a limit; every run),
 `local_recoding` (the suppressed records recoded at nodes of their own, step by step),
 `microaggregation` (a QID released as an aggregate of its values over the record's class),
 `pseudonyms` (direct identifiers as keyed pseudonyms) and `differential_privacy` (SafePub's
