@@ -34,10 +34,10 @@ from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.release.check.archive import overall_attributes, read_named
-from airflow_skald.core.release.check.population_counts import labels_digest
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import write_bytes_atomic
 from airflow_skald.core.release.write.manifest_schema import Manifest
+from airflow_skald.core.transform.research_subset.counts import labels_digest
 
 RECODING_STEPS = "recoding_steps.json"
 MANIFEST_WHERE = "the manifest about to be written"

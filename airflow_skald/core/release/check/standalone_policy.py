@@ -18,9 +18,9 @@ from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.privacy.model import RebuildContext
 from airflow_skald.core.privacy.registry import rebuild, with_threshold
 from airflow_skald.core.release.check.archive import archived_hierarchies
-from airflow_skald.core.release.check.population_counts import PopulationCounts
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
+from airflow_skald.core.transform.research_subset.counts import PopulationCounts
 
 
 def policy_limit(manifest: dict) -> Fraction | None:

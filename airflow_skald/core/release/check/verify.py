@@ -46,11 +46,7 @@ from airflow_skald.core.privacy import PrivacyPolicy
 from airflow_skald.core.release.check.archive import check_within, read_sensitive_counts
 from airflow_skald.core.release.check.class_figures import class_figures
 from airflow_skald.core.release.check.microaggregated import check_microaggregated
-from airflow_skald.core.release.check.population_counts import (
-    PopulationCounts,
-    read_population_counts,
-    with_population,
-)
+from airflow_skald.core.release.check.population_counts import read_population_counts
 from airflow_skald.core.release.check.recoding_steps import RecordedStep, read_recoding_steps
 from airflow_skald.core.release.check.release_reading import (
     KIND,
@@ -75,6 +71,7 @@ from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.microaggregation import out_of_lattice
+from airflow_skald.core.transform.research_subset.counts import PopulationCounts, with_population
 
 _REPORTED = (
     "n_records",

@@ -7,16 +7,18 @@ same class.
 
 The package owns the feature: its settings and their parse (`ResearchSubset`, the value
 `SkaldConfig.transformations` holds; ``research_subset:`` is its config section), its part
-of the effective settings (after ``qid_priority``), the models it runs with (`check`), the
-manifest's ``population_counts`` key, and the rules by which the passes see a node's classes
-as the subset's (`classes`: the flags, the subset's views of phase 2's counts, phase 3's
-rows). The phases read the flag column through `SkaldConfig.research_subset` (this
-transformation, typed) and `SkaldConfig.keyed_subset`.
+of the effective settings (after ``qid_priority``), what it runs with (`check`: the models,
+and no utility analysis, microaggregation or local recoding), the manifest's
+``population_counts`` key and the file it names (`counts`: its format and how `skald verify`
+matches it with the release's classes), and the rules by which the passes see a node's
+classes as the subset's (`classes`: the flags, the subset's views of phase 2's counts, phase
+3's rows). The phases and the engines read the flag column through the typed accessors
+`SkaldConfig.research_subset` (this transformation) and `SkaldConfig.keyed_subset`.
 
 Kept where they are (ADR 0074): reading the flag a keyed subset derives
 (`data/subset_keys.py`, below `read_chunk`), the engines' SQL for it (`engine/sql/subset.py`)
-and `population_counts.json` (`release/check/population_counts.py`: written from the
-search's class source, read back by `skald verify` against the release's class table).
+and the writing and reading of `population_counts.json` (`release/check/population_counts.py`:
+counted from the search's class source at the node, read through the release's archive).
 """
 
 from __future__ import annotations
