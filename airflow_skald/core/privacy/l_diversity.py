@@ -16,6 +16,7 @@ import numpy as np
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy import distributions as S
+from airflow_skald.core.privacy.at_risk import AtRiskClass
 from airflow_skald.core.privacy.distributions.grassberger import (
     ESTIMATORS,
     entropy_l_grassberger,
@@ -208,7 +209,7 @@ class LDiversity(PrivacyModel):
             c += f", {self.estimator} estimator"
         return f"{self.variant} l-diversity of '{self.attribute}' (l={self.l}{c})"
 
-    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[AtRiskClass]:
         if not kept.n_classes:
             return []
         return at_risk_classes(self, _FIGURE[self.variant][1], kept, self.verdict(kept).figure, top)
@@ -216,20 +217,20 @@ class LDiversity(PrivacyModel):
 
 def at_risk_classes(
     model: PrivacyModel, kind: str, kept: ClassTable, figure: np.ndarray, top: int
-) -> list[dict]:
+) -> list[AtRiskClass]:
     """`top` kept classes with the worst `figure`, as sizes and ranked value counts."""
     cv = kept.values[model.attribute]
     out = []
     for i in S.most_at_risk(kind, figure, None, top).tolist():
         counts = sorted(cv.distribution(i).values(), reverse=True)
         out.append(
-            {
-                "model": model.describe()["model"],
-                "attribute": model.attribute,
-                "size": int(kept.sizes[i]),
-                "figure": int(figure[i]) if figure.dtype.kind in "iu" else float(figure[i]),
-                "distribution": ranked_counts(counts),
-            }
+            AtRiskClass(
+                model.describe()["model"],
+                model.attribute,
+                int(kept.sizes[i]),
+                int(figure[i]) if figure.dtype.kind in "iu" else float(figure[i]),
+                ranked_counts(counts),
+            )
         )
     return out
 

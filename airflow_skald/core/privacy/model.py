@@ -20,6 +20,8 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from airflow_skald.core.privacy.at_risk import AtRiskClass
+
 
 @dataclass(frozen=True)
 class ClassTable:
@@ -240,7 +242,7 @@ class PrivacyModel(ABC):
     def label(self) -> str:
         return ", ".join(f"{k}={v}" for k, v in self.describe().items())
 
-    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[AtRiskClass]:
         """The kept classes closest to breaking this criterion, each with its size and the
         counts of its sensitive values by rank (most frequent first; never a value)."""
         return []

@@ -22,6 +22,7 @@ from typing import Protocol
 
 import numpy as np
 
+from airflow_skald.core.privacy.at_risk import AtRiskClass
 from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.privacy.model import ClassTable, PrivacyModel
 from airflow_skald.core.privacy.sample_based import Within, enforce, enforce_within
@@ -157,7 +158,7 @@ class PrivacyPolicy:
         """Each criterion with the figure reached over the kept classes (manifest)."""
         return [{**m.describe(), **m.figure(kept)} for m in self.models]
 
-    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[AtRiskClass]:
         """Per criterion on a sensitive attribute, the kept classes closest to breaking it."""
         return [row for m in self.models for row in m.at_risk(kept, top)]
 

@@ -17,6 +17,7 @@ from airflow_skald.core.data.hierarchies import Hierarchy, hierarchy_of
 from airflow_skald.core.errors import ConfigError, VerificationError
 from airflow_skald.core.privacy import distributions as S
 from airflow_skald.core.privacy import value_order
+from airflow_skald.core.privacy.at_risk import AtRiskClass
 from airflow_skald.core.privacy.l_diversity import at_risk_classes
 from airflow_skald.core.privacy.model import (
     ClassTable,
@@ -232,7 +233,7 @@ class TCloseness(PrivacyModel):
     def label(self) -> str:
         return f"{self.distance}-distance t-closeness of '{self.attribute}' (t={self.t})"
 
-    def at_risk(self, kept: ClassTable, top: int = 5) -> list[dict]:
+    def at_risk(self, kept: ClassTable, top: int = 5) -> list[AtRiskClass]:
         if not kept.n_classes:
             return []
         return at_risk_classes(self, "t_closeness", kept, self.verdict(kept).figure, top)

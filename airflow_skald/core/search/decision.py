@@ -18,8 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from airflow_skald.core.privacy.at_risk import AtRiskClass
+from airflow_skald.core.search.dp_selection import DPSelection
 from airflow_skald.core.search.figures import ClassSizeHistogram, NodeFigures, RiskFigures
 from airflow_skald.core.search.quality_figures import QualityFigures
+from airflow_skald.core.transform.local_recoding.described import RecodingSettings
 from airflow_skald.core.transform.local_recoding.steps import Step
 
 if TYPE_CHECKING:
@@ -133,14 +136,14 @@ class LocalRecoding:
     """Local recoding's result (docs/design.md §4f): its settings, the release's figures
     before and after, and the steps after the global node."""
 
-    settings: dict
+    settings: RecodingSettings
     before: RecodingFigures
     after: RecodingFigures
     steps: list[Step] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return {
-            "settings": self.settings,
+            "settings": self.settings.to_dict(),
             "before": self.before.to_dict(),
             "after": self.after.to_dict(),
             "steps": [s.to_dict() for s in self.steps],
@@ -149,93 +152,10 @@ class LocalRecoding:
     @classmethod
     def from_state(cls, d: dict, step_states: list[dict]) -> LocalRecoding:
         return cls(
-            d["settings"],
+            RecodingSettings.from_dict(d["settings"]),
             RecodingFigures.from_dict(d["before"]),
             RecodingFigures.from_dict(d["after"]),
             [Step.from_state(s) for s in step_states],
-        )
-
-
-#: a DP selection's entries that are not the model's own parameters
-_SELECTION = {
-    "mode",
-    "objective_chosen",
-    "objective",
-    "pivots_drawn",
-    "records_input",
-    "records_sampled",
-    "records_released",
-    "records_suppressed",
-    "composition",
-}
-
-
-#: the order of the DP model's entry (`DifferentialPrivacy.describe`), restored when read back
-_PARAMETERS = (
-    "epsilon",
-    "delta",
-    "search_budget",
-    "search_steps",
-    "node",
-    "k",
-    "beta",
-    "epsilon_anonymisation",
-    "epsilon_per_step",
-)
-
-
-@dataclass(frozen=True)
-class DPSelection:
-    """A DP run's parameters and its node's selection over the sample (docs/design.md §4e)."""
-
-    parameters: dict  # the model's entry (epsilon, delta, k, ...; a fixed node's `node`)
-    mode: str  # "fixed" or "searched"
-    node: dict[str, int]  # the released node, per QID
-    records_input: int
-    records_sampled: int
-    records_released: int
-    composition: str
-    objective: str | None = None  # searched: the score function (never the score itself)
-    pivots_drawn: int | None = None  # searched: SafePub's steps drawn
-    objective_chosen: str | None = None  # searched with no objective named: why this one
-
-    @property
-    def records_suppressed(self) -> int:
-        return self.records_input - self.records_released
-
-    def to_dict(self) -> dict:
-        search: dict = {"mode": self.mode}
-        if self.objective_chosen is not None:
-            search["objective_chosen"] = self.objective_chosen
-        if self.objective is not None:
-            search |= {"objective": self.objective, "pivots_drawn": self.pivots_drawn}
-        return {
-            **self.parameters,
-            **search,
-            "node": self.node,
-            "records_input": self.records_input,
-            "records_sampled": self.records_sampled,
-            "records_released": self.records_released,
-            "records_suppressed": self.records_suppressed,
-            "composition": self.composition,
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict) -> DPSelection:
-        fixed = d["mode"] == "fixed"  # a fixed node is one of the model's parameters
-        entry = {k: v for k, v in d.items() if k not in _SELECTION and (fixed or k != "node")}
-        order = {k: i for i, k in enumerate(_PARAMETERS)}
-        return cls(
-            dict(sorted(entry.items(), key=lambda kv: order.get(kv[0], len(order)))),
-            d["mode"],
-            d["node"],
-            d["records_input"],
-            d["records_sampled"],
-            d["records_released"],
-            d["composition"],
-            d.get("objective"),
-            d.get("pivots_drawn"),
-            d.get("objective_chosen"),
         )
 
 
@@ -252,7 +172,8 @@ class Decision:
     lattice: LatticeCounts
     risk: RiskFigures  # the kept classes' risk; the risk analysis when asked
     class_size_histogram: ClassSizeHistogram = field(default_factory=ClassSizeHistogram)
-    at_risk: list = field(default_factory=list)  # criteria's most at-risk classes (no values)
+    # criteria's most at-risk classes (no values)
+    at_risk: list[AtRiskClass] = field(default_factory=list)
     quality: QualityFigures | None = None  # every quality model's score, per-QID table
     # suppression: the node's suppressed classes (sorted keys), whose records phase 3 drops
     suppressed_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
@@ -290,7 +211,7 @@ class Decision:
             "lattice": self.lattice.to_dict(),
             "risk": self.risk.to_dict(),
             "class_size_histogram": self.class_size_histogram.to_dict(),
-            "at_risk_classes": self.at_risk,
+            "at_risk_classes": [c.to_dict() for c in self.at_risk],
             "quality_models": self.quality.to_dict() if self.quality is not None else {},
             **({"local_recoding": self.local_recoding.to_dict()} if self.local_recoding else {}),
             **({"differential_privacy": self.dp.to_dict()} if self.dp else {}),
@@ -318,7 +239,7 @@ class Decision:
             lattice=LatticeCounts.from_dict(d["lattice"]),
             risk=RiskFigures.from_dict(d["risk"]),
             class_size_histogram=ClassSizeHistogram.from_dict(d.get("class_size_histogram", {})),
-            at_risk=d.get("at_risk_classes", []),
+            at_risk=[AtRiskClass.from_dict(c) for c in d.get("at_risk_classes", [])],
             quality=QualityFigures.from_dict(d["quality_models"])
             if d.get("quality_models")
             else None,

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy
+from airflow_skald.core.privacy.risk.analysed import RiskAnalysis
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.reported import REPORTED
 
@@ -114,13 +115,13 @@ class RiskFigures:
     prosecutor_risk_max: float
     prosecutor_risk_avg: float
     share_below_2k: float
-    analysis: dict | None = None
+    analysis: RiskAnalysis | None = None
 
     @classmethod
     def of(cls, kept: np.ndarray, min_class_size: int) -> RiskFigures:
         return cls.from_dict(risk(kept, min_class_size))
 
-    def with_analysis(self, analysis: dict) -> RiskFigures:
+    def with_analysis(self, analysis: RiskAnalysis) -> RiskFigures:
         return replace(self, analysis=analysis)
 
     def to_dict(self) -> dict:
@@ -130,7 +131,7 @@ class RiskFigures:
             "share_below_2k": self.share_below_2k,
         }
         if self.analysis is not None:
-            out["analysis"] = self.analysis
+            out["analysis"] = self.analysis.to_dict()
         return out
 
     @classmethod
@@ -139,7 +140,7 @@ class RiskFigures:
             d["prosecutor_risk_max"],
             d["prosecutor_risk_avg"],
             d["share_below_2k"],
-            d.get("analysis"),
+            RiskAnalysis.from_dict(d["analysis"]) if d.get("analysis") is not None else None,
         )
 
 

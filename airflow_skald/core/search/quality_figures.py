@@ -10,6 +10,7 @@ import numpy as np
 from airflow_skald.core.quality.context import LOSS_LEFT_OUT, QualityContext
 from airflow_skald.core.quality.metric import Metric, Scored
 from airflow_skald.core.quality.registry import every_model
+from airflow_skald.core.search.qid_figures import LabelCounts, QidDistribution, QidFigures
 from airflow_skald.core.text import rank_names
 
 
@@ -30,26 +31,29 @@ def quality_figures(
     entropy = models["nu_entropy"].per_qid(scored) or []
     after = distributions(ctx, scored, min_class_size, before)
     qids = [
-        {
-            "name": d.name,
-            "level": int(level),
-            "top": int(d.top),
-            "labels": ctx.labels(i, int(level)),
-            **({} if i in from_data else {"loss": loss[i]}),
-            "nu_entropy": entropy[i],
-            "distribution": after[i],
-        }
+        QidFigures(
+            d.name,
+            int(level),
+            int(d.top),
+            ctx.labels(i, int(level)),
+            entropy[i],
+            after[i],
+            loss=None if i in from_data else loss[i],
+        )
         for i, (d, level) in enumerate(zip(ctx.dims, scored.node, strict=True))
     ]
-    return QualityFigures.from_dict(
-        {
-            **ctx.settings.describe(),
-            "aggregate": getattr(objective, "how", None),
-            "scores": scores,
-            "nu_entropy_from": {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
-            "qids": qids,
-            **({"left_out": LOSS_LEFT_OUT} if from_data else {}),
-        }
+    described = ctx.settings.describe()
+    game = {key: described[key] for key in ("cost_benefit", "attacker") if key in described}
+    return QualityFigures(
+        described["objective"],
+        described["gs_factor"],
+        described["weights"],
+        getattr(objective, "how", None),
+        scores,
+        {d.name: int(lv) for d, lv in zip(ctx.dims, ctx.root, strict=True)},
+        qids,
+        **game,
+        left_out=LOSS_LEFT_OUT if from_data else None,
     )
 
 
@@ -58,7 +62,7 @@ TOP_LABELS = 10  # labels a distribution lists (the rest summed)
 
 def distributions(
     ctx: QualityContext, scored: Scored, min_class_size: int, before: bool = True
-) -> list[dict]:
+) -> list[QidDistribution]:
     """Per QID, records per label before generalisation (at the root's level: level 0 when
     the root is) and after (kept records per label at the node, suppressed as '*'): the
     `TOP_LABELS` largest, from counts alone. A label holding fewer than `min_class_size` records
@@ -76,23 +80,18 @@ def distributions(
         kept = ctx.marginal(i, int(level)).copy()
         if codes is not None:
             kept -= np.bincount(codes[i], weights=sizes, minlength=kept.size).astype(np.int64)
-        shown = {}
-        if before:
-            shown = {
-                "before_level": int(root),
-                "before": _top(d, root, ctx.marginal(i, root), min_class_size),
-            }
         out.append(
-            shown
-            | {
-                "after": _top(d, int(level), kept, min_class_size),
-                "suppressed": int(j.n_suppressed),
-            }
+            QidDistribution(
+                _top(d, int(level), kept, min_class_size),
+                int(j.n_suppressed),
+                int(root) if before else None,
+                _top(d, root, ctx.marginal(i, root), min_class_size) if before else None,
+            )
         )
     return out
 
 
-def _top(dim, level: int, counts: np.ndarray, min_class_size: int) -> dict:
+def _top(dim, level: int, counts: np.ndarray, min_class_size: int) -> LabelCounts:
     shown = np.flatnonzero(counts >= max(min_class_size, 1))
     shown = shown[np.argsort(-counts[shown], kind="stable")][:TOP_LABELS]
     if level == 0:  # the input's values: ranked, not named
@@ -100,12 +99,12 @@ def _top(dim, level: int, counts: np.ndarray, min_class_size: int) -> dict:
     else:
         labels = dim.labels(level, shown) if shown.size else []
     total = int(counts.sum())
-    listed = [[str(lab), int(c)] for lab, c in zip(labels, counts[shown].tolist(), strict=True)]
-    return {
-        "labels": listed,
-        "other": total - sum(c for _, c in listed),
-        "other_labels": int(np.count_nonzero(counts)) - len(listed),
-    }
+    listed = tuple(
+        (str(lab), int(c)) for lab, c in zip(labels, counts[shown].tolist(), strict=True)
+    )
+    return LabelCounts(
+        listed, total - sum(c for _, c in listed), int(np.count_nonzero(counts)) - len(listed)
+    )
 
 
 @dataclass(frozen=True)
@@ -121,7 +120,7 @@ class QualityFigures:
     aggregate: str | None
     scores: dict[str, float]
     nu_entropy_from: dict[str, int]
-    qids: list[dict]  # per QID: name, level, top, labels, loss, nu_entropy, distribution
+    qids: list[QidFigures]  # per QID: name, level, top, labels, loss, nu_entropy, distribution
     cost_benefit: dict | None = None  # publisher_payout: the profitability model's game
     attacker: str | None = None
     left_out: str | None = None  # DP: why Loss is left out (`quality.context.LOSS_LEFT_OUT`)
@@ -136,7 +135,7 @@ class QualityFigures:
             **(game if self.cost_benefit is not None else {}),
             "scores": self.scores,
             "nu_entropy_from": self.nu_entropy_from,
-            "qids": self.qids,
+            "qids": [q.to_dict() for q in self.qids],
             **({"left_out": self.left_out} if self.left_out is not None else {}),
         }
 
@@ -149,7 +148,7 @@ class QualityFigures:
             d["aggregate"],
             d["scores"],
             d["nu_entropy_from"],
-            d["qids"],
+            [QidFigures.from_dict(q) for q in d["qids"]],
             d.get("cost_benefit"),
             d.get("attacker"),
             d.get("left_out"),

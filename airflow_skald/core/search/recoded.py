@@ -74,7 +74,7 @@ def local_recoding(
     )
     out, released = with_steps(plan, counts, decision, steps, at)
     recoding = LocalRecoding(
-        settings.describe(),
+        settings.described(),
         before=RecodingFigures.of(
             decision,
             loss=release_loss(plan, counts, decision, [], ctx, at),

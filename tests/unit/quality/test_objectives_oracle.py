@@ -159,7 +159,7 @@ def _check(objective, data, cuts, quality) -> None:
         assert scores["aecs"] is None
     else:
         assert scores["aecs"] == pytest.approx(float(want["aecs"]), rel=1e-12)
-    table = {q["name"]: q for q in decision.quality.qids}
+    table = {q["name"]: q for q in decision.quality.to_dict()["qids"]}
     for i, q in enumerate(oracle_qids):
         row = table[q["name"]]
         assert row["loss"] == pytest.approx(float(want["per_qid"]["loss"][i]), abs=1e-12)

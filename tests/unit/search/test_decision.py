@@ -17,7 +17,9 @@ from airflow_skald.core.search.decision import (
     PolicyUnder,
     RecodingFigures,
 )
+from airflow_skald.core.search.dp_selection import DPModelEntry
 from airflow_skald.core.search.figures import NodeFigures, RiskFigures
+from airflow_skald.core.transform.local_recoding.described import RecodingSettings
 from airflow_skald.core.transform.local_recoding.steps import Step
 
 
@@ -52,7 +54,7 @@ def test_local_recoding_round_trip():
     step = Step((2, 1), {"a": 2, "b": 1}, (2, 2), 4, 3, 0, 12, "dm_star", False)
     before = RecodingFigures(4, 7, 5, 1500, 1900, 0.25, records=100)
     after = RecodingFigures(1, 8, 3, 1409, 1820, 0.5)
-    recoding = LocalRecoding({"records": 0.01}, before, after, [step])
+    recoding = LocalRecoding(RecodingSettings("fast", None, None, "0.01"), before, after, [step])
     decision = _decision(local_recoding=recoding, root_bins=9)
     section = decision.to_dict()["local_recoding"]
     assert list(section) == ["settings", "before", "after", "steps"]
@@ -70,9 +72,9 @@ def test_local_recoding_round_trip():
     _round_trip(decision)
 
 
-def _entry(model: DifferentialPrivacy) -> dict:
+def _entry(model: DifferentialPrivacy) -> DPModelEntry:
     """The model's entry as a DP decision publishes it (`safepub.decide.dp_decision`)."""
-    return {k: v for k, v in model.describe().items() if k != "model"}
+    return DPModelEntry.of(model)
 
 
 def test_dp_selection_round_trip_fixed_and_searched():

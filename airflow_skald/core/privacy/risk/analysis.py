@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.privacy.risk.analysed import RiskAnalysis
 from airflow_skald.core.privacy.risk.estimators import Histograms, estimate
 from airflow_skald.core.settings.table import BY_NAME
 from airflow_skald.core.text import decimal_text
@@ -60,12 +61,12 @@ class RiskSettings:
     def population_model(self) -> PopulationModel:
         return PopulationModel(self.population, self.sampling_fraction)
 
-    def analyse(self, sizes: np.ndarray, n_input: int) -> dict:
+    def analyse(self, sizes: np.ndarray, n_input: int) -> RiskAnalysis:
         """The analysis of classes of `sizes` (the all-`*` records already left out), with
         the records by class size for the report's plot."""
         out = analyse(sizes, self.threshold, self.population_model, n_input)
         out["by_class_size"] = class_size_bins(sizes)
-        return out
+        return RiskAnalysis.from_dict(out)
 
     @classmethod
     def of_entry(cls, entry: dict) -> RiskSettings:

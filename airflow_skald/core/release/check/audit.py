@@ -105,7 +105,7 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
         "n_rows": n_rows,
         **judge(policy, table, star.n_records + dropped, release=manifest is not None),
         # docs/design.md §4c: the risk of the classes as they are (all-"*" records left out)
-        "risk_analysis": config.risk.analyse(table.sizes, n_rows + dropped),
+        "risk_analysis": config.risk.analyse(table.sizes, n_rows + dropped).to_dict(),
         **({"not_checked": not_checked} if not_checked else {}),
         "seconds": round(time.perf_counter() - start, 3),
     }

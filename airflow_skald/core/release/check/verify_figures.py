@@ -93,7 +93,7 @@ def _figures(
         manifest.get("privacy_models"), policy, figures["privacy_models"], counted
     )
     if isinstance(manifest.get("at_risk_classes"), list):
-        again = policy.at_risk(figures["table"])
+        again = [c.to_dict() for c in policy.at_risk(figures["table"])]
         claimed = _at_risk_figures(manifest["at_risk_classes"])
         for ident, values in _at_risk_figures(again).items():
             if ident in claimed:
@@ -184,7 +184,7 @@ def risk_again(claimed: dict, sizes: np.ndarray, n_records: int) -> dict:
         settings = RiskSettings.of_entry(claimed)
     except (KeyError, TypeError, ValueError, ZeroDivisionError):
         raise DataError(f"{MANIFEST}: risk_analysis names no threshold and population") from None
-    again = settings.analyse(sizes, n_records)
+    again = settings.analyse(sizes, n_records).to_dict()
     for key, value in again.items():
         if claimed.get(key) != value:
             raise VerificationError(

@@ -240,7 +240,7 @@ def recoded_figures(
     out = {**manifest, "privacy_models": models}
     if "at_risk_classes" in manifest:  # the class-local models' over every released class
         relative = [r for r in manifest["at_risk_classes"] if r.get("model") not in _names(local)]
-        out["at_risk_classes"] = [*local.at_risk(kept), *relative]
+        out["at_risk_classes"] = [*(c.to_dict() for c in local.at_risk(kept)), *relative]
     return out
 
 

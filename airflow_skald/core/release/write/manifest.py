@@ -242,7 +242,9 @@ def build_manifest(
         **(
             {"local_recoding": decision.local_recoding.to_dict()} if decision.local_recoding else {}
         ),
-        **({"at_risk_classes": decision.at_risk} if decision.at_risk else {}),
+        **(
+            {"at_risk_classes": [c.to_dict() for c in decision.at_risk]} if decision.at_risk else {}
+        ),
         **({"quality_models": decision.quality.to_dict()} if decision.quality else {}),
         **({"differential_privacy": decision.dp.to_dict()} if decision.dp else {}),
         **release_section(config, chunks, parts, plan),

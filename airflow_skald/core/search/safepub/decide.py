@@ -19,7 +19,8 @@ from airflow_skald.core.quality.metric import Scored
 from airflow_skald.core.quality.registry import objective as configured_objective
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decide import node_fields
-from airflow_skald.core.search.decision import Decision, DPSelection, LatticeCounts, PolicyUnder
+from airflow_skald.core.search.decision import Decision, LatticeCounts, PolicyUnder
+from airflow_skald.core.search.dp_selection import DPModelEntry, DPSelection
 from airflow_skald.core.search.figures import ClassSizeHistogram, NodeFigures, RiskFigures
 from airflow_skald.core.search.quality_figures import quality_figures
 from airflow_skald.core.search.safepub.pivots import safepub_search
@@ -128,7 +129,7 @@ def dp_decision(
         suppressed_keys=node_classes.keys[~j.kept].astype(np.int64),
         quality=quality_figures(ctx, configured_objective(ctx), scored, min_class_size, False),
         dp=DPSelection(
-            parameters={k: v for k, v in model.describe().items() if k != "model"},
+            parameters=DPModelEntry.of(model),
             node=plan.levels(best),
             records_input=n_input,
             records_sampled=n_sampled,

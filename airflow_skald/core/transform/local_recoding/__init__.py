@@ -28,6 +28,7 @@ from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import decimal_text
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+from airflow_skald.core.transform.local_recoding.described import RecodingSettings
 from airflow_skald.core.transform.local_recoding.manifest import SCHEMA
 
 #: the models ARX allows with local recoding (``PrivacyCriterion.isLocalRecodingSupported``)
@@ -108,19 +109,16 @@ class LocalRecoding(Transformation):
         return {"transformation": {"local_recoding": self.describe()}}
 
     def describe(self) -> dict:
+        return self.described().to_dict()
+
+    def described(self) -> RecodingSettings:
+        """The settings in decimal text (the settings' entry, the manifest's)."""
         gs = None if self.gs_factor is None else decimal_text(self.gs_factor)
-        if not self.adaptive:  # as before the adaptive mode (the settings' hash unchanged)
-            return {
-                "records": decimal_text(self.records),
-                "gs_factor": gs,
-                "max_steps": self.max_steps,
-            }
-        return {
-            "mode": self.mode,
-            "gs_factor": gs,
-            "max_steps": self.max_steps,
-            "adaption_factor": decimal_text(self.adaption),
-        }
+        if not self.adaptive:
+            return RecodingSettings(self.mode, gs, self.max_steps, decimal_text(self.records))
+        return RecodingSettings(
+            self.mode, gs, self.max_steps, adaption_factor=decimal_text(self.adaption)
+        )
 
     # ------------------------------------------------------------------- the checks
     def check(self, config: Any) -> None:
