@@ -130,12 +130,7 @@ def released_select(
     if recoded is not None:  # each row at its step's node, "*" from the step tables
         select = recoded.join(select, coding, plan, config.suppression.drop)
     elif suppressed is not None:
-        on = exp.EQ(this=class_key, expression=D.column("k", SUPPRESSED))
-        select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
-        masked = exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
-        if config.suppression.drop:
-            select = select.where(exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
-            masked = None
+        select, masked = _suppress(select, class_key, suppressed, config.suppression.drop)
     index = {d.name: i for i, d in enumerate(plan.dims)}
     pseudonyms = config.transformation(Pseudonyms)
     pseudonymised = pseudonyms.names if pseudonyms else ()
@@ -157,6 +152,19 @@ def released_select(
             label = exp.Case(ifs=[exp.If(this=masked, true=D.text(TOP))], default=label)
         out.append(label.as_(name))
     return select.select(*out)
+
+
+def _suppress(
+    select: exp.Select, class_key: exp.Expression, suppressed: str, drop: bool
+) -> tuple[exp.Select, exp.Expression | None]:
+    """`select` joined to the table of suppressed class keys, and the condition of a
+    suppressed record ("*" in every QID); with `drop` its records are left out instead (no
+    condition)."""
+    on = exp.EQ(this=class_key, expression=D.column("k", SUPPRESSED))
+    select = select.join(exp.alias_(D.table(suppressed), SUPPRESSED), on=on, join_type="left")
+    if drop:
+        return select.where(exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null())), None
+    return select, exp.Not(this=exp.Is(this=D.column("k", SUPPRESSED), expression=exp.Null()))
 
 
 def _label(
