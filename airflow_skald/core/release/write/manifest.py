@@ -87,7 +87,6 @@ def privacy_section(config: SkaldConfig, figures: NodeFigures | None = None) -> 
     described = describe_privacy(config)
     return {
         "k": config.min_class_size,
-        "suppression_limit": float(config.suppression.limit),
         "privacy": {
             "models": described,
             "suppression_limit": decimal_text(config.suppression.limit),
@@ -185,7 +184,6 @@ def release_section(
     (a CSV release's delimiter), parts."""
     out = {
         "chunks": len(chunks),
-        "suppressed_records": config.suppression.records,
         "quasi_identifiers": built_hierarchies(config, plan),
         "direct_identifiers_removed": list(config.direct_identifiers),
         "sensitive_attributes": list(config.sensitive_attributes),

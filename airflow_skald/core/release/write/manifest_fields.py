@@ -12,7 +12,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import field
 from typing import Any
 
-from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.transform.base import side_file_schema
 
 
@@ -64,11 +63,6 @@ RISK_ANALYSIS = {
         "by_class_size": LIST,
     },
 }  # fmt: skip
-
-
-def in_unit_range(value: object) -> bool:
-    limit = decimal_of(value)
-    return limit is not None and 0 <= limit <= 1
 
 
 SENSITIVE_COUNTS = side_file_schema("sensitive_counts.json")

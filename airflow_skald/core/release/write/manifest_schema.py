@@ -21,7 +21,6 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.json_schema import is_valid
 from airflow_skald.core.release.write.manifest_fields import (
     ABSENT,
-    DECIMAL,
     FLAG,
     INT0,
     LEVELS,
@@ -36,7 +35,6 @@ from airflow_skald.core.release.write.manifest_fields import (
     RISK_ANALYSIS,
     SENSITIVE_COUNTS,
     TEXT,
-    in_unit_range,
     k_check,
     key,
     parts_check,
@@ -60,12 +58,7 @@ class Manifest:
         "smallest class allowed (1 only without k-anonymity, under other models: docs/design.md §4c)",
         check=k_check,
     )
-    suppression_limit: float = key(
-        DECIMAL,
-        "a number between 0 and 1",
-        "the share of records that may be suppressed",
-        check=lambda v, m: None if in_unit_range(v) else "suppression_limit",
-    )
+    # suppression_limit: core.transform.suppression's key
     privacy: dict = key(
         {
             "type": "object",
@@ -152,9 +145,7 @@ class Manifest:
     )
     # --- the release's shape
     chunks: int = key(INT0, "an integer >= 0", "input chunks (one part each)")
-    suppressed_records: str = key(
-        {"enum": ["mask", "drop"]}, "mask or drop", "how suppressed records are released"
-    )
+    # suppressed_records: core.transform.suppression's key
     quasi_identifiers: list = key(
         LIST, "a list", "each QID as configured (hierarchy hashes, rules with what they built)"
     )

@@ -24,13 +24,39 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, ClassVar
 
+from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
-from airflow_skald.core.transform.base import ParseContext, Transformation
+from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
 
 #: the settings table's rows (`settings/suppression.py`) and the field each one sets
 SETTINGS = {"suppression_limit": "limit", "suppressed_records": "records"}
 #: what the suppressed records become: masked (every QID '*', ARX's outliers) or left out
 MODES = ("mask", "drop")
+
+
+def in_unit_range(value: object) -> bool:
+    """A manifest's limit is a decimal between 0 and 1 (JSON Schema cannot say it)."""
+    limit = decimal_of(value)
+    return limit is not None and 0 <= limit <= 1
+
+
+#: its manifest keys: the limit (before the models' section, which holds it exactly) and
+#: the mode (before the QIDs, in the release's shape)
+MANIFEST_KEYS = {
+    "suppression_limit": ManifestKey(
+        {"type": ["number", "string"]},
+        "a number between 0 and 1",
+        "the share of records that may be suppressed",
+        before="privacy",
+        meta={"check": lambda v, m: None if in_unit_range(v) else "suppression_limit"},
+    ),
+    "suppressed_records": ManifestKey(
+        {"enum": list(MODES)},
+        "mask or drop",
+        "how suppressed records are released",
+        before="quasi_identifiers",
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -43,6 +69,7 @@ class Suppression(Transformation):
 
     name: ClassVar[str] = "suppression"
     setting_names: ClassVar[tuple[str, ...]] = tuple(SETTINGS)
+    manifest_keys: ClassVar[Mapping[str, ManifestKey]] = MANIFEST_KEYS
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Suppression:
@@ -83,3 +110,7 @@ class Suppression(Transformation):
             "privacy": {"suppression_limit": str(self.limit)},
             "research_subset": {"suppressed_records": self.records},
         }
+
+    def manifest_section(self) -> dict[str, Any]:
+        """The limit as a number (the models' section holds it exactly) and the mode."""
+        return {"suppression_limit": float(self.limit), "suppressed_records": self.records}
