@@ -31,7 +31,8 @@ The hooks, in the order a run meets them:
   statistics): its manifest keys (schema: `ManifestKey`) and their values;
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
   manifest alone, as verify runs without a config);
-- ``report_rows`` / ``report_note``: its lines in the report's audit section, and
+- ``report_rows`` / ``report_note``: its lines in the report's audit section,
+  ``risk_rows`` its lines heading the report's suppression and risk section, and
   ``report_section`` a section of its own (placed after the shared section ``report_after``
   names), from the manifest alone.
 """
@@ -200,6 +201,11 @@ class Transformation:
     @classmethod
     def report_note(cls, manifest: Mapping[str, Any]) -> str:
         return ""
+
+    @classmethod
+    def risk_rows(cls, manifest: Mapping[str, Any]) -> list[list[str]]:
+        """Its lines (HTML cells) heading the report's suppression and risk section."""
+        return []
 
     @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:

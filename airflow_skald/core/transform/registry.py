@@ -145,6 +145,11 @@ def report_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
     return [row for cls in TRANSFORMATIONS for row in cls.report_rows(manifest)]
 
 
+def risk_rows(manifest: Mapping[str, Any]) -> list[list[str]]:
+    """The transformations' lines heading the report's suppression and risk section."""
+    return [row for cls in TRANSFORMATIONS for row in cls.risk_rows(manifest)]
+
+
 def report_notes(manifest: Mapping[str, Any]) -> str:
     return "".join(cls.report_note(manifest) for cls in TRANSFORMATIONS)
 

@@ -21,13 +21,12 @@ from airflow_skald.core.release.check.archive import archived_hierarchies
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform.research_subset.counts import PopulationCounts
+from airflow_skald.core.transform.suppression import Suppression
 
 
 def policy_limit(manifest: dict) -> Fraction | None:
     """The manifest's suppression limit (its exact text when it has one)."""
-    exact = (manifest.get("privacy") or {}).get("suppression_limit")
-    value = exact if exact is not None else manifest.get("suppression_limit")
-    return None if value is None else Fraction(str(value))
+    return Suppression.manifest_limit(manifest)
 
 
 def at_top_node(manifest: dict | None) -> bool:
@@ -111,7 +110,7 @@ def standalone_policy(
     hierarchical = any(d.get("distance") == "hierarchical" for d in entries)
     ctx = RebuildContext(
         sensitive,
-        (manifest or {}).get("suppressed_records") == "drop",
+        Suppression.manifest_drops(manifest),
         n_records if isinstance(n_records, int) else None,
         overall,
         archived_hierarchies(path) if hierarchical else {},

@@ -72,6 +72,7 @@ from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.microaggregation import out_of_lattice
 from airflow_skald.core.transform.research_subset.counts import PopulationCounts, with_population
+from airflow_skald.core.transform.suppression import Suppression
 
 _REPORTED = (
     "n_records",
@@ -335,7 +336,7 @@ def _rows_as_manifest(path: str, manifest: dict, n_rows: int) -> None:
     masked), or every record but the suppressed ones when they were dropped."""
     n_records = manifest["n_records"]
     dp = manifest.get("differential_privacy")
-    if manifest.get("suppressed_records", "mask") == "drop":
+    if Suppression.manifest_drops(manifest):
         if "n_suppressed" not in manifest:
             return  # the rows dropped are counted as suppressed (class_figures)
         expected, what = n_records - manifest["n_suppressed"], "n_records - n_suppressed"

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from airflow_skald.core.release.report.format import chart_figure, table
 from airflow_skald.core.text import esc, fmt_int, fmt_num
+from airflow_skald.core.transform import registry as transform_registry
 
 #: the records the risk figures are computed over (the manifest's `risk` section)
 KEPT = "kept (not suppressed) records"
@@ -19,9 +20,7 @@ def risk_html(m: Mapping) -> str:
     share = risk.get("share_below_2k")
     two_k = fmt_int(2 * k) if isinstance(k, int) and not isinstance(k, bool) else "?"
     rows = [
-        ["suppressed records", fmt_int(m.get("n_suppressed") or 0)],
-        ["suppression allowed (floor(limit · N))", fmt_int(m.get("max_suppressed"))],
-        ["suppressed records are", esc(m.get("suppressed_records", "masked"))],
+        *transform_registry.risk_rows(m),  # suppression's: suppressed, allowed, how
         [
             f"prosecutor risk of the {KEPT}, max (1 / smallest kept class)",
             fmt_num(risk.get("prosecutor_risk_max")),

@@ -9,7 +9,9 @@ Every run suppresses: the transformation is always configured (its limit may be 
 package owns the feature's settings (`Suppression`: ``privacy.suppression_limit`` and
 ``suppressed_records``, parsed once from the file and after a run's settings), its part of
 the effective settings (the config hash) and what phase 3 does with the suppressed records
-(`drop`: left out; else masked). The lattice search, the models' figures and `skald verify`
+(`drop`: left out; else masked), its manifest keys and their schema, what `skald verify`
+reads back of them (`manifest_limit`, `manifest_drops`) and its lines in the report's
+suppression and risk section (`risk_rows`). The lattice search, the models' figures and `skald verify`
 read the limit as the policy's (`PrivacyPolicy.suppression_limit`, made from
 `config.suppression.limit`).
 
@@ -26,6 +28,7 @@ from typing import Any, ClassVar
 
 from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
+from airflow_skald.core.text import esc, fmt_int
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
 
 #: the settings table's rows (`settings/suppression.py`) and the field each one sets
@@ -114,3 +117,26 @@ class Suppression(Transformation):
     def manifest_section(self) -> dict[str, Any]:
         """The limit as a number (the models' section holds it exactly) and the mode."""
         return {"suppression_limit": float(self.limit), "suppressed_records": self.records}
+
+    # ------------------------------------------------------------------- read back
+    @staticmethod
+    def manifest_limit(manifest: Mapping[str, Any]) -> Fraction | None:
+        """The limit a manifest records (its exact text when it has one; None: none)."""
+        exact = (manifest.get("privacy") or {}).get("suppression_limit")
+        value = exact if exact is not None else manifest.get("suppression_limit")
+        return None if value is None else Fraction(str(value))
+
+    @staticmethod
+    def manifest_drops(manifest: Mapping[str, Any] | None) -> bool:
+        """The release left its suppressed records out (a manifest without the key: masked)."""
+        return (manifest or {}).get("suppressed_records", "mask") == "drop"
+
+    @classmethod
+    def risk_rows(cls, manifest: Mapping[str, Any]) -> list[list[str]]:
+        """How many records were suppressed, how many the limit allowed, and how."""
+        m = manifest
+        return [
+            ["suppressed records", fmt_int(m.get("n_suppressed") or 0)],
+            ["suppression allowed (floor(limit · N))", fmt_int(m.get("max_suppressed"))],
+            ["suppressed records are", esc(m.get("suppressed_records", "masked"))],
+        ]
