@@ -36,6 +36,21 @@ if "airflow" in sys.modules and not os.environ.get("SKALD_TEST_AIRFLOW_HOME"):
         "temporary folder; do not import airflow at module level outside tests/airflow"
     )
 
+
+def _bundle_per_dag_file(home: str) -> str:
+    """One LocalDagBundle per file of dags/ (a folder holding a link to it): ``dag.test()``
+    parses and stores the whole bundle of the DAG it runs at every call (serializing a SKALD
+    DAG validates its Params ~400 times), so each call parses only the file under test."""
+    bundles = []
+    for path in sorted(DAGS_FOLDER.glob("*.py")):
+        folder = Path(home, "bundles", path.stem)
+        folder.mkdir(parents=True)
+        (folder / path.name).symlink_to(path)
+        local = "airflow.dag_processing.bundles.local.LocalDagBundle"
+        bundles.append({"name": path.stem, "classpath": local, "kwargs": {"path": str(folder)}})
+    return json.dumps(bundles)
+
+
 if not os.environ.get("SKALD_TEST_AIRFLOW_HOME"):
     _home = tempfile.mkdtemp(prefix="skald-pytest-airflow-")
     atexit.register(shutil.rmtree, _home, ignore_errors=True)
@@ -47,6 +62,7 @@ if not os.environ.get("SKALD_TEST_AIRFLOW_HOME"):
             "SKALD_TEST_AIRFLOW_HOME_OWNER": _OWNER,
             "AIRFLOW_HOME": _home,
             "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS_FOLDER),
+            "AIRFLOW__DAG_PROCESSOR__DAG_BUNDLE_CONFIG_LIST": _bundle_per_dag_file(_home),
             "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
             "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
             "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{_home}/airflow.db",
@@ -61,7 +77,30 @@ def airflow_home() -> Path:
     from airflow.utils import db
 
     db.initdb()
+    _check_each_schema_once()
     return Path(os.environ["AIRFLOW_HOME"])
+
+
+def _check_each_schema_once() -> None:
+    """jsonschema checks a schema against its draft's metaschema at every validation (~80 % of
+    one), and Airflow validates each of the SKALD DAGs' 47 Params (JSON Schema draft 7)
+    thousands of times per ``dag.test()`` (serializing the DAG and its tasks, each task's
+    params). The check's verdict depends on the schema alone: the session checks each draft-7
+    schema once and keeps those that passed; one that fails is checked and refused every time."""
+    from jsonschema.validators import Draft7Validator
+
+    check = Draft7Validator.check_schema.__func__
+    passed: set[str] = set()
+
+    def check_once(cls, schema, *args, **kwargs) -> None:
+        if args or kwargs:  # another format checker: not what Param.resolve asks
+            return check(cls, schema, *args, **kwargs)
+        key = json.dumps(schema, sort_keys=True, default=repr)
+        if key not in passed:
+            check(cls, schema)  # raises SchemaError for a bad schema: never kept
+            passed.add(key)
+
+    Draft7Validator.check_schema = classmethod(check_once)
 
 
 @pytest.fixture(scope="session")

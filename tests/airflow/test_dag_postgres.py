@@ -48,7 +48,7 @@ def test_table_through_a_connection_released_by_the_dag(airflow_home, tmp_path, 
     body["memory"] = {"histogram_bins": 10**6}
     cfg = write_config(tmp_path / "skald.yaml", body)
 
-    dag = DagBag(str(TESTS.parent / "dags")).dags["skald_from_postgres"]
+    dag = DagBag(str(TESTS.parent / "dags" / "skald_from_postgres.py")).dags["skald_from_postgres"]
     conf = {name: param.value for name, param in PARAMS.items()}
     dr = dag.test(run_conf={**conf, "config": str(cfg), "k": 3, "input_table": "clinic.other"})
     assert dr.state == "success", {t.task_id: t.state for t in dr.get_task_instances()}
