@@ -260,7 +260,7 @@ def test_wrong_types_and_out_of_range_values_are_refused_at_trigger(dagbag):
     trigger checks it (the DAG as the scheduler holds it, serialized and back, its params
     merged with the conf and validated: what ``dag.test()`` and the REST API's trigger run
     before a run exists), and one through ``dag.test()`` itself (each call re-parses and
-    stores every DAG of the folder first: ~3 CPU-s)."""
+    stores the DAG's file first, conftest.py)."""
     from airflow.sdk.exceptions import ParamValidationError
     from airflow.serialization.serialized_objects import DagSerialization
 
