@@ -47,6 +47,7 @@ from airflow_skald.core.encode.input_schema import (
 )
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats, released_rows
 from airflow_skald.core.errors import DataError
+from airflow_skald.core.transform.research_subset.classes import judged_attributes
 
 __all__ = [
     "DICTIONARY",
@@ -175,9 +176,7 @@ def _subset_counted(
     flag = config.research_subset.column
     rows = pa.array(released_rows(flag, table.column(flag)))
     out = {}
-    for a in config.criteria_attributes:
-        if a == flag:
-            continue
+    for a in judged_attributes(config):
         every = _counted(config, table.column(a), a, a in numbers)
         out[a] = every.with_counts_of(
             _counted(config, table.column(a).filter(rows), a, a in numbers)

@@ -55,7 +55,11 @@ from airflow_skald.core.transform.microaggregation.aggregates import (
     aggregates_at,
     class_means,
 )
-from airflow_skald.core.transform.research_subset.classes import flags_of, released_values
+from airflow_skald.core.transform.research_subset.classes import (
+    flag_first,
+    flags_of,
+    released_values,
+)
 
 log = logging.getLogger("airflow_skald")
 
@@ -124,9 +128,8 @@ def count_histogram(
     says where it ended."""
     chain = plan.counting_chain()
     stats = plan.stats.sensitive
-    counted = plan.value_attributes(config.counted_attributes)
-    if config.research_subset is not None:  # the class table is the flag's: every record
-        counted = tuple(sorted(counted, key=lambda a: a != config.research_subset.column))
+    # with a research subset the class table is the flag's: every record
+    counted = flag_first(config.research_subset, plan.value_attributes(config.counted_attributes))
     sensitive = {a: stats[a] for a in counted}
     columns = list(dict.fromkeys([*config.qid_names, *sensitive, *plan.summed]))
     types = counting_types(config)

@@ -40,6 +40,7 @@ from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
+from airflow_skald.core.transform.research_subset.classes import flag_first
 
 Opened = Callable[[], contextlib.AbstractContextManager[tuple[SqlSession, SqlInput]]]
 
@@ -131,7 +132,9 @@ def load_distinct(
 def coding_of(session: SqlSession, source: SqlInput, plan: Plan, config: SkaldConfig) -> Coding:
     """The codes over `source` (a keyed subset's flag derived: `subset.flagged`), the
     subset's flag first and the criteria's codes null outside it (`subset.subset_codes`)."""
-    attributes = subset.ordered(config, plan.value_attributes(config.counted_attributes))
+    attributes = flag_first(
+        config.research_subset, plan.value_attributes(config.counted_attributes)
+    )
     load_distinct(session, source, plan, config, attributes)
     coding = build_coding(session, source, plan, attributes)
     return subset.subset_codes(config, coding, plan.stats.sensitive)

@@ -31,15 +31,10 @@ from airflow_skald.core.engine.sql.coding import Coding
 from airflow_skald.core.engine.sql.domain import SqlInput, sensitive_stats
 from airflow_skald.core.engine.sql.session import SqlSession
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.transform.research_subset.classes import in_subset_codes
-
-
-def ordered(config: SkaldConfig, attributes: tuple[str, ...]) -> tuple[str, ...]:
-    """The counted attributes with the subset's flag first (its table counts every record, so
-    the class table summed from it is the population's), as `run.pipeline.count_histogram`."""
-    if config.research_subset is None:
-        return attributes
-    return tuple(sorted(attributes, key=lambda a: a != config.research_subset.column))
+from airflow_skald.core.transform.research_subset.classes import (
+    in_subset_codes,
+    judged_attributes,
+)
 
 
 def _key_text(source: SqlInput, key: tuple[str, ...], alias: str) -> exp.Expression:
@@ -99,7 +94,7 @@ def subset_counted(
     """The criteria's attributes over the population's values (`stats`) with the subset's
     record counts (ADR 0045), from one scan grouped by (value, flag) per attribute."""
     column = config.research_subset.column
-    names = [a for a in config.criteria_attributes if a != column]
+    names = list(judged_attributes(config))
     if not names:
         return {}
     flag, xs = D.column(column), [D.column(a) for a in names]
@@ -132,8 +127,8 @@ def subset_codes(config: SkaldConfig, coding: Coding, stats: dict[str, Sensitive
     marks = np.flatnonzero(in_subset_codes(column, flags.values))
     inside = exp.In(this=code, expressions=[D.number(int(c)) for c in marks])
     values = dict(coding.values)
-    for a in config.criteria_attributes:
-        if a != column and a in values:
+    for a in judged_attributes(config):
+        if a in values:
             value, m = values[a]
             values[a] = (exp.Case(ifs=[exp.If(this=inside, true=value)]), m)
     return Coding(coding.qids, values, coding.joins)

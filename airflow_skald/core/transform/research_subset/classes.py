@@ -12,7 +12,7 @@ column (`subset_rows`).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,23 @@ def check_not_empty(subset: ResearchSubset | None, n_rows: int, sensitive: Any) 
     raise DataError(f"research_subset: {what}: the release would hold no record (refused)")
 
 
+def flag_first(subset: ResearchSubset | None, attributes: Sequence[str]) -> tuple[str, ...]:
+    """The attributes phase 2 counts per class with the subset's flag first: its (class,
+    value) table counts every record, so the class table summed from it is the population's
+    (the chunk path and the engines alike)."""
+    if subset is None:
+        return tuple(attributes)
+    return tuple(sorted(attributes, key=lambda a: a != subset.column))
+
+
+def judged_attributes(config: Any) -> tuple[str, ...]:
+    """The attributes criteria name other than the flag: with a research subset, counted over
+    the subset's records only (ARX adds a record's sensitive values to its class only when it
+    is in the subset, ADR 0045)."""
+    subset = config.research_subset
+    return tuple(a for a in config.criteria_attributes if subset is None or a != subset.column)
+
+
 def released_values(
     config: Any, stats: Any
 ) -> Callable[[pa.Table, dict[str, np.ndarray]], dict[str, np.ndarray]]:
@@ -88,7 +105,7 @@ def released_values(
     if subset is None:
         return lambda table, values: values
     flags = flags_of(subset, stats)
-    judged = [a for a in config.criteria_attributes if a != subset.column]
+    judged = judged_attributes(config)
 
     def released(table: pa.Table, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
         column = table.column(subset.column)
