@@ -9,7 +9,7 @@ hold personal data (the attribute's values): artifact storage only, never XCom o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,7 +17,6 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from airflow_skald.core.errors import DataError
-from airflow_skald.core.privacy.value_order import value_text
 from airflow_skald.core.transform.research_subset.classes import in_subset_codes
 
 
@@ -263,29 +262,6 @@ def as_stored(values: pa.Array) -> pa.Array:
     if pa.types.is_integer(typ) or pa.types.is_floating(typ):
         return values
     return values.cast(pa.string())
-
-
-def code_of(stats: SensitiveStats) -> Callable[[object], int]:
-    """The code of a released value among `stats`' values: the value itself, its text (a CSV
-    release), or the number a text reads as ("1.0" for 1: a numerical attribute in a CSV
-    release); KeyError when phase 1 did not see it."""
-    index = {v: i for i, v in enumerate(stats.values)}
-    text = {value_text(v): i for i, v in enumerate(stats.values)}
-
-    def code(value: object) -> int:
-        if value in index:
-            return index[value]
-        key = value if isinstance(value, str) else value_text(value)
-        if key in text:
-            return text[key]
-        if stats.numeric and isinstance(value, str) and value.strip():
-            try:
-                return index[float(value)]  # 1.0 == 1: found as an int or a float
-            except ValueError:
-                pass
-        raise KeyError(value)
-
-    return code
 
 
 def sorted_values(values: Sequence, counts: Sequence[int]) -> tuple[list, list[int]]:

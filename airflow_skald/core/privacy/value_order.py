@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -81,3 +82,27 @@ def as_order(value: Sequence[object], where: str) -> str | tuple[str, ...]:
 def order_sha256(order: tuple[str, ...]) -> str:
     """The SHA-256 of a listed order (its JSON), what a manifest names it by."""
     return hashlib.sha256(json.dumps(list(order), ensure_ascii=False).encode()).hexdigest()
+
+
+def code_of(stats: Any) -> Callable[[object], int]:
+    """The code of a released value among `stats`' values (a `SensitiveStats`: `values`,
+    `numeric`): the value itself, its text (a CSV
+    release), or the number a text reads as ("1.0" for 1: a numerical attribute in a CSV
+    release); KeyError when phase 1 did not see it."""
+    index = {v: i for i, v in enumerate(stats.values)}
+    text = {value_text(v): i for i, v in enumerate(stats.values)}
+
+    def code(value: object) -> int:
+        if value in index:
+            return index[value]
+        key = value if isinstance(value, str) else value_text(value)
+        if key in text:
+            return text[key]
+        if stats.numeric and isinstance(value, str) and value.strip():
+            try:
+                return index[float(value)]  # 1.0 == 1: found as an int or a float
+            except ValueError:
+                pass
+        raise KeyError(value)
+
+    return code

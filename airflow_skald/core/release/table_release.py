@@ -45,7 +45,6 @@ from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
-from airflow_skald.core.release.check.recoding_steps import RECODING_STEPS
 from airflow_skald.core.release.write.commit import MANIFEST, _output_of
 from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.write.output_target import (
@@ -53,6 +52,7 @@ from airflow_skald.core.release.write.output_target import (
     refuse_superseded,
     replacement_message,
 )
+from airflow_skald.core.transform.local_recoding.recorded import RECODING_STEPS
 
 log = logging.getLogger("airflow_skald")
 

@@ -17,9 +17,9 @@ from airflow_skald.core.encode.dimensions import TOP, paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.class_local import class_local
 from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.check.class_figures import class_figures
-from airflow_skald.core.release.check.verify_steps import class_local, verify_steps
 from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.manifest import (
     privacy_section,
@@ -30,6 +30,7 @@ from airflow_skald.core.release.write.manifest import (
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.run.baseline_chunk import ChunkOutcome
 from airflow_skald.core.search.figures import class_size_histogram, risk
+from airflow_skald.core.transform.local_recoding.verify import verify_steps
 
 
 def release_figures(

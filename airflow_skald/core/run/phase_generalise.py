@@ -12,7 +12,8 @@ from airflow_skald.core.passes.dp_sample_check import with_sample_check
 from airflow_skald.core.passes.generalise import GeneraliseChunks
 from airflow_skald.core.passes.state import Run
 from airflow_skald.core.passes.written import Written
-from airflow_skald.core.release.check import population_counts, recoding_steps
+from airflow_skald.core.privacy.class_local import class_local
+from airflow_skald.core.release.check import population_counts
 from airflow_skald.core.release.check.archive import (
     SENSITIVE_COUNTS,
     overall_attributes,
@@ -20,11 +21,12 @@ from airflow_skald.core.release.check.archive import (
     with_sensitive_counts,
 )
 from airflow_skald.core.release.check.verify import verify_release
-from airflow_skald.core.release.check.verify_steps import class_local, recoded_figures, verify_steps
+from airflow_skald.core.release.write import recoding_steps
 from airflow_skald.core.release.write.commit import part_name, write_bytes_atomic
 from airflow_skald.core.release.write.manifest import build_manifest
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.publish import publish, record_timings
+from airflow_skald.core.transform.local_recoding.verify import recoded_figures, verify_steps
 from airflow_skald.core.transform.research_subset.classes import released_records
 
 

@@ -30,7 +30,10 @@ The hooks, in the order a run meets them:
 - ``manifest_keys`` / ``manifest_section`` (``manifest_section_at``: with phase 1's
   statistics): its manifest keys (schema: `ManifestKey`) and their values;
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
-  manifest alone, as verify runs without a config);
+  manifest alone, as verify runs without a config); ``counted_columns`` / ``check_classes``:
+  the columns it has verify count beside the classes and its check of them;
+  ``judged_policy`` / ``recheck``: the manifest's policy as far as the release's classes
+  together can judge it, and its own re-check of the rest (`transform.counted`);
 - ``report_rows`` / ``report_note``: its lines in the report's audit section,
   ``risk_rows`` its lines heading the report's suppression and risk section, and
   ``report_section`` a section of its own (placed after the shared section ``report_after``
@@ -48,7 +51,9 @@ if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
     import pyarrow as pa
 
     from airflow_skald.core.data.location import DataLocation
+    from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 
@@ -89,14 +94,36 @@ def side_file_schema(name: str) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
+class ReportTable:
+    """A table of HTML cells (`head`: its header row, or none)."""
+
+    rows: Sequence[Sequence[str]]
+    head: Sequence[str] | None = None
+
+
+@dataclass(frozen=True)
+class ReportChart:
+    """A bar chart of counts, one bar per label (the report's frame draws it)."""
+
+    labels: Sequence[str]
+    values: Sequence[float]
+    title: str
+    value_label: str
+    category_label: str = ""
+    color: str = "#3b6fb6"
+
+
+@dataclass(frozen=True)
 class ReportSection:
-    """A transformation's own section of the report: its title, a table of HTML cells (`head`:
-    the table's header row, or none) and the HTML paragraphs after it."""
+    """A transformation's own section of the report: its title, the HTML paragraphs before
+    its table (`intro`), a table of HTML cells (`head`: the table's header row, or none) and
+    what follows it: HTML paragraphs, more tables, charts."""
 
     title: str
     rows: Sequence[Sequence[str]]
     head: Sequence[str] | None = None
-    paragraphs: Sequence[str] = ()
+    paragraphs: Sequence[str | ReportTable | ReportChart] = ()
+    intro: Sequence[str] = ()
 
 
 class Transformation:
@@ -193,6 +220,29 @@ class Transformation:
         cls, manifest: Mapping[str, Any], location: DataLocation, parts: Sequence[str]
     ) -> None:
         """VerificationError, one line, when its part of the release is wrong."""
+
+    @classmethod
+    def counted_columns(cls, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """Columns of a release `skald verify` counts beside the QIDs and attributes."""
+        return ()
+
+    @classmethod
+    def check_classes(cls, release: CountedRelease) -> None:
+        """VerificationError, one line, when its counted columns are wrong."""
+
+    @classmethod
+    def judged_policy(
+        cls, manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
+    ) -> tuple[PrivacyPolicy, list[dict]]:
+        """The manifest's `policy` as far as the release's classes together judge it, and the
+        criteria not re-checked (`skipped`, with the reason)."""
+        return policy, skipped
+
+    @classmethod
+    def recheck(cls, release: JudgedRelease) -> Recheck | None:
+        """Its re-check of what `judged_policy` left out, read from the release (its side
+        files checked now); None: nothing of its own."""
+        return None
 
     @classmethod
     def report_rows(cls, manifest: Mapping[str, Any]) -> list[list[str]]:

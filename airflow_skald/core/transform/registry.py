@@ -7,6 +7,7 @@ register one of its own)."""
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_skald.core.transform.base import (
@@ -26,7 +27,9 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_skald.core.data.location import DataLocation
+    from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.settings.secret import SecretRef
+    from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
@@ -139,6 +142,34 @@ def check_release(
 ) -> None:
     for cls in TRANSFORMATIONS:
         cls.check_release(manifest, location, parts)
+
+
+def counted_columns(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The columns `skald verify` counts beside the QIDs and attributes, in registry order."""
+    return tuple(n for cls in TRANSFORMATIONS for n in cls.counted_columns(manifest))
+
+
+def check_classes(release: CountedRelease) -> None:
+    """Each transformation's check of its counted columns (`release.start`: the first)."""
+    start = release.start
+    for cls in TRANSFORMATIONS:
+        cls.check_classes(replace(release, start=start))
+        start += len(cls.counted_columns(release.manifest))
+
+
+def judged_policy(
+    manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
+) -> tuple[PrivacyPolicy, list[dict]]:
+    """The manifest's policy as the release's classes together judge it (each transformation
+    narrowing it in turn) and the criteria left to the transformations or not re-checked."""
+    for cls in TRANSFORMATIONS:
+        policy, skipped = cls.judged_policy(manifest, policy, skipped)
+    return policy, skipped
+
+
+def rechecks(release: JudgedRelease) -> tuple[Recheck, ...]:
+    """The transformations' own re-checks of a release judged without a run."""
+    return tuple(r for cls in TRANSFORMATIONS if (r := cls.recheck(release)) is not None)
 
 
 def report_rows(manifest: Mapping[str, Any]) -> list[list[str]]:

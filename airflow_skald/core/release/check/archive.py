@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import posixpath
 from collections.abc import Mapping
 from decimal import Decimal
 
 import numpy as np
 
 from airflow_skald.core.data.hierarchies import Hierarchy
-from airflow_skald.core.data.io import filesystem
+from airflow_skald.core.data.side_files import read_archived, read_named
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyModel
@@ -96,21 +95,6 @@ def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, Sensiti
     return out
 
 
-def read_named(path: str, manifest: dict | None, key: str, file: str) -> bytes | None:
-    """The bytes of a file the manifest names under `key` with its SHA-256 (None: it names
-    none): DataError if it is missing, VerificationError if its SHA-256 is another."""
-    entry = (manifest or {}).get(key)
-    if not isinstance(entry, dict):
-        return None
-    name = f"{file} of {path}"
-    data = read_archived(path, file)
-    if data is None:
-        raise DataError(f"{name} is missing (manifest.json names it)")
-    if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
-        raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
-    return data
-
-
 def check_within(
     overall: Mapping[str, SensitiveStats], released: Mapping[str, SensitiveStats], path: str
 ) -> None:
@@ -165,16 +149,3 @@ def archived_hierarchies(path: str) -> dict[str, Hierarchy]:
         hierarchy = Hierarchy(str(entry.get("attribute", "")), table)
         out[hierarchy.sha256] = hierarchy
     return out
-
-
-def read_archived(path: str, name: str) -> bytes | None:
-    """A file the release keeps beside its parts (None: it has none)."""
-    fs, root = filesystem(path)
-    target = posixpath.join(root, name)
-    try:
-        if not fs.exists(target):
-            return None
-        with fs.open(target, "rb") as fh:
-            return fh.read()
-    except OSError:
-        raise DataError(f"{name} of {path} cannot be read") from None

@@ -45,9 +45,9 @@ from airflow_skald.core.encode.domain import (
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy.class_local import split_local
 from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.check.release_reading import release_parts
-from airflow_skald.core.release.check.verify_steps import split_local
 from airflow_skald.core.release.count.tuples import count_tuples
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.text import decimal_text

@@ -15,11 +15,13 @@ from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.encode.sensitive_domain import sorted_values as _sorted_values
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.privacy.class_local import class_local, split_local
 from airflow_skald.core.privacy.model import RebuildContext
 from airflow_skald.core.privacy.registry import rebuild, with_threshold
 from airflow_skald.core.release.check.archive import archived_hierarchies
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
+from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.research_subset.counts import PopulationCounts
 from airflow_skald.core.transform.suppression import Suppression
 
@@ -142,3 +144,23 @@ def described_models(manifest: dict | None) -> list[dict]:
 def described_attributes(manifest: dict | None) -> tuple[str, ...]:
     described = described_models(manifest)
     return tuple(dict.fromkeys(d["attribute"] for d in described if "attribute" in d))
+
+
+#: why `skald verify` leaves a chunk-relative model of a per-chunk release to the run's check
+PER_CHUNK = (
+    "a per-chunk release judged each part against its own chunk's records (the baseline "
+    "ARX's situation), not against the whole release; the run checked every part before it "
+    "published"
+)
+
+
+def judged_policy(
+    manifest: dict | None, policy: PrivacyPolicy, skipped: list[dict]
+) -> tuple[PrivacyPolicy, list[dict]]:
+    """The manifest's policy as far as the release's classes together judge it: a per-chunk
+    release's models that judge a class alone (the others listed as not re-checked); else as
+    the transformations narrow it (local recoding's steps: `Transformation.judged_policy`)."""
+    if manifest and manifest.get("mode") == "per_chunk":  # each part judged on its own chunk
+        _, listed = split_local(policy.models, PER_CHUNK)
+        return class_local(policy), [*skipped, *listed]
+    return transform_registry.judged_policy(manifest, policy, skipped)

@@ -43,11 +43,13 @@ from airflow_skald.core.data.location import DataLocation
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.release.check.archive import check_within, read_sensitive_counts
+from airflow_skald.core.release.check.archive import (
+    check_within,
+    overall_attributes,
+    read_sensitive_counts,
+)
 from airflow_skald.core.release.check.class_figures import class_figures
-from airflow_skald.core.release.check.microaggregated import check_microaggregated
 from airflow_skald.core.release.check.population_counts import read_population_counts
-from airflow_skald.core.release.check.recoding_steps import RecordedStep, read_recoding_steps
 from airflow_skald.core.release.check.release_reading import (
     KIND,
     check_manifest,
@@ -60,17 +62,16 @@ from airflow_skald.core.release.check.standalone_policy import (
     at_top_node,
     described_attributes,
     described_models,
+    judged_policy,
     policy_limit,
     release_sensitive,
     standalone_policy,
 )
 from airflow_skald.core.release.check.verify_figures import compare_with_manifest
-from airflow_skald.core.release.check.verify_steps import standalone as recoded_standalone
-from airflow_skald.core.release.check.verify_steps import verify_recorded
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
-from airflow_skald.core.transform.microaggregation import out_of_lattice
+from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
 from airflow_skald.core.transform.research_subset.counts import PopulationCounts, with_population
 from airflow_skald.core.transform.suppression import Suppression
 
@@ -128,7 +129,7 @@ def verify_release(
     overall = read_sensitive_counts(path, read.manifest)  # drop mode: the input's distributions
     # a research subset's population counts (docs/design.md §4e)
     population = read_population_counts(path, read.manifest)
-    judged = _Standalone(policy, policy, sensitive, [], None)
+    judged = _Standalone(policy, policy, sensitive, [], ())
     if policy is None:
         judged = _standalone(read, (k, suppression_limit), overall, population)
     if n_records is None:
@@ -136,10 +137,8 @@ def verify_release(
         n_records = int(manifest["n_records"]) if manifest is not None else read.classes.n_rows
     figures = _figures(read, judged, population, n_records)
     report = _report(figures, judged.policy, len(read.parts), judged.skipped)
-    if judged.recorded is not None:
-        report["steps_checked"] = verify_recorded(
-            read.classes, len(read.qids), judged.full, judged.sensitive, judged.recorded, n_records
-        )
+    for recheck in judged.rechecks:  # the transformations' own (local recoding's steps)
+        report.update(recheck.check(n_records))
     if read.manifest is not None:
         _as_manifested(report, read, figures, judged.policy, (k, suppression_limit), table_columns)
     return report
@@ -206,14 +205,17 @@ def _read(
     location = DataLocation(path, fmt, delimiter)
     qids = qids if qids is not None else _qids(path, manifest)
     attributes = policy.attributes if policy is not None else described_attributes(manifest)
-    extra = out_of_lattice(manifest)  # microaggregated columns counted beside the classes
+    extra = transform_registry.counted_columns(manifest)  # counted beside the classes
     if classes is None:
         classes = count_parts(parts, location, qids, (*attributes, *extra))
     if at_top is None:
         at_top = at_top_node(manifest)
     # at the top node the all-"*" class is the released class (unless all is suppressed)
     top_released = bool(at_top) and claimed_suppressed != classes.n_rows
-    check_microaggregated(classes, len(qids), len(qids) + len(attributes), extra, top_released)
+    start = len(qids) + len(attributes)
+    transform_registry.check_classes(
+        CountedRelease(manifest, classes, len(qids), start, top_released)
+    )
     return _Read(
         path, manifest, parts, location, claimed_suppressed, qids, attributes, classes, at_top
     )
@@ -223,13 +225,13 @@ def _read(
 class _Standalone:
     """The policy a release is judged by (`full`: before a locally recoded release's steps
     narrow it), the distributions it is judged with, the criteria not re-checked and the
-    recorded steps (docs/design.md §4f)."""
+    transformations' own re-checks (local recoding's recorded steps, docs/design.md §4f)."""
 
     policy: PrivacyPolicy | None
     full: PrivacyPolicy | None
     sensitive: Mapping[str, SensitiveStats] | None
     skipped: list[dict]
-    recorded: list[RecordedStep] | None
+    rechecks: tuple[Recheck, ...]
 
 
 def _standalone(
@@ -256,9 +258,10 @@ def _standalone(
     full, skipped = standalone_policy(
         path, manifest, *settings, sensitive, frozenset(overall), population
     )
-    policy, skipped = recoded_standalone(manifest, full, skipped)  # docs/design.md §4f
-    recorded = read_recoding_steps(path, manifest, classes, n_qids, sensitive, full.models)
-    return _Standalone(policy, full, sensitive, skipped, recorded)
+    policy, skipped = judged_policy(manifest, full, skipped)  # local recoding, per chunk
+    overall_of = tuple(overall_attributes(full.models, "drop"))
+    judged = JudgedRelease(path, manifest, classes, n_qids, sensitive, full, overall_of)
+    return _Standalone(policy, full, sensitive, skipped, transform_registry.rechecks(judged))
 
 
 def _figures(
@@ -320,7 +323,7 @@ def counted_columns(
     run's policy): the QIDs (`qids`, else the manifest's node), then the criteria's
     attributes and the microaggregated columns out of the lattice."""
     qids = qids if qids is not None else _qids(path, manifest)
-    return qids, [*described_attributes(manifest), *out_of_lattice(manifest)]
+    return qids, [*described_attributes(manifest), *transform_registry.counted_columns(manifest)]
 
 
 def _qids(path: str, manifest: dict | None) -> list[str]:

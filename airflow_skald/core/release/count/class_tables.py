@@ -10,9 +10,10 @@ import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
+from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
+from airflow_skald.core.privacy.value_order import code_of
 
 NONE = np.zeros(0, dtype=np.int64)
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from airflow_skald.core.release.report.charts import bar_chart
 from airflow_skald.core.text import esc
-from airflow_skald.core.transform.base import ReportSection
+from airflow_skald.core.transform.base import ReportChart, ReportSection, ReportTable
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2em auto;
@@ -49,12 +50,31 @@ def table(rows: Sequence[Sequence[str]], head: Sequence[str] | None = None) -> s
 
 
 def section_html(section: ReportSection) -> str:
-    """A transformation's section of the report (its title, table and paragraphs)."""
+    """A transformation's section of the report (its title, introduction, table and what
+    follows it)."""
     return (
         f"<h2>{esc(section.title)}</h2>"
+        + "".join(section.intro)
         + table(section.rows, section.head)
-        + "".join(section.paragraphs)
+        + "".join(_block(b) for b in section.paragraphs)
     )
+
+
+def _block(block: str | ReportTable | ReportChart) -> str:
+    """A paragraph as it is, a table or a chart drawn."""
+    if isinstance(block, ReportTable):
+        return table(block.rows, block.head)
+    if isinstance(block, ReportChart):
+        svg = bar_chart(
+            block.labels,
+            block.values,
+            title=block.title,
+            value_label=block.value_label,
+            category_label=block.category_label,
+            color=block.color,
+        )
+        return chart_figure(svg)
+    return block
 
 
 def chart_figure(svg: str) -> str:

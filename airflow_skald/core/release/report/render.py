@@ -15,7 +15,6 @@ from airflow_skald.core.release.report.nodes import nodes_html
 from airflow_skald.core.release.report.plots import build_plots
 from airflow_skald.core.release.report.privacy import privacy_html
 from airflow_skald.core.release.report.quality import quality_html, quality_models_html
-from airflow_skald.core.release.report.recoding import recoding_html
 from airflow_skald.core.release.report.risk import risk_analysis_html, risk_html
 from airflow_skald.core.release.report.runtime import run_identity_html, timings_html
 from airflow_skald.core.release.report.utility import all_top_html, utility_html
@@ -37,7 +36,7 @@ def render_report(manifest: dict, run: dict | None = None) -> str:
             locations_html(m),
             all_top_html(m),
             nodes_html(m),
-            recoding_html(m),
+            *_transformations(m, after="nodes"),
             privacy_html(m),
             *_transformations(m, after="privacy"),
             quality_html(m, plots),

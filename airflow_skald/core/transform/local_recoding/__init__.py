@@ -6,15 +6,18 @@ of their own, step by step.
 The package owns the feature's settings (`LocalRecoding`, the typed value of
 ``transformation.local_recoding`` that `SkaldConfig.transformations` holds), what it does
 (`steps`: the steps over the root histogram; `keys`: the root bins' keys at a node), its
-manifest key and schema (`manifest`). Read through the registry's hooks: the config's parse
-and overrides, its checks, DP's refusal, the manifest's schema.
+manifest key and schema (`manifest`), its settings as described (`described`), the check of
+a recoded release (`verify`: the run's, step by step, and `skald verify`'s from the steps the
+release keeps, `recorded`) and its report section (`report`). Read through the registry's
+hooks: the config's parse and overrides, its checks, DP's refusal, the manifest's schema,
+`skald verify`'s policy and re-check (`judged_policy`, `recheck`), the report's section.
 
-Kept where they are, a floor above this one (ADR 0072): the settings table's rows
+Kept where they are, a floor above this one (ADR 0072, 0076): the settings table's rows
 (`settings/transformation.py`, which the CLI, the DAG params and the operators read below
 the config), the search over the steps (`search/recoded*.py`, which runs the lattice search),
-the manifest's writing from the decision (`release/write/manifest.py`), `skald verify`'s
-check of the steps (`release/check/recoding_steps.py`, `verify_steps.py`) and the report's
-section (`release/report/recoding.py`, drawn with the report's charts).
+the manifest's writing from the decision (`release/write/manifest.py`) and the writing of
+``recoding_steps.json`` (`release/write/recoding_steps.py`: the release's commit and
+manifest schema).
 """
 
 from __future__ import annotations
@@ -22,14 +25,24 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import decimal_text
-from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+from airflow_skald.core.transform.base import (
+    ManifestKey,
+    ParseContext,
+    ReportSection,
+    Transformation,
+)
 from airflow_skald.core.transform.local_recoding.described import RecodingSettings
 from airflow_skald.core.transform.local_recoding.manifest import SCHEMA
+from airflow_skald.core.transform.local_recoding.report import recoding_section
+
+if TYPE_CHECKING:
+    from airflow_skald.core.privacy import PrivacyPolicy
+    from airflow_skald.core.transform.counted import JudgedRelease, Recheck
 
 #: the models ARX allows with local recoding (``PrivacyCriterion.isLocalRecodingSupported``)
 SUPPORTED = ("k", "l", "t", "b_likeness", "d_disclosure", "average_risk", "k_map")
@@ -59,6 +72,7 @@ class LocalRecoding(Transformation):
     adaption_factor: Fraction | None = None
 
     name: ClassVar[str] = "local_recoding"
+    report_after: ClassVar[str] = "nodes"
     setting_names: ClassVar[tuple[str, ...]] = tuple(SETTINGS)
     manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {
         "local_recoding": ManifestKey(
@@ -141,6 +155,25 @@ class LocalRecoding(Transformation):
 
     def arx_dp_refusal(self) -> str | None:
         return "local recoding"
+
+    # ------------------------------------------------------------------- the release
+    @classmethod
+    def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
+        return recoding_section(manifest)
+
+    @classmethod
+    def judged_policy(
+        cls, manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
+    ) -> tuple[PrivacyPolicy, list[dict]]:
+        from airflow_skald.core.transform.local_recoding.verify import judged_policy
+
+        return judged_policy(manifest, policy, skipped)
+
+    @classmethod
+    def recheck(cls, release: JudgedRelease) -> Recheck | None:
+        from airflow_skald.core.transform.local_recoding.verify import recheck
+
+        return recheck(release)
 
     # ------------------------------------------------------------------- the steps' values
     @property

@@ -6,14 +6,14 @@ The package owns the feature: its settings (`Microaggregation`, the value
 `SkaldConfig.transformations` holds: each microaggregated QID's function, and the QIDs that
 leave the lattice with ``cluster: false``), what it computes (`aggregates`: phase 2's
 per-class aggregates, phase 3's column), its manifest key and what `skald verify` reads of it
-(`out_of_lattice`). Read through the registry's hooks and `SkaldConfig.microaggregations` /
-`microaggregated` (which encode, the engines and the runner ask).
+(`out_of_lattice`) and its check of the written column (`verify`: the registry's
+`counted_columns` and `check_classes`, with the classes verify counted). Read through the
+registry's hooks and `SkaldConfig.microaggregations` / `microaggregated` (which encode, the
+engines and the runner ask).
 
 Kept where they are (ADR 0072): each QID's ``microaggregation:`` entry is parsed with the QID
 (`config/qids.py`, `settings/microaggregation.py`: part of the QID's definition, its hash in
-``qids``); the lattice's QIDs are split from the others by the config (`run_config`); the
-release check of the written column reads the release's class table
-(`release/check/microaggregated.py`).
+``qids``); the lattice's QIDs are split from the others by the config (`run_config`).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from airflow_skald.core.settings.microaggregation import QidMicroaggregation
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
 
 if TYPE_CHECKING:
+    from airflow_skald.core.transform.counted import CountedRelease
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 
@@ -85,6 +86,20 @@ class Microaggregation(Transformation):
             domain = ValueDomain.of_stats(plan.stats.sensitive[name])
             out[name] = {**m.describe(), "data_type": "integer" if domain.integer else "decimal"}
         return {"microaggregation": out}
+
+    @classmethod
+    def counted_columns(cls, manifest: Mapping[str, Any] | None) -> tuple[str, ...]:
+        """The QIDs out of the lattice: `skald verify` counts them beside the classes."""
+        return out_of_lattice(manifest)
+
+    @classmethod
+    def check_classes(cls, release: CountedRelease) -> None:
+        from airflow_skald.core.transform.microaggregation.verify import check_microaggregated
+
+        names = out_of_lattice(release.manifest)
+        check_microaggregated(
+            release.classes, release.n_qids, release.start, names, release.top_released
+        )
 
 
 def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:

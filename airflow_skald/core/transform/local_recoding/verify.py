@@ -1,55 +1,46 @@
-"""The check of a locally recoded release (docs/design.md §4f), read back from its written classes: every
-released class belongs to a step (its QID labels are labels of that step's node: the global
-node first, then each step's in order), every step's classes pass that step's privacy models
-(bound to the step's records, as the step was searched), and the records released plus the
-records suppressed (all-"*" rows, including those a step released at the top node, and rows
-dropped) are the input's records.
+"""The check of a locally recoded release (docs/design.md §4f; ARX 3.9's
+``ARXResult.optimizeIterativeFast`` and ``optimizeIterative``), read back from its written
+classes: every released class belongs to a step (its QID labels are labels of that step's
+node: the global node first, then each step's in order), every step's classes pass that step's
+privacy models (bound to the step's records, as the step was searched), and the records
+released plus the records suppressed (all-"*" rows, including those a step released at the top
+node, and rows dropped) are the input's records.
 
-The release's own check (`verify.verify_release`) re-checks the models that judge a class by
-itself (k, l, k-map's k') over all classes at once; the models that compare a class with a
-distribution or judge the classes together (t-closeness, b-likeness, d-disclosure, average
-risk) are judged here, step by step.
+The release's own check (`release.check.verify.verify_release`) re-checks the models that judge
+a class by itself (k, l, k-map's k': `privacy.class_local`) over all classes at once; the models
+that compare a class with a distribution or judge the classes together (t-closeness,
+b-likeness, d-disclosure, average risk) are judged here, step by step: by the run
+(`verify_steps`) and by `skald verify` from the steps the release keeps (`verify_recorded`,
+reached through the transformation's `judged_policy` and `recheck` hooks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
 import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
-from airflow_skald.core.encode.dimensions import TOP, Dimension
+from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
+from airflow_skald.core.privacy.class_local import CLASS_LOCAL, class_local, split_local
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.registry import bind_models
-from airflow_skald.core.release.check.recoding_steps import RecordedStep
-from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.transform.counted import CountedClasses, JudgedRelease
+from airflow_skald.core.transform.encoded import EncodedDimension
+from airflow_skald.core.transform.local_recoding.recorded import (
+    RecordedStep,
+    read_recoding_steps,
+)
 from airflow_skald.core.transform.local_recoding.steps import step_sensitive
-
-#: models that judge a class by itself: the whole release is checked against them at once
-CLASS_LOCAL = ("k", "l", "k_map")
-
-
-def split_local(models: Sequence[Any], reason: str) -> tuple[tuple, list[dict]]:
-    """The models that judge a class alone, and each other model described with `reason`
-    (why the release's classes together cannot judge it)."""
-    local = tuple(m for m in models if m.name in CLASS_LOCAL)
-    listed = [{**m.describe(), "reason": reason} for m in models if m.name not in CLASS_LOCAL]
-    return local, listed
-
-
-def class_local(policy: PrivacyPolicy) -> PrivacyPolicy:
-    """The policy's models that judge each class alone (the release's own check)."""
-    return PrivacyPolicy(
-        tuple(m for m in policy.models if m.name in CLASS_LOCAL), policy.suppression_limit
-    )
 
 
 def fitting_steps(
-    classes: ReleaseClasses, dims: Sequence[Dimension], nodes: Sequence[Sequence[int]]
+    classes: CountedClasses, dims: Sequence[EncodedDimension], nodes: Sequence[Sequence[int]]
 ) -> np.ndarray:
     """(steps, written tuples): whether the tuple's QID labels are labels of the step's node
     (a tuple may carry the labels of several nodes: equal labels at several levels)."""
@@ -63,8 +54,8 @@ def fitting_steps(
 
 
 def verify_steps(
-    classes: ReleaseClasses,
-    dims: Sequence[Dimension],
+    classes: CountedClasses,
+    dims: Sequence[EncodedDimension],
     policy: PrivacyPolicy,
     sensitive: Mapping[str, Any],
     decision: Any,
@@ -140,7 +131,7 @@ def _shown(node: Any) -> Any:
 
 
 def verify_recorded(
-    classes: ReleaseClasses,
+    classes: CountedClasses,
     n_qids: int,
     policy: PrivacyPolicy,
     sensitive: Mapping[str, Any],
@@ -165,7 +156,7 @@ def _bound(privacy: Sequence[Any], sensitive: Mapping[str, Any], distributions: 
     return PrivacyPolicy(bound, Fraction(1))
 
 
-def _kept_order(classes: ReleaseClasses, n_qids: int, star: np.ndarray) -> np.ndarray:
+def _kept_order(classes: CountedClasses, n_qids: int, star: np.ndarray) -> np.ndarray:
     """The index, among the non-'*' written classes, of each class of `tables()`' kept table
     (which groups the written tuples by their QID key, in key order)."""
     radices = [max(len(x), 1) for x in classes.labels[:n_qids]]
@@ -173,7 +164,7 @@ def _kept_order(classes: ReleaseClasses, n_qids: int, star: np.ndarray) -> np.nd
     return np.unique(keys, return_index=True)[1]
 
 
-def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
+def _all_stars(classes: CountedClasses, n_qids: int) -> np.ndarray:
     """The written tuples whose every QID is '*' (suppressed, or released at the top)."""
     star = np.ones(classes.sizes.size, dtype=bool)
     for j in range(n_qids):
@@ -184,12 +175,6 @@ def _all_stars(classes: ReleaseClasses, n_qids: int) -> np.ndarray:
     return star
 
 
-#: why `skald verify` leaves a chunk-relative model of a per-chunk release to the run's check
-PER_CHUNK = (
-    "a per-chunk release judged each part against its own chunk's records (the baseline "
-    "ARX's situation), not against the whole release; the run checked every part before it "
-    "published"
-)
 #: why `skald verify` leaves a step-relative model of an older release to the run's check
 STEP_RELATIVE = (
     "local recoding judges it per step against that step's records, and the release was made "
@@ -198,7 +183,7 @@ STEP_RELATIVE = (
 )
 
 
-def standalone(
+def judged_policy(
     manifest: Mapping[str, Any] | None, policy: PrivacyPolicy, skipped: list[dict]
 ) -> tuple[PrivacyPolicy, list[dict]]:
     """`skald verify` of a locally recoded release: the models that judge a class alone are
@@ -206,22 +191,42 @@ def standalone(
     release keeps (`verify_recorded`), or, for a release made before it kept them, listed as
     not re-checked. A recoding that took no step released the global node alone: every model
     is re-checked over every record, as for a release without local recoding."""
-    if manifest and manifest.get("mode") == "per_chunk":  # each part judged on its own chunk
-        reason = PER_CHUNK
-    elif not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
+    if not manifest or not isinstance(manifest.get("local_recoding"), Mapping):
         return policy, skipped
-    elif isinstance(manifest.get("recoding_steps"), Mapping):
+    if isinstance(manifest.get("recoding_steps"), Mapping):
         return class_local(policy), skipped
-    elif not manifest["local_recoding"].get("steps"):  # no step: the global node's release,
+    if not manifest["local_recoding"].get("steps"):  # no step: the global node's release,
         return policy, skipped  # every model judged over every record, as the run judged it
-    else:
-        reason = STEP_RELATIVE
-    _, listed = split_local(policy.models, reason)
+    _, listed = split_local(policy.models, STEP_RELATIVE)
     return class_local(policy), [*skipped, *listed]
 
 
+@dataclass(frozen=True)
+class RecordedSteps:
+    """The steps a release keeps, read and checked against its classes, judged once the
+    records are known (`recheck`)."""
+
+    release: JudgedRelease
+    recorded: list[RecordedStep]
+
+    def check(self, n_records: int) -> dict[str, Any]:
+        r = self.release
+        checked = verify_recorded(
+            r.classes, r.n_qids, r.policy, r.sensitive, self.recorded, n_records
+        )
+        return {"steps_checked": checked}
+
+
+def recheck(release: JudgedRelease) -> RecordedSteps | None:
+    """The steps the release keeps (None: its manifest names none); DataError or
+    VerificationError, one line, when the file is not the release's."""
+    r = release
+    recorded = read_recoding_steps(r.path, r.manifest, r.classes, r.n_qids, r.sensitive, r.overall)
+    return None if recorded is None else RecordedSteps(release, recorded)
+
+
 def recoded_figures(
-    manifest: dict, classes: ReleaseClasses, policy: PrivacyPolicy, sensitive: Mapping, n: int
+    manifest: dict, classes: CountedClasses, policy: PrivacyPolicy, sensitive: Mapping, n: int
 ) -> dict:
     """The manifest's `privacy_models` of a locally recoded release: a model that judges a
     class alone reports its figure over every released class (as `skald verify` recomputes

@@ -1,7 +1,8 @@
 """What a locally recoded release keeps so that `skald verify` re-checks every step from the
-release alone (docs/design.md §4f): ``recoding_steps.json``, which step released how many records of
-each released class, and, for the models that compare a class with its step's records
-(t-closeness, b-likeness, d-disclosure), each step's distribution of their attributes.
+release alone (docs/design.md §4f; the steps of ARX 3.9's ``ARXResult.optimizeIterativeFast``),
+read back: ``recoding_steps.json``, which step released how many records of each released
+class, and, for the models that compare a class with its step's records (t-closeness,
+b-likeness, d-disclosure), each step's distribution of their attributes.
 
 Without it a step-relative model cannot be re-checked: the release does not tell which
 records a step searched. The file holds counts; the distributions name their values (as
@@ -11,16 +12,12 @@ their QID label tuples, named by one SHA-256 of those sorted tuples (`labels_dig
 ``population_counts.json`` names them), so verify finds each count's class from the parts and
 knows when a part's labels were altered. The manifest names the file with its SHA-256
 (``recoding_steps``: ``{"file", "sha256"}``); verify refuses a file other than that one, and
-one whose counts are not the release's class sizes or the manifest's steps.
-
-Counted from the written release's classes and the steps' kept classes (no pass over the
-data): a class's records at step s >= 1 are the records of that step's kept class with its
-labels; the global node's (step 0) are the rest.
+one whose counts are not the release's class sizes or the manifest's steps. The run writes it
+(`release/write/recoding_steps.py`) and reads it back here.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -29,18 +26,14 @@ from typing import Any
 import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
-from airflow_skald.core.encode.dimensions import TOP, Dimension
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats, code_of
+from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
+from airflow_skald.core.data.side_files import read_named
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.release.check.archive import overall_attributes, read_named
-from airflow_skald.core.release.count.classes import ReleaseClasses
-from airflow_skald.core.release.write.commit import write_bytes_atomic
-from airflow_skald.core.release.write.manifest_schema import Manifest
+from airflow_skald.core.privacy.value_order import code_of
+from airflow_skald.core.transform.counted import CountedClasses
 from airflow_skald.core.transform.research_subset.counts import labels_digest
 
 RECODING_STEPS = "recoding_steps.json"
-MANIFEST_WHERE = "the manifest about to be written"
 
 
 @dataclass(frozen=True)
@@ -56,8 +49,8 @@ class RecordedStep:
     distributions: dict[str, list[int]]
 
 
-def kept_tuples(classes: ReleaseClasses, n_qids: int) -> tuple[list[tuple[str, ...]], np.ndarray]:
-    """The release's non-"*" classes as `ReleaseClasses.tables` orders its kept table (by QID
+def kept_tuples(classes: CountedClasses, n_qids: int) -> tuple[list[tuple[str, ...]], np.ndarray]:
+    """The release's non-"*" classes as the class table's `tables` orders its kept table (by QID
     key): their label tuples and sizes."""
     if not classes.sizes.size:
         return [], np.zeros(0, np.int64)
@@ -77,92 +70,26 @@ def kept_tuples(classes: ReleaseClasses, n_qids: int) -> tuple[list[tuple[str, .
     return list(zip(*columns, strict=True)) if uniq.size else [], totals
 
 
-def of_run(
-    classes: ReleaseClasses,
-    dims: Sequence[Dimension],
-    decision: Any,
-    sensitive: Mapping[str, SensitiveStats],
-    attributes: Sequence[str],
-) -> bytes:
-    """The file's bytes for a locally recoded run (deterministic: a retry writes the same).
-    `classes`: the written release's; `attributes`: those whose step distributions a
-    step-relative model compares with."""
-    n_qids = len(dims)
-    tuples, totals = kept_tuples(classes, n_qids)
-    order = sorted(range(len(tuples)), key=tuples.__getitem__)
-    position = {tuples[i]: p for p, i in enumerate(order)}
-    left = totals[np.asarray(order, dtype=np.int64)] if order else totals
-    steps = [s for s in decision.steps if not s.at_top]
-    body_steps = []
-    for step in steps:
-        digits = np.unravel_index(step.kept_keys, tuple(step.radices))
-        columns = [
-            d.labels(int(level), np.asarray(c, dtype=np.int64))
-            for d, level, c in zip(dims, step.node, digits, strict=True)
-        ]
-        at = np.asarray([position[t] for t in zip(*columns, strict=True)], dtype=np.int64)
-        np.subtract.at(left, at, step.kept_sizes)
-        body_steps.append(_step_body(step.levels, step.n_records, at, step.kept_sizes))
-    if (left < 0).any():
-        raise VerificationError("local recoding: a step released more records than written")
-    first = np.flatnonzero(left)
-    n_first = int(decision.figures.n_records)
-    body_steps.insert(0, _step_body(decision.levels, n_first, first, left[first]))
-    dists = {
-        a: {
-            "values": list(sensitive[a].values),
-            "counts": [
-                [int(c) for c in sensitive[a].counts],
-                *([int(c) for c in s.distributions[a]] for s in steps),
-            ],
-        }
-        for a in attributes
-    }
-    body = {
-        "order": "the release's non-'*' classes sorted by their QID labels (manifest.node's order)",
-        "labels_sha256": labels_digest([tuples[i] for i in order]),
-        "classes": len(order),
-        "steps": body_steps,
-        "distributions": dists,
-    }
-    return json.dumps(body, indent=1).encode() + b"\n"
-
-
-def _step_body(node: Mapping[str, int], records: int, at: np.ndarray, sizes: np.ndarray) -> dict:
-    order = np.argsort(at, kind="stable")
-    return {
-        "node": dict(node),
-        "records": int(records),
-        "classes": at[order].tolist(),
-        "released": np.asarray(sizes, dtype=np.int64)[order].tolist(),
-    }
-
-
-def with_recoding_steps(manifest: dict, data: bytes) -> dict:
-    """The manifest naming the file and its SHA-256, in the schema's order."""
-    entry = {"file": RECODING_STEPS, "sha256": hashlib.sha256(data).hexdigest()}
-    return Manifest.parse({**manifest, "recoding_steps": entry}, MANIFEST_WHERE).to_dict()
-
-
 def read_recoding_steps(
     path: str,
     manifest: dict | None,
-    classes: ReleaseClasses,
+    classes: CountedClasses,
     n_qids: int,
-    sensitive: Mapping[str, SensitiveStats],
-    models: Sequence[Any] = (),
+    sensitive: Mapping[str, Any],
+    overall: Sequence[str] = (),
 ) -> list[RecordedStep] | None:
     """The steps the release keeps, each class index mapped to the kept table's order (None:
     its manifest names no file). DataError if the file is missing or malformed;
     VerificationError if it is not the file the manifest names, its classes are not the
-    release's, or its steps are not the manifest's. `models`: the policy's, whose compared
-    attributes must each have a distribution per step."""
+    release's, or its steps are not the manifest's. `overall`: the attributes the policy's
+    models compare with a distribution (`archive.overall_attributes`), each with a
+    distribution per step; `sensitive`: the release's statistics per attribute."""
     data = read_named(path, manifest, "recoding_steps", RECODING_STEPS)
     if data is None:
         return None
     name = f"{RECODING_STEPS} of {path}"
     digest, raw, dists = _parsed(data, name)
-    needed = set(overall_attributes(tuple(models), "drop"))
+    needed = set(overall)
     if not needed <= set(dists) <= set(sensitive) or any(
         len(r) != len(raw) for _, r in dists.values()
     ):
@@ -227,7 +154,7 @@ def _labels_fit(node: Mapping, labels: list[tuple], manifest: Mapping | None, na
 
 def _consistent(
     steps: list[RecordedStep],
-    sensitive: Mapping[str, SensitiveStats],
+    sensitive: Mapping[str, Any],
     manifest: Mapping | None,
     name: str,
 ) -> None:
@@ -264,7 +191,7 @@ def _consistent(
                 )
 
 
-def _aligned(values: list, counts: list[int], stats: SensitiveStats, name: str) -> list[int]:
+def _aligned(values: list, counts: list[int], stats: Any, name: str) -> list[int]:
     """A step's counts per value, in `stats`' value order (the release's own, or the input's
     when the release drops suppressed records)."""
     code = code_of(stats)
@@ -296,22 +223,3 @@ def _as_manifest(steps: list[RecordedStep], manifest: Mapping | None, name: str)
             or int(s.sizes.sum()) != m.get("released")
         ):
             raise VerificationError(f"{name}: its steps are not manifest.json's")
-
-
-def kept(
-    staging: str,
-    manifest: dict,
-    classes: ReleaseClasses,
-    plan: Any,
-    decision: Any,
-    policy: PrivacyPolicy,
-) -> dict:
-    """Write the file beside the staged release and name it in the manifest; read it back as
-    `skald verify` will (the run's own proof that verify finds every step in it)."""
-    attributes = overall_attributes(policy.models, "drop")  # compared with a distribution
-    sensitive = plan.stats.sensitive
-    data = of_run(classes, plan.dims, decision, sensitive, attributes)
-    write_bytes_atomic(f"{staging.rstrip('/')}/{RECODING_STEPS}", data)
-    manifest = with_recoding_steps(manifest, data)
-    read_recoding_steps(staging, manifest, classes, len(plan.dims), sensitive, policy.models)
-    return manifest

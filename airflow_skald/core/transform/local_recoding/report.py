@@ -1,13 +1,14 @@
 """Section: local recoding (docs/design.md §4f): the figures before and after the steps, each step's node
-and records, and a chart of the records kept (released) after the global node and each step."""
+and records, and a chart of the records kept (released) after the global node and each step.
+From the manifest alone; the report's frame renders it (`core.release.report.format.section_html`,
+the registry's `report_section`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from airflow_skald.core.release.report.charts import bar_chart
-from airflow_skald.core.release.report.format import chart_figure, table
 from airflow_skald.core.text import esc, fmt_int, fmt_num
+from airflow_skald.core.transform.base import ReportChart, ReportSection, ReportTable
 
 _FIGURES = (
     ("n_suppressed", "suppressed records"),
@@ -19,11 +20,11 @@ _FIGURES = (
 )
 
 
-def recoding_html(m: Mapping) -> str:
-    """The local recoding section, or nothing when the run did not recode locally."""
+def recoding_section(m: Mapping) -> ReportSection | None:
+    """The local recoding section, or none when the run did not recode locally."""
     lr = m.get("local_recoding")
     if not isinstance(lr, Mapping):
-        return ""
+        return None
     before, after = lr.get("before") or {}, lr.get("after") or {}
     steps = lr.get("steps") or []
     settings = lr.get("settings") or {}
@@ -38,21 +39,25 @@ def recoding_html(m: Mapping) -> str:
         if key in before or key in after
     ]
     rows = [_step_row(i, s) for i, s in enumerate(steps, start=1)]
-    chart = _steps_chart(steps, m.get("n_records"), before) if steps else ""
     gs = settings.get("gs_factor")
-    return (
-        "<h2>Local recoding</h2>"
-        + '<p class="muted">The records the global node suppresses are anonymised again, on '
+    intro = (
+        '<p class="muted">The records the global node suppresses are anonymised again, on '
         f"their own, at a node of their own ({_how(settings)}"
         + (f", gs factor {esc(gs)}" if gs is not None else "")
         + ". A record released at the top node is all '*' and counted as suppressed.</p>"
-        + table(figures, ["figure", "global node only", "after local recoding"])
-        + (
-            table(rows, ["step", "node", "records searched", "released", "classes", "score"])
-            if rows
-            else "<p>No step released records.</p>"
-        )
-        + chart
+    )
+    listed: str | ReportTable = (
+        ReportTable(rows, ["step", "node", "records searched", "released", "classes", "score"])
+        if rows
+        else "<p>No step released records.</p>"
+    )
+    chart = [_steps_chart(steps, m.get("n_records"), before)] if steps else []
+    return ReportSection(
+        "Local recoding",
+        figures,
+        ["figure", "global node only", "after local recoding"],
+        [listed, *chart],
+        [intro],
     )
 
 
@@ -69,18 +74,16 @@ def _step_row(i: int, s: Mapping) -> list[str]:
     ]
 
 
-def _steps_chart(steps: list, n: object, before: Mapping) -> str:
+def _steps_chart(steps: list, n: object, before: Mapping) -> ReportChart:
     """The records each step gives back, after the global node's."""
     first = n - before.get("n_suppressed", 0) if isinstance(n, int) else None
-    return chart_figure(
-        bar_chart(
-            [f"step {i}" for i in range(1, len(steps) + 1)],
-            [0 if s.get("at_top") else int(s.get("released") or 0) for s in steps],
-            title=f"Records each step gives back (the global node released {fmt_int(first)})",
-            value_label="records released",
-            category_label="local recoding step",
-            color="#2e8b57",
-        )
+    return ReportChart(
+        [f"step {i}" for i in range(1, len(steps) + 1)],
+        [0 if s.get("at_top") else int(s.get("released") or 0) for s in steps],
+        title=f"Records each step gives back (the global node released {fmt_int(first)})",
+        value_label="records released",
+        category_label="local recoding step",
+        color="#2e8b57",
     )
 
 

@@ -1,5 +1,6 @@
 """`skald verify`'s check of microaggregated QIDs (docs/design.md §4f; the manifest's key and
-what it says: `core.transform.microaggregation`).
+what it says: `core.transform.microaggregation`; reached through the registry's
+`check_classes`, with the release's classes as verify counted them).
 
 A QID with `cluster: false` is not among the manifest's
 `quasi_identifiers` (the other QIDs form the classes); the release check counts its column
@@ -12,13 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from airflow_skald.core.encode.dimensions import TOP
+from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.release.count.classes import ReleaseClasses
+from airflow_skald.core.transform.counted import CountedClasses
 
 
 def check_microaggregated(
-    classes: ReleaseClasses,
+    classes: CountedClasses,
     n_qids: int,
     start: int,
     names: tuple[str, ...],

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.release.check.microaggregated import check_microaggregated
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.transform.microaggregation import out_of_lattice
+from airflow_skald.core.transform.microaggregation.verify import check_microaggregated
 
 
 def _classes(rows: list[tuple[str, str, str]]) -> ReleaseClasses:
