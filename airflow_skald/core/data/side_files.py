@@ -6,8 +6,9 @@ missing or another."""
 from __future__ import annotations
 
 import hashlib
+import json
 import posixpath
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from airflow_skald.core.data.io import filesystem
@@ -40,3 +41,9 @@ def read_named(path: str, manifest: Mapping[str, Any] | None, key: str, file: st
     if hashlib.sha256(data).hexdigest() != entry.get("sha256"):
         raise VerificationError(f"{name} is not the file manifest.json names (its sha256 differs)")
     return data
+
+
+def labels_digest(ordered: Sequence[tuple[str, ...]]) -> str:
+    """One SHA-256 naming sorted QID label tuples (the side files' `labels_sha256`)."""
+    text = json.dumps([list(t) for t in ordered], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()

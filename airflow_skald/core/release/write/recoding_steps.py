@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from airflow_skald.core.data.side_files import labels_digest
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy
@@ -29,7 +30,6 @@ from airflow_skald.core.transform.local_recoding.recorded import (
     kept_tuples,
     read_recoding_steps,
 )
-from airflow_skald.core.transform.research_subset.counts import labels_digest
 
 MANIFEST_WHERE = "the manifest about to be written"
 

@@ -27,11 +27,10 @@ import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
-from airflow_skald.core.data.side_files import read_named
+from airflow_skald.core.data.side_files import labels_digest, read_named
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.value_order import code_of
 from airflow_skald.core.transform.counted import CountedClasses
-from airflow_skald.core.transform.research_subset.counts import labels_digest
 
 RECODING_STEPS = "recoding_steps.json"
 

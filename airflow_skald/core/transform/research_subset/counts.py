@@ -13,7 +13,6 @@ labels were altered. The release writes it and the manifest names it
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -23,6 +22,7 @@ import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
+from airflow_skald.core.data.side_files import labels_digest
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
 
@@ -88,11 +88,6 @@ def canonical(
         np.asarray([merged[t][0] for t in order], dtype=np.int64),
         np.asarray([merged[t][1] for t in order], dtype=np.int64),
     )
-
-
-def labels_digest(ordered: Sequence[tuple[str, ...]]) -> str:
-    text = json.dumps([list(t) for t in ordered], ensure_ascii=False, separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def with_population(
