@@ -1,20 +1,23 @@
 """The research subset is a registered transformation (ADR 0074): its section parsed into the
 config's transformations (a keyed dataset's path against the config's folder), its entry of
 the effective settings after ``qid_priority``, its manifest key where the schema always had
-it, and the file that key names read back as written."""
+it, the file that key names read back as written, and what `skald audit` judges with it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 from helpers_data import config_dict
 
 from airflow_skald.core.config.run_config import config_from_dict
+from airflow_skald.core.errors import DataError
 from airflow_skald.core.release.write.manifest_schema import schema_keys
 from airflow_skald.core.transform import registry
 from airflow_skald.core.transform.base import side_file_schema
 from airflow_skald.core.transform.research_subset import ResearchSubset
+from airflow_skald.core.transform.research_subset.audit import NOT_AUDITED, audited
 from airflow_skald.core.transform.research_subset.counts import PopulationCounts, canonical
 
 
@@ -52,3 +55,19 @@ def test_its_manifest_key_and_file_read_back() -> None:
     back = PopulationCounts.parse(counted.to_bytes(), "population_counts.json")
     assert back.labels_sha256 == counted.labels_sha256
     assert back.subset.tolist() == [2, 4] and back.population.tolist() == [5, 10]
+
+
+def test_what_audit_judges_of_a_release_and_of_a_population_table() -> None:
+    raw = {**config_dict("/tmp/in", "/tmp/out"), "research_subset": {"column": "in_study"}}
+    raw["privacy"]["delta_presence"] = {"min": 0.05, "max": 0.6}
+    config = config_from_dict(raw)
+    released, not_checked = audited(config, release=True)
+    assert released.research_subset is None and [m.config_key for m in released.privacy] == ["k"]
+    assert [d["reason"] for d in not_checked] == [NOT_AUDITED]
+    assert audited(config, release=False) == (config, [])
+    del raw["privacy"]["k"]
+    with pytest.raises(DataError, match="holds no population records"):
+        audited(config_from_dict(raw), release=True)
+    raw["privacy"]["l_diversity"] = [{"attribute": "disease", "l": 2}]
+    with pytest.raises(DataError, match="over every record, not the subset's"):
+        audited(config_from_dict(raw), release=False)

@@ -51,6 +51,7 @@ from airflow_skald.core.release.check.release_reading import release_parts
 from airflow_skald.core.release.count.tuples import count_tuples
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.text import decimal_text
+from airflow_skald.core.transform.research_subset import audit as subset_audit
 from airflow_skald.core.transform.research_subset.classes import subset_view
 
 log = logging.getLogger("airflow_skald")
@@ -130,25 +131,8 @@ def _audited_models(config: SkaldConfig, manifest: dict | None) -> tuple[SkaldCo
     listed with the reason (a research subset's release, DP's draws, label loss at a node, a
     locally recoded release's per-step models)."""
     not_checked = []
-    if manifest is not None and config.research_subset is not None:
-        # a release holds the subset's records only: the population is not in it (docs/design.md §4e)
-        not_checked = [
-            {**m.describe(), "reason": NOT_AUDITED} for m in config.privacy if m.population_based
-        ]
-        kept_models = tuple(m for m in config.privacy if not m.population_based)
-        others = tuple(t for t in config.transformations if t is not config.research_subset)
-        config = replace(config, transformations=others, privacy=kept_models)
-        if not kept_models:
-            raise DataError(
-                "a release of a research subset holds no population records: its "
-                "delta-presence / exact k-map can only be audited on the population table"
-            )
-    if config.research_subset is not None and config.criteria_attributes:
-        # l and t judge the subset's records of each class (ADR 0045): phase 1/2 count them so
-        raise DataError(
-            "skald audit of a population table judges l-diversity / t-closeness with a "
-            "research_subset over every record, not the subset's: audit the release instead"
-        )
+    if config.research_subset is not None:  # docs/design.md §4e
+        config, not_checked = subset_audit.audited(config, release=manifest is not None)
     # a randomised mechanism's draws (DP's sample and node) are no property of the records
     not_checked += [
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
@@ -175,10 +159,6 @@ BY_STEP = (
 NOT_AT_A_NODE = (
     "not checked: profitability weighs each class by its labels' domain shares at a node of the "
     "hierarchies, which the table as it is does not have (the run's search judged it)"
-)
-NOT_AUDITED = (
-    "not checked: a release holds no population record; skald verify re-checks it from the "
-    "release's population_counts.json, skald audit CONFIG on the population table"
 )
 
 

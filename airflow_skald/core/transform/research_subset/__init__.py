@@ -12,7 +12,7 @@ and no utility analysis, microaggregation or local recoding), the manifest's
 ``population_counts`` key and the file it names (`counts`: its format and how `skald verify`
 matches it with the release's classes), and the rules by which the passes see a node's
 classes as the subset's (`classes`: the flags, the subset's views of phase 2's counts, phase
-3's rows). The phases and the engines read the flag column through the typed accessors
+3's rows) and what `skald audit` judges with it (`audit`). The phases and the engines read the flag column through the typed accessors
 `SkaldConfig.research_subset` (this transformation) and `SkaldConfig.keyed_subset`.
 
 Kept where they are (ADR 0074): reading the flag a keyed subset derives
