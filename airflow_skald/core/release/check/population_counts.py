@@ -3,7 +3,7 @@ format and how verify matches it with the release's classes: `transform.research
 counts`): written from phase 2's histogram at the chosen node (no pass over the data), named
 in the manifest with its SHA-256 (``population_counts``: ``{"file", "sha256"}``, as drop
 mode names ``sensitive_counts.json``: `archive`), and read back by verify, which refuses a
-file that does not match it.
+file that does not match it (`transform.research_subset.counts.read_population_counts`).
 
 A kept class counts its subset and population records; the suppressed classes' records,
 masked, are one all-"*" class (dropped: not in the release, not in the file).
@@ -20,7 +20,6 @@ from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import TOP
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.release.check.archive import read_named
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.class_source import ClassSource
 from airflow_skald.core.search.decision import Decision
@@ -31,7 +30,7 @@ from airflow_skald.core.transform.research_subset.counts import (
     canonical,
 )
 
-__all__ = ["POPULATION_COUNTS", "at_node", "of_run", "read_population_counts"]
+__all__ = ["POPULATION_COUNTS", "at_node", "of_run"]
 
 MANIFEST_WHERE = "the manifest about to be written"
 
@@ -65,15 +64,6 @@ def with_population_counts(manifest: dict, data: bytes) -> dict:
     """The manifest naming the file and its SHA-256, in the schema's order."""
     entry = {"file": POPULATION_COUNTS, "sha256": hashlib.sha256(data).hexdigest()}
     return Manifest.parse({**manifest, "population_counts": entry}, MANIFEST_WHERE).to_dict()
-
-
-def read_population_counts(path: str, manifest: dict | None) -> PopulationCounts | None:
-    """The counts the release keeps (None if its manifest names none): DataError if the file
-    is missing or malformed, VerificationError if it is not the file the manifest names."""
-    data = read_named(path, manifest, "population_counts", POPULATION_COUNTS)
-    if data is None:
-        return None
-    return PopulationCounts.parse(data, f"{POPULATION_COUNTS} of {path}")
 
 
 def of_run(config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision) -> bytes | None:

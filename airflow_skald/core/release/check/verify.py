@@ -49,7 +49,6 @@ from airflow_skald.core.release.check.archive import (
     read_sensitive_counts,
 )
 from airflow_skald.core.release.check.class_figures import class_figures
-from airflow_skald.core.release.check.population_counts import read_population_counts
 from airflow_skald.core.release.check.release_reading import (
     KIND,
     check_manifest,
@@ -72,7 +71,11 @@ from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
-from airflow_skald.core.transform.research_subset.counts import PopulationCounts, with_population
+from airflow_skald.core.transform.research_subset.counts import (
+    PopulationCounts,
+    read_population_counts,
+    with_population,
+)
 from airflow_skald.core.transform.suppression import Suppression
 
 _REPORTED = (

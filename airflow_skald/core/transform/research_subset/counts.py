@@ -22,7 +22,7 @@ import numpy as np
 
 from airflow_skald.core.count.histogram import keys_of
 from airflow_skald.core.data.hierarchies import TOP_LABEL as TOP
-from airflow_skald.core.data.side_files import labels_digest
+from airflow_skald.core.data.side_files import labels_digest, read_named
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy import ClassTable
 
@@ -126,3 +126,12 @@ def with_population(
         replace(star, population=population[star_mask]),
         replace(kept, population=population[~star_mask], unreleased=counts.unreleased),
     )
+
+
+def read_population_counts(path: str, manifest: dict | None) -> PopulationCounts | None:
+    """The counts release `path` keeps (None if its manifest names none): DataError if the
+    file is missing or malformed, VerificationError if it is not the file the manifest names."""
+    data = read_named(path, manifest, "population_counts", POPULATION_COUNTS)
+    if data is None:
+        return None
+    return PopulationCounts.parse(data, f"{POPULATION_COUNTS} of {path}")
