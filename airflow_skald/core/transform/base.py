@@ -37,7 +37,9 @@ The hooks, in the order a run meets them:
 - ``report_rows`` / ``report_note``: its lines in the report's audit section,
   ``risk_rows`` its lines heading the report's suppression and risk section, and
   ``report_section`` a section of its own (placed after the shared section ``report_after``
-  names), from the manifest alone.
+  names), from the manifest alone;
+- ``lattice_floor``: the words of the report's lattice floor section when its search starts
+  at no root measured on the data.
 """
 
 from __future__ import annotations
@@ -259,4 +261,10 @@ class Transformation:
 
     @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
+        return None
+
+    @classmethod
+    def lattice_floor(cls, manifest: Mapping[str, Any]) -> str | None:
+        """The words (HTML) of the report's lattice floor section when the release's search
+        started at no root measured on the data (None: the RAM root phase 1 measured)."""
         return None

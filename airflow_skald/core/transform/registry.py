@@ -192,3 +192,8 @@ def report_sections(manifest: Mapping[str, Any], after: str) -> list[ReportSecti
         for cls in TRANSFORMATIONS
         if cls.report_after == after and (s := cls.report_section(manifest)) is not None
     ]
+
+
+def lattice_floor(manifest: Mapping[str, Any]) -> str | None:
+    """A transformation's words for the report's lattice floor (None: the measured root)."""
+    return next((w for cls in TRANSFORMATIONS if (w := cls.lattice_floor(manifest))), None)

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from airflow_skald.core.release.report.facts import MAX_ROWS, is_per_chunk
 from airflow_skald.core.release.report.format import table, truncated
 from airflow_skald.core.text import esc, fmt_int
+from airflow_skald.core.transform import registry as transform_registry
 
 
 def _paper_parts(node_paper: str) -> tuple[list[str], list[str]]:
@@ -122,11 +123,10 @@ def ram_root_html(m: Mapping) -> str:
         if m.get("histogram_bins_derived")
         else " (configured)"
     )
-    if isinstance(m.get("differential_privacy"), Mapping):  # the hierarchies' lattice
-        return (
-            "<h2>Lattice floor</h2><p>Differential privacy: the search starts at level 0 of "
-            "every QID, the lattice the hierarchies define, never a root measured on the "
-            "data (ADR 0027).</p>" + _node_table(m, m.get("root_node") or {}, "")
+    floor = transform_registry.lattice_floor(m)
+    if floor is not None:  # a search from no measured root (its transformation's words)
+        return f"<h2>Lattice floor</h2><p>{floor}</p>" + _node_table(
+            m, m.get("root_node") or {}, ""
         )
     if m.get("root_mode") == "adaptive":  # N_RAM bounds the non-empty bins (docs/design.md §4a)
         criteria = [x for x in m.get("privacy_models") or [] if x.get("attribute")]

@@ -87,15 +87,7 @@ class Manifest:
         "the objective and its settings, every quality model's score for the node, and per QID "
         "its level, loss, NU-entropy, labels and distribution before/after (docs/design.md §4d)",
     )
-    differential_privacy: dict = key(
-        OBJECT,
-        "an object",
-        "(epsilon, delta)-DP (docs/design.md §4e): epsilon, delta, k and beta (ARX's), the search budget "
-        "and steps, the node, the records sampled, released and suppressed (records the "
-        "sample left out count as suppressed), that releases of the same data compose, who "
-        "checked that every released row is in the keyed sample (`sample_check`), and the "
-        "score function chosen when none was named (`objective_chosen`)",
-    )
+    # differential_privacy: core.transform.differential_privacy's key
     # --- the node and the searches
     node: dict = key(
         {"type": "object", "minProperties": 1, "propertyNames": {"minLength": 1}},

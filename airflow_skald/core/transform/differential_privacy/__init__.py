@@ -11,7 +11,10 @@ what the model adds to the run around it:
 - `mechanism`: the exponential mechanism (SafePub's walk over pivots, `core.search.safepub`,
   draws with it: its score functions read the quality models' context, a layer above);
 - `rules`: what a DP config may not combine it with (config loading applies them);
-- `report`: the report's section, from the manifest alone (the registry's `report_section`).
+- `report`: the report's section and its words for the lattice floor, from the manifest
+  alone (the registry's `report_section`, `lattice_floor`); its manifest key
+  (``differential_privacy``, the search's result, written from the run's decision) and its
+  schema are declared here.
 """
 
 from __future__ import annotations
@@ -20,7 +23,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from airflow_skald.core.transform.base import ParseContext, ReportSection, Transformation
+from airflow_skald.core.transform.base import (
+    ManifestKey,
+    ParseContext,
+    ReportSection,
+    Transformation,
+)
+
+#: its manifest key: the parameters and the search's result (before the node it chose)
+MANIFEST_KEYS = {
+    "differential_privacy": ManifestKey(
+        {"type": "object"},
+        "an object",
+        "(epsilon, delta)-DP (docs/design.md §4e): epsilon, delta, k and beta (ARX's), the search "
+        "budget and steps, the node, the records sampled, released and suppressed (records the "
+        "sample left out count as suppressed), that releases of the same data compose, who "
+        "checked that every released row is in the keyed sample (`sample_check`), and the "
+        "score function chosen when none was named (`objective_chosen`)",
+        before="node",
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -31,6 +53,7 @@ class DifferentialPrivacySample(Transformation):
 
     name: ClassVar[str] = "differential_privacy"
     report_after: ClassVar[str] = "privacy"
+    manifest_keys: ClassVar[Mapping[str, ManifestKey]] = MANIFEST_KEYS
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> None:
@@ -43,3 +66,9 @@ class DifferentialPrivacySample(Transformation):
         )
 
         return differential_privacy_section(manifest)
+
+    @classmethod
+    def lattice_floor(cls, manifest: Mapping[str, Any]) -> str | None:
+        from airflow_skald.core.transform.differential_privacy.report import lattice_floor
+
+        return lattice_floor(manifest)

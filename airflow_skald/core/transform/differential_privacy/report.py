@@ -88,3 +88,14 @@ def differential_privacy_section(m: Mapping) -> ReportSection | None:
         ["", ""],
         (*paragraphs, f"<p>{esc(COVERS)}</p><p>{esc(NOT_COVERED)}</p>"),
     )
+
+
+def lattice_floor(m: Mapping) -> str | None:
+    """Under differential privacy the search starts at level 0 of every QID (the lattice the
+    hierarchies define): the report's lattice floor says so instead of a measured root."""
+    if not isinstance(m.get("differential_privacy"), Mapping):
+        return None
+    return (
+        "Differential privacy: the search starts at level 0 of every QID, the lattice the "
+        "hierarchies define, never a root measured on the data (ADR 0027)."
+    )
