@@ -32,7 +32,6 @@ from airflow_skald.core.passes.pipeline import (
     Progress,
     write_parts,
 )
-from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.run.baseline_chunk import (
     ChunkOutcome,
     RollUpCache,
@@ -48,6 +47,7 @@ from airflow_skald.core.run.baseline_union import (
     union_policy,
 )
 from airflow_skald.core.run.runner import ENCODE, Phase, Run, publish, run_local
+from airflow_skald.core.transform import registry as transform_registry
 
 __all__ = [
     "ChunkOutcome",
@@ -125,21 +125,8 @@ def run_per_chunk(
     """The baseline release: every chunk anonymised alone; returns its (committed) manifest.
 
     Phase 1 is the global run's (its dimensions, and its RAM root for information)."""
-    if config.research_subset is not None:
-        raise ConfigError(
-            "--per-chunk does not take a research_subset (a chunk holds part of the population "
-            "table, so its population counts are not the table's)"
-        )
-    if config.microaggregations:
-        raise ConfigError(
-            "--per-chunk does not take microaggregation (docs/design.md §4f: the aggregates are the "
-            "global run's classes')"
-        )
-    if dp_of(config) is not None:
-        raise ConfigError(
-            "--per-chunk does not take differential_privacy (its sample and search are one "
-            "release's over the whole input)"
-        )
+    if (refusal := transform_registry.per_chunk_refusal(config)) is not None:
+        raise ConfigError(refusal)  # a transformation whose classes are the whole input's
     run = Run(config, token=token or "", progress=progress)
     chunk_engine(run)  # chunks are the baseline's unit: another engine refused before any work
     return run_local(run, (ENCODE, PER_CHUNK), workers)

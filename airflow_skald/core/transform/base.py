@@ -25,7 +25,8 @@ The hooks, in the order a run meets them:
 - capability answers: ``arx_dp_refusal`` (what ARX does not run with differential privacy,
   asked before the models are), ``dp_refusal`` (why it cannot run under differential
   privacy, or None),
-  ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``);
+  ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``),
+  ``per_chunk_refusal`` (why the per-chunk baseline cannot run a config, or None);
 - phase 3: ``release_part`` (a part's table, after suppression, before the QIDs' labels);
 - ``manifest_keys`` / ``manifest_section`` (``manifest_section_at``: with phase 1's
   statistics): its manifest keys (schema: `ManifestKey`) and their values;
@@ -205,6 +206,12 @@ class Transformation:
 
     def supports_engine(self, engine: str) -> bool:
         return self.engine_refusal(engine) is None
+
+    @classmethod
+    def per_chunk_refusal(cls, config: Any) -> str | None:
+        """Why the per-chunk baseline (every chunk anonymised alone, ``--per-chunk``) cannot
+        run `config` (a `SkaldConfig`) when it asks for this transformation, or None."""
+        return None
 
     def release_part(self, table: pa.Table) -> pa.Table:
         return table

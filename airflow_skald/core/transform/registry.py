@@ -118,6 +118,11 @@ def engine_refusal(transformations: Sequence[Transformation], engine: str) -> st
     return next((r for t in transformations if (r := t.engine_refusal(engine))), None)
 
 
+def per_chunk_refusal(config: Any) -> str | None:
+    """The first registered transformation's refusal of the per-chunk baseline, or None."""
+    return next((r for cls in TRANSFORMATIONS if (r := cls.per_chunk_refusal(config))), None)
+
+
 def release_part(transformations: Sequence[Transformation], table: pa.Table) -> pa.Table:
     """Phase 3: a part's table through each configured transformation."""
     for t in transformations:

@@ -60,6 +60,12 @@ class DifferentialPrivacySample(Transformation):
         return None
 
     @classmethod
+    def per_chunk_refusal(cls, config: Any) -> str | None:
+        from airflow_skald.core.transform.differential_privacy.rules import per_chunk_refusal
+
+        return per_chunk_refusal(config)
+
+    @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
         from airflow_skald.core.transform.differential_privacy.report import (
             differential_privacy_section,

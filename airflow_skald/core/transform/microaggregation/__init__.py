@@ -62,6 +62,15 @@ class Microaggregation(Transformation):
             return None
         return cls(tuple((q.name, q.microaggregation) for q in (*kept, *left)), left)
 
+    @classmethod
+    def per_chunk_refusal(cls, config: Any) -> str | None:
+        if config.transformation(cls) is None:
+            return None
+        return (
+            "--per-chunk does not take microaggregation (docs/design.md §4f: the aggregates are the "
+            "global run's classes')"
+        )
+
     def aggregated(self) -> dict[str, QidMicroaggregation]:
         return dict(self.functions)
 

@@ -110,6 +110,15 @@ class ResearchSubset(Transformation):
     def settings_entry(self) -> dict[str, Any]:
         return {SECTION: self.describe()}
 
+    @classmethod
+    def per_chunk_refusal(cls, config: Any) -> str | None:
+        if config.transformation(cls) is None:
+            return None
+        return (
+            "--per-chunk does not take a research_subset (a chunk holds part of the population "
+            "table, so its population counts are not the table's)"
+        )
+
     def check(self, config: Any) -> None:
         """The models it runs with (`check_subset_models`), then what needs every record of
         the population or the release's rows: the utility analysis (it reads the released

@@ -96,3 +96,11 @@ def test_secret_sources(tmp_path: Path, monkeypatch) -> None:
             ref.secret()
     with pytest.raises(ConfigError, match="dp_key takes one of"):
         config_from_dict({**_raw(), "dp_key": {"env": "A", "file": "b"}})
+
+
+def test_per_chunk_baseline_refuses_dp_before_any_work() -> None:
+    """The per-chunk baseline asks the registry; differential privacy's rules answer."""
+    from airflow_skald.core.run.baseline import run_per_chunk
+
+    with pytest.raises(ConfigError, match="^--per-chunk does not take differential_privacy "):
+        run_per_chunk(config_from_dict(_raw()))
