@@ -26,7 +26,8 @@ The hooks, in the order a run meets them:
   asked before the models are), ``dp_refusal`` (why it cannot run under differential
   privacy, or None),
   ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``),
-  ``per_chunk_refusal`` (why the per-chunk baseline cannot run a config, or None);
+  ``per_chunk_refusal`` (why the per-chunk baseline cannot run a config, or None),
+  ``hides_input_facts`` (the manifest states no fact over every input record);
 - phase 3: ``release_part`` (a part's table, after suppression, before the QIDs' labels);
 - ``manifest_keys`` / ``manifest_section`` (``manifest_section_at``: with phase 1's
   statistics): its manifest keys (schema: `ManifestKey`) and their values;
@@ -212,6 +213,12 @@ class Transformation:
         """Why the per-chunk baseline (every chunk anonymised alone, ``--per-chunk``) cannot
         run `config` (a `SkaldConfig`) when it asks for this transformation, or None."""
         return None
+
+    @classmethod
+    def hides_input_facts(cls, config: Any) -> bool:
+        """The manifest of `config`'s release states no fact over every input record (a
+        built hierarchy's hash of its level-0 values, phase 1's flags of a date QID)."""
+        return False
 
     def release_part(self, table: pa.Table) -> pa.Table:
         return table

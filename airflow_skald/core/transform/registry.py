@@ -123,6 +123,11 @@ def per_chunk_refusal(config: Any) -> str | None:
     return next((r for cls in TRANSFORMATIONS if (r := cls.per_chunk_refusal(config))), None)
 
 
+def hides_input_facts(config: Any) -> bool:
+    """A registered transformation keeps facts over every input record out of the manifest."""
+    return any(cls.hides_input_facts(config) for cls in TRANSFORMATIONS)
+
+
 def release_part(transformations: Sequence[Transformation], table: pa.Table) -> pa.Table:
     """Phase 3: a part's table through each configured transformation."""
     for t in transformations:

@@ -26,7 +26,6 @@ from airflow_skald.core.data.database.source import is_staged
 from airflow_skald.core.data.io import ChunkRef
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
-from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.figures import NodeFigures
@@ -161,15 +160,14 @@ def built_hierarchies(config: SkaldConfig, plan: Plan) -> list[dict]:
     levels of what it built, and a date QID by what phase 1 did to its values (cut to the
     first level, normalised to UTC): flags and hashes, never a value."""
     out = []
+    hidden = transform_registry.hides_input_facts(config)  # facts over every input record
     for spec, dim in zip(config.quasi_identifiers, plan.dims, strict=True):
         entry = spec.describe()
         if spec.rule is not None:
-            # a built hierarchy lists the level-0 values of every input record: under DP its
-            # hash would tell of records the sample left out (ADR 0027), so only its levels
-            if dp_of(config) is None:
+            if not hidden:  # the hash of the level-0 values of every input record
                 entry["hierarchy_sha256"] = dim.hierarchy.sha256
             entry["hierarchy_levels"] = dim.hierarchy.top_level + 1
-        if spec.type == "date" and dp_of(config) is None:  # flags over every input record
+        if spec.type == "date" and not hidden:  # flags over every input record
             stats = plan.stats.qids[spec.name]
             entry["values_cut_to_first_level"] = bool(stats.finer)
             entry["time_zones_normalised_to_utc"] = bool(stats.zoned)

@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.transform.base import (
     ManifestKey,
     ParseContext,
@@ -47,8 +48,10 @@ MANIFEST_KEYS = {
 
 @dataclass(frozen=True)
 class DifferentialPrivacySample(Transformation):
-    """Registered for its hooks read from the manifest (the report's section): its settings are
-    the privacy model's (``privacy.differential_privacy``), so `parse` adds nothing to
+    """Registered for its hooks: those read from the manifest (its key, the report's section
+    and lattice floor) and its answers about a config that asks for the model (the per-chunk
+    baseline, the manifest's facts over every input record). Its settings are the privacy
+    model's (``privacy.differential_privacy``), so `parse` adds nothing to
     `SkaldConfig.transformations`."""
 
     name: ClassVar[str] = "differential_privacy"
@@ -61,9 +64,20 @@ class DifferentialPrivacySample(Transformation):
 
     @classmethod
     def per_chunk_refusal(cls, config: Any) -> str | None:
-        from airflow_skald.core.transform.differential_privacy.rules import per_chunk_refusal
+        """The sample and the search are one release's over the whole input."""
+        if dp_of(config) is None:
+            return None
+        return (
+            "--per-chunk does not take differential_privacy (its sample and search are one "
+            "release's over the whole input)"
+        )
 
-        return per_chunk_refusal(config)
+    @classmethod
+    def hides_input_facts(cls, config: Any) -> bool:
+        """A built hierarchy lists the level-0 values of every input record: its hash would
+        tell of records the sample left out (its levels are stated), and so would phase 1's
+        flags of a date QID (ADR 0027)."""
+        return dp_of(config) is not None
 
     @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:

@@ -28,16 +28,6 @@ from airflow_skald.core.transform import registry as transform_registry
 GUIDE = "docs/guide/differential-privacy.md"
 
 
-def per_chunk_refusal(config: Any) -> str | None:
-    """The per-chunk baseline refuses DP: the sample and the search are one release's."""
-    if dp_of(config) is None:
-        return None
-    return (
-        "--per-chunk does not take differential_privacy (its sample and search are one "
-        "release's over the whole input)"
-    )
-
-
 def apply_dp_rules(config: Any, limit_given: bool) -> Any:
     """`config` with suppression limit 1 when it asks for DP; ConfigError (one line) for a
     combination ARX or SafePub's proof refuses. `limit_given`: the file or a flag set the
