@@ -113,10 +113,11 @@ def test_the_spark_engine_releases_what_the_chunk_path_releases(
 def test_what_the_spark_engine_does_not_run_is_refused_before_any_work(tmp_path, capsys):
     inp = write_files(tmp_path / "in", 1, 40, 1)
     execution = {"engine": "spark", "connection": "sc://127.0.0.1:9"}  # never reached
-    cfg = config(inp, tmp_path / "out", execution=execution, utility={"folds": 3})
+    cfg = config(inp, tmp_path / "out", execution=execution)
+    cfg["output"]["format"] = "csv"
     code, err = run_cli(tmp_path, cfg, "refused", capsys)
     assert code == 2
-    assert "execution.engine spark" in err and "utility" in err
+    assert "execution.engine spark" in err and "output.format is csv" in err
     assert len(err.strip().splitlines()) == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "refused.yaml"]
 
@@ -129,3 +130,111 @@ def test_spark_microaggregates_as_the_chunk_path(spark, tmp_path, capsys):
 
     inp = write_files(tmp_path / "in", 2, 150, 23)
     same_as_chunks(tmp_path, capsys, inp, LOCAL, **CASES[2])
+
+
+def test_spark_reads_csv_as_the_chunk_path(spark, tmp_path, capsys):
+    """CSV parsed by Spark with pyarrow's options (ADR 0077): the chunk path's manifest and
+    released rows; a numerical QID's CSV text summed by microaggregation. (The utility analysis
+    beside microaggregation fails on the chunk path itself: ADR 0077.)"""
+    from test_duckdb_csv import _csv, csv_files
+
+    inp = csv_files(tmp_path / "in", 2, 150, 31)
+    qids = config(inp, inp)["quasi_identifiers"]
+    qids[1]["microaggregation"] = {"function": "mean", "cluster": False}
+    settings = {
+        "input": _csv(inp),
+        "quasi_identifiers": qids,
+        "privacy": {"l_diversity": [{"attribute": "disease", "l": 2}]},  # "" is a value
+    }
+    same_as_chunks(tmp_path, capsys, inp, LOCAL, **settings)
+
+
+def test_spark_numbers_csv_rows_and_reads_numbers_as_pyarrow(spark, tmp_path):
+    """Each CSV row's number in its file, counted over Spark's splits of it (several here),
+    and pyarrow's number texts read to pyarrow's doubles."""
+    import pyarrow.csv as pacsv
+    from sqlglot import exp
+    from test_duckdb_csv import _csv, csv_files
+
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.sql import dialect as D
+    from airflow_skald.core.engine.sql import spark_input
+    from airflow_skald.core.engine.sql.spark_session import SparkSqlSession, spark_of
+
+    inp = csv_files(tmp_path / "in", 2, 200, 5)
+    texts = ["1", "+1", "-.5", " 2.5\t", "1.e3", "1E-2", "inf", "-Infinity", "NaN", "NA", "+nan"]
+    rows = ["pid,city,age,zip,income,disease,score"]
+    rows += [f"Q{i},Oslo,{t},1001,1.5,flu,1" for i, t in enumerate(texts)] + ["Q,Oslo,,1,1,a,1"]
+    (inp / "odd.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    cfg = config_from_dict(config(inp, tmp_path / "out", input=_csv(inp, ";")))
+    session = spark_of(LOCAL["connection"])
+    session.conf.set("spark.sql.files.maxPartitionBytes", "2048")  # several splits a file
+    sql = SparkSqlSession(session)
+    try:
+        files = sorted(str(p) for p in inp.glob("in-*.csv"))
+        source = spark_input.view(sql, cfg, files, rows=True)
+        cells = [D.column(c) for c in ("pid", spark_input.ROW, spark_input.FILE)]
+        got = sql.query(exp.select(*cells).from_(D.table(source.relation))).to_pylist()
+        for i, f in enumerate(files):
+            pids = pacsv.read_csv(f, parse_options=pacsv.ParseOptions(delimiter=";"))["pid"]
+            numbered = {r[spark_input.ROW]: r["pid"] for r in got if r[spark_input.FILE] == i}
+            assert numbered == dict(enumerate(pids.to_pylist()))
+        comma = config_from_dict(config(inp, tmp_path / "out", input=_csv(inp, ",")))
+        odd = spark_input.view(sql, comma, [str(inp / "odd.csv")])
+        ages = sql.query(exp.select(D.column("age")).from_(D.table(odd.relation)))["age"]
+        expected = pacsv.read_csv(
+            inp / "odd.csv",
+            convert_options=pacsv.ConvertOptions(column_types={"age": "float64"}),
+        )["age"]
+        assert [str(v) for v in ages.to_pylist()] == [str(v) for v in expected.to_pylist()]
+    finally:
+        sql.close()
+        session.conf.unset("spark.sql.files.maxPartitionBytes")
+
+
+@pytest.mark.parametrize("row", ["P3,Oslo,33d,1001,3.5,flu,1", "P3,Oslo,33"])
+def test_a_csv_row_pyarrow_refuses_is_refused(spark, tmp_path, capsys, row):
+    """A number Spark's cast reads (33d) but pyarrow does not, and a ragged row (found by the
+    header's read, within pyarrow's first block): refused in one line naming the file and the
+    row, as the chunk path refuses them; nothing written."""
+    inp = tmp_path / "in"
+    inp.mkdir()
+    rows = ["pid,city,age,zip,income,disease,score"]
+    rows += [f"P{i},Oslo,{30 + i},1001,{i}.5,flu,1" for i in range(6)]
+    rows[4] = row  # the fourth data row
+    (inp / "in.csv").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    errors = {}
+    for name, execution in (("chunks", {"engine": "chunks"}), ("spark", LOCAL)):
+        cfg = config(inp, tmp_path / f"out-{name}", execution=execution)
+        cfg["input"] = {"path": str(inp), "format": "csv", "delimiter": ","}
+        code, err = run_cli(tmp_path, cfg, name, capsys)
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert not (tmp_path / f"out-{name}").exists()
+        errors[name] = err.strip()
+    assert errors["spark"] == errors["chunks"]
+    assert "in.csv: " in errors["spark"] and "row 4" in errors["spark"]
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_spark_gathers_the_utility_analysis_of_the_chunk_path(spark, tmp_path, capsys, fmt):
+    """The manifest's `utility` section from Spark's counts and its join of the sampled rows
+    (ADR 0077) on Parquet's and CSV's row numbers: the chunk path's, a sample smaller than the
+    input (its key bound used)."""
+    from test_duckdb_csv import _csv, csv_files
+
+    if fmt == "csv":
+        inp = csv_files(tmp_path / "in", 2, 150, 41)
+        more = {"input": _csv(inp)}
+    else:
+        inp, more = write_files(tmp_path / "in", 2, 150, 41), {}
+    utility = {
+        "target": "disease",
+        "models": ["naive_bayes"],
+        "folds": 3,
+        "max_records": 200,
+        "contingency": [["city", "zip"]],
+    }
+    same_as_chunks(tmp_path, capsys, inp, LOCAL, utility=utility, **more)
+    manifest = __import__("json").loads((tmp_path / "out-spark" / "manifest.json").read_text())
+    assert manifest["utility"]["sample"]["records"] == 200
+    assert manifest["utility"]["classification"]["models"]

@@ -25,10 +25,11 @@ import pyarrow.parquet as pq
 from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import FirstRowScan
+from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql import passes
+from airflow_skald.core.engine.sql import passes, spark_input
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
 from airflow_skald.core.engine.sql.release import class_columns, classes_of, grouped_release
@@ -39,6 +40,7 @@ from airflow_skald.core.engine.sql.spark_session import (
     is_local,
     spark_of,
 )
+from airflow_skald.core.engine.sql.utility import utility_partial
 from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
@@ -49,18 +51,6 @@ if TYPE_CHECKING:
 NAME = "spark"
 #: the master of a run that names no connection: a local Spark on every core
 DEFAULT_MASTER = "local[*]"
-
-
-def _view(session: SparkSqlSession, files: Sequence[str], rows: bool = False) -> SqlInput:
-    """A temporary view over the Parquet `files` (`rows`: with each row's number in its
-    file), as the passes' input."""
-    frame = session.spark.read.parquet(*files)
-    if rows:
-        frame = frame.selectExpr("*", f"_metadata.row_index AS {passes.ROW_COLUMN}")
-    relation = session.name(frame, "input")
-    schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
-    where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
-    return SqlInput(relation, schema, where)
 
 
 def write_part(session: SparkSqlSession, select: exp.Select, path: str) -> None:
@@ -83,6 +73,7 @@ class SparkEngine(ParquetFilesEngine):
     """The passes inside Spark (a local session or Spark Connect) over local Parquet files."""
 
     name = NAME
+    input_formats = ("parquet", "csv")
 
     def require(self) -> None:
         _pyspark()
@@ -106,10 +97,19 @@ class SparkEngine(ParquetFilesEngine):
         self, run: Run, files: Sequence[str], rows: bool = False
     ) -> Iterator[tuple[SparkSqlSession, SqlInput]]:
         with self._session(run) as session:
-            yield session, _view(session, files, rows)
+            yield session, spark_input.view(session, run.config, files, rows)
 
     def _files(self, run: Run) -> list[str]:
         return [c.file for c in run.chunks()]
+
+    def list_input(self, run: Run) -> list[ChunkRef]:
+        config = run.config
+        if config.input.format != "csv":
+            return super().list_input(run)
+        files = list_input_files(config.input)
+        with self._session(run) as session:  # every row parsed by Spark, not by the worker
+            counts = spark_input.count_csv_rows(session, config, files)
+        return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
 
     def domain_stats(self, run: Run) -> DomainStats:
         with self._opened(run, self._files(run)) as (session, source):
@@ -125,7 +125,7 @@ class SparkEngine(ParquetFilesEngine):
         scan = FirstRowScan(keys)
         with self._session(run) as session:
             for chunk in run.chunks():  # in input order: a class's first chunk holds its first row
-                source = _view(session, [chunk.file], rows=True)
+                source = spark_input.view(session, run.config, [chunk.file], rows=True)
                 args = (session, source, run.config, plan, node, scan.wanted, chunk.chunk_id)
                 scan.add(*passes.chunk_first_rows(*args))
                 if scan.done:
@@ -138,7 +138,10 @@ class SparkEngine(ParquetFilesEngine):
         names = [part_name(c.chunk_id, config.output.format) for c in chunks]
         staging = run.staging.rstrip("/")
         with self._opened(run, [c.file for c in chunks]) as (session, whole):
-            parts = [(n, _view(session, [c.file])) for n, c in zip(names, chunks, strict=True)]
+            parts = [
+                (n, spark_input.view(session, config, [c.file]))
+                for n, c in zip(names, chunks, strict=True)
+            ]
 
             def write(select: exp.Select, name: str) -> None:
                 write_part(session, select, staging + "/" + name)
@@ -149,4 +152,9 @@ class SparkEngine(ParquetFilesEngine):
             qids, sensitive = class_columns(config)
             release = session.name(session.spark.read.parquet(*paths), "release")
             table = session.query(grouped_release(D.table(release), [*qids, *sensitive]))
-        return Written(names, classes_of(table, qids, sensitive))
+            utility = None
+            if config.utility is not None:  # from counts, the sample's records joined in Spark
+                numbered = spark_input.view(session, config, self._files(run), rows=True)
+                args = (config, chunks, plan.stats.n_rows, whole, numbered, table)
+                utility = utility_partial(session, *args)
+        return Written(names, classes_of(table, qids, sensitive), utility)

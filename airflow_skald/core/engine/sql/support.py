@@ -25,6 +25,9 @@ SUPPORTED_MODELS: frozenset[str] = frozenset(
     }
 )
 
+#: engines that gather the utility analysis's counts and sample (`sql.utility`, ADR 0077)
+UTILITY_ENGINES: frozenset[str] = frozenset({"spark"})
+
 
 def unsupported(config: SkaldConfig, engine: str) -> str | None:
     """The first setting `engine` does not run yet, as the refusal's text; None: all run."""
@@ -36,7 +39,10 @@ def unsupported(config: SkaldConfig, engine: str) -> str | None:
     transformed = transform_registry.engine_refusal(config.transformations, engine)
     checks = [
         (transformed is not None, transformed),
-        (config.utility is not None, "utility (the analysis reads the released rows)"),
+        (
+            config.utility is not None and engine not in UTILITY_ENGINES,
+            "utility (the analysis reads the released rows)",
+        ),
     ]
     for present, what in checks:
         if present:
