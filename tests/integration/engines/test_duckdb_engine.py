@@ -203,3 +203,32 @@ def test_a_nan_or_infinite_numerical_qid_is_refused_as_the_chunk_path_refuses_it
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert f"column 'income' has {message}" in err
         assert not (tmp_path / f"out-{engine}").exists()
+
+
+@pytest.mark.parametrize("bins", [None, 1 << 20])
+def test_duckdb_is_set_from_the_runs_budget_threads_and_folder(tmp_path, bins):
+    """memory_limit = one chunk of records plus N_RAM bins (derived as n d / 16, or given),
+    threads = the run's workers, spilling into a private folder beside the run's staging
+    folder, gone at close (ADR 0077)."""
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.sql.duckdb_engine import DuckDBEngine
+    from airflow_skald.core.passes.state import Run
+    from airflow_skald.core.settings.execution import ExecutionSettings
+
+    cfg = config(tmp_path / "in", tmp_path / "out", chunk_rows=1 << 20)
+    if bins is not None:
+        cfg["memory"] = {"histogram_bins": bins}
+    run = Run(config=config_from_dict(cfg))
+    engine = DuckDBEngine(ExecutionSettings("duckdb"), workers=3)
+    settings = "SELECT current_setting('memory_limit'), current_setting('threads'), "
+    settings += "current_setting('temp_directory')"
+    with engine._session(run, bytes_per_record=512) as session:  # a chunk of 512 MiB
+        limit, threads, spill = session.db.execute(settings).fetchone()
+        assert Path(spill).is_dir()
+    assert limit == ("1.0 GiB" if bins is None else "528.0 MiB")  # 512 MiB + bins x 16 B
+    assert threads == 3
+    staging = Path(run.staging)
+    assert Path(spill).parent == staging.parent == tmp_path
+    assert Path(spill).name.startswith(staging.name + ".spill-") and not Path(spill).exists()
+    with engine._session(run) as session:  # before phase 1 knows the record size: the floor
+        assert session.db.execute(settings).fetchone()[0] == "256.0 MiB"

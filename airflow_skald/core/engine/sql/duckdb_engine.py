@@ -5,11 +5,19 @@ counts and labels, DuckDB writes the release's parts into the staging folder (CO
 Parquet), and the shared check, manifest and commit publish them.
 
 One part per input file (`list_input`: a chunk per file), so a record's first row is its
-file's chunk and its row there (`file_row_number`), in input order as the chunk path reads."""
+file's chunk and its row there (`file_row_number`), in input order as the chunk path reads.
+
+Each pass's DuckDB is set from the run (`DuckDBEngine._session`, ADR 0077): `memory_limit`
+the run's memory budget (what the chunk path holds: one chunk of `chunk_rows` records plus
+N_RAM histogram bins, `duckdb_session.memory_budget`, at least `MEMORY_FLOOR`), so DuckDB
+spills beyond it instead of growing to its default 80 % of RAM; `threads` the run's workers
+(`--workers`; one: the machine's cores, DuckDB's default); `temp_directory` a private folder
+beside the run's staging folder, named after it, removed when the pass ends."""
 
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
@@ -19,12 +27,17 @@ from sqlglot import exp
 from airflow_skald.core.config.skald_config import SkaldConfig
 from airflow_skald.core.count.first_rows import FirstRowScan
 from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
-from airflow_skald.core.encode.domain import DomainStats
+from airflow_skald.core.encode.domain import DomainStats, check_files
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import csv_input, passes
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.domain import SqlInput
-from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession, _duckdb
+from airflow_skald.core.engine.sql.duckdb_session import (
+    MEMORY_FLOOR,
+    DuckDBSession,
+    _duckdb,
+    memory_budget,
+)
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
 from airflow_skald.core.engine.sql.release import (
     class_columns,
@@ -84,8 +97,24 @@ class DuckDBEngine(ParquetFilesEngine):
         _duckdb()
 
     @contextlib.contextmanager
-    def _session(self) -> Iterator[DuckDBSession]:
-        session = DuckDBSession(self.workers if self.workers > 1 else None)
+    def _session(self, run: Run, bytes_per_record: int | None = None) -> Iterator[DuckDBSession]:
+        """A DuckDB session set from the run (ADR 0077): `threads` the run's workers (else
+        the machine's cores, DuckDB's default), `memory_limit` the run's memory budget
+        (`memory_budget`: one chunk of `chunk_rows` records of `bytes_per_record` bytes plus
+        N_RAM bins; the floor alone before phase 1 knows the record size), spilling into a
+        private folder beside the run's staging folder, named after it (so a killed CLI run's
+        is removed with its staging folder, `remove_stale_staging`), removed at close."""
+        config = run.config
+        limit = MEMORY_FLOOR
+        if bytes_per_record is not None:
+            limit = memory_budget(config.chunk_rows, bytes_per_record, config.histogram_bins)
+        head, tail = os.path.split(run.staging.rstrip("/"))
+        session = DuckDBSession(
+            self.workers if self.workers > 1 else os.cpu_count(),
+            limit,
+            head if os.path.isdir(head) else None,  # never a folder made for the spill
+            tail + ".spill-",
+        )
         try:
             yield session
         finally:
@@ -93,10 +122,16 @@ class DuckDBEngine(ParquetFilesEngine):
 
     @contextlib.contextmanager
     def _opened(
-        self, config: SkaldConfig, files: Sequence[str], rows: bool = False
+        self,
+        run: Run,
+        files: Sequence[str],
+        rows: bool = False,
+        bytes_per_record: int | None = None,
     ) -> Iterator[tuple[DuckDBSession, SqlInput]]:
-        with self._session() as session:
-            yield session, _view(session, "skald_input", files, scan(config, files, rows))
+        bpr = run.plan().stats.bytes_per_record if bytes_per_record is None else bytes_per_record
+        with self._session(run, bpr) as session:
+            select = scan(run.config, files, rows)
+            yield session, _view(session, "skald_input", files, select)
 
     def _files(self, run: Run) -> list[str]:
         return [c.file for c in run.chunks()]
@@ -106,16 +141,18 @@ class DuckDBEngine(ParquetFilesEngine):
         if config.input.format != "csv":
             return super().list_input(run)
         files = list_input_files(config.input)
-        with self._session() as session:  # every row parsed by DuckDB, not by the worker
+        with self._session(run) as session:  # every row parsed by DuckDB, not by the worker
             counts = [csv_input.count_rows(session, config, f) for f in files]
         return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
 
     def domain_stats(self, run: Run) -> DomainStats:
-        with self._opened(run.config, self._files(run)) as (session, source):
-            return passes.domain_stats(session, source, run.config, run.chunks())
+        chunks = run.chunks()
+        checked = check_files(run.config, chunks)  # the schemas, and the record size
+        with self._opened(run, self._files(run), bytes_per_record=checked[1]) as (session, src):
+            return passes.relation_stats(session, src, run.config, len(chunks), checked)
 
     def root_counts(self, run: Run) -> RootCounts:
-        with self._opened(run.config, self._files(run)) as (session, source):
+        with self._opened(run, self._files(run)) as (session, source):
             return passes.histogram(session, source, run.config, run.plan())
 
     def first_rows(
@@ -123,7 +160,7 @@ class DuckDBEngine(ParquetFilesEngine):
     ) -> np.ndarray:
         scan = FirstRowScan(keys)
         for chunk in run.chunks():  # in input order: a class's first chunk holds its first row
-            with self._opened(run.config, [chunk.file], rows=True) as (session, source):
+            with self._opened(run, [chunk.file], rows=True) as (session, source):
                 args = (session, source, run.config, plan, node, scan.wanted, chunk.chunk_id)
                 scan.add(*passes.chunk_first_rows(*args))
             if scan.done:
@@ -134,7 +171,7 @@ class DuckDBEngine(ParquetFilesEngine):
         config, plan, decision = run.config, run.plan(), run.decision()
         chunks = run.chunks()
         names = [part_name(c.chunk_id, config.output.format) for c in chunks]
-        with self._opened(config, [c.file for c in chunks]) as (session, whole):
+        with self._opened(run, [c.file for c in chunks]) as (session, whole):
             parts = [
                 (name, _view(session, f"skald_part_{c.chunk_id}", [c.file], scan(config, [c.file])))
                 for name, c in zip(names, chunks, strict=True)

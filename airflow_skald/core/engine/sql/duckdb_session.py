@@ -40,18 +40,45 @@ def _one_line() -> Iterator[None]:
         raise DataError(f"DuckDB: {text[0] if text else type(exc).__name__}") from None
 
 
+#: DuckDB's `memory_limit` at least: room for its buffer pool and for the partitions of a hash
+#: table it spills (below ~100 MB DuckDB refuses plain GROUP BYs of wide keys)
+MEMORY_FLOOR = 256 << 20
+#: a histogram bin's bytes in the chunk path's budget (paper eq. 3: N_RAM = n d / 16)
+BIN_BYTES = 16
+
+
+def memory_budget(chunk_rows: int, bytes_per_record: int, histogram_bins: int | None) -> int:
+    """The run's memory budget in bytes (docs/design.md §4a: the chunk path holds one chunk of
+    `chunk_rows` records plus N_RAM histogram bins; N_RAM derived as n d / 16 when
+    `histogram_bins` is None), never below MEMORY_FLOOR."""
+    chunk = int(chunk_rows) * int(bytes_per_record)
+    bins = histogram_bins if histogram_bins is not None else chunk // BIN_BYTES
+    return max(MEMORY_FLOOR, chunk + int(bins) * BIN_BYTES)
+
+
 class DuckDBSession(TemporaryRelations):
-    """One in-memory DuckDB connection; `threads` bounds its worker threads."""
+    """One in-memory DuckDB connection: `threads` its worker threads, `memory_limit` (bytes)
+    the memory it may hold before it spills, into a private folder made in `spill_dir` (the
+    system's temporary folder when None; its name starts with `spill_prefix`) and removed at
+    close."""
 
     dialect = "duckdb"
 
-    def __init__(self, threads: int | None = None):
+    def __init__(
+        self,
+        threads: int | None = None,
+        memory_limit: int | None = None,
+        spill_dir: str | None = None,
+        spill_prefix: str = "skald-duckdb-",
+    ):
         # what DuckDB spills (a GROUP BY larger than its memory) goes to a private folder of
         # its own, removed at close, never to the working directory's `.tmp`
-        self.spill = tempfile.mkdtemp(prefix="skald-duckdb-")
-        config = {"temp_directory": self.spill}
+        self.spill = tempfile.mkdtemp(prefix=spill_prefix, dir=spill_dir)
+        config: dict = {"temp_directory": self.spill}
         if threads:
             config["threads"] = int(threads)
+        if memory_limit:
+            config["memory_limit"] = f"{int(memory_limit)}B"
         self.db = _duckdb().connect(":memory:", config=config)
         super().__init__()
 
