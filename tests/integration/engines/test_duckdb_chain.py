@@ -35,3 +35,47 @@ def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path):
         assert counts.root_counts(session, source, coding, plan).node == expected
     finally:
         session.close()
+
+
+def test_phase_1_bounds_decide_nodes_as_the_exact_counts_and_skip_the_estimate(tmp_path):
+    """`sure_fits` (ADR 0077): a node it says fits has at most N_RAM - 1 non-empty bins, one it
+    says does not has more (the exact COUNT(DISTINCT)s over the input); the estimating scan
+    covers only the nodes in doubt, and is not run when none is."""
+    inp = write_files(tmp_path / "in", 2, 150, 7)
+    session, source = _open(sorted(str(p) for p in inp.glob("*.parquet")))
+    try:
+        for bins, scans in ((300, 1), (3, 0)):
+            settings = {"memory": {"histogram_bins": bins, "root": "adaptive"}}
+            cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
+            plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
+            flagged = subset.flagged(session, source, cfg)
+            coding = passes.coding_of(session, flagged, plan, cfg)
+            sure = counts.sure_fits(plan, len(coding.values))
+            for node, decided in zip(plan.counting_chain(), sure, strict=True):
+                select = counts.chain_select(flagged, coding, plan, tuple(node))
+                n = session.query(select).column("n")[0].as_py()
+                assert decided is None or decided == (n <= plan.n_ram - 1), (bins, node)
+            asked = _estimates(session, flagged, coding, plan)
+            assert asked == scans, sure
+            assert (None in sure) == bool(scans) and True in sure
+    finally:
+        session.close()
+
+
+def _estimates(session, source, coding, plan) -> int:
+    """`estimated_start` run on the real session: the scans of approximate counts it asked."""
+    from sqlglot import exp
+
+    asked = []
+    query = session.query
+
+    def recorded(statement, *args):
+        asked.append(statement.find(exp.ApproxDistinct) is not None)
+        return query(statement, *args)
+
+    session.query = recorded
+    try:
+        counts.estimated_start(session, source, coding, plan)
+    finally:
+        del session.query
+    return sum(asked)

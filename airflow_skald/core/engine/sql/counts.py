@@ -6,7 +6,9 @@ counts up the chain whenever their non-empty bins outgrow N_RAM, and ends at the
 node whose bins over all the data fit (a subset never has more); here the engine counts the
 distinct bins of every chain node at once (COUNT(DISTINCT key)) and groups at that node.
 The counts are those `run.pipeline.count_histogram` sums over the chunks: the same codes
-(`coding`), the same keys (mixed radix, value code innermost), the same node."""
+(`coding`), the same keys (mixed radix, value code innermost), the same node. DuckDB first
+estimates where to group (`estimated_start`), only for the chain nodes phase 1's bounds leave
+in doubt (`sure_fits`, ADR 0077)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from sqlglot import exp
 
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
+from airflow_skald.core.encode.dimensions import CategoricalDimension, NumericalDimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
@@ -136,22 +139,57 @@ def counting_node(
 ESTIMATING = {"duckdb"}
 
 
+def _every_code_seen(dim) -> bool:
+    """Whether each of the QID's codes at every level holds a record (phase 1's observed
+    labels or ranks), so its cards are exact counts of non-empty codes, not bounds."""
+    if isinstance(dim, CategoricalDimension):
+        return True
+    return isinstance(dim, NumericalDimension) and dim.encoded_values is not None
+
+
+def sure_fits(plan: Plan, counted: int) -> list[bool | None]:
+    """Per chain node, whether its non-empty bins fit N_RAM whatever the data shows: True
+    when an upper bound fits (at most one bin per record and counted attribute, and at most
+    the product of the QIDs' codes: `_first_fits`' bound), False when a lower bound does not
+    (with no counted attribute: a class per non-empty code of the QID with most, where phase
+    1's codes are exact), None when only the data can tell. Bins never grow along the chain,
+    so a node after one that fits fits, and one before one that does not does not."""
+    chain = plan.counting_chain()
+    budget = plan.n_ram - 1
+    out: list[bool | None] = []
+    for node in chain:
+        upper = min(plan.stats.n_rows * max(counted, 1), plan.bins(tuple(node)) - 1)
+        exact = [d.cards[lv] for d, lv in zip(plan.dims, node, strict=True) if _every_code_seen(d)]
+        lower = max(exact, default=1) if not counted else 0
+        out.append(True if upper <= budget else (False if lower > budget else None))
+    last_fails = max((i for i, v in enumerate(out) if v is False), default=-1)
+    first_fits = min((i for i, v in enumerate(out) if v is True), default=len(out))
+    return [i >= first_fits if not last_fails < i < first_fits else None for i in range(len(out))]
+
+
 def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> int:
-    """The chain node to group the input at: the one before the first whose estimated
-    non-empty bins (APPROX_COUNT_DISTINCT of every chain node in one scan, 5 % margin) fit
-    N_RAM, so the grouped table is about N_RAM rows, not one per record (0 where the engine
-    does not estimate)."""
+    """The chain node to group the input at: the one before the first whose non-empty bins
+    fit N_RAM, so the grouped table is about N_RAM rows, not one per record (0 where the
+    engine does not estimate). Where phase 1's bounds settle a node (`sure_fits`) it is not
+    estimated; the nodes in doubt are, by one scan of APPROX_COUNT_DISTINCTs (5 % margin),
+    and none when none is in doubt. An estimate only places the grouped table: `judged`
+    decides by exact counts."""
     chain = plan.counting_chain()
     if session.dialect not in ESTIMATING:
         return 0
-    estimates = [
-        D.total([exp.ApproxDistinct(this=k) for k in _bin_keys(coding, plan, tuple(node))])
-        for node in chain
-    ]
-    columns = [e.as_(f"e{i}") for i, e in enumerate(estimates)]
-    row = session.query(coding.relation(source, *columns).select(*columns))
+    sure = sure_fits(plan, len(coding.values))
+    doubt = [i for i, v in enumerate(sure) if v is None]
+    fit = {i: bool(v) for i, v in enumerate(sure) if v is not None}
+    if doubt:
+        estimates = [
+            D.total([exp.ApproxDistinct(this=k) for k in _bin_keys(coding, plan, tuple(chain[i]))])
+            for i in doubt
+        ]
+        columns = [e.as_(f"e{i}") for i, e in zip(doubt, estimates, strict=True)]
+        row = session.query(coding.relation(source, *columns).select(*columns))
+        fit.update({i: row.column(f"e{i}")[0].as_py() * 0.95 <= plan.n_ram - 1 for i in doubt})
     for i in range(len(chain)):
-        if row.column(f"e{i}")[0].as_py() * 0.95 <= plan.n_ram - 1:
+        if fit[i]:
             return max(i - 1, 0)
     return len(chain) - 2
 
