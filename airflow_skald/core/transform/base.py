@@ -41,7 +41,8 @@ The hooks, in the order a run meets them:
   ``report_section`` a section of its own (placed after the shared section ``report_after``
   names), from the manifest alone;
 - ``lattice_floor``: the words of the report's lattice floor section when its search starts
-  at no root measured on the data.
+  at no root measured on the data; ``beyond_node``: what it released beyond the chosen node,
+  as the report's quality section and warnings show it (`BeyondNode`).
 """
 
 from __future__ import annotations
@@ -115,6 +116,22 @@ class ReportChart:
     value_label: str
     category_label: str = ""
     color: str = "#3b6fb6"
+
+
+@dataclass(frozen=True)
+class BeyondNode:
+    """A release a transformation wrote beyond the chosen node (local recoding's steps), as the
+    report's shared sections show it: the quality models' scores of the release as written
+    (`scores`: the others score the chosen node alone; none: the shared section shows the
+    node's), whether it ran at all (`ran`), the further nodes it released records at
+    (`nodes`), the paragraph heading the scores (`note`, HTML) and the title of a QID's
+    distribution at the chosen node (`at_node`, its fields ``name`` and ``level``)."""
+
+    scores: Mapping[str, Any]
+    ran: bool
+    nodes: Sequence[Mapping[str, Any]]
+    note: str
+    at_node: str
 
 
 @dataclass(frozen=True)
@@ -281,4 +298,9 @@ class Transformation:
     def lattice_floor(cls, manifest: Mapping[str, Any]) -> str | None:
         """The words (HTML) of the report's lattice floor section when the release's search
         started at no root measured on the data (None: the RAM root phase 1 measured)."""
+        return None
+
+    @classmethod
+    def beyond_node(cls, manifest: Mapping[str, Any]) -> BeyondNode | None:
+        """What the release holds beyond the chosen node (None: nothing of its own)."""
         return None

@@ -11,6 +11,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_skald.core.transform.base import (
+    BeyondNode,
     ManifestKey,
     ParseContext,
     ReportSection,
@@ -207,3 +208,8 @@ def report_sections(manifest: Mapping[str, Any], after: str) -> list[ReportSecti
 def lattice_floor(manifest: Mapping[str, Any]) -> str | None:
     """A transformation's words for the report's lattice floor (None: the measured root)."""
     return next((w for cls in TRANSFORMATIONS if (w := cls.lattice_floor(manifest))), None)
+
+
+def beyond_node(manifest: Mapping[str, Any]) -> BeyondNode | None:
+    """What a transformation released beyond the chosen node (None: the node's release)."""
+    return next((b for cls in TRANSFORMATIONS if (b := cls.beyond_node(manifest))), None)

@@ -9,6 +9,8 @@ from airflow_skald.core.release.report.facts import METRICS, is_per_chunk, quali
 from airflow_skald.core.release.report.format import chart_figure, table
 from airflow_skald.core.release.report.plots import class_size_bins
 from airflow_skald.core.text import esc, fmt_int, fmt_num
+from airflow_skald.core.transform import registry as transform_registry
+from airflow_skald.core.transform.base import BeyondNode
 
 
 def _class_sizes(m: Mapping, plots: Mapping[str, str]) -> str:
@@ -64,13 +66,14 @@ def quality_models_html(m: Mapping) -> str:
         return ""
     scores = q.get("scores") or {}
     objective = q.get("objective")
-    recoded = _recoded_scores(m)
+    beyond = transform_registry.beyond_node(m)  # e.g. local recoding's steps
+    rescored = dict(beyond.scores) if beyond else {}
     rows = [
         [
             esc(label)
             + (" <b>(objective)</b>" if name == objective else "")
-            + (" (global node)" if recoded and name not in recoded else ""),
-            fmt_num(recoded.get(name, scores.get(name))),
+            + (" (global node)" if rescored and name not in rescored else ""),
+            fmt_num(rescored.get(name, scores.get(name))),
         ]
         for name, label in QUALITY_MODELS
         if name in scores
@@ -89,45 +92,30 @@ def quality_models_html(m: Mapping) -> str:
         ]
         for r in q.get("qids") or []
     ]
-    charts = "".join(_distribution_charts(r, bool(recoded)) for r in q.get("qids") or [])
+    at_node = beyond if rescored else None  # its scores shown: its words too
+    charts = "".join(_distribution_charts(r, at_node) for r in q.get("qids") or [])
     return (
         "<h2>Quality models</h2>"
         f'<p class="muted">The search minimised <b>{esc(objective)}</b> ({settings}); ties by '
         "smaller sum of levels, then precision, then qid_priority (DM*: precision first).</p>"
-        + (
-            '<p class="muted">Local recoding: DM*, DM and Loss score the release as written '
-            "(every step's classes); the models marked score the global node alone.</p>"
-            if recoded
-            else ""
-        )
-        + table(rows, ["model", "score of the release" if recoded else "score at the chosen node"])
+        + (at_node.note if at_node else "")
+        + table(rows, ["model", "score of the release" if rescored else "score at the chosen node"])
         + table(per_qid, ["QID", "level", "loss", "NU-entropy (bits)", "labels"])
         + (f'<p class="muted">{esc(q["left_out"])}</p>' if q.get("left_out") else "")
         + charts
     )
 
 
-def _recoded_scores(m: Mapping) -> dict:
-    """A locally recoded release's own scores (those its manifest holds after the steps)."""
-    after = (m.get("local_recoding") or {}).get("after")
-    if not isinstance(after, Mapping):
-        return {}
-    out = {key: after[key] for key in ("dm_star", "dm", "loss") if key in after}
-    if "dm_star_arx" in m:
-        out["dm_star_arx"] = m["dm_star_arx"]
-    return out
-
-
-def _distribution_charts(row: Mapping, recoded: bool = False) -> str:
-    """A QID's distribution before and after; with local recoding "after" is the global
-    node's (the steps' records are in the Local recoding section), and says so."""
+def _distribution_charts(row: Mapping, beyond: BeyondNode | None = None) -> str:
+    """A QID's distribution before and after; with records released beyond the node (local
+    recoding's steps, in their own section) "after" is the node's, and says so."""
     dist = row.get("distribution")
     if not isinstance(dist, Mapping):
         return ""
     out = []
     after = (
-        f"{row.get('name')} at the global node (level {row.get('level')}), before local recoding"
-        if recoded
+        beyond.at_node.format(name=row.get("name"), level=row.get("level"))
+        if beyond
         else f"{row.get('name')} after (level {row.get('level')})"
     )
     for part, title, color in (

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from airflow_skald.core.release.report.charts import bar_chart
 from airflow_skald.core.release.report.format import chart_figure, table
 from airflow_skald.core.text import esc, fmt_int, fmt_num
+from airflow_skald.core.transform import registry as transform_registry
 from airflow_skald.core.utility.top import advice, all_top
 
 #: the models' names in words
@@ -31,13 +32,13 @@ def all_top_html(m: Mapping) -> str:
     node, tops = m.get("node"), m.get("top_node")
     if not isinstance(node, Mapping) or not isinstance(tops, Mapping) or m.get("mode"):
         return ""
-    steps = ((m.get("local_recoding") or {}).get("steps")) or []
-    nodes = [node, *(s["node"] for s in steps if isinstance(s, Mapping) and s.get("released"))]
-    names = all_top([n for n in nodes if isinstance(n, Mapping)], tops)
+    beyond = transform_registry.beyond_node(m)  # e.g. local recoding's steps
+    names = all_top([node, *(beyond.nodes if beyond else ())], tops)
     if not names:
         return ""
     objective = (m.get("quality_models") or {}).get("objective")
-    return f'<p class="bad">Warning: {esc(advice(names, objective, bool(steps)))}</p>'
+    ran = beyond is not None and beyond.ran
+    return f'<p class="bad">Warning: {esc(advice(names, objective, ran))}</p>'
 
 
 def _accuracy_chart(c: Mapping) -> str:

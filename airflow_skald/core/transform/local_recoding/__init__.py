@@ -31,6 +31,7 @@ from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import decimal_text
 from airflow_skald.core.transform.base import (
+    BeyondNode,
     ManifestKey,
     ParseContext,
     ReportSection,
@@ -38,7 +39,7 @@ from airflow_skald.core.transform.base import (
 )
 from airflow_skald.core.transform.local_recoding.described import RecodingSettings
 from airflow_skald.core.transform.local_recoding.manifest import SCHEMA
-from airflow_skald.core.transform.local_recoding.report import recoding_section
+from airflow_skald.core.transform.local_recoding.report import beyond_node, recoding_section
 
 if TYPE_CHECKING:
     from airflow_skald.core.privacy import PrivacyPolicy
@@ -160,6 +161,10 @@ class LocalRecoding(Transformation):
     @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
         return recoding_section(manifest)
+
+    @classmethod
+    def beyond_node(cls, manifest: Mapping[str, Any]) -> BeyondNode | None:
+        return beyond_node(manifest)
 
     @classmethod
     def judged_policy(

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from airflow_skald.core.text import esc, fmt_int, fmt_num
-from airflow_skald.core.transform.base import ReportChart, ReportSection, ReportTable
+from airflow_skald.core.transform.base import BeyondNode, ReportChart, ReportSection, ReportTable
 
 _FIGURES = (
     ("n_suppressed", "suppressed records"),
@@ -98,4 +98,31 @@ def _how(settings: Mapping) -> str:
     return (
         "ARX's optimizeIterativeFast): each step must release at least records = "
         f"{esc(settings.get('records'))} of all records"
+    )
+
+
+def beyond_node(m: Mapping) -> BeyondNode | None:
+    """The steps as the report's quality section and warnings show them: the release's own
+    scores (those its manifest holds after the steps), the steps' nodes that released records,
+    and the words saying the global node's figures are the global node's."""
+    lr = m.get("local_recoding")
+    if not isinstance(lr, Mapping):
+        return None
+    after = lr.get("after")
+    scores = {}
+    if isinstance(after, Mapping):
+        scores = {key: after[key] for key in ("dm_star", "dm", "loss") if key in after}
+        if "dm_star_arx" in m:
+            scores["dm_star_arx"] = m["dm_star_arx"]
+    steps = lr.get("steps") or []
+    nodes = [s["node"] for s in steps if isinstance(s, Mapping) and s.get("released")]
+    return BeyondNode(
+        scores=scores,
+        ran=bool(steps),
+        nodes=[n for n in nodes if isinstance(n, Mapping)],
+        note=(
+            '<p class="muted">Local recoding: DM*, DM and Loss score the release as written '
+            "(every step's classes); the models marked score the global node alone.</p>"
+        ),
+        at_node="{name} at the global node (level {level}), before local recoding",
     )
