@@ -5,9 +5,10 @@ Spark writes the release's parts into the staging folder, and the shared check, 
 commit publish them.
 
 One part per input file (`list_input`: a chunk per file, as DuckDB's), so a record's first
-row is its file's chunk and its row there (Parquet's `_metadata.row_index`). Spark writes a
-part as a folder of files: the engine writes each part with one task into a folder beside it
-and moves the one file onto the part's name (a killed write leaves no part). The files are
+row is its file's chunk and its row there (Parquet's `_metadata.row_index`). Spark writes
+folders of files: the engine writes every part in one job (`write_parts`: each part's rows one
+task, a UNION ALL of them written `partitionBy` the part, ADR 0077) into a folder beside them
+and moves each part's one file onto its name (a killed write leaves no part). The files are
 read and written by Spark's own process: with Spark Connect the server must see the same
 (local or mounted) paths."""
 
@@ -53,18 +54,36 @@ NAME = "spark"
 DEFAULT_MASTER = "local[*]"
 
 
-def write_part(session: SparkSqlSession, select: exp.Select, path: str) -> None:
-    """The rows of `select` as one Parquet file at `path`, written by Spark (one task into a
-    folder beside it, its one file moved onto `path`)."""
-    frame = session.frame(select)
-    folder = path + ".writing"
+#: the column that tells the parts apart in the one job that writes them (a folder per value)
+PART = "skald_part"
+
+
+def write_parts(session: SparkSqlSession, parts: Sequence[tuple[exp.Select, str]]) -> None:
+    """The rows of each `select` as one Parquet file at its path, all written by one Spark job
+    (ADR 0076): each part's rows one task (`coalesce(1)`: no shuffle, its file's order), the
+    tasks a UNION ALL written with `partitionBy` into a folder beside the parts; then each
+    part's one file moved onto its path (a killed write leaves no part)."""
+    if not parts:
+        return
+    frames = [
+        session.frame(select).selectExpr("*", f"{i} AS {PART}").coalesce(1)
+        for i, (select, _) in enumerate(parts)
+    ]
+    whole = frames[0]
+    for frame in frames[1:]:
+        whole = whole.unionByName(frame)
+    folder = os.path.dirname(parts[0][1]) + "/.parts.writing"
     try:
-        frame.coalesce(1).write.mode("overwrite").parquet(folder)
-        files = sorted(glob.glob(os.path.join(folder, "part-*.parquet")))
-        if not files:  # no rows: Spark may write no file; the part is the schema alone
-            pq.write_table(frame.limit(0).toArrow(), folder + "/empty.parquet")
-            files = [folder + "/empty.parquet"]
-        os.replace(files[0], path)
+        whole.write.mode("overwrite").partitionBy(PART).parquet(folder)
+        for i, (select, path) in enumerate(parts):
+            files = sorted(glob.glob(os.path.join(folder, f"{PART}={i}", "part-*.parquet")))
+            if len(files) > 1:
+                raise RuntimeError(f"Spark wrote {len(files)} files for part {path}")
+            if not files:  # no rows: Spark writes no file; the part is the schema alone
+                empty = os.path.join(folder, f"empty-{i}.parquet")
+                pq.write_table(session.frame(select).limit(0).toArrow(), empty)
+                files = [empty]
+            os.replace(files[0], path)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
@@ -138,16 +157,18 @@ class SparkEngine(ParquetFilesEngine):
         names = [part_name(c.chunk_id, config.output.format) for c in chunks]
         staging = run.staging.rstrip("/")
         with self._opened(run, [c.file for c in chunks]) as (session, whole):
-            parts = [
-                (n, spark_input.view(session, config, [c.file]))
+            parts = [  # the whole input's schema: no query per part
+                (n, spark_input.view(session, config, [c.file], schema=whole.schema))
                 for n, c in zip(names, chunks, strict=True)
             ]
+            selects: list[tuple[exp.Select, str]] = []
 
             def write(select: exp.Select, name: str) -> None:
-                write_part(session, select, staging + "/" + name)
+                selects.append((select, staging + "/" + name))
 
             aggregates = run.microaggregates()
             passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
+            write_parts(session, selects)  # every part by one job
             paths = [staging + "/" + n for n in names]
             qids, sensitive = class_columns(config)
             release = session.name(session.spark.read.parquet(*paths), "release")

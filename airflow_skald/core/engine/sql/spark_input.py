@@ -31,6 +31,7 @@ import contextlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+import pyarrow as pa
 from sqlglot import exp
 
 from airflow_skald.core.config.run_config import SkaldConfig
@@ -193,11 +194,17 @@ def input_select(
 
 
 def view(
-    session: SparkSqlSession, config: SkaldConfig, files: Sequence[str], rows: bool = False
+    session: SparkSqlSession,
+    config: SkaldConfig,
+    files: Sequence[str],
+    rows: bool = False,
+    schema: pa.Schema | None = None,
 ) -> SqlInput:
-    """A temporary view of `input_select`, as the passes' input."""
+    """A temporary view of `input_select`, as the passes' input (`schema`: its Arrow schema
+    when known, e.g. one file's view of a whole input's; else asked of Spark)."""
     relation = session.view(input_select(session, config, files, rows), "input")
-    schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
+    if schema is None:
+        schema = session.query(exp.select(exp.Star()).from_(D.table(relation)).limit(0)).schema
     where = f"file {files[0]}" if len(files) == 1 else f"the {len(files)} input files"
     return SqlInput(relation, schema, where)
 
