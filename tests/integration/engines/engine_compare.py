@@ -4,6 +4,7 @@ figures, released rows as a multiset and release classes)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -119,6 +120,30 @@ def same_as_chunks(tmp: Path, capsys, inp: Path, execution: dict, **settings) ->
         code, err = run_cli(tmp, config(inp, out[name], execution=how, **settings), name, capsys)
         assert code == 0, err
     assert_same_release(out[execution["engine"]], out["chunks"])
+
+
+#: the utility analysis the engines' comparisons run (a sample smaller than 300 records)
+UTILITY = {
+    "target": "disease",
+    "models": ["naive_bayes"],
+    "folds": 3,
+    "max_records": 200,
+    "contingency": [["city", "zip"]],
+}
+
+
+def same_utility_as_chunks(tmp: Path, capsys, fmt: str, execution: dict) -> dict:
+    """Two files of 150 records (`fmt` parquet or csv) released with `UTILITY` by `execution`
+    and by the chunk path: `same_as_chunks`; the engine's manifest."""
+    from test_duckdb_csv import _csv, csv_files
+
+    if fmt == "csv":
+        inp = csv_files(tmp / "in", 2, 150, 41)
+        more = {"input": _csv(inp)}
+    else:
+        inp, more = write_files(tmp / "in", 2, 150, 41), {}
+    same_as_chunks(tmp, capsys, inp, execution, utility=UTILITY, **more)
+    return json.loads((tmp / f"out-{execution['engine']}" / "manifest.json").read_text())
 
 
 @dataclass

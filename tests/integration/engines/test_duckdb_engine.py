@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from engine_compare import CITIES, assert_same_release, config, write_files
+from engine_compare import CITIES, assert_same_release, config, same_utility_as_chunks, write_files
 from engine_compare import run_cli as _run
 
 REPO = Path(__file__).resolve().parents[3]
@@ -59,6 +59,16 @@ def test_the_duckdb_engine_releases_what_the_chunk_path_releases(
 KEY = "a-pseudonym-key-0f3c9e7d1b2a4c68"
 
 
+@pytest.mark.parametrize("fmt", ["parquet", "csv"])
+def test_duckdb_gathers_the_utility_analysis_of_the_chunk_path(tmp_path, capsys, fmt):
+    """The manifest's `utility` section from DuckDB's counts and its join of the sampled rows
+    (ADR 0077) on two files' Parquet and CSV row numbers: the chunk path's, byte for byte
+    (`assert_same_release` compares every manifest key), a sample smaller than the input."""
+    manifest = same_utility_as_chunks(tmp_path, capsys, fmt, {"engine": "duckdb"})
+    assert manifest["utility"]["sample"]["records"] == 200
+    assert manifest["utility"]["classification"]["models"]
+
+
 def _statements(monkeypatch) -> list[str]:
     """Every SQL text DuckDB is given during the test (the sessions' own methods, observed)."""
     from airflow_skald.core.engine.sql import duckdb_session
@@ -92,7 +102,6 @@ class _Observed:
 
 REFUSED = [
     ({"output": {"format": "csv"}}, "writes a Parquet folder release"),
-    ({"utility": {"folds": 3}}, "utility"),
     (
         {
             "privacy": {"k": 3, "differential_privacy": {"epsilon": 2, "delta": 1e-6}},

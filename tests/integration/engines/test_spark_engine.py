@@ -13,7 +13,14 @@ from __future__ import annotations
 import socket
 
 import pytest
-from engine_compare import assert_same_release, config, run_cli, same_as_chunks, write_files
+from engine_compare import (
+    assert_same_release,
+    config,
+    run_cli,
+    same_as_chunks,
+    same_utility_as_chunks,
+    write_files,
+)
 
 pytestmark = pytest.mark.xdist_group("spark")
 LOCAL = {"engine": "spark", "connection": "local[2]"}
@@ -220,21 +227,6 @@ def test_spark_gathers_the_utility_analysis_of_the_chunk_path(spark, tmp_path, c
     """The manifest's `utility` section from Spark's counts and its join of the sampled rows
     (ADR 0077) on Parquet's and CSV's row numbers: the chunk path's, a sample smaller than the
     input (its key bound used)."""
-    from test_duckdb_csv import _csv, csv_files
-
-    if fmt == "csv":
-        inp = csv_files(tmp_path / "in", 2, 150, 41)
-        more = {"input": _csv(inp)}
-    else:
-        inp, more = write_files(tmp_path / "in", 2, 150, 41), {}
-    utility = {
-        "target": "disease",
-        "models": ["naive_bayes"],
-        "folds": 3,
-        "max_records": 200,
-        "contingency": [["city", "zip"]],
-    }
-    same_as_chunks(tmp_path, capsys, inp, LOCAL, utility=utility, **more)
-    manifest = __import__("json").loads((tmp_path / "out-spark" / "manifest.json").read_text())
+    manifest = same_utility_as_chunks(tmp_path, capsys, fmt, LOCAL)
     assert manifest["utility"]["sample"]["records"] == 200
     assert manifest["utility"]["classification"]["models"]

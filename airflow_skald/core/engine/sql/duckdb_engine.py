@@ -6,6 +6,8 @@ Parquet), and the shared check, manifest and commit publish them.
 
 One part per input file (`list_input`: a chunk per file), so a record's first row is its
 file's chunk and its row there (`file_row_number`), in input order as the chunk path reads.
+The utility analysis joins its sample's rows with the same numbering over every file
+(`numbered`, `sql.utility`, ADR 0077).
 
 Each pass's DuckDB is set from the run (`DuckDBEngine._session`, ADR 0077): `memory_limit`
 the run's memory budget (what the chunk path holds: one chunk of `chunk_rows` records plus
@@ -45,6 +47,7 @@ from airflow_skald.core.engine.sql.release import (
     copy_to_parquet,
     grouped_release,
 )
+from airflow_skald.core.engine.sql.utility import FILE, utility_partial
 from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
@@ -71,8 +74,21 @@ def scan(config: SkaldConfig, files: Sequence[str], rows: bool = False) -> exp.S
     return exp.select(exp.Star()).from_(read_parquet(files, rows))
 
 
+def numbered(config: SkaldConfig, files: Sequence[str]) -> exp.Query:
+    """The rows of `files`, each with its file's index in `files` (`utility.FILE`) and its
+    row in that file (`file_row_number`, as `first_rows` numbers it): a UNION ALL of one scan
+    per file, so no file path is matched as text."""
+    scans = [
+        exp.select(exp.Star(), D.number(i).as_(FILE)).from_(
+            exp.Subquery(this=scan(config, [f], rows=True), alias=exp.TableAlias(this=D.name("s")))
+        )
+        for i, f in enumerate(files)
+    ]
+    return scans[0] if len(scans) == 1 else exp.union(*scans, distinct=False)
+
+
 def _view(
-    session: DuckDBSession, relation: str, files: Sequence[str], select: exp.Select
+    session: DuckDBSession, relation: str, files: Sequence[str], select: exp.Query
 ) -> SqlInput:
     """A temporary view of `select` (the rows of `files`) in the session, as the passes' input."""
     view = exp.Create(
@@ -183,12 +199,14 @@ class DuckDBEngine(ParquetFilesEngine):
 
             aggregates = run.microaggregates()
             passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
-            return Written(names, self._classes(session, run, names))
-
-    def _classes(self, session: DuckDBSession, run: Run, names: list[str]):
-        """The written parts' classes, from DuckDB's GROUP BY of them (in the session that
-        wrote them: no second connection)."""
-        paths = [run.staging.rstrip("/") + "/" + n for n in names]
-        qids, sensitive = class_columns(run.config)
-        table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
-        return classes_of(table, qids, sensitive)
+            # the written parts' classes, from DuckDB's GROUP BY of them (in this session)
+            paths = [run.staging.rstrip("/") + "/" + n for n in names]
+            qids, sensitive = class_columns(config)
+            table = session.query(grouped_release(read_parquet(paths), [*qids, *sensitive]))
+            utility = None
+            if config.utility is not None:  # from counts, the sample's records joined in DuckDB
+                files = self._files(run)
+                rows = _view(session, "skald_numbered", files, numbered(config, files))
+                args = (config, chunks, plan.stats.n_rows, whole, rows, table)
+                utility = utility_partial(session, *args)
+            return Written(names, classes_of(table, qids, sensitive), utility)

@@ -26,7 +26,7 @@ SUPPORTED_MODELS: frozenset[str] = frozenset(
 )
 
 #: engines that gather the utility analysis's counts and sample (`sql.utility`, ADR 0077)
-UTILITY_ENGINES: frozenset[str] = frozenset({"spark"})
+UTILITY_ENGINES: frozenset[str] = frozenset({"spark", "duckdb"})
 
 
 def unsupported(config: SkaldConfig, engine: str) -> str | None:
