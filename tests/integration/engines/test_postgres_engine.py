@@ -274,6 +274,11 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
     code, err = _run(tmp_path, cfg, "delete", capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "execution.engine postgresql: input.sql must be one SELECT" in err
+    cfg = _config(tmp_path, "postgresql", "refused")
+    cfg["utility"] = {"folds": 3}  # its sample is not joined in PostgreSQL yet (ADR 0077)
+    code, err = _run(tmp_path, cfg, "utility", capsys)
+    assert code == 2 and len(err.strip().splitlines()) == 1, err
+    assert "utility (the analysis reads the released rows) does not run in the postgresql" in err
     assert query(pg, f"SELECT count(*) AS n FROM {INPUT}").column("n")[0].as_py() == 300
     with temporary_roles(pg) as roles:
         writer = roles["writer"]
@@ -288,7 +293,7 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
     assert not _temporaries(pg)
     assert not query(pg, "SELECT 1 FROM pg_class WHERE relname LIKE 'refused%'").num_rows
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["delete.yaml", "folder.yaml", "privilege.yaml"]
+    assert written == ["delete.yaml", "folder.yaml", "privilege.yaml", "utility.yaml"]
 
 
 def test_the_swap_keeps_grants_policies_indexes_comments_and_owner(tmp_path, capsys, pg):
