@@ -66,7 +66,10 @@ def section(
 
     def release(table: pa.Table) -> pa.Table:
         sample = ChunkRef(-1, "the utility analysis's sample", 0, table.num_rows)
-        return generalise_table(masked, plan, decision, table, sample, aggregates)
+        # the sample holds the lattice's QIDs: a QID out of it (microaggregation with
+        # cluster: false) is no feature, so its aggregate is not written into the sample
+        held = [a for a in aggregates if a.name in table.column_names]
+        return generalise_table(masked, plan, decision, table, sample, held)
 
     body = analyse(config.utility, config.qid_names, partial, release)
     return body, time.process_time() - t0

@@ -141,8 +141,7 @@ def test_spark_microaggregates_as_the_chunk_path(spark, tmp_path, capsys):
 
 def test_spark_reads_csv_as_the_chunk_path(spark, tmp_path, capsys):
     """CSV parsed by Spark with pyarrow's options (ADR 0077): the chunk path's manifest and
-    released rows; a numerical QID's CSV text summed by microaggregation. (The utility analysis
-    beside microaggregation fails on the chunk path itself: ADR 0077.)"""
+    released rows; a numerical QID's CSV text summed by microaggregation."""
     from test_duckdb_csv import _csv, csv_files
 
     inp = csv_files(tmp_path / "in", 2, 150, 31)

@@ -213,3 +213,22 @@ def test_out_of_lattice_at_the_top_node_releases_the_mean_and_verifies(tmp_path)
     assert set(read_release(tmp_path / "top")["height"]) == {mean}
     assert verify_release(str(tmp_path / "top"))["verified"] is True
     assert main(["verify", str(tmp_path / "top")]) == 0
+
+
+def test_utility_analysis_beside_a_qid_out_of_the_lattice(tmp_path):
+    """The utility analysis's sample holds the lattice's QIDs: a QID microaggregated with
+    `cluster: false` is no feature, its aggregate is not written into the sample (it failed:
+    ArrowInvalid "Invalid column index to set field"), and the release is the same as without
+    the analysis."""
+    table = _table(600)
+    inp = write_chunks(table, tmp_path / "in", [300, 300])
+    micro = {"height": {"function": "mean", "cluster": False}}
+    plain = _config(tmp_path, "plain", inp, micro, 300)
+    cfg = _config(tmp_path, "util", inp, micro, 300)
+    body = yaml.safe_load(cfg.read_text())
+    body["utility"] = {"target": "sex", "models": ["naive_bayes"], "folds": 3}
+    cfg.write_text(yaml.safe_dump(body))
+    manifest = run(load_config(cfg))
+    assert manifest["utility"]["classification"]["features"] == ["weight", "zip"]
+    run(load_config(plain))
+    assert read_release(tmp_path / "util").equals(read_release(tmp_path / "plain"))
