@@ -214,7 +214,7 @@ def test_a_nan_or_infinite_numerical_qid_is_refused_as_the_chunk_path_refuses_it
         assert not (tmp_path / f"out-{engine}").exists()
 
 
-@pytest.mark.parametrize("bins", [None, 1 << 20])
+@pytest.mark.parametrize("bins", [None, 1 << 26])
 def test_duckdb_is_set_from_the_runs_budget_threads_and_folder(tmp_path, bins):
     """memory_limit = one chunk of records plus N_RAM bins (derived as n d / 16, or given),
     threads = the run's workers, spilling into a private folder beside the run's staging
@@ -231,13 +231,13 @@ def test_duckdb_is_set_from_the_runs_budget_threads_and_folder(tmp_path, bins):
     engine = DuckDBEngine(ExecutionSettings("duckdb"), workers=3)
     settings = "SELECT current_setting('memory_limit'), current_setting('threads'), "
     settings += "current_setting('temp_directory')"
-    with engine._session(run, bytes_per_record=512) as session:  # a chunk of 512 MiB
+    with engine._session(run, bytes_per_record=2048) as session:  # a chunk of 2 GiB
         limit, threads, spill = session.db.execute(settings).fetchone()
         assert Path(spill).is_dir()
-    assert limit == ("1.0 GiB" if bins is None else "528.0 MiB")  # 512 MiB + bins x 16 B
+    assert limit == ("4.0 GiB" if bins is None else "3.0 GiB")  # 2 GiB + bins x 16 B
     assert threads == 3
     staging = Path(run.staging)
     assert Path(spill).parent == staging.parent == tmp_path
     assert Path(spill).name.startswith(staging.name + ".spill-") and not Path(spill).exists()
     with engine._session(run) as session:  # before phase 1 knows the record size: the floor
-        assert session.db.execute(settings).fetchone()[0] == "256.0 MiB"
+        assert session.db.execute(settings).fetchone()[0] == "1.0 GiB"
