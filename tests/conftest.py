@@ -63,7 +63,7 @@ LAYERS = {
 
 
 # ------------------------------------------------------------------------------- workers
-# `make test` runs two xdist workers with `--dist loadgroup`: a test goes to whichever worker is
+# `make test` runs three xdist workers with `--dist loadgroup`: a test goes to whichever worker is
 # free, except tests that share something costly to make, which one worker runs together:
 # the tests on the session's one real deployment (fixture `dep`, tests/airflow/conftest.py)
 # and the tests of a module that makes a module- or session-scoped fixture of its own, unless
