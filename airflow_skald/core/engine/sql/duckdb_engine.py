@@ -28,7 +28,6 @@ from sqlglot import exp
 
 from airflow_skald.core.config.skald_config import SkaldConfig
 from airflow_skald.core.count.first_rows import FirstRowScan
-from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats, check_files
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import csv_input, passes
@@ -149,17 +148,9 @@ class DuckDBEngine(ParquetFilesEngine):
             select = scan(run.config, files, rows)
             yield session, _view(session, "skald_input", files, select)
 
-    def _files(self, run: Run) -> list[str]:
-        return [c.file for c in run.chunks()]
-
-    def list_input(self, run: Run) -> list[ChunkRef]:
-        config = run.config
-        if config.input.format != "csv":
-            return super().list_input(run)
-        files = list_input_files(config.input)
-        with self._session(run) as session:  # every row parsed by DuckDB, not by the worker
-            counts = [csv_input.count_rows(session, config, f) for f in files]
-        return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
+    def csv_row_counts(self, run: Run, files: list[str]) -> list[int]:
+        with self._session(run) as session:
+            return [csv_input.count_rows(session, run.config, f) for f in files]
 
     def domain_stats(self, run: Run) -> DomainStats:
         chunks = run.chunks()

@@ -53,6 +53,16 @@ class ParquetFilesEngine(Engine):
     def list_input(self, run: Run) -> list[ChunkRef]:
         location = run.config.input
         files = list_input_files(location)
-        return [
-            ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
-        ]
+        if location.format == "csv":  # every row parsed by the engine, not by the worker
+            counts = self.csv_row_counts(run, files)
+        else:
+            counts = [count_rows(location, f) for f in files]
+        return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
+
+    def csv_row_counts(self, run: Run, files: list[str]) -> list[int]:
+        """Each CSV input file's records, counted by the engine (engines reading CSV)."""
+        raise NotImplementedError
+
+    def _files(self, run: Run) -> list[str]:
+        """The input files, one per chunk, in chunk order."""
+        return [c.file for c in run.chunks()]

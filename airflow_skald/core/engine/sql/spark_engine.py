@@ -26,7 +26,6 @@ import pyarrow.parquet as pq
 from sqlglot import exp
 
 from airflow_skald.core.count.first_rows import FirstRowScan
-from airflow_skald.core.data.io import ChunkRef, file_version, list_input_files
 from airflow_skald.core.encode.domain import DomainStats
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
@@ -118,17 +117,9 @@ class SparkEngine(ParquetFilesEngine):
         with self._session(run) as session:
             yield session, spark_input.view(session, run.config, files, rows)
 
-    def _files(self, run: Run) -> list[str]:
-        return [c.file for c in run.chunks()]
-
-    def list_input(self, run: Run) -> list[ChunkRef]:
-        config = run.config
-        if config.input.format != "csv":
-            return super().list_input(run)
-        files = list_input_files(config.input)
-        with self._session(run) as session:  # every row parsed by Spark, not by the worker
-            counts = spark_input.count_csv_rows(session, config, files)
-        return [ChunkRef(i, f, 0, counts[i], file_version(f)) for i, f in enumerate(files)]
+    def csv_row_counts(self, run: Run, files: list[str]) -> list[int]:
+        with self._session(run) as session:
+            return spark_input.count_csv_rows(session, run.config, files)
 
     def domain_stats(self, run: Run) -> DomainStats:
         with self._opened(run, self._files(run)) as (session, source):
