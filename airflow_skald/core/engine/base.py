@@ -47,6 +47,9 @@ class Engine(ABC):
     #: whether the mapped DAG's chunk groups (operators' ``mode="partial"``/``"merge"``) apply:
     #: only an engine that reads the rows in chunks has groups of them
     groups: ClassVar[bool] = False
+    #: whether it gathers the utility analysis's counts and sample (`utility:`, ADR 0077); an
+    #: engine that does not refuses a config asking for the analysis before any work
+    utility: ClassVar[bool] = False
 
     def __init__(self, execution: ExecutionSettings, workers: int = 1) -> None:
         self.execution = execution

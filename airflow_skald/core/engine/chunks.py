@@ -41,6 +41,7 @@ class ChunkEngine(Engine):
 
     name = CHUNKS
     groups = True
+    utility = True
 
     def list_input(self, run: Run) -> list[ChunkRef]:
         return run.extract() if run.config.database else P.list_chunks(run.config)

@@ -149,6 +149,12 @@ class DifferentialPrivacy(PrivacyModel):
         out.check(key)
         return out
 
+    def engine_refusal(self, engine: str) -> str | None:
+        return (
+            "differential privacy: its keyed sample would put the key into the engine's "
+            "query text; use execution: chunks"
+        )
+
     @property
     def searched(self) -> bool:
         return self.node is None

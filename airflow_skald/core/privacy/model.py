@@ -123,7 +123,9 @@ class PrivacyModel(ABC):
     - ``keeps`` (vectorised over a node's classes), ``figure``, ``describe`` (manifest entry),
       ``label``, ``violation``, ``at_risk``;
     - ``manifest_models`` / ``rebuild``: the model again from its manifest entry, for
-      ``skald verify``.
+      ``skald verify``;
+    - capability answers (ARX's ``isLocalRecodingSupported()`` style): ``engine_refusal``
+      (why a SQL engine cannot run it, or None).
     """
 
     #: the settings-table name of the model's main threshold (``k``, ``l``, ``t``)
@@ -194,6 +196,12 @@ class PrivacyModel(ABC):
     @abstractmethod
     def rebuild(cls, entry: dict, ctx: RebuildContext) -> PrivacyModel | str:
         """The model from its manifest entry, or why the release alone cannot re-check it."""
+
+    def engine_refusal(self, engine: str) -> str | None:
+        """Why the SQL engine named `engine` cannot run this model, as the whole one-line
+        refusal (``settings.execution.not_yet``), or None: the engine's counts carry its
+        figures exactly (docs/design.md §2b)."""
+        return None
 
     @property
     def numeric_attribute(self) -> bool:

@@ -45,6 +45,12 @@ class ExecutionSettings:
             )
 
 
+def not_yet(what: str, engine: str) -> str:
+    """The line refusing a setting (`what` names it) the engine named `engine` does not run
+    yet (docs/design.md §2b: refused before any work, in one line)."""
+    return f"{what} does not run in the {engine} engine yet; use execution: chunks"
+
+
 def holds_secret(connection: str) -> bool:
     """A URI with a password in its user info, a `password=` query parameter or Spark
     Connect's `;token=` parameter (ADR 0069)."""

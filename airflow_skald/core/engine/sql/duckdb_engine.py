@@ -107,6 +107,7 @@ class DuckDBEngine(ParquetFilesEngine):
 
     name = NAME
     input_formats = ("parquet", "csv")
+    utility = True
 
     def require(self) -> None:
         _duckdb()

@@ -46,7 +46,7 @@ class ParquetFilesEngine(Engine):
         for path in (config.input.path, config.output.path):
             if local_path(path) is None:
                 raise ConfigError(f"{prefix} reads and writes local paths only: {path}")
-        check_supported(config, self.name)
+        check_supported(config, self)
         check_hashable(config, prefix)  # hashed in the engine: its text must be pyarrow's
         self.require()
 

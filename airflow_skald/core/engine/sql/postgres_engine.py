@@ -89,7 +89,7 @@ class PostgresEngine(Engine):
                 f"{PREFIX}: output.connection '{target.connection}' is not the input's "
                 f"'{db.connection}' (the release is written by the input's database)"
             )
-        check_supported(config, NAME)
+        check_supported(config, self)
         _driver()
 
     # ------------------------------------------------------------------ the session

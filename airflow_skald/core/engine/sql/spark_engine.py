@@ -92,6 +92,7 @@ class SparkEngine(ParquetFilesEngine):
 
     name = NAME
     input_formats = ("parquet", "csv")
+    utility = True
 
     def require(self) -> None:
         _pyspark()
