@@ -58,14 +58,11 @@ class EncodeOperator(SkaldBaseOperator):
             stats = run_group(ENCODE, run, group, chunk_ids)
             return {"group": group, "n_rows": stats.n_rows}
         plan = self.drive(ENCODE, run)
-        # imported here, not at import: DAG parsing stays light (no pyarrow)
-        from airflow_skald.core.privacy.differential_privacy import dp_of
-
-        dp = dp_of(run.config) is not None
-        return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, dp)}
+        fixed = run.config.data_independent  # DP: the lattice from level 0, no root measured
+        return {"artifacts": run.store.uri(), "n_chunks": len(run.chunks()), **_root(plan, fixed)}
 
 
-def _root(plan, dp: bool) -> dict:
+def _root(plan, fixed: bool) -> dict:
     """What phase 1 returns to XCom. Under DP the root is level 0 (the hierarchies' lattice)
     and the root's bins, a product of every input record's distinct values, are left out as
     the manifest leaves them out (ADR 0027)."""
@@ -74,7 +71,7 @@ def _root(plan, dp: bool) -> dict:
         "root_node": plan.levels(plan.root),
         "histogram_bins": plan.n_ram,
     }
-    return out if dp else {**out, "root_bins": plan.root_bins}
+    return out if fixed else {**out, "root_bins": plan.root_bins}
 
 
 class HistogramLatticeOperator(SkaldBaseOperator):

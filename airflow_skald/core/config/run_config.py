@@ -18,7 +18,6 @@ from airflow_skald.core.data.database.source import parse_source, staged_path
 from airflow_skald.core.data.database.target import default_folder, parse_target
 from airflow_skald.core.data.location import DataLocation, absolute_path, parse_location
 from airflow_skald.core.errors import ConfigError
-from airflow_skald.core.privacy.differential_privacy import DEFAULT_OBJECTIVE, DifferentialPrivacy
 from airflow_skald.core.privacy.model import ParseContext
 from airflow_skald.core.privacy.registry import CONFIG_KEYS, parse_models
 from airflow_skald.core.privacy.risk.analysis import RiskSettings
@@ -109,10 +108,9 @@ def config_from_dict(
     models = parse_models(privacy, ctx)
     _check_roles(every_qid, direct, sensitive, subset)
     priority = _priority(raw, names, out_of_lattice)
-    # under differential privacy an objective left out is ARX's default (loss), said so
-    named = quality.get("objective") is not None or not any(
-        isinstance(m, DifferentialPrivacy) for m in models
-    )
+    # an objective left out is a model's own search's default (DP: ARX's loss), said so
+    own = next((m.default_objective for m in models if m.default_objective), None)
+    default = own if quality.get("objective") is None else None
     config = SkaldConfig(
         **_locations(raw, base_dir),
         quasi_identifiers=tuple(qids),
@@ -121,7 +119,7 @@ def config_from_dict(
         transformations=transformations,
         sensitive_attributes=tuple(sensitive),
         qid_priority=tuple(priority),
-        **_settings(raw, quality, execution, names, direct, base_dir, named),
+        **_settings(raw, quality, execution, names, direct, base_dir, default),
         source=source,
     )
     check_quality(config.quality, names)
@@ -229,20 +227,21 @@ def _settings(
     names: list[str],
     direct: list[str],
     base_dir: Path | None,
-    named: bool,
+    default: str | None,
 ) -> dict[str, Any]:
     """The settings of the settings table the file gives (in the order they are checked),
-    the quality weights, the DP key's reference, the utility analysis and the execution."""
+    the quality weights, the DP key's reference, the utility analysis and the execution
+    (`default`: a model's own objective when the file names none, said so)."""
     return {
         "chunk_rows": _file(raw, "chunk_rows"),
         "histogram_bins": _file(raw, "histogram_bins"),
         "root": _file(raw, "root"),
         "quality": QualitySettings(
-            objective=_file(raw, "objective") if named else DEFAULT_OBJECTIVE,
+            objective=default or _file(raw, "objective"),
             gs_factor=_file(raw, "gs_factor"),
             weights=_weights(quality.get("weights"), names),
             aggregate=_file(raw, "aggregate"),
-            objective_default=not named,
+            objective_default=default is not None,
         ),
         "risk": RiskSettings(
             _file(raw, "risk_threshold"),

@@ -88,7 +88,7 @@ class SkaldConfig:
     def __post_init__(self) -> None:
         """publisher_payout's game is the configured profitability model's (ADR 0046): its
         cost/benefit and attacker follow the models (a replaced `privacy` too)."""
-        game = [m.settings for m in self.privacy if m.config_key == "profitability"]
+        game = [m.game for m in self.privacy if m.game is not None]
         cost, attacker = (game[0].cost, game[0].attacker) if game else (CostBenefit(), "prosecutor")
         if (self.quality.cost_benefit, self.quality.attacker) != (cost, attacker):
             quality = replace(self.quality, cost_benefit=cost, attacker=attacker)
@@ -172,6 +172,12 @@ class SkaldConfig:
         microaggregated QIDs (docs/design.md §4f)."""
         subset = (self.research_subset.column,) if self.research_subset else ()
         return tuple(dict.fromkeys([*self.criteria_attributes, *subset, *self.microaggregations]))
+
+    @property
+    def data_independent(self) -> bool:
+        """A model's guarantee covers what the config fixes alone, nothing read from the data
+        (`PrivacyModel.data_independent`: differential privacy's)."""
+        return any(m.data_independent for m in self.privacy)
 
     @property
     def min_class_size(self) -> int:

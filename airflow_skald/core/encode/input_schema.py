@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.errors import ConfigError, DataError
-from airflow_skald.core.privacy.differential_privacy import dp_of, passed_through_refusal
+from airflow_skald.core.privacy.differential_privacy import passed_through_refusal
 
 
 def _is_fixed_width(typ: pa.DataType) -> bool:
@@ -54,7 +54,7 @@ def check_columns(config: SkaldConfig, names: list[str], where: str) -> None:
     for name in needed:
         if name not in names:
             raise DataError(f"column '{name}' is missing from {where}")
-    if dp_of(config) is not None:  # every released column generalised with its record
+    if config.data_independent:  # every released column generalised with its record
         for name in names:
             if name not in needed:
                 raise ConfigError(passed_through_refusal(name))

@@ -26,7 +26,7 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.encode.qid_dimensions import build_dimensions
 from airflow_skald.core.errors import ConfigError, DataError
 from airflow_skald.core.lattice import Lattice, best_by_precision, fitting_nodes
-from airflow_skald.core.privacy.differential_privacy import check_levels_built, dp_of
+from airflow_skald.core.privacy.differential_privacy import check_levels_built
 from airflow_skald.core.transform.research_subset.classes import check_not_empty
 
 
@@ -47,7 +47,7 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
             f"k={config.min_class_size} is larger than the number of records ({stats.n_rows})"
         )
     dims = build_dimensions(config.quasi_identifiers, stats.qids)
-    if dp_of(config) is not None:
+    if config.data_independent:
         check_levels_built(dims)  # no rule level dropped because the data fills it
     n_ram, derived = ram_bins(config, stats)
     lattice = Lattice(tuple(0 for _ in dims), tuple(d.top for d in dims))
@@ -66,14 +66,14 @@ def plan_root(config: SkaldConfig, stats: DomainStats) -> Plan:
             f"{probe.bins(lattice.node(len(lattice) - 1))} bins"
         )
     root = lattice.node(root_index)
-    if dp_of(config) is not None:  # SafePub searches the hierarchies' lattice, from level 0
+    if config.data_independent:  # SafePub searches the hierarchies' lattice, from level 0
         root = lattice.node(0)
     probe.root = root
     probe.root_bins = probe.bins(root)
     probe.root_evaluated = len(lattice)  # every node's N_data, computed at once
     probe.root_complying = int(complying.sum())
     probe.paper_root = root
-    if config.root == "adaptive" and dp_of(config) is None:
+    if config.root == "adaptive" and not config.data_independent:
         probe.root_mode = "adaptive"
         probe.chain = root_chain(dims, root, config.priority_order(), factor)
     return probe

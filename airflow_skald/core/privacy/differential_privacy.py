@@ -70,6 +70,10 @@ class DifferentialPrivacy(PrivacyModel):
     thresholds = ("dp_epsilon", "dp_delta", "dp_search_budget", "dp_search_steps")
     manifest_models = (MODEL,)
     monotone = True
+    with_differential_privacy = True
+    data_independent = True
+    randomised = True
+    default_objective = DEFAULT_OBJECTIVE
     unverifiable = (
         "not re-checked: that the released records are a keyed Binomial(N, beta) sample and "
         "the node the exponential mechanism's draw; both need the secret and the input "

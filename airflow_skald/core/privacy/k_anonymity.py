@@ -22,6 +22,9 @@ class KAnonymity(PrivacyModel):
     manifest_models = ("k-anonymity",)
     monotone = True
     attribute = None
+    with_research_subset = True
+    with_differential_privacy = True  # a larger k than SafePub's: δ only falls as k grows
+    by_size = True
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:

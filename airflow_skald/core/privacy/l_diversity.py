@@ -77,6 +77,7 @@ class LDiversity(PrivacyModel):
         "entropy-l-diversity",
         "recursive-cl-diversity",
     )
+    with_research_subset = True  # the subset's records of each class, as ARX (ADR 0045)
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:

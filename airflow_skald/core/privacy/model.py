@@ -125,7 +125,9 @@ class PrivacyModel(ABC):
     - ``manifest_models`` / ``rebuild``: the model again from its manifest entry, for
       ``skald verify``;
     - capability answers (ARX's ``isLocalRecodingSupported()`` style): ``engine_refusal``
-      (why a SQL engine cannot run it, or None).
+      (why a SQL engine cannot run it, or None), ``with_research_subset``,
+      ``with_differential_privacy``, ``by_size``, ``data_independent``, ``randomised``,
+      ``default_objective``, ``game``: whoever asks, asks the model, never its class.
     """
 
     #: the settings-table name of the model's main threshold (``k``, ``l``, ``t``)
@@ -153,6 +155,25 @@ class PrivacyModel(ABC):
     #: what no count of released records can show (a randomised mechanism's draws): `skald
     #: verify` and `skald audit` name it, with this reason, beside what they re-check
     unverifiable: ClassVar[str | None] = None
+    #: judges a research subset's records of each class as it judges a table's (ADR 0045;
+    #: a `population_based` model reads the subset anyway): else refused with one
+    with_research_subset: ClassVar[bool] = False
+    #: combines with differential privacy: what it suppresses beside SafePub's k is covered by
+    #: SafePub's proof (docs/design.md §4e); else refused with it
+    with_differential_privacy: ClassVar[bool] = False
+    #: keeps exactly the classes of at least `min_class_size` records, known from the class
+    #: sizes alone: a search may judge it from sizes it counts itself (`search.recoded_table`)
+    by_size: ClassVar[bool] = False
+    #: its guarantee covers what the config fixes, nothing read from the data (SafePub,
+    #: docs/design.md §4e, ADR 0027): no hierarchy level built or dropped by the data, no input
+    #: column released as it is, the search from the lattice's bottom (no root measured)
+    data_independent: ClassVar[bool] = False
+    #: its release is one random draw of the run's (a keyed sample): no rerun replaces it or
+    #: is replaced by it (the draws compose)
+    randomised: ClassVar[bool] = False
+    #: the objective its own search scores by when the config names none (said so); None: the
+    #: settings table's default
+    default_objective: ClassVar[str | None] = None
 
     @classmethod
     @abstractmethod
@@ -201,6 +222,12 @@ class PrivacyModel(ABC):
         """Why the SQL engine named `engine` cannot run this model, as the whole one-line
         refusal (``settings.execution.not_yet``), or None: the engine's counts carry its
         figures exactly (docs/design.md §2b)."""
+        return None
+
+    @property
+    def game(self) -> Any | None:
+        """The publisher's and the adversary's game it plays (``ProfitabilitySettings``: the
+        cost/benefit and the attacker, ADR 0046), which `publisher_payout` scores by; None."""
         return None
 
     @property

@@ -95,6 +95,10 @@ class ProfitabilityEntry:
     def population_based(self) -> bool:
         return self.settings.attacker == "journalist"
 
+    @property
+    def game(self) -> ProfitabilitySettings:
+        return self.settings
+
     def engine_refusal(self, engine: str) -> str | None:
         """The SQL engines do not weigh classes by their labels' domain shares yet."""
         return not_yet(f"privacy.{self.config_key}", engine)

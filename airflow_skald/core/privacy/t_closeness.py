@@ -63,6 +63,7 @@ class TCloseness(PrivacyModel):
     manifest_models = ("t-closeness",)
     monotone = False
     needs_overall = True
+    with_research_subset = True  # the subset's records of each class, as ARX (ADR 0045)
 
     @property
     def numeric_attribute(self) -> bool:

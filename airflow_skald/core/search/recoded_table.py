@@ -23,7 +23,6 @@ from airflow_skald.core.count.histogram import Histogram, strides_of
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.lattice import Lattice, SearchOutcome
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.quality.loss import Loss
 from airflow_skald.core.quality.metric import Metric
 
@@ -36,11 +35,12 @@ Shares = Callable[[int], tuple[int, list[np.ndarray]]]
 
 
 def k_only(policy: PrivacyPolicy) -> int | None:
-    """The policy's k when k-anonymity is its only model (None: the table does not apply)."""
+    """The policy's k when every model keeps classes by their size alone (k-anonymity:
+    `PrivacyModel.by_size`; None: the table does not apply)."""
     models = policy.models
     if policy.subset is not None or not models:
         return None
-    if not all(isinstance(m, KAnonymity) for m in models):
+    if not all(m.by_size for m in models):
         return None
     return policy.min_class_size
 

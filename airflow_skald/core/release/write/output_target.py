@@ -54,7 +54,7 @@ class ReleaseIdentity:
         `chunks` None: before a database input is read, no input fingerprint yet)."""
         from airflow_skald.core.release.write.manifest import input_fingerprint
 
-        dp = any(m.config_key == "differential_privacy" for m in config.privacy)
+        dp = any(m.randomised for m in config.privacy)  # a random draw: never replaced
         fingerprint = input_fingerprint(list(chunks)) if chunks is not None else None
         return cls(token, config.fingerprint(), fingerprint, config.min_class_size, dp)
 

@@ -19,10 +19,8 @@ from airflow_skald.core.errors import ConfigError
 from airflow_skald.core.privacy.differential_privacy import (
     OBJECTIVES,
     UNBOUNDED,
-    DifferentialPrivacy,
     dp_of,
 )
-from airflow_skald.core.privacy.k_anonymity import KAnonymity
 from airflow_skald.core.transform import registry as transform_registry
 
 GUIDE = "docs/guide/differential-privacy.md"
@@ -59,11 +57,11 @@ def apply_dp_rules(config: Any, limit_given: bool) -> Any:
 
 
 def check_models(config: Any) -> None:
-    """k-anonymity (a larger k than SafePub's is judged as the policy's k: δ only falls as k
-    grows) and DP only: the other models suppress more, by data SafePub's proof does not
-    cover."""
+    """The models that answer `with_differential_privacy` only (k-anonymity: a larger k than
+    SafePub's is judged as the policy's k, δ only falls as k grows; DP itself): the others
+    suppress more, by data SafePub's proof does not cover."""
     for m in config.privacy:
-        if not isinstance(m, DifferentialPrivacy | KAnonymity):
+        if not m.with_differential_privacy:
             raise ConfigError(
                 f"differential_privacy cannot be combined with privacy.{m.config_key}: its "
                 "extra suppression depends on the data in a way SafePub's proof does not "

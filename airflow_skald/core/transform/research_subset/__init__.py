@@ -142,7 +142,7 @@ def check_subset_models(models: Sequence[PrivacyModel]) -> None:
     and t-closeness (over the subset's records, ADR 0045); other models that read a sensitive
     distribution or estimate the population from the sample: refused, one line."""
     for m in models:  # l and t judge the subset's records of each class, as ARX (ADR 0045)
-        if m.population_based or m.config_key in ("k", "l_diversity", "t_closeness"):
+        if m.population_based or m.with_research_subset:
             continue
         raise ConfigError(
             f"research_subset cannot be combined with privacy.{m.config_key} (allowed: k, "
