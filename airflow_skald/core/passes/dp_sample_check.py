@@ -5,7 +5,8 @@ drawn from (`skald verify` cannot, and says so).
 Each written part is read back and compared, row by row and in order, with its input chunk's
 sampled records generalised to the node again (mask mode: every sampled record, those of
 suppressed classes all-'*'; drop mode: those of kept classes): a row the sample left out, a
-missing row or a row out of place fails the run before anything is published."""
+missing row or a row out of place fails the run before anything is published (what the
+manifest says of it: `transform.differential_privacy.sample_check`)."""
 
 from __future__ import annotations
 
@@ -25,14 +26,6 @@ from airflow_skald.core.generalise.part import generalise_table
 from airflow_skald.core.release.write.commit import part_name
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.differential_privacy.sampler import RowSample
-
-#: what the manifest says was checked, and by whom
-CHECKED = (
-    "every released row is a record the run's keyed sample kept: each part was read back and "
-    "equals its input chunk's sampled records generalised to the node, row by row in input "
-    "order (checked by the run itself, the only holder of the secret the sample is drawn from; "
-    "skald verify cannot re-check it)"
-)
 
 
 def _text(column: pa.ChunkedArray) -> pa.ChunkedArray:
@@ -76,13 +69,3 @@ def check_in_sample(
         return written.num_rows
 
     return sum(n for _, n in map_ahead(check, chunks))
-
-
-def with_sample_check(manifest: dict, rows: int | None) -> dict:
-    """The manifest saying who checked what of the sample (`rows`: the released rows the
-    check compared; None: a part was not checked, which fails the run)."""
-    if rows is None:
-        raise VerificationError("a part of the release was not checked against the keyed sample")
-    dp = {**manifest["differential_privacy"]}
-    dp["sample_check"] = {"checked_by": "the run", "checked": CHECKED, "rows": rows}
-    return {**manifest, "differential_privacy": dp}

@@ -43,17 +43,15 @@ from airflow_skald.core.progress import ChunkProgress, Progress
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.commit import part_name, write_part_atomic
-from airflow_skald.core.search.class_source import ClassSource
+from airflow_skald.core.search.class_source import ClassesAtNode, ClassSource
 from airflow_skald.core.search.decide import search_lattice as _search_lattice
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.search.recoded import local_recoding
-from airflow_skald.core.search.rollups import roll_up
 from airflow_skald.core.search.safepub.decide import dp_decision
 from airflow_skald.core.transform.differential_privacy.sampler import RowSample
-from airflow_skald.core.transform.microaggregation.aggregates import (
-    Aggregates,
-    aggregates_at,
-    class_means,
+from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
+from airflow_skald.core.transform.microaggregation.at_node import (
+    microaggregate as aggregates_at_node,
 )
 from airflow_skald.core.transform.research_subset.classes import (
     flag_first,
@@ -250,20 +248,8 @@ def microaggregate(
     config: SkaldConfig, plan: Plan, counts: RootCounts, decision: Decision
 ) -> list[Aggregates]:
     """The microaggregated QIDs' labels per class of the chosen node (docs/design.md §4f), from phase
-    2's counts: no pass over the data."""
-    if counts.node is not None and tuple(counts.node) != tuple(plan.root):
-        plan = plan.with_root(counts.node)
-    functions = config.microaggregations
-    if not functions:
-        return []
-    node, stats = tuple(decision.node), plan.stats.sensitive
-    tabled = [a for a in functions if a not in plan.summed]
-    keys, table = ClassSource(plan, counts, tabled).keyed(node)
-    out = aggregates_at(plan, keys, table, {a: functions[a] for a in tabled})
-    for a in plan.summed:  # an integer mean from the sums per class (`encode.class_sums`)
-        sums, smallest = roll_up(plan, counts.sums[a], node), class_sums.smallest(stats[a])
-        out.append(class_means(a, keys, table.sizes, sums, smallest))
-    return sorted(out, key=lambda a: list(functions).index(a.name))
+    2's counts: no pass over the data (`transform.microaggregation.at_node`)."""
+    return aggregates_at_node(config, ClassesAtNode.at(plan, counts, decision.node))
 
 
 def write_parts(

@@ -6,6 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any, Protocol
 
+from airflow_skald.core.transform.microaggregation.at_node import (
+    MICROAGGREGATES as MICROAGGREGATES,  # class aggregates at the node: PERSONAL DATA (§4f)
+)
+
 # Artifact names inside a run's store (documented in docs/adr/0101).
 CHUNKS = "chunks.json"  # chunk layout and groups (file paths, offsets, row counts)
 TARGET = "target.json"  # the output and the release in place when the run began (its run token)
@@ -13,7 +17,6 @@ DOMAIN_STATS = "domain_stats.json"  # phase 1 statistics: distinct values = PERS
 PLAN = "plan.json"  # phase 1's decision: the RAM root and its figures (no values)
 HISTOGRAM = "histogram.bin"  # phase 2 root histogram (counts per bin code)
 DECISION = "decision.json"  # chosen node, figures, suppressed class keys (codes, no values)
-MICROAGGREGATES = "microaggregates.bin"  # class aggregates at the node: PERSONAL DATA (§4f)
 TIMINGS = "timings/"  # wall-clock seconds per task: the only artifacts a retry changes
 
 

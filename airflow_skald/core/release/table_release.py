@@ -44,7 +44,6 @@ from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
-from airflow_skald.core.release.check.population_counts import POPULATION_COUNTS
 from airflow_skald.core.release.write.commit import MANIFEST, _output_of
 from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.write.output_target import (
@@ -53,6 +52,7 @@ from airflow_skald.core.release.write.output_target import (
     replacement_message,
 )
 from airflow_skald.core.transform.local_recoding.recorded import RECODING_STEPS
+from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNTS
 
 log = logging.getLogger("airflow_skald")
 

@@ -8,26 +8,17 @@ from airflow_skald.core.config.policy import build_policy
 from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.passes import utility_step as U
-from airflow_skald.core.passes.dp_sample_check import with_sample_check
 from airflow_skald.core.passes.generalise import GeneraliseChunks
 from airflow_skald.core.passes.state import Run
 from airflow_skald.core.passes.written import Written
-from airflow_skald.core.privacy.class_local import class_local
-from airflow_skald.core.release.check import population_counts
-from airflow_skald.core.release.check.archive import (
-    SENSITIVE_COUNTS,
-    overall_attributes,
-    sensitive_counts_bytes,
-    with_sensitive_counts,
-)
 from airflow_skald.core.release.check.verify import verify_release
-from airflow_skald.core.release.write import recoding_steps
-from airflow_skald.core.release.write.commit import part_name, write_bytes_atomic
+from airflow_skald.core.release.write.commit import part_name
 from airflow_skald.core.release.write.manifest import build_manifest
+from airflow_skald.core.release.write.side_files import StagedSideFiles
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.publish import publish, record_timings
-from airflow_skald.core.transform.local_recoding.verify import recoded_figures, verify_steps
-from airflow_skald.core.transform.research_subset.classes import released_records
+from airflow_skald.core.transform import registry as transformations
+from airflow_skald.core.transform.hooks_phases import Staged
 
 
 class GeneralisePhase(GeneraliseChunks, Phase[Written, dict]):
@@ -47,50 +38,46 @@ class GeneralisePhase(GeneraliseChunks, Phase[Written, dict]):
 
         def check() -> dict:
             # the manifest about to be written: checked as `skald verify` checks the folder
-            # (its every figure, no identifier column in any part), before it is written
+            # (its every figure, no identifier column in any part), before it is written;
+            # each transformation's part of it through the registry (`hooks_phases`)
             manifest = build_manifest(config, plan, decision, chunks, expected, True, run.token)
-            if decision.dp:
-                manifest = with_sample_check(manifest, merged.in_sample)
-            policy = build_policy(config, plan.stats.sensitive, plan.stats.n_rows)
-            if decision.steps:  # local recoding: the models' figures over every released class
-                args = (merged.classes, policy, plan.stats.sensitive, len(config.qid_names))
-                manifest = recoded_figures(manifest, *args)
-            overall = overall_attributes(policy.models, config.suppression.records)
-            if overall:  # drop mode: what verify needs to re-check t-closeness & co.
-                data = sensitive_counts_bytes(plan.stats.sensitive, overall, plan.stats.n_rows)
-                write_bytes_atomic(run.staging.rstrip("/") + "/" + SENSITIVE_COUNTS, data)
-                manifest = with_sensitive_counts(manifest, data)
-            if run.store.exists(population_counts.POPULATION_COUNTS):  # a research subset
-                data = run.store.read_bytes(population_counts.POPULATION_COUNTS)
-                write_bytes_atomic(
-                    f"{run.staging.rstrip('/')}/{population_counts.POPULATION_COUNTS}", data
-                )
-                manifest = population_counts.with_population_counts(manifest, data)
+            staged = _staged(run, merged)
+            manifest = transformations.finish_release(staged, manifest)
             verify_release(
                 run.staging,
                 qids=config.qid_names,
-                n_records=released_records(policy.subset, plan.stats.n_rows, plan.stats.sensitive),
+                n_records=transformations.released_records(staged),
                 delimiter=config.output.delimiter,
                 claimed_suppressed=decision.figures.n_suppressed,
                 classes=merged.classes,
-                policy=class_local(policy) if decision.steps else policy,
+                policy=transformations.verified_policy(staged),
                 sensitive=plan.stats.sensitive,
                 at_top=tuple(decision.node) == tuple(plan.tops),
                 manifest=manifest,
                 table_columns=merged.table_columns,
             )
-            if decision.steps:  # local recoding: each step's classes under its own models
-                args = (policy, plan.stats.sensitive, decision, plan.stats.n_rows)
-                verify_steps(merged.classes, plan.dims, *args)
-                manifest = recoding_steps.kept(
-                    run.staging, manifest, merged.classes, plan, decision, policy
-                )
+            manifest = transformations.after_verify(staged, manifest)
             if merged.utility is None:
                 return manifest
             return U.with_section(manifest, run, merged.utility)
 
         U.warn_all_top(config, plan, decision)
         return publish(run, check, written=merged.table_columns is not None)
+
+
+def _staged(run: Run, merged: Written) -> Staged:
+    """What the transformations' phase 3 hooks are handed of the staged release."""
+    config, plan = run.config, run.plan()
+    return Staged(
+        config=config,
+        plan=plan,
+        decision=run.decision(),
+        policy=build_policy(config, plan.stats.sensitive, plan.stats.n_rows),
+        written=merged,
+        store=run.store,
+        staging=run.staging,
+        files=StagedSideFiles(run.staging),
+    )
 
 
 GENERALISE = GeneralisePhase()

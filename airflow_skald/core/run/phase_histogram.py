@@ -1,6 +1,6 @@
 """Phase 2, histogram: the root node's class counts per chunk group, summed exactly; then the
-search of the lattice above the root (``decision.json``), and what the release needs from the
-counts (microaggregates, a research subset's population counts)."""
+search of the lattice above the root (``decision.json``), and what each transformation keeps
+from the counts at the chosen node for phase 3 (the registry's `after_search`)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,13 @@ from airflow_skald.core.engine.registry import run_engine
 from airflow_skald.core.passes import pipeline as P
 from airflow_skald.core.passes.histogram import HistogramChunks
 from airflow_skald.core.passes.state import Run
-from airflow_skald.core.passes.store import (
-    DECISION,
-    HISTOGRAM,
-    MICROAGGREGATES,
-    PLAN,
-    write_json,
-)
-from airflow_skald.core.release.check import population_counts
+from airflow_skald.core.passes.store import DECISION, HISTOGRAM, PLAN, write_json
 from airflow_skald.core.run.phase import Phase
 from airflow_skald.core.run.phase_encode import plan_summary
+from airflow_skald.core.search.class_source import ClassesAtNode
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.transform.microaggregation.aggregates import aggregates_to_bytes
+from airflow_skald.core.transform import registry as transformations
+from airflow_skald.core.transform.hooks_phases import Searched
 
 log = logging.getLogger("airflow_skald")
 
@@ -66,13 +61,8 @@ class HistogramPhase(HistogramChunks, Phase[RootCounts, Decision]):
         run.measured("search", time.perf_counter() - t0)
         run.store.write_bytes(DECISION, decision.to_bytes())
         run._cache["decision"] = decision
-        if run.config.microaggregations:
-            aggregates = P.microaggregate(run.config, plan, merged, decision)
-            run.store.write_bytes(MICROAGGREGATES, aggregates_to_bytes(aggregates))
-            run._cache["microaggregates"] = aggregates
-        counted = population_counts.of_run(run.config, plan, merged, decision)
-        if counted is not None:  # a research subset: what verify re-checks δ and k-map from
-            run.store.write_bytes(population_counts.POPULATION_COUNTS, counted)
+        classes = ClassesAtNode.at(plan, merged, decision.node)
+        transformations.after_search(Searched(run.config, decision, classes, run.store, run._cache))
         f = decision.figures
         log.info(
             "chosen node %s %s: DM*=%d, suppressed %d of %d (limit %d), %d/%d nodes evaluated",

@@ -13,13 +13,13 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from airflow_skald.core.count.histogram import changes
+from airflow_skald.core.count.histogram import Histogram, changes
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import Dimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.privacy import ClassTable
 from airflow_skald.core.privacy.distributions import ClassValues
-from airflow_skald.core.search.rollups import RollUps
+from airflow_skald.core.search.rollups import RollUps, roll_up
 from airflow_skald.core.transform.research_subset.classes import (
     SubsetFlags,
     subset_classes,
@@ -143,3 +143,29 @@ def chunk_distribution(counts: RootCounts) -> Mapping[str, np.ndarray]:
         m = int(hist.radices[-1])
         out[a] = np.bincount(hist.keys % m, weights=hist.counts, minlength=m).astype(np.int64)
     return out
+
+
+@dataclass(frozen=True)
+class ClassesAtNode:
+    """Phase 2's classes at one node (the chosen one), from the root counts: what the
+    transformations count after the search (`transform.hooks_phases.NodeClasses`). `plan` is
+    the counts' plan (`at`: taken to the root the counts are at)."""
+
+    plan: Plan
+    counts: RootCounts
+    node: tuple[int, ...]
+
+    @classmethod
+    def at(cls, plan: Plan, counts: RootCounts, node: Sequence[int]) -> ClassesAtNode:
+        if counts.node is not None and tuple(counts.node) != tuple(plan.root):
+            plan = plan.with_root(counts.node)
+        return cls(plan, counts, tuple(node))
+
+    def keyed(
+        self, attributes: Sequence[str] = (), subset: SubsetFlags | None = None
+    ) -> tuple[np.ndarray, ClassTable]:
+        return ClassSource(self.plan, self.counts, attributes, subset).keyed(self.node)
+
+    def sums(self, attribute: str) -> Histogram:
+        """A summed attribute's value offsets summed per class at the node."""
+        return roll_up(self.plan, self.counts.sums[attribute], self.node)

@@ -28,6 +28,9 @@ The hooks, in the order a run meets them:
   ``engine_refusal`` (why an engine cannot run it, or None; ``supports_engine``),
   ``per_chunk_refusal`` (why the per-chunk baseline cannot run a config, or None),
   ``hides_input_facts`` (the manifest states no fact over every input record);
+- phase 2, after the search, and phase 3, around the staged release's check (`PhaseHooks`,
+  `hooks_phases`): ``after_search``; ``checked_release``, ``side_files``,
+  ``released_records``, ``verified_policy``, ``after_verify``;
 - phase 3: ``release_part`` (a part's table, after suppression, before the QIDs' labels);
 - ``manifest_keys`` / ``manifest_section`` (``manifest_section_at``: with phase 1's
   statistics): its manifest keys (schema: `ManifestKey`) and their values;
@@ -51,6 +54,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow_skald.core.transform.hooks_phases import PhaseHooks
 
 if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
     import pyarrow as pa
@@ -147,8 +152,9 @@ class ReportSection:
     intro: Sequence[str] = ()
 
 
-class Transformation:
-    """One transformation (see the module's docstring for the hooks)."""
+class Transformation(PhaseHooks):
+    """One transformation (see the module's docstring for the hooks; phases 2 and 3:
+    `PhaseHooks`)."""
 
     #: the name it is registered under
     name: ClassVar[str]

@@ -35,6 +35,7 @@ class EncodedStats(Protocol):
     """Phase 1's statistics (encode's `DomainStats`): here, the counted attributes' domains."""
 
     sensitive: Mapping[str, Any]
+    n_rows: int
 
 
 class EncodedPlan(Protocol):
@@ -43,6 +44,7 @@ class EncodedPlan(Protocol):
     stats: EncodedStats
     dims: Sequence[EncodedDimension]
     root: tuple[int, ...]
+    summed: tuple[str, ...]  # microaggregated QIDs counted as a sum per bin (class_sums)
 
     @property
     def tops(self) -> list[int]: ...

@@ -1,7 +1,8 @@
-"""The transformations a config may ask for: one line per transformation (ADR 0060). Config
-loading, the input's check, phase 3, the manifest and its schema, `skald verify`, the report,
-the engines' support check and differential privacy's rules ask this registry; nothing else
-names a transformation's class. The functions read `TRANSFORMATIONS` when called (a test may
+"""The transformations a config may ask for: one line per transformation (ADR 0060, 0078).
+Config loading, the input's check, the runner's phases 2 and 3 (`after_search`,
+`finish_release`, `after_verify`: a loop over every registered transformation), the
+manifest and its schema, `skald verify`, the report, the engines' support check and
+differential privacy's rules ask this registry; nothing else names a transformation's class. The functions read `TRANSFORMATIONS` when called (a test may
 register one of its own)."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from airflow_skald.core.settings.secret import SecretRef
     from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
     from airflow_skald.core.transform.encoded import EncodedPlan
+    from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
     Suppression,  # the classes below the models suppressed, up to a limit (docs/design.md §4)
@@ -134,6 +136,44 @@ def release_part(transformations: Sequence[Transformation], table: pa.Table) -> 
     for t in transformations:
         table = t.release_part(table)
     return table
+
+
+def after_search(ctx: Searched) -> None:
+    """Phase 2, after the search: what each transformation keeps for phase 3."""
+    for cls in TRANSFORMATIONS:
+        cls.after_search(ctx)
+
+
+def finish_release(ctx: Staged, manifest: dict) -> dict:
+    """Phase 3, before the shared check: the run's own checks of the staged release (each
+    transformation's, in registry order), then the side files each keeps for `skald verify`."""
+    for cls in TRANSFORMATIONS:
+        manifest = cls.checked_release(ctx, manifest)
+    for cls in TRANSFORMATIONS:
+        manifest = cls.side_files(ctx, manifest)
+    return manifest
+
+
+def released_records(ctx: Staged) -> int:
+    """The records the staged release is made of (every input record unless a
+    transformation releases fewer)."""
+    found = (n for cls in TRANSFORMATIONS if (n := cls.released_records(ctx)) is not None)
+    return next(found, ctx.plan.stats.n_rows)
+
+
+def verified_policy(ctx: Staged) -> PrivacyPolicy:
+    """The policy the shared check judges the staged release's classes under."""
+    policy = ctx.policy
+    for cls in TRANSFORMATIONS:
+        policy = cls.verified_policy(ctx, policy)
+    return policy
+
+
+def after_verify(ctx: Staged, manifest: dict) -> dict:
+    """Phase 3, after the shared check: each transformation's own check and its files."""
+    for cls in TRANSFORMATIONS:
+        manifest = cls.after_verify(ctx, manifest)
+    return manifest
 
 
 def manifest_sections(

@@ -2,19 +2,16 @@
 the release alone (issue 34.3):
 
 - ``sensitive_counts.json``, when suppressed records are dropped and a criterion compares
-  classes with a sensitive attribute's distribution over ALL input records (t-closeness,
-  b-likeness, d-disclosure: ``PrivacyModel.needs_overall``): per such attribute its distinct
-  values and how many input records hold each (`SensitiveStats`). In mask mode the release
-  holds every record's value already, so nothing is written. The file holds values (personal
-  data, as the parts do): the manifest only names it, with its SHA-256 (``sensitive_counts``:
-  ``{"file", "sha256"}``), and verify refuses a file that does not match it.
+  classes with a sensitive attribute's distribution over ALL input records (written by the
+  suppression's package, `transform.suppression.sensitive_counts`; the manifest names it with
+  its SHA-256, ``sensitive_counts``: ``{"file", "sha256"}``): read back here, and verify
+  refuses a file that does not match it.
 - the hierarchy of a hierarchical t-closeness criterion, in ``effective.json`` (the effective
   config the release keeps), found by the ``hierarchy_sha256`` its manifest entry names.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping
 from decimal import Decimal
@@ -25,47 +22,15 @@ from airflow_skald.core.data.hierarchies import Hierarchy
 from airflow_skald.core.data.side_files import read_archived, read_named
 from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.privacy import PrivacyModel
 from airflow_skald.core.privacy.value_order import value_text
-from airflow_skald.core.release.write.manifest_schema import Manifest
+from airflow_skald.core.transform.suppression.sensitive_counts import (
+    SENSITIVE_COUNTS,
+    overall_attributes,
+)
 
-SENSITIVE_COUNTS = "sensitive_counts.json"
+__all__ = ["SENSITIVE_COUNTS", "overall_attributes"]
+
 EFFECTIVE = "effective.json"  # = manifest.EFFECTIVE_JSON (not imported: no arrow back up)
-
-
-def overall_attributes(models: tuple[PrivacyModel, ...], mode: str) -> list[str]:
-    """The attributes whose overall distribution a release must keep: suppressed records are
-    dropped and a criterion compares classes with that distribution."""
-    if mode != "drop":
-        return []
-    return list(dict.fromkeys(m.attribute for m in models if m.needs_overall and m.attribute))
-
-
-def sensitive_counts_bytes(
-    sensitive: Mapping[str, SensitiveStats], attributes: list[str], n_records: int
-) -> bytes:
-    """The file's bytes (deterministic: a retry writes the same)."""
-    body = {
-        "n_records": n_records,
-        "attributes": {
-            a: {
-                "values": list(sensitive[a].values),
-                "counts": [int(c) for c in sensitive[a].counts],
-                "numeric": bool(sensitive[a].numeric),
-            }
-            for a in attributes
-        },
-    }
-    return json.dumps(body, indent=1).encode() + b"\n"
-
-
-def with_sensitive_counts(manifest: dict, data: bytes) -> dict:
-    """The manifest naming the file and its SHA-256, in the schema's order."""
-    entry = {"file": SENSITIVE_COUNTS, "sha256": hashlib.sha256(data).hexdigest()}
-    return Manifest.parse({**manifest, "sensitive_counts": entry}, MANIFEST_WHERE).to_dict()
-
-
-MANIFEST_WHERE = "the manifest about to be written"
 
 
 def read_sensitive_counts(path: str, manifest: dict | None) -> dict[str, SensitiveStats]:

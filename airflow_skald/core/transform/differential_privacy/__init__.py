@@ -10,6 +10,7 @@ what the model adds to the run around it:
 - `keys`: the run's keyed Philox streams; `sampler`: phase 1/2/3's keyed β-sample;
 - `mechanism`: the exponential mechanism (SafePub's walk over pivots, `core.search.safepub`,
   draws with it: its score functions read the quality models' context, a layer above);
+- `sample_check`: what the manifest says of the run's check of its sample (phase 3);
 - `rules`: what a DP config may not combine it with (config loading applies them);
 - `report`: the report's section and its words for the lattice floor, from the manifest
   alone (the registry's `report_section`, `lattice_floor`); its manifest key
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.privacy.differential_privacy import dp_of
 from airflow_skald.core.transform.base import (
@@ -30,6 +31,9 @@ from airflow_skald.core.transform.base import (
     ReportSection,
     Transformation,
 )
+
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.hooks_phases import Staged
 
 #: its manifest key: the parameters and the search's result (before the node it chose)
 MANIFEST_KEYS = {
@@ -92,3 +96,14 @@ class DifferentialPrivacySample(Transformation):
         from airflow_skald.core.transform.differential_privacy.report import lattice_floor
 
         return lattice_floor(manifest)
+
+    @classmethod
+    def checked_release(cls, ctx: Staged, manifest: dict) -> dict:
+        """Phase 3: the run's check that every released row is in the keyed sample, stated."""
+        if not ctx.decision.dp:
+            return manifest
+        from airflow_skald.core.transform.differential_privacy.sample_check import (
+            with_sample_check,
+        )
+
+        return with_sample_check(manifest, ctx.written.in_sample)

@@ -15,9 +15,10 @@ hooks: the config's parse and overrides, its checks, DP's refusal, the manifest'
 Kept where they are, a floor above this one (ADR 0072, 0076): the settings table's rows
 (`settings/transformation.py`, which the CLI, the DAG params and the operators read below
 the config), the search over the steps (`search/recoded*.py`, which runs the lattice search),
-the manifest's writing from the decision (`release/write/manifest.py`) and the writing of
-``recoding_steps.json`` (`release/write/recoding_steps.py`: the release's commit and
-manifest schema).
+the manifest's writing from the decision (`release/write/manifest.py`). Phase 3's part
+(the registry's `checked_release`, `verified_policy`, `after_verify`): the models' figures
+over every released class, each step checked under its own models and
+``recoding_steps.json`` written (`written`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.errors import ConfigError
+from airflow_skald.core.privacy.class_local import class_local
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import decimal_text
 from airflow_skald.core.transform.base import (
@@ -44,6 +46,7 @@ from airflow_skald.core.transform.local_recoding.report import beyond_node, reco
 if TYPE_CHECKING:
     from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.transform.counted import JudgedRelease, Recheck
+    from airflow_skald.core.transform.hooks_phases import Staged
 
 #: the models ARX allows with local recoding (``PrivacyCriterion.isLocalRecodingSupported``)
 SUPPORTED = ("k", "l", "t", "b_likeness", "d_disclosure", "average_risk", "k_map")
@@ -179,6 +182,36 @@ class LocalRecoding(Transformation):
         from airflow_skald.core.transform.local_recoding.verify import recheck
 
         return recheck(release)
+
+    # ------------------------------------------------------------------- phase 3
+    @classmethod
+    def checked_release(cls, ctx: Staged, manifest: dict) -> dict:
+        """The models' figures over every released class (the steps' included)."""
+        if not ctx.decision.steps:
+            return manifest
+        from airflow_skald.core.transform.local_recoding.verify import recoded_figures
+
+        sensitive, n_qids = ctx.plan.stats.sensitive, len(ctx.config.qid_names)
+        return recoded_figures(manifest, ctx.classes, ctx.policy, sensitive, n_qids)
+
+    @classmethod
+    def verified_policy(cls, ctx: Staged, policy: PrivacyPolicy) -> PrivacyPolicy:
+        """The shared check judges the release's classes under the class-local models only
+        (each step is checked under its own: `after_verify`)."""
+        return class_local(policy) if ctx.decision.steps else policy
+
+    @classmethod
+    def after_verify(cls, ctx: Staged, manifest: dict) -> dict:
+        """Each step's classes under its own models, then ``recoding_steps.json`` kept."""
+        if not ctx.decision.steps:
+            return manifest
+        from airflow_skald.core.transform.local_recoding.verify import verify_steps
+        from airflow_skald.core.transform.local_recoding.written import kept
+
+        plan = ctx.plan
+        args = (ctx.policy, plan.stats.sensitive, ctx.decision, plan.stats.n_rows)
+        verify_steps(ctx.classes, plan.dims, *args)
+        return kept(ctx, manifest)
 
     # ------------------------------------------------------------------- the steps' values
     @property

@@ -13,7 +13,7 @@ their QID label tuples, named by one SHA-256 of those sorted tuples (`labels_dig
 knows when a part's labels were altered. The manifest names the file with its SHA-256
 (``recoding_steps``: ``{"file", "sha256"}``); verify refuses a file other than that one, and
 one whose counts are not the release's class sizes or the manifest's steps. The run writes it
-(`release/write/recoding_steps.py`) and reads it back here.
+(`written`) and reads it back here.
 """
 
 from __future__ import annotations

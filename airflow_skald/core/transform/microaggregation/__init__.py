@@ -5,7 +5,7 @@ QID released as an aggregate of its values over the record's class instead of a 
 The package owns the feature: its settings (`Microaggregation`, the value
 `SkaldConfig.transformations` holds: each microaggregated QID's function, and the QIDs that
 leave the lattice with ``cluster: false``), what it computes (`aggregates`: phase 2's
-per-class aggregates, phase 3's column), its manifest key and what `skald verify` reads of it
+per-class aggregates, phase 3's column; `at_node`: phase 2's, after the search), its manifest key and what `skald verify` reads of it
 (`out_of_lattice`) and its check of the written column (`verify`: the registry's
 `counted_columns` and `check_classes`, with the classes verify counted). Read through the
 registry's hooks and `SkaldConfig.microaggregations` / `microaggregated` (which encode, the
@@ -28,6 +28,7 @@ from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transfo
 if TYPE_CHECKING:
     from airflow_skald.core.transform.counted import CountedRelease
     from airflow_skald.core.transform.encoded import EncodedPlan
+    from airflow_skald.core.transform.hooks_phases import Searched
 
 
 @dataclass(frozen=True)
@@ -109,6 +110,21 @@ class Microaggregation(Transformation):
         check_microaggregated(
             release.classes, release.n_qids, release.start, names, release.top_released
         )
+
+    @classmethod
+    def after_search(cls, ctx: Searched) -> None:
+        """Phase 2: the aggregates per class of the chosen node, kept for phase 3."""
+        if not ctx.config.microaggregations:
+            return
+        from airflow_skald.core.transform.microaggregation.aggregates import aggregates_to_bytes
+        from airflow_skald.core.transform.microaggregation.at_node import (
+            MICROAGGREGATES,
+            microaggregate,
+        )
+
+        aggregates = microaggregate(ctx.config, ctx.classes)
+        ctx.store.write_bytes(MICROAGGREGATES, aggregates_to_bytes(aggregates))
+        ctx.cache["microaggregates"] = aggregates
 
 
 def out_of_lattice(manifest: Mapping[str, Any] | None) -> tuple[str, ...]:

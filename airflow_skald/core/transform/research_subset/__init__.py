@@ -17,15 +17,16 @@ classes as the subset's (`classes`: the flags, the subset's views of phase 2's c
 
 Kept where they are (ADR 0074): reading the flag a keyed subset derives
 (`data/subset_keys.py`, below `read_chunk`), the engines' SQL for it (`engine/sql/subset.py`)
-and the writing and reading of `population_counts.json` (`release/check/population_counts.py`:
-counted from the search's class source at the node, read through the release's archive).
+and the reading of `population_counts.json` through the release's archive. The file is
+counted at the chosen node after the search (`at_node`, the registry's `after_search`) and
+kept beside the release in phase 3 (`side_files`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.data.location import parse_location
 from airflow_skald.core.data.subset_keys import FLAG, KeyedSubset
@@ -38,6 +39,10 @@ from airflow_skald.core.transform.base import (
     side_file_schema,
 )
 from airflow_skald.core.transform.local_recoding import LocalRecoding
+from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNTS
+
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
 SECTION = "research_subset"
 
@@ -135,6 +140,35 @@ class ResearchSubset(Transformation):
                 "allows it with k, l, t, b-likeness, d-disclosure, average risk and estimated "
                 "k-map only)"
             )
+
+    # ------------------------------------------------------------------- phases 2 and 3
+    @classmethod
+    def after_search(cls, ctx: Searched) -> None:
+        """The population counts at the chosen node (what verify re-checks δ and k-map
+        from), kept in the run's store."""
+        from airflow_skald.core.transform.research_subset.at_node import of_run
+
+        counted = of_run(ctx.config, ctx.classes, ctx.decision)
+        if counted is not None:
+            ctx.store.write_bytes(POPULATION_COUNTS, counted)
+
+    @classmethod
+    def side_files(cls, ctx: Staged, manifest: dict) -> dict:
+        """The population counts phase 2 kept, beside the release."""
+        if not ctx.store.exists(POPULATION_COUNTS):
+            return manifest
+        data = ctx.store.read_bytes(POPULATION_COUNTS)
+        return ctx.files.keep(manifest, "population_counts", POPULATION_COUNTS, data)
+
+    @classmethod
+    def released_records(cls, ctx: Staged) -> int | None:
+        """The subset's records, as phase 1 counted them."""
+        if ctx.policy.subset is None:
+            return None
+        from airflow_skald.core.transform.research_subset.classes import released_records
+
+        stats = ctx.plan.stats
+        return released_records(ctx.policy.subset, stats.n_rows, stats.sensitive)
 
 
 def check_subset_models(models: Sequence[PrivacyModel]) -> None:

@@ -7,8 +7,8 @@ The file holds counts only, never a value: its classes are the release's own cla
 QID labels as written, all-"*" included) in one canonical order, the order of their label
 tuples, and the file names them by one SHA-256 of those sorted tuples (`labels_sha256`), so
 verify finds each count's class from the parts (`with_population`) and knows when a part's
-labels were altered. The release writes it and the manifest names it
-(`release/check/population_counts.py`: counted from phase 2's histogram at the node).
+labels were altered. The release writes it and the manifest names it (`at_node`: counted
+from phase 2's histogram at the node).
 """
 
 from __future__ import annotations

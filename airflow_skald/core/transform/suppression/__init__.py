@@ -9,7 +9,8 @@ Every run suppresses: the transformation is always configured (its limit may be 
 package owns the feature's settings (`Suppression`: ``privacy.suppression_limit`` and
 ``suppressed_records``, parsed once from the file and after a run's settings), its part of
 the effective settings (the config hash) and what phase 3 does with the suppressed records
-(`drop`: left out; else masked), its manifest keys and their schema, what `skald verify`
+(`drop`: left out; else masked; dropped, the ``sensitive_counts.json`` phase 3 keeps beside
+the release: `sensitive_counts`), its manifest keys and their schema, what `skald verify`
 reads back of them (`manifest_limit`, `manifest_drops`) and its lines in the report's
 suppression and risk section (`risk_rows`). The lattice search, the models' figures and `skald verify`
 read the limit as the policy's (`PrivacyPolicy.suppression_limit`, made from
@@ -24,12 +25,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import esc, fmt_int
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
+from airflow_skald.core.transform.suppression.sensitive_counts import (
+    SENSITIVE_COUNTS,
+    overall_attributes,
+    sensitive_counts_bytes,
+)
+
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.hooks_phases import Staged
 
 #: the settings table's rows (`settings/suppression.py`) and the field each one sets
 SETTINGS = {"suppression_limit": "limit", "suppressed_records": "records"}
@@ -117,6 +126,17 @@ class Suppression(Transformation):
     def manifest_section(self) -> dict[str, Any]:
         """The limit as a number (the models' section holds it exactly) and the mode."""
         return {"suppression_limit": float(self.limit), "suppressed_records": self.records}
+
+    # ------------------------------------------------------------------- phase 3
+    @classmethod
+    def side_files(cls, ctx: Staged, manifest: dict) -> dict:
+        """Drop mode: what verify needs to re-check t-closeness & co. (`sensitive_counts`)."""
+        overall = overall_attributes(ctx.policy.models, ctx.config.suppression.records)
+        if not overall:
+            return manifest
+        stats = ctx.plan.stats
+        data = sensitive_counts_bytes(stats.sensitive, overall, stats.n_rows)
+        return ctx.files.keep(manifest, "sensitive_counts", SENSITIVE_COUNTS, data)
 
     # ------------------------------------------------------------------- read back
     @staticmethod

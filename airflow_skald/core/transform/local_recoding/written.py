@@ -1,6 +1,7 @@
-"""The run's ``recoding_steps.json`` (docs/design.md §4f): what a locally recoded release keeps
-so that `skald verify` re-checks every step from the release alone (the file, and how verify
-reads it back: `core.transform.local_recoding.recorded`).
+"""A locally recoded run's ``recoding_steps.json`` (docs/design.md §4f): what the release keeps
+so that `skald verify` re-checks every step from the release alone (how verify reads it back:
+`recorded`). Phase 3's `after_verify` hook of `LocalRecoding` writes it, once the run checked
+each step's classes (`verify.verify_steps`).
 
 Counted from the written release's classes and the steps' kept classes (no pass over the
 data): a class's records at step s >= 1 are the records of that step's kept class with its
@@ -9,36 +10,32 @@ labels; the global node's (step 0) are the rest.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from airflow_skald.core.data.side_files import labels_digest
-from airflow_skald.core.encode.sensitive_domain import SensitiveStats
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.privacy import PrivacyPolicy
-from airflow_skald.core.release.check.archive import overall_attributes
-from airflow_skald.core.release.count.classes import ReleaseClasses
-from airflow_skald.core.release.write.commit import write_bytes_atomic
-from airflow_skald.core.release.write.manifest_schema import Manifest
+from airflow_skald.core.transform.counted import CountedClasses
 from airflow_skald.core.transform.encoded import EncodedDimension
 from airflow_skald.core.transform.local_recoding.recorded import (
     RECODING_STEPS,
     kept_tuples,
     read_recoding_steps,
 )
+from airflow_skald.core.transform.suppression.sensitive_counts import overall_attributes
 
-MANIFEST_WHERE = "the manifest about to be written"
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.hooks_phases import Staged
 
 
 def of_run(
-    classes: ReleaseClasses,
+    classes: CountedClasses,
     dims: Sequence[EncodedDimension],
     decision: Any,
-    sensitive: Mapping[str, SensitiveStats],
+    sensitive: Mapping[str, Any],
     attributes: Sequence[str],
 ) -> bytes:
     """The file's bytes for a locally recoded run (deterministic: a retry writes the same).
@@ -95,26 +92,13 @@ def _step_body(node: Mapping[str, int], records: int, at: np.ndarray, sizes: np.
     }
 
 
-def with_recoding_steps(manifest: dict, data: bytes) -> dict:
-    """The manifest naming the file and its SHA-256, in the schema's order."""
-    entry = {"file": RECODING_STEPS, "sha256": hashlib.sha256(data).hexdigest()}
-    return Manifest.parse({**manifest, "recoding_steps": entry}, MANIFEST_WHERE).to_dict()
-
-
-def kept(
-    staging: str,
-    manifest: dict,
-    classes: ReleaseClasses,
-    plan: Any,
-    decision: Any,
-    policy: PrivacyPolicy,
-) -> dict:
+def kept(ctx: Staged, manifest: dict) -> dict:
     """Write the file beside the staged release and name it in the manifest; read it back as
     `skald verify` will (the run's own proof that verify finds every step in it)."""
-    attributes = overall_attributes(policy.models, "drop")  # compared with a distribution
+    attributes = overall_attributes(ctx.policy.models, "drop")  # compared with a distribution
+    plan = ctx.plan
     sensitive = plan.stats.sensitive
-    data = of_run(classes, plan.dims, decision, sensitive, attributes)
-    write_bytes_atomic(f"{staging.rstrip('/')}/{RECODING_STEPS}", data)
-    manifest = with_recoding_steps(manifest, data)
-    read_recoding_steps(staging, manifest, classes, len(plan.dims), sensitive, attributes)
+    data = of_run(ctx.classes, plan.dims, ctx.decision, sensitive, attributes)
+    manifest = ctx.files.keep(manifest, "recoding_steps", RECODING_STEPS, data)
+    read_recoding_steps(ctx.staging, manifest, ctx.classes, len(plan.dims), sensitive, attributes)
     return manifest
