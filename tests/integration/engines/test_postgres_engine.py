@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from engine_compare import config, table
+from engine_compare import CITIES, config, table
+from engine_compare import UTILITY as UTILITY_SETTINGS
 from engine_compare import run_cli as _run
 from helpers_postgres import (
     execute,
@@ -139,9 +140,26 @@ SUBSET = {  # δ-presence over a research subset flagged by a column
 }
 
 
+#: the utility analysis (ADR 0079): its sample (200 of 300 records, the key bound used) joined
+#: by the staged extract's numbering (two chunks of 150 in pid order)
+UTILITY = {"utility": UTILITY_SETTINGS}
+DP = {  # differential privacy: refused (its keyed sample would put the key into SQL text)
+    "sensitive_attributes": [],
+    "direct_identifiers": ["pid", "age", "zip", "income", "disease", "score"],
+    "quasi_identifiers": [{"name": "city", "type": "categorical", "hierarchy": CITIES}],
+    "quality": {"objective": "precision"},
+}
+
+
 @pytest.mark.parametrize(
     "name,settings",
-    [("pseudo", KEPT_AND_PSEUDONYMS), ("lrisk", L_AND_RISK), ("query", QUERY), ("subset", SUBSET)],
+    [
+        ("pseudo", KEPT_AND_PSEUDONYMS),
+        ("lrisk", L_AND_RISK),
+        ("query", QUERY),
+        ("subset", SUBSET),
+        ("utility", UTILITY),
+    ],
 )
 def test_the_postgresql_engine_releases_what_the_chunk_path_releases(
     tmp_path, capsys, monkeypatch, caplog, pg, name, settings
@@ -274,11 +292,11 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
     code, err = _run(tmp_path, cfg, "delete", capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
     assert "execution.engine postgresql: input.sql must be one SELECT" in err
-    cfg = _config(tmp_path, "postgresql", "refused")
-    cfg["utility"] = {"folds": 3}  # its sample is not joined in PostgreSQL yet (ADR 0077)
-    code, err = _run(tmp_path, cfg, "utility", capsys)
+    cfg = _config(tmp_path, "postgresql", "refused", **DP)
+    cfg["privacy"] = {"k": 3, "differential_privacy": {"epsilon": 2, "delta": 1e-6}}
+    code, err = _run(tmp_path, cfg, "dp", capsys)
     assert code == 2 and len(err.strip().splitlines()) == 1, err
-    assert "utility (the analysis reads the released rows) does not run in the postgresql" in err
+    assert "differential privacy: its keyed sample" in err and "postgresql" in err
     assert query(pg, f"SELECT count(*) AS n FROM {INPUT}").column("n")[0].as_py() == 300
     with temporary_roles(pg) as roles:
         writer = roles["writer"]
@@ -293,7 +311,7 @@ def test_a_folder_output_and_a_missing_privilege_are_refused_in_one_line(
     assert not _temporaries(pg)
     assert not query(pg, "SELECT 1 FROM pg_class WHERE relname LIKE 'refused%'").num_rows
     written = sorted(p.name for p in tmp_path.iterdir())
-    assert written == ["delete.yaml", "folder.yaml", "privilege.yaml", "utility.yaml"]
+    assert written == ["delete.yaml", "dp.yaml", "folder.yaml", "privilege.yaml"]
 
 
 def test_the_swap_keeps_grants_policies_indexes_comments_and_owner(tmp_path, capsys, pg):

@@ -40,11 +40,12 @@ def test_the_models_answer_whether_an_engine_runs_them(tmp_path, engine) -> None
 
 def test_the_engine_answers_whether_it_gathers_the_utility_analysis(tmp_path) -> None:
     config = _config(tmp_path, utility={"folds": 3})
-    assert unsupported(config, DuckDBEngine) is None
-    assert unsupported(config, SparkEngine) is None
+    for engine in ENGINES:  # PostgreSQL too since ADR 0079
+        assert unsupported(config, engine) is None
+    refusing = type("Refusing", (PostgresEngine,), {"utility": False})  # an engine that does not
     with pytest.raises(
         ConfigError,
         match="utility .the analysis reads the released rows. "
         "does not run in the postgresql engine yet; use execution: chunks",
     ):
-        check_supported(config, PostgresEngine)
+        check_supported(config, refusing)

@@ -46,7 +46,7 @@ from airflow_skald.core.engine.sql.release import (
     copy_to_parquet,
     grouped_release,
 )
-from airflow_skald.core.engine.sql.utility import FILE, utility_partial
+from airflow_skald.core.engine.sql.utility import FILE, numbered_files, utility_partial
 from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
@@ -199,6 +199,12 @@ class DuckDBEngine(ParquetFilesEngine):
             if config.utility is not None:  # from counts, the sample's records joined in DuckDB
                 files = self._files(run)
                 rows = _view(session, "skald_numbered", files, numbered(config, files))
-                args = (config, chunks, plan.stats.n_rows, whole, rows, table)
+                args = (
+                    config,
+                    plan.stats.n_rows,
+                    whole,
+                    numbered_files(config, chunks, rows),
+                    table,
+                )
                 utility = utility_partial(session, *args)
             return Written(names, classes_of(table, qids, sensitive), utility)

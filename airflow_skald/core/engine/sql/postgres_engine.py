@@ -2,7 +2,9 @@
 the three passes run as SQL inside the PostgreSQL that holds the input table, and the release
 is written there as a table. What crosses to the worker: phase 1's statistics, the root
 histogram, the first rows of the classes the search asks for, the release's class table.
-No row is staged on the worker's disk, none crosses to it.
+No row is staged on the worker's disk, none crosses to it, but for the utility analysis's
+sample when the config asks for it (`sql.utility`, at most `utility.max_records` records,
+the analysis's columns, in memory; joined by the chunk path's numbering, `_numbered`, ADR 0079).
 
 - **Input**: `input: {table, connection}` or `{sql, connection, order_by}`, read in
   `order_by` order (else the table's primary key; neither: refused), as the chunk path's
@@ -51,6 +53,7 @@ from airflow_skald.core.engine.sql.table_checks import (
     fingerprint,
     pseudonyms_well_formed,
 )
+from airflow_skald.core.engine.sql.utility import FILE, ROW, Numbered, utility_partial
 from airflow_skald.core.errors import ConfigError, DataError, SkaldError
 from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
@@ -68,6 +71,7 @@ class PostgresEngine(Engine):
     """The passes inside the input table's PostgreSQL; the release a table there."""
 
     name = NAME
+    utility = True  # the sample joined by the staged extract's numbering (`_numbered`)
 
     def check(self, config: SkaldConfig) -> None:
         db, target = config.database, config.output_table
@@ -181,11 +185,16 @@ class PostgresEngine(Engine):
                 grouped = session.query(grouped_release(new, [*qids, *sensitive]))
                 pseudonyms_well_formed(session, new, config, target.qualified)
                 columns = session.query(exp.select(exp.Star()).from_(new).limit(0)).schema.names
+                utility = None
+                if config.utility is not None:  # from counts, the sample's records joined here
+                    args = (config, plan.stats.n_rows, source, _numbered(session, run, source))
+                    utility = utility_partial(session, *args, grouped)
             except BaseException:
                 session.execute(exp.Drop(tables=[new], kind="TABLE", exists=True))
                 raise
         names = [part_name(c.chunk_id, config.output.format) for c in run.chunks()]
-        return Written(names, classes_of(grouped, qids, sensitive), table_columns=list(columns))
+        classes = classes_of(grouped, qids, sensitive)
+        return Written(names, classes, utility, table_columns=list(columns))
 
 
 def _table(name: str) -> exp.Table:
@@ -210,6 +219,22 @@ def _source(session: PostgresSession, run: Run, rows: bool) -> SqlInput:
     view = session.view(select, "input")
     empty = session.query(exp.select(exp.Star()).from_(D.table(view)).limit(0))
     return SqlInput(view, plain_types(empty).schema, _what(db))
+
+
+def _numbered(session: PostgresSession, run: Run, source: SqlInput) -> Numbered:
+    """The input's rows numbered as the chunk path's staged extract cuts them (`list_input`,
+    `extract.write_chunks`): row r of the read order is chunk r // chunk_rows, row
+    r % chunk_rows there, the chunk's first row number r - r % chunk_rows (ADR 0079)."""
+    size = run.config.chunk_rows
+    number = D.column(passes.ROW_COLUMN)
+    select = exp.select(
+        *[D.column(n) for n in source.schema.names],
+        D.int_div(number, size).as_(FILE),
+        exp.Mod(this=number, expression=D.number(size)).as_(ROW),
+    ).from_(D.table(_source(session, run, rows=True).relation))
+    starts = np.arange(len(run.chunks()), dtype=np.int64) * size
+    view = SqlInput(session.view(select, "numbered"), source.schema, source.where)
+    return Numbered(view, starts, source.schema)
 
 
 def _what(db) -> str:

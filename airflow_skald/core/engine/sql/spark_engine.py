@@ -40,7 +40,7 @@ from airflow_skald.core.engine.sql.spark_session import (
     is_local,
     spark_of,
 )
-from airflow_skald.core.engine.sql.utility import utility_partial
+from airflow_skald.core.engine.sql.utility import numbered_files, utility_partial
 from airflow_skald.core.passes.written import Written
 from airflow_skald.core.release.write.commit import part_name
 
@@ -168,6 +168,7 @@ class SparkEngine(ParquetFilesEngine):
             utility = None
             if config.utility is not None:  # from counts, the sample's records joined in Spark
                 numbered = spark_input.view(session, config, self._files(run), rows=True)
-                args = (config, chunks, plan.stats.n_rows, whole, numbered, table)
+                rows = numbered_files(config, chunks, numbered)
+                args = (config, plan.stats.n_rows, whole, rows, table)
                 utility = utility_partial(session, *args)
         return Written(names, classes_of(table, qids, sensitive), utility)

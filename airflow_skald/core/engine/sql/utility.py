@@ -11,15 +11,18 @@
 - The sample: the records of smallest key, where a record's key is the seeded hash of its row
   number (`utility.sample`): which rows those are depends on the number of records alone, so
   the worker computes them (`sampled_rows`, blocks of row numbers, no data) and sends them as
-  a temporary table (file index, row in the file) that the engine joins with the input's
-  numbered rows; the sampled records' columns (`settings.columns`: at most `max_records`
-  rows, the classifiers' training data, as the chunk path holds them) are what crosses back.
+  a temporary table (part index, row in the part) that the engine joins with the input's
+  numbered rows (`Numbered`: a file and its row for DuckDB and Spark, a staged chunk and its
+  row for PostgreSQL); the sampled records' columns (`settings.columns`: at most
+  `max_records` rows, the classifiers' training data, as the chunk path holds them) are what
+  crosses back, in memory.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
@@ -103,33 +106,50 @@ def release_counts(
     return after, paired
 
 
-def _as_read(config: SkaldConfig, chunks: Sequence[ChunkRef], table: pa.Table) -> pa.Table:
+@dataclass(frozen=True)
+class Numbered:
+    """The input as the sample's join reads it: `source` each row with its part's index
+    (FILE) and its row in that part (ROW); `starts` each part's first row number over the
+    input (the chunk path's numbering, `collect.file_offsets`); `schema` the columns' types
+    as the chunk path reads them (None: CSV's, from the config)."""
+
+    source: SqlInput
+    starts: np.ndarray
+    schema: pa.Schema | None
+
+
+def numbered_files(config: SkaldConfig, chunks: Sequence[ChunkRef], source: SqlInput) -> Numbered:
+    """The numbering of an input of files (DuckDB, Spark): a part is a file, FILE its index
+    among the chunks' files, ROW the row in it."""
+    files = list(dict.fromkeys(c.file for c in chunks))
+    offsets = file_offsets(chunks)
+    starts = np.asarray([offsets[f] for f in files], dtype=np.int64)
+    return Numbered(source, starts, schema_of(config.input, chunks[0].file))
+
+
+def _as_read(config: SkaldConfig, schema: pa.Schema | None, table: pa.Table) -> pa.Table:
     """The sampled columns typed as the chunk path reads them (its sample decodes text
-    dictionaries): Parquet's stored types, CSV's numbers and text."""
-    schema = schema_of(config.input, chunks[0].file)
+    dictionaries): `schema`'s types (Parquet's stored, PostgreSQL's staged), else CSV's
+    numbers and text; a driver's extension type (PostgreSQL's numeric) by its storage."""
     types = csv_types(config)
     for i, name in enumerate(table.column_names):
         kind = schema.field(name).type if schema is not None else types.get(name, pa.string())
         if pa.types.is_dictionary(kind):
             kind = kind.value_type
-        if table.schema.field(name).type != kind:
-            table = table.set_column(i, pa.field(name, kind), table.column(i).cast(kind))
+        column = table.column(i)
+        if isinstance(column.type, pa.BaseExtensionType):
+            column = pa.chunked_array([c.storage for c in column.chunks], column.type.storage_type)
+        if column.type != kind:
+            table = table.set_column(i, pa.field(name, kind), column.cast(kind))
     return table
 
 
 def sampled_records(
-    session: SqlSession,
-    numbered: SqlInput,
-    config: SkaldConfig,
-    chunks: Sequence[ChunkRef],
-    rows: np.ndarray,
+    session: SqlSession, numbered: Numbered, config: SkaldConfig, rows: np.ndarray
 ) -> pa.Table:
     """The sampled input records' columns (`settings.columns`), in the order of `rows`
-    (global row numbers), joined in the engine from `numbered` (the input with each row's
-    file index, FILE, and row in its file, ROW)."""
-    files = list(dict.fromkeys(c.file for c in chunks))
-    offsets = file_offsets(chunks)
-    starts = np.asarray([offsets[f] for f in files], dtype=np.int64)
+    (global row numbers), joined in the engine from `numbered`."""
+    starts = numbered.starts
     index = np.searchsorted(starts, rows, side="right") - 1
     wanted = pa.table({"f": index.astype(np.int32), "r": rows - starts[index]})
     sent = session.send("sampled", wanted)
@@ -140,7 +160,7 @@ def sampled_records(
     )
     select = (
         exp.select(*[D.column(c, "i") for c in columns], D.column("f", "w"), D.column("r", "w"))
-        .from_(exp.alias_(D.table(numbered.relation), "i"))
+        .from_(exp.alias_(D.table(numbered.source.relation), "i"))
         .join(exp.alias_(D.table(sent), "w"), on=on, join_type="inner")
     )
     found = session.query(select)
@@ -148,20 +168,19 @@ def sampled_records(
     order = np.argsort(got, kind="stable")
     if not np.array_equal(got[order], rows):
         raise RuntimeError("the engine returned other rows than the sample's")
-    return _as_read(config, chunks, found.select(columns).take(pa.array(order)))
+    return _as_read(config, numbered.schema, found.select(columns).take(pa.array(order)))
 
 
 def utility_partial(
     session: SqlSession,
     config: SkaldConfig,
-    chunks: Sequence[ChunkRef],
     n_records: int,
     whole: SqlInput,
-    numbered: SqlInput,
+    numbered: Numbered,
     classes: pa.Table,
 ) -> UtilityPartial:
     """Phase 3's share of the utility analysis from the engine's counts: `whole` the input,
-    `numbered` the input with file indexes and row numbers, `classes` the release's class
+    `numbered` the input with each row's part and row there, `classes` the release's class
     table (its QID columns and `n`)."""
     t0 = time.process_time()
     settings, qids = config.utility, config.qid_names
@@ -170,7 +189,7 @@ def utility_partial(
     sample = Sample.empty(settings.max_records, SEED, bound)
     if rows.size:
         sample = Sample(settings.max_records, SEED, bound, rows, None)
-        sample.table = sampled_records(session, numbered, config, chunks, rows)
+        sample.table = sampled_records(session, numbered, config, rows)
     after, pairs = release_counts(classes, qids, settings.pairs)
     before = input_counts(session, whole, qids)
     return UtilityPartial(sample, before, after, pairs, time.process_time() - t0)
