@@ -37,6 +37,8 @@ The hooks, in the order a run meets them:
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
   manifest alone, as verify runs without a config); ``counted_columns`` / ``check_classes``:
   the columns it has verify count beside the classes and its check of them;
+  ``kept_counts``: the per-class counts its release keeps beside the parts (a side file),
+  read and checked, which verify judges the classes with (`transform.counted.KeptCounts`);
   ``judged_policy`` / ``recheck``: the manifest's policy as far as the release's classes
   together can judge it, and its own re-check of the rest (`transform.counted`);
 - ``report_rows`` / ``report_note``: its lines in the report's audit section,
@@ -63,7 +65,12 @@ if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
     from airflow_skald.core.data.location import DataLocation
     from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.settings.secret import SecretRef
-    from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
+    from airflow_skald.core.transform.counted import (
+        CountedRelease,
+        JudgedRelease,
+        KeptCounts,
+        Recheck,
+    )
     from airflow_skald.core.transform.encoded import EncodedPlan
 
 
@@ -268,6 +275,12 @@ class Transformation(PhaseHooks):
     @classmethod
     def check_classes(cls, release: CountedRelease) -> None:
         """VerificationError, one line, when its counted columns are wrong."""
+
+    @classmethod
+    def kept_counts(cls, path: str, manifest: Mapping[str, Any] | None) -> KeptCounts | None:
+        """The per-class counts release `path` keeps beside its parts for `skald verify`, read
+        and checked now (DataError / VerificationError, one line); None: it keeps none."""
+        return None
 
     @classmethod
     def judged_policy(

@@ -1,7 +1,7 @@
 """What `skald verify` hands a transformation of a written release (in ARX, the output's
 ``DataHandleOutput`` a check reads; here the hooks `counted_columns`, `check_classes`,
-`judged_policy` and `recheck`), as types a transformation reads without importing the release
-layer, which sits above it (ADR 0076).
+`kept_counts`, `judged_policy` and `recheck`), as types a transformation reads without
+importing the release layer, which sits above it (ADR 0076).
 
 `CountedClasses` names what the checks read of the release's class table (the release
 layer's `ReleaseClasses` satisfies it as it is); `CountedRelease` is the release as counted,
@@ -68,6 +68,21 @@ class JudgedRelease:
     sensitive: Mapping[str, Any]
     policy: PrivacyPolicy
     overall: tuple[str, ...]
+
+
+class KeptCounts(Protocol):
+    """Per-class counts a release keeps beside its parts for `skald verify` (a research
+    subset's population counts: `transform.research_subset.counts`), read and checked once:
+    what the models are rebuilt knowing (`context`: fields of `privacy.model.RebuildContext`)
+    and the release's class tables with its counts (`on_tables`: VerificationError, one line,
+    when the parts' classes are not those it counts)."""
+
+    @property
+    def context(self) -> Mapping[str, Any]: ...
+
+    def on_tables(
+        self, classes: CountedClasses, n_qids: int, star: ClassTable, kept: ClassTable, path: str
+    ) -> tuple[ClassTable, ClassTable]: ...
 
 
 class Recheck(Protocol):

@@ -31,7 +31,12 @@ if TYPE_CHECKING:
     from airflow_skald.core.data.location import DataLocation
     from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.settings.secret import SecretRef
-    from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
+    from airflow_skald.core.transform.counted import (
+        CountedRelease,
+        JudgedRelease,
+        KeptCounts,
+        Recheck,
+    )
     from airflow_skald.core.transform.encoded import EncodedPlan
     from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
@@ -206,6 +211,11 @@ def check_classes(release: CountedRelease) -> None:
     for cls in TRANSFORMATIONS:
         cls.check_classes(replace(release, start=start))
         start += len(cls.counted_columns(release.manifest))
+
+
+def kept_counts(path: str, manifest: Mapping[str, Any] | None) -> tuple[KeptCounts, ...]:
+    """The per-class counts release `path` keeps beside its parts, each read and checked."""
+    return tuple(c for cls in TRANSFORMATIONS if (c := cls.kept_counts(path, manifest)))
 
 
 def judged_policy(

@@ -1,17 +1,19 @@
 """The privacy check and figures of a release from its classes (`class_figures`): the one
 judgement of written classes, by `skald verify`, the run's own last check and the per-chunk
 baseline. Which rows count as suppressed, and whether the release is the top node, is decided
-here."""
+here; whether that many may be is the suppression package's check
+(`Suppression.check_suppressed`)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from airflow_skald.core.errors import VerificationError
-from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy, max_suppressed
+from airflow_skald.core.privacy import ClassTable, Judgement, PrivacyPolicy
 from airflow_skald.core.quality.dm import DM
 from airflow_skald.core.quality.dm_star import DMStar
 from airflow_skald.core.quality.metric import Scored
+from airflow_skald.core.transform.suppression import Suppression
 
 
 def class_figures(
@@ -53,11 +55,7 @@ def class_figures(
     broken = policy.check_release(table, where, top=top)
     if broken:
         raise VerificationError(broken[0])
-    allowed = max_suppressed(policy.suppression_limit, n_records)
-    if n_suppressed > allowed:
-        raise VerificationError(
-            f"{where} suppresses {n_suppressed} records, more than the limit allows ({allowed})"
-        )
+    allowed = Suppression.check_suppressed(n_suppressed, n_records, policy.suppression_limit, where)
     judged = Judgement(np.ones(sizes.size, bool), n_records, n_suppressed, allowed, True, True)
     scored = Scored(table, judged, (), ())
     return {

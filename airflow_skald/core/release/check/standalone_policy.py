@@ -7,6 +7,7 @@ alone is listed with the reason."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
@@ -22,7 +23,7 @@ from airflow_skald.core.release.check.archive import archived_hierarchies
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
-from airflow_skald.core.transform.research_subset.counts import PopulationCounts
+from airflow_skald.core.transform.counted import KeptCounts
 from airflow_skald.core.transform.suppression import Suppression
 
 
@@ -86,12 +87,13 @@ def standalone_policy(
     limit,
     sensitive: Mapping[str, SensitiveStats],
     overall: frozenset[str] = frozenset(),
-    population: PopulationCounts | None = None,
+    kept: Sequence[KeptCounts] = (),
 ) -> tuple[PrivacyPolicy, list[dict]]:
     """The manifest's policy for `skald verify` (k and the limit overridable by flags), its
     criteria rebuilt with the release's own distributions (those of `overall` attributes: the
     input's, kept with a release that drops suppressed records), the hierarchies it keeps and
-    its classes' population counts (`population`, a research subset's: δ-presence, k-map);
+    the counts it keeps per class (`kept`: a research subset's population counts, for
+    δ-presence and exact k-map, `KeptCounts.context`);
     criteria that cannot be re-checked from the release alone are listed, with the reason,
     instead of being skipped silently."""
     if k is None:
@@ -116,8 +118,8 @@ def standalone_policy(
         n_records if isinstance(n_records, int) else None,
         overall,
         archived_hierarchies(path) if hierarchical else {},
-        population is not None,
     )
+    ctx = replace(ctx, **{key: v for counts in kept for key, v in counts.context.items()})
     has_k = any(d.get("model") == "k-anonymity" for d in entries)
     if not has_k and (k >= 2 or not entries):  # a manifest of k alone, or --k given
         entries = [{"model": "k-anonymity", "k": k}, *entries]

@@ -70,11 +70,11 @@ from airflow_skald.core.release.check.verify_figures import compare_with_manifes
 from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.transform import registry as transform_registry
-from airflow_skald.core.transform.counted import CountedRelease, JudgedRelease, Recheck
-from airflow_skald.core.transform.research_subset.counts import (
-    PopulationCounts,
-    read_population_counts,
-    with_population,
+from airflow_skald.core.transform.counted import (
+    CountedRelease,
+    JudgedRelease,
+    KeptCounts,
+    Recheck,
 )
 from airflow_skald.core.transform.suppression import Suppression
 
@@ -130,15 +130,15 @@ def verify_release(
     if read.manifest is not None and n_records is None:
         _rows_as_manifest(path, read.manifest, read.classes.n_rows)  # a part emptied or cut short
     overall = read_sensitive_counts(path, read.manifest)  # drop mode: the input's distributions
-    # a research subset's population counts (docs/design.md §4e)
-    population = read_population_counts(path, read.manifest)
+    # the counts a release keeps per class (a research subset's population: docs/design.md §4e)
+    kept = transform_registry.kept_counts(path, read.manifest)
     judged = _Standalone(policy, policy, sensitive, [], ())
     if policy is None:
-        judged = _standalone(read, (k, suppression_limit), overall, population)
+        judged = _standalone(read, (k, suppression_limit), overall, kept)
     if n_records is None:
         manifest = read.manifest
         n_records = int(manifest["n_records"]) if manifest is not None else read.classes.n_rows
-    figures = _figures(read, judged, population, n_records)
+    figures = _figures(read, judged, kept, n_records)
     report = _report(figures, judged.policy, len(read.parts), judged.skipped)
     for recheck in judged.rechecks:  # the transformations' own (local recoding's steps)
         report.update(recheck.check(n_records))
@@ -241,7 +241,7 @@ def _standalone(
     read: _Read,
     settings: tuple[int | None, Fraction | float | str | None],
     overall: Mapping[str, SensitiveStats],
-    population: PopulationCounts | None,
+    kept: Sequence[KeptCounts],
 ) -> _Standalone:
     """`skald verify` without a run's policy: the manifest's (`settings`: k and the
     suppression limit given instead), judged with the release's own distributions (the
@@ -259,7 +259,7 @@ def _standalone(
     check_within(overall, sensitive, path)
     sensitive = {**sensitive, **{a: s for a, s in overall.items() if a in sensitive}}
     full, skipped = standalone_policy(
-        path, manifest, *settings, sensitive, frozenset(overall), population
+        path, manifest, *settings, sensitive, frozenset(overall), kept
     )
     policy, skipped = judged_policy(manifest, full, skipped)  # local recoding, per chunk
     overall_of = tuple(overall_attributes(full.models, "drop"))
@@ -268,14 +268,15 @@ def _standalone(
 
 
 def _figures(
-    read: _Read, judged: _Standalone, population: PopulationCounts | None, n_records: int
+    read: _Read, judged: _Standalone, counts: Sequence[KeptCounts], n_records: int
 ) -> dict:
-    """`class_figures` of the release's classes under the policy it is judged by (with a
-    research subset's population counts: δ-presence and exact k-map judged with them)."""
+    """`class_figures` of the release's classes under the policy it is judged by, with the
+    counts the release keeps per class (a research subset's population counts: δ-presence and
+    exact k-map judged with them)."""
     classes, n_qids = read.classes, len(read.qids)
     star, kept = classes.tables(n_qids, judged.policy.attributes, judged.sensitive or {})
-    if population is not None:
-        star, kept = with_population(classes, n_qids, star, kept, population, read.path)
+    for kept_counts in counts:
+        star, kept = kept_counts.on_tables(classes, n_qids, star, kept, read.path)
     return class_figures(
         star,
         kept,

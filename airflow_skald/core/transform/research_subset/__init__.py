@@ -44,6 +44,9 @@ from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNT
 if TYPE_CHECKING:
     from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
+if TYPE_CHECKING:
+    from airflow_skald.core.transform.counted import KeptCounts
+
 SECTION = "research_subset"
 
 
@@ -123,6 +126,14 @@ class ResearchSubset(Transformation):
             "--per-chunk does not take a research_subset (a chunk holds part of the population "
             "table, so its population counts are not the table's)"
         )
+
+    @classmethod
+    def kept_counts(cls, path: str, manifest: Mapping[str, Any] | None) -> KeptCounts | None:
+        """`population_counts.json`, when the manifest names it: δ-presence and exact k-map
+        re-checked from it (`counts`)."""
+        from airflow_skald.core.transform.research_subset.counts import read_population_counts
+
+        return read_population_counts(path, manifest)
 
     def check(self, config: Any) -> None:
         """The models it runs with (`check_subset_models`), then what needs every record of

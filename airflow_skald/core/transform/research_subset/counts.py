@@ -72,6 +72,19 @@ class PopulationCounts:
             raise VerificationError(f"{name}: a class holds more subset than population records")
         return cls(digest, subset, population, unreleased)
 
+    # ------------------------------------------------------------------ `KeptCounts`
+    @property
+    def context(self) -> dict[str, Any]:
+        """δ-presence and exact k-map are rebuilt knowing the release keeps its classes'
+        population counts (`RebuildContext.population`)."""
+        return {"population": True}
+
+    def on_tables(
+        self, classes: Any, n_qids: int, star: ClassTable, kept: ClassTable, path: str
+    ) -> tuple[ClassTable, ClassTable]:
+        """The release's class tables with these population counts (`with_population`)."""
+        return with_population(classes, n_qids, star, kept, self, path)
+
 
 def canonical(
     labels: Sequence[tuple[str, ...]], subset: np.ndarray, population: np.ndarray

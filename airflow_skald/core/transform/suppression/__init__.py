@@ -27,7 +27,9 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy.model import decimal_of
+from airflow_skald.core.privacy.policy import max_suppressed
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
 from airflow_skald.core.text import esc, fmt_int
 from airflow_skald.core.transform.base import ManifestKey, ParseContext, Transformation
@@ -150,6 +152,18 @@ class Suppression(Transformation):
     def manifest_drops(manifest: Mapping[str, Any] | None) -> bool:
         """The release left its suppressed records out (a manifest without the key: masked)."""
         return (manifest or {}).get("suppressed_records", "mask") == "drop"
+
+    @staticmethod
+    def check_suppressed(n_suppressed: int, n_records: int, limit: Fraction, where: str) -> int:
+        """The records the limit allows to suppress of `n_records` (the policy's
+        ``floor(limit * n)``); VerificationError (one line, `where` first) when a written
+        release (`skald verify`, the run's own check, the per-chunk baseline) suppresses more."""
+        allowed = max_suppressed(limit, n_records)
+        if n_suppressed > allowed:
+            raise VerificationError(
+                f"{where} suppresses {n_suppressed} records, more than the limit allows ({allowed})"
+            )
+        return allowed
 
     @classmethod
     def risk_rows(cls, manifest: Mapping[str, Any]) -> list[list[str]]:
