@@ -16,8 +16,9 @@ classes as the subset's (`classes`: the flags, the subset's views of phase 2's c
 `SkaldConfig.research_subset` (this transformation) and `SkaldConfig.keyed_subset`.
 
 Kept where they are (ADR 0074): reading the flag a keyed subset derives
-(`data/subset_keys.py`, below `read_chunk`), the engines' SQL for it (`engine/sql/subset.py`)
-and the reading of `population_counts.json` through the release's archive. The file is
+(`data/subset_keys.py`, below `read_chunk`) and the engines' SQL for it
+(`engine/sql/subset.py`). `skald verify` reads `population_counts.json` through the hook
+`kept_counts` (the classes judged with it: `counts.PopulationCounts.on_tables`). The file is
 counted at the chosen node after the search (`at_node`, the registry's `after_search`) and
 kept beside the release in phase 3 (`side_files`).
 """
