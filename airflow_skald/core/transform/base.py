@@ -37,7 +37,8 @@ The hooks, in the order a run meets them:
 - ``check_release``: `skald verify`'s check of its part of a written release (from the
   manifest alone, as verify runs without a config); ``counted_columns`` / ``check_classes``:
   the columns it has verify count beside the classes and its check of them;
-  ``kept_counts``: the per-class counts its release keeps beside the parts (a side file),
+  ``released_rows``: the rows its release holds as the manifest records them (verify's row
+  count); ``kept_counts``: the per-class counts its release keeps beside the parts (a side file),
   read and checked, which verify judges the classes with (`transform.counted.KeptCounts`);
   ``judged_policy`` / ``recheck``: the manifest's policy as far as the release's classes
   together can judge it, and its own re-check of the rest (`transform.counted`);
@@ -275,6 +276,13 @@ class Transformation(PhaseHooks):
     @classmethod
     def check_classes(cls, release: CountedRelease) -> None:
         """VerificationError, one line, when its counted columns are wrong."""
+
+    @classmethod
+    def released_rows(cls, manifest: Mapping[str, Any]) -> tuple[int | None, str] | None:
+        """The rows its release holds, as the manifest records them, and the manifest's
+        field that says so (`skald verify`'s row count; a count None: not checked); None: not
+        its to say (the first transformation's answer counts; none: ``n_records``)."""
+        return None
 
     @classmethod
     def kept_counts(cls, path: str, manifest: Mapping[str, Any] | None) -> KeptCounts | None:

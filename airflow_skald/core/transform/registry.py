@@ -213,6 +213,15 @@ def check_classes(release: CountedRelease) -> None:
         start += len(cls.counted_columns(release.manifest))
 
 
+def released_rows(manifest: Mapping[str, Any]) -> tuple[int | None, str]:
+    """The rows a release holds as its manifest records them, and the field that says so: the
+    first transformation's answer (registry order), else every record (``n_records``)."""
+    for cls in TRANSFORMATIONS:
+        if (rows := cls.released_rows(manifest)) is not None:
+            return rows
+    return manifest["n_records"], "n_records"
+
+
 def kept_counts(path: str, manifest: Mapping[str, Any] | None) -> tuple[KeptCounts, ...]:
     """The per-class counts release `path` keeps beside its parts, each read and checked."""
     return tuple(c for cls in TRANSFORMATIONS if (c := cls.kept_counts(path, manifest)))

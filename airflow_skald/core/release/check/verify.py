@@ -76,7 +76,6 @@ from airflow_skald.core.transform.counted import (
     KeptCounts,
     Recheck,
 )
-from airflow_skald.core.transform.suppression import Suppression
 
 _REPORTED = (
     "n_records",
@@ -340,19 +339,10 @@ def _qids(path: str, manifest: dict | None) -> list[str]:
 
 def _rows_as_manifest(path: str, manifest: dict, n_rows: int) -> None:
     """The release holds as many rows as its manifest says: every record (suppressed ones
-    masked), or every record but the suppressed ones when they were dropped."""
-    n_records = manifest["n_records"]
-    dp = manifest.get("differential_privacy")
-    if Suppression.manifest_drops(manifest):
-        if "n_suppressed" not in manifest:
-            return  # the rows dropped are counted as suppressed (class_figures)
-        expected, what = n_records - manifest["n_suppressed"], "n_records - n_suppressed"
-    elif isinstance(dp, dict) and isinstance(dp.get("records_sampled"), int):
-        # DP: records the sample left out are never released; the masked rows are sampled ones
-        expected, what = dp["records_sampled"], "differential_privacy.records_sampled"
-    else:
-        expected, what = n_records, "n_records"
-    if n_rows != expected:
+    masked), or as a transformation says (`released_rows`: every record but the suppressed
+    ones when they were dropped; differential privacy's sampled records)."""
+    expected, what = transform_registry.released_rows(manifest)
+    if expected is not None and n_rows != expected:
         raise VerificationError(
             f"release {path} has {n_rows} rows but {MANIFEST} says {expected} ({what})"
         )

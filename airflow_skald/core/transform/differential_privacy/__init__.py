@@ -84,6 +84,15 @@ class DifferentialPrivacySample(Transformation):
         return dp_of(config) is not None
 
     @classmethod
+    def released_rows(cls, manifest: Mapping[str, Any]) -> tuple[int | None, str] | None:
+        """The sampled records only: those the sample left out are never released (the
+        masked rows are sampled ones)."""
+        dp = manifest.get("differential_privacy")
+        if isinstance(dp, dict) and isinstance(dp.get("records_sampled"), int):
+            return dp["records_sampled"], "differential_privacy.records_sampled"
+        return None
+
+    @classmethod
     def report_section(cls, manifest: Mapping[str, Any]) -> ReportSection | None:
         from airflow_skald.core.transform.differential_privacy.report import (
             differential_privacy_section,

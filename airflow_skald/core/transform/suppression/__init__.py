@@ -153,6 +153,16 @@ class Suppression(Transformation):
         """The release left its suppressed records out (a manifest without the key: masked)."""
         return (manifest or {}).get("suppressed_records", "mask") == "drop"
 
+    @classmethod
+    def released_rows(cls, manifest: Mapping[str, Any]) -> tuple[int | None, str] | None:
+        """Dropped: every record but the suppressed ones (a manifest without n_suppressed:
+        not checked, the rows missing are counted as suppressed by `class_figures`)."""
+        if not cls.manifest_drops(manifest):
+            return None
+        if "n_suppressed" not in manifest:
+            return None, "n_suppressed"
+        return manifest["n_records"] - manifest["n_suppressed"], "n_records - n_suppressed"
+
     @staticmethod
     def check_suppressed(n_suppressed: int, n_records: int, limit: Fraction, where: str) -> int:
         """The records the limit allows to suppress of `n_records` (the policy's
