@@ -102,13 +102,7 @@ def standalone_policy(
         if "k" not in manifest:
             raise DataError(f"{MANIFEST} of {path} has no k: give k to verify (--k)")
         k = int(manifest["k"])
-    if limit is None:
-        if manifest and "suppression_limit" not in manifest:
-            raise DataError(
-                f"{MANIFEST} of {path} has no suppression_limit: give it to verify "
-                "(--suppression-limit)"
-            )
-        limit = manifest["suppression_limit"] if manifest else 0
+    limit = Suppression.verified_limit(manifest, limit, f"{MANIFEST} of {path}")
     n_records = (manifest or {}).get("n_records")
     entries = described_models(manifest)
     hierarchical = any(d.get("distance") == "hierarchical" for d in entries)

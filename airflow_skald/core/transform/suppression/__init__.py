@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from airflow_skald.core.errors import VerificationError
+from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.model import decimal_of
 from airflow_skald.core.privacy.policy import max_suppressed
 from airflow_skald.core.settings.table import BY_NAME, read_file_setting
@@ -152,6 +152,19 @@ class Suppression(Transformation):
     def manifest_drops(manifest: Mapping[str, Any] | None) -> bool:
         """The release left its suppressed records out (a manifest without the key: masked)."""
         return (manifest or {}).get("suppressed_records", "mask") == "drop"
+
+    @staticmethod
+    def verified_limit(manifest: Mapping[str, Any] | None, given: Any, where: str) -> Any:
+        """The limit `skald verify` judges a release by: `given` (--suppression-limit), else
+        the manifest's (DataError, one line, when it has none: `where` names the manifest);
+        no manifest: 0."""
+        if given is not None:
+            return given
+        if manifest and "suppression_limit" not in manifest:
+            raise DataError(
+                f"{where} has no suppression_limit: give it to verify (--suppression-limit)"
+            )
+        return manifest["suppression_limit"] if manifest else 0
 
     @classmethod
     def released_rows(cls, manifest: Mapping[str, Any]) -> tuple[int | None, str] | None:
