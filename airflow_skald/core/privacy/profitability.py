@@ -8,7 +8,9 @@ Class-based and not monotone: generalising lowers the adversary's success and th
 
 The classes' losses come with the node's classes (`ClassTable.label_loss`: the search
 computes them from the classes' keys, `quality.entropy_loss`); a written release holds no
-domain shares, so `skald verify` names this model as not re-checked.
+domain shares, so `skald verify` names this model as not re-checked. The SQL engines run it
+unchanged: the losses come from the root histogram's keys and the hierarchies, the journalist's
+population records from the engine's counts of the research subset (ADR 0068).
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ from typing import Any
 from airflow_skald.core.privacy.delta_presence import subset_column
 from airflow_skald.core.privacy.model import ParseContext, PrivacyModel, decimal_of
 from airflow_skald.core.settings.cost_benefit import KEYS, CostBenefit
-from airflow_skald.core.settings.execution import not_yet
 from airflow_skald.core.settings.parse import choice, mapping, no_unknown
 from airflow_skald.core.settings.table import BY_NAME
 
@@ -98,10 +97,6 @@ class ProfitabilityEntry:
     @property
     def game(self) -> ProfitabilitySettings:
         return self.settings
-
-    def engine_refusal(self, engine: str) -> str | None:
-        """The SQL engines do not weigh classes by their labels' domain shares yet."""
-        return not_yet(f"privacy.{self.config_key}", engine)
 
     @classmethod
     def parse(cls, raw: Any, ctx: ParseContext) -> tuple[PrivacyModel, ...]:

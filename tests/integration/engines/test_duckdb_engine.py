@@ -18,7 +18,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
-from engine_compare import CITIES, assert_same_release, config, same_utility_as_chunks, write_files
+from engine_compare import (
+    CITIES,
+    PROFIT,
+    assert_same_release,
+    config,
+    same_utility_as_chunks,
+    write_files,
+)
 from engine_compare import run_cli as _run
 
 REPO = Path(__file__).resolve().parents[3]
@@ -37,6 +44,10 @@ def _manifest(folder: Path) -> dict:
         {
             "direct_identifiers": [{"pid": "pseudonymise"}],
             "pseudonym_key": {"env": "SKALD_TEST_KEY"},
+        },
+        {  # ARX's ProfitabilityProsecutor and publisher payout: each class's loss (ADR 0046)
+            "privacy": {"profitability": PROFIT, "suppression_limit": 0.2},
+            "quality": {"objective": "publisher_payout"},
         },
     ],
 )

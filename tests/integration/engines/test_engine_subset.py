@@ -1,5 +1,6 @@
 """A research subset inside the SQL engines (docs/design.md §4e and §2b, ADR 0068): δ-presence
-(δmin > 0 and = 0), exact k-map and l-diversity over a subset, the subset a boolean column or a
+(δmin > 0 and = 0), exact k-map, l-diversity and ARX's journalist profitability without
+attack over a subset, the subset a boolean column or a
 dataset of keys; DuckDB's run releases what the chunk path releases (the whole manifest, its
 population counts, the rows as a multiset), and PostgreSQL's passes give the chunk path's."""
 
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from engine_compare import (
+    PROFIT,
     assert_no_temporary_left,
     assert_same_release,
     chunk_path,
@@ -64,6 +66,16 @@ CASES = [
                 "suppression_limit": 0.1,
             },
             "memory": {"histogram_bins": 300, "root": "adaptive"},
+        },
+    ),
+    (  # ARX's ProfitabilityJournalistNoAttack: population records per class (ADR 0046)
+        57,
+        "keys",
+        {
+            "privacy": {
+                "profitability": {**PROFIT, "attacker": "journalist", "attack": False},
+                "suppression_limit": 0.1,
+            }
         },
     ),
 ]

@@ -14,6 +14,7 @@ import socket
 
 import pytest
 from engine_compare import (
+    PROFIT,
     assert_same_release,
     config,
     run_cli,
@@ -137,6 +138,21 @@ def test_spark_microaggregates_as_the_chunk_path(spark, tmp_path, capsys):
 
     inp = write_files(tmp_path / "in", 2, 150, 23)
     same_as_chunks(tmp_path, capsys, inp, LOCAL, **CASES[2])
+
+
+def test_spark_weighs_journalist_profitability_as_the_chunk_path(spark, tmp_path, capsys):
+    """ARX's ProfitabilityJournalist over a research subset flagged by a column (ADR 0046, ADR
+    0068): each class's loss from Spark's root histogram and its population records from
+    Spark's counts give the chunk path's node, payout and released rows."""
+    from test_engine_subset import population
+
+    population(tmp_path / "in", 58)
+    journalist = {**PROFIT, "attacker": "journalist"}
+    settings = {
+        "research_subset": {"column": "in_study"},
+        "privacy": {"profitability": journalist, "suppression_limit": 0.2},
+    }
+    same_as_chunks(tmp_path, capsys, tmp_path / "in", LOCAL, **settings)
 
 
 def test_spark_reads_csv_as_the_chunk_path(spark, tmp_path, capsys):

@@ -31,9 +31,7 @@ def test_the_models_answer_whether_an_engine_runs_them(tmp_path, engine) -> None
         is None
     )
     profit = _config(tmp_path, {"profitability": {**COST, "adversary_cost": 20}})
-    assert unsupported(profit, engine) == (
-        f"privacy.profitability does not run in the {engine.name} engine yet; use execution: chunks"
-    )
+    assert unsupported(profit, engine) is None  # runs since issue 43 item 4 (ADR 0046)
     dp = unsupported(_config(tmp_path, {"differential_privacy": DP}), engine)
     assert dp is not None and dp.startswith("differential privacy: its keyed sample")
 
