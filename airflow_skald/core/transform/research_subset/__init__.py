@@ -43,10 +43,8 @@ from airflow_skald.core.transform.local_recoding import LocalRecoding
 from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNTS
 
 if TYPE_CHECKING:
-    from airflow_skald.core.transform.hooks_phases import Searched, Staged
-
-if TYPE_CHECKING:
     from airflow_skald.core.transform.counted import KeptCounts
+    from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
 SECTION = "research_subset"
 
