@@ -245,3 +245,42 @@ def test_spark_gathers_the_utility_analysis_of_the_chunk_path(spark, tmp_path, c
     manifest = same_utility_as_chunks(tmp_path, capsys, fmt, LOCAL)
     assert manifest["utility"]["sample"]["records"] == 200
     assert manifest["utility"]["classification"]["models"]
+
+
+def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, tmp_path):
+    """Spark's APPROX_COUNT_DISTINCT places the grouped table (`counts.ESTIMATING`, as
+    DuckDB's, tests/integration/engines/test_duckdb_chain.py): the estimating scan runs for the
+    nodes in doubt, and from any start the counting node is the chunk path's."""
+    from engine_compare import chunk_path
+    from sqlglot import exp
+
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.sql import counts, passes, spark_input, subset
+    from airflow_skald.core.engine.sql.spark_session import SparkSqlSession, spark_of
+    from airflow_skald.core.passes import pipeline as P
+
+    inp = write_files(tmp_path / "in", 2, 150, 7)
+    settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
+    cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
+    expected = tuple(chunk_path(cfg, tmp_path / "chunks").counts.node)
+    session = SparkSqlSession(spark_of("local[2]"))
+    try:
+        files = sorted(str(p) for p in inp.glob("*.parquet"))
+        source = spark_input.view(session, cfg, files)
+        plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
+        chain = [tuple(node) for node in plan.counting_chain()]
+        source = subset.flagged(session, source, cfg)
+        coding = passes.coding_of(session, source, plan, cfg)
+        asked, query = [], session.query
+        session.query = lambda s, *a: asked.append(s.find(exp.ApproxDistinct)) or query(s, *a)
+        estimated = counts.estimated_start(session, source, coding, plan)
+        del session.query
+        assert any(a is not None for a in asked)  # the estimating scan ran
+        answer = chain.index(expected)
+        assert estimated <= answer  # 150 x 2 records: the estimates are exact here
+        for start in sorted({0, estimated, answer, len(chain) - 2}):
+            *_, index = counts.judged(session, source, coding, plan, start)
+            assert chain[index] == expected, start
+        assert counts.root_counts(session, source, coding, plan).node == expected
+    finally:
+        session.close()

@@ -8,7 +8,7 @@ distinct bins of every chain node at once (COUNT(DISTINCT key)) and groups at th
 The counts are those `run.pipeline.count_histogram` sums over the chunks: the same codes
 (`coding`), the same keys (mixed radix, value code innermost), the same node. DuckDB first
 estimates where to group (`estimated_start`), only for the chain nodes phase 1's bounds leave
-in doubt (`sure_fits`, ADR 0077)."""
+in doubt (`sure_fits`, ADR 0077); so does Spark."""
 
 from __future__ import annotations
 
@@ -134,9 +134,10 @@ def counting_node(
     return lo
 
 
-#: engines whose approximate distinct count (HyperLogLog) chooses where the grouped table is
-#: built (never which node is counted: every node is judged by exact counts)
-ESTIMATING = {"duckdb"}
+#: engines whose approximate distinct count (HyperLogLog: DuckDB's and Spark's
+#: APPROX_COUNT_DISTINCT) chooses where the grouped table is built (never which node is
+#: counted: every node is judged by exact counts); PostgreSQL has none
+ESTIMATING = {"duckdb", "spark"}
 
 
 def _every_code_seen(dim) -> bool:
