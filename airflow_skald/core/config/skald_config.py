@@ -180,6 +180,12 @@ class SkaldConfig:
         return any(m.data_independent for m in self.privacy)
 
     @property
+    def randomised(self) -> bool:
+        """A model's release is one random draw of this run's (`PrivacyModel.randomised`:
+        differential privacy's keyed sample): no other run's release is taken for it."""
+        return any(m.randomised for m in self.privacy)
+
+    @property
     def min_class_size(self) -> int:
         """The smallest class the models let through: the largest minimal class size over all
         models (as `PrivacyPolicy.min_class_size`; the manifest's `k`). Not k-anonymity's k:

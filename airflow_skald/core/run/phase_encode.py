@@ -43,7 +43,7 @@ class EncodePhase(EncodeChunks, Phase[DomainStats, Plan]):
                 plan.n_ram,
                 merged.n_rows,
             )
-        elif run.dp is not None:  # the possible bins count every input record's values
+        elif run.config.data_independent:  # the root is the lattice's bottom (no RAM root)
             log.info("root %s: level 0 of every QID (differential privacy)", plan.levels(plan.root))
         else:
             log.info(

@@ -98,7 +98,8 @@ def already_published(run: Run, own: bool = False) -> dict | None:
     with ofs.open(path, "rb") as fh:
         manifest = json.loads(fh.read())
     same = (
-        (run.dp is None or manifest.get("run_token") == run.token)  # a DP release: its run's
+        # a randomised release (a DP run's draw): only the very run that drew it
+        (not run.config.randomised or manifest.get("run_token") == run.token)
         and manifest.get("config_sha256") == run.config.fingerprint()
         and manifest.get("input_fingerprint") == input_fingerprint(run.chunks())
         and manifest.get("node") == run.decision().levels
