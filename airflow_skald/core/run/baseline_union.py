@@ -17,7 +17,6 @@ from airflow_skald.core.encode.dimensions import TOP, paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.privacy import PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.class_local import class_local
 from airflow_skald.core.quality.metric import sum_squares
 from airflow_skald.core.release.check.class_figures import class_figures
 from airflow_skald.core.release.count.parts import release_classes
@@ -30,7 +29,8 @@ from airflow_skald.core.release.write.manifest import (
 from airflow_skald.core.release.write.manifest_schema import Manifest
 from airflow_skald.core.run.baseline_chunk import ChunkOutcome
 from airflow_skald.core.search.figures import class_size_histogram, risk
-from airflow_skald.core.transform.local_recoding.verify import verify_steps
+from airflow_skald.core.transform import registry as transformations
+from airflow_skald.core.transform.hooks_phases import ChunkPart
 
 
 def release_figures(
@@ -89,11 +89,12 @@ def check_written(
         part = staging.rstrip("/") + "/" + o.part
         # each criterion re-checked on the part, against the chunk's own distribution
         read = release_classes([part], location, qids, o.policy.attributes)
-        policy = class_local(o.policy) if o.decision.steps else o.policy
+        # each transformation's part of the check through the registry (`hooks_phases`)
+        ctx = ChunkPart(o.decision, o.policy, o.sensitive, o.n_records, plan.dims, read)
+        policy = transformations.part_policy(ctx)
         star, kept = read.tables(len(qids), policy.attributes, o.sensitive)
         own = class_figures(star, kept, read.n_rows, o.n_records, policy, f"part {o.part}")
-        if o.decision.steps:  # each step's classes under the step's own models
-            verify_steps(read, plan.dims, o.policy, o.sensitive, o.decision, o.n_records)
+        transformations.checked_part(ctx)
         classes, rows = Counter(), read.n_rows
         for released, n in read.named().items():  # QID tuples, the sensitive values summed
             classes[released[: len(qids)]] += n

@@ -20,7 +20,10 @@ When each hook is called:
   the release alone, named in the manifest), ``released_records`` and ``verified_policy``
   (what the shared check of the staged release counts and judges), the shared check
   (`release.check.verify.verify_release`), then ``after_verify`` (its own check of the
-  release after the shared one, and the files that check proves).
+  release after the shared one, and the files that check proves);
+- the per-chunk baseline (docs/design.md §6), once per chunk's part read back:
+  ``part_policy`` (the policy the shared check judges the part alone under), the shared
+  check (`release.check.class_figures`), then ``checked_part`` (its own check of the part).
 """
 
 from __future__ import annotations
@@ -114,6 +117,20 @@ class Staged:
         return self.written.classes
 
 
+@dataclass(frozen=True)
+class ChunkPart:
+    """The per-chunk baseline, one chunk's part read back: the chunk's decision and the
+    policy its search judged it under, the chunk's own statistics of the criteria's
+    attributes (`sensitive`), its records, the plan's dimensions and the part's classes."""
+
+    decision: Any
+    policy: PrivacyPolicy
+    sensitive: Mapping[str, Any]
+    n_records: int
+    dims: Sequence[Any]
+    classes: CountedClasses
+
+
 class PhaseHooks:
     """A transformation's part in phases 2 and 3 (see the module's docstring for when each
     hook is called); every default adds nothing. Class-level: a hook reads what it needs of
@@ -150,3 +167,13 @@ class PhaseHooks:
         """Its own check after the shared one (VerificationError, one line), and the
         manifest with the files that check proves."""
         return manifest
+
+    @classmethod
+    def part_policy(cls, ctx: ChunkPart, policy: PrivacyPolicy) -> PrivacyPolicy:
+        """The per-chunk baseline: the policy the shared check judges one chunk's part under."""
+        return policy
+
+    @classmethod
+    def checked_part(cls, ctx: ChunkPart) -> None:
+        """The per-chunk baseline: its own check of one chunk's part after the shared one
+        (VerificationError, one line)."""

@@ -1,6 +1,7 @@
 """The transformations a config may ask for: one line per transformation (ADR 0060, 0078).
 Config loading, the input's check, the runner's phases 2 and 3 (`after_search`,
 `finish_release`, `after_verify`: a loop over every registered transformation), the
+per-chunk baseline's check of each part (`part_policy`, `checked_part`), the
 manifest and its schema, `skald verify`, the report, the engines' support check and
 differential privacy's rules ask this registry; nothing else names a transformation's class. The functions read `TRANSFORMATIONS` when called (a test may
 register one of its own)."""
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
         Recheck,
     )
     from airflow_skald.core.transform.encoded import EncodedPlan
-    from airflow_skald.core.transform.hooks_phases import Searched, Staged
+    from airflow_skald.core.transform.hooks_phases import ChunkPart, Searched, Staged
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
     Suppression,  # the classes below the models suppressed, up to a limit (docs/design.md §4)
@@ -179,6 +180,20 @@ def after_verify(ctx: Staged, manifest: dict) -> dict:
     for cls in TRANSFORMATIONS:
         manifest = cls.after_verify(ctx, manifest)
     return manifest
+
+
+def part_policy(ctx: ChunkPart) -> PrivacyPolicy:
+    """The per-chunk baseline: the policy one chunk's part is judged under alone."""
+    policy = ctx.policy
+    for cls in TRANSFORMATIONS:
+        policy = cls.part_policy(ctx, policy)
+    return policy
+
+
+def checked_part(ctx: ChunkPart) -> None:
+    """The per-chunk baseline: each transformation's own check of one chunk's part."""
+    for cls in TRANSFORMATIONS:
+        cls.checked_part(ctx)
 
 
 def manifest_sections(

@@ -46,7 +46,7 @@ from airflow_skald.core.transform.local_recoding.report import beyond_node, reco
 if TYPE_CHECKING:
     from airflow_skald.core.privacy import PrivacyPolicy
     from airflow_skald.core.transform.counted import JudgedRelease, Recheck
-    from airflow_skald.core.transform.hooks_phases import Staged
+    from airflow_skald.core.transform.hooks_phases import ChunkPart, Staged
 
 #: the models ARX allows with local recoding (``PrivacyCriterion.isLocalRecodingSupported``)
 SUPPORTED = ("k", "l", "t", "b_likeness", "d_disclosure", "average_risk", "k_map")
@@ -212,6 +212,23 @@ class LocalRecoding(Transformation):
         args = (ctx.policy, plan.stats.sensitive, ctx.decision, plan.stats.n_rows)
         verify_steps(ctx.classes, plan.dims, *args)
         return kept(ctx, manifest)
+
+    # ------------------------------------------------------------------- the per-chunk baseline
+    @classmethod
+    def part_policy(cls, ctx: ChunkPart, policy: PrivacyPolicy) -> PrivacyPolicy:
+        """A chunk's part judged alone under the class-local models (as `verified_policy`)."""
+        return class_local(policy) if ctx.decision.steps else policy
+
+    @classmethod
+    def checked_part(cls, ctx: ChunkPart) -> None:
+        """Each step of the chunk's search under its own models, against the chunk's own
+        distributions and records."""
+        if not ctx.decision.steps:
+            return
+        from airflow_skald.core.transform.local_recoding.verify import verify_steps
+
+        args = (ctx.policy, ctx.sensitive, ctx.decision, ctx.n_records)
+        verify_steps(ctx.classes, ctx.dims, *args)
 
     # ------------------------------------------------------------------- the steps' values
     @property
