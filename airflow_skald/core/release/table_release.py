@@ -43,7 +43,6 @@ from airflow_skald.core.data.database.release_table import (
 from airflow_skald.core.data.database.target import TableTarget
 from airflow_skald.core.data.io import filesystem
 from airflow_skald.core.errors import DataError, VerificationError
-from airflow_skald.core.release.check.archive import SENSITIVE_COUNTS
 from airflow_skald.core.release.write.commit import MANIFEST, _output_of
 from airflow_skald.core.release.write.leftovers import read_back_path, remove_read_backs
 from airflow_skald.core.release.write.output_target import (
@@ -51,8 +50,7 @@ from airflow_skald.core.release.write.output_target import (
     refuse_superseded,
     replacement_message,
 )
-from airflow_skald.core.transform.local_recoding.recorded import RECODING_STEPS
-from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNTS
+from airflow_skald.core.transform import registry
 
 log = logging.getLogger("airflow_skald")
 
@@ -209,9 +207,9 @@ def _verify_rows(
     `skald verify` verifies a folder release; messages name the table, not the folder."""
     from airflow_skald.core.release.check.verify import verify_release
 
-    if records is not None:  # the input's distributions a check needs, kept beside
+    if records is not None:  # the files the transformations keep beside (counts, steps)
         fs, root = filesystem(records)
-        for name in (SENSITIVE_COUNTS, POPULATION_COUNTS, RECODING_STEPS):
+        for name in registry.kept_files(manifest):
             source = posixpath.join(root.rstrip("/"), name)
             if fs.exists(source):
                 with open(os.path.join(folder, name), "wb") as fh:

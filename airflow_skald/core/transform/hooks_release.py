@@ -1,7 +1,7 @@
 """A transformation's part of the written release as the manifest states it and `skald
 verify` checks it (in ARX, what a criterion's ``isAnonymous`` reads of the output's
 ``DataHandleOutput``), from the manifest and the release alone: verify runs without a config
-(ADR 0060, 0076).
+(ADR 0060, 0076); and what `skald audit` judges of a table as it is with it.
 
 When each hook is called:
 
@@ -18,7 +18,15 @@ When each hook is called:
   verify judges the classes with (`transform.counted.KeptCounts`);
 - ``judged_policy`` / ``recheck`` (`skald verify` without a run): the manifest's policy as far
   as the release's classes together judge it, and its own re-check of the rest
-  (`transform.counted`).
+  (`transform.counted`);
+- ``kept_files`` (a table release, before its rows read back are verified as `skald verify`
+  verifies a folder): the files its release keeps beside the parts, by the manifest key that
+  names each, copied beside the rows when the manifest names them;
+- `skald audit` (`release.check.audit`), in this order: ``audited_config`` (before the
+  models' own exclusions, on the config as given), ``audited_models`` (after them, with the
+  release's manifest: the models its classes together can be judged by),
+  ``audited_columns`` (the input's columns audit checks in every file) and
+  ``audited_classes`` (the classes counted, before they are judged).
 """
 
 from __future__ import annotations
@@ -29,7 +37,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from airflow_skald.core.data.location import DataLocation
-    from airflow_skald.core.privacy import PrivacyPolicy
+    from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
     from airflow_skald.core.transform.counted import (
         CountedRelease,
         JudgedRelease,
@@ -72,6 +80,8 @@ class ReleaseHooks:
 
     #: its manifest keys, in schema order
     manifest_keys: ClassVar[Mapping[str, ManifestKey]] = {}
+    #: the files its release keeps beside the parts, by the manifest key that names each
+    kept_files: ClassVar[Mapping[str, str]] = {}
 
     def manifest_section(self) -> dict[str, Any]:
         return {}
@@ -122,3 +132,34 @@ class ReleaseHooks:
         """Its re-check of what `judged_policy` left out, read from the release (its side
         files checked now); None: nothing of its own."""
         return None
+
+    # ------------------------------------------------------------------- skald audit
+    @classmethod
+    def audited_config(cls, config: Any, release: bool) -> tuple[Any, list[dict]]:
+        """`skald audit`, first: `config` (a `SkaldConfig`) as a table as it is can be audited
+        with this transformation (`release`: the table is a release's folder), and the models
+        it leaves out, each with the reason (DataError, one line: nothing can be audited)."""
+        return config, []
+
+    @classmethod
+    def audited_models(
+        cls, manifest: Mapping[str, Any] | None, models: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], list[dict]]:
+        """`skald audit`, after the models' own exclusions: the `models` a release with this
+        `manifest` (None: a dataset) is judged by as its classes together are, and the
+        others, each with the reason."""
+        return models, []
+
+    def audited_columns(self, attributes: Sequence[str]) -> tuple[str, ...]:
+        """`skald audit`, the config's configured transformation: the input's columns audit
+        reads for the counted `attributes` (checked present in every file): the attributes
+        stored in the input and the columns it reads beside them."""
+        return tuple(attributes)
+
+    @classmethod
+    def audited_classes(
+        cls, policy: PrivacyPolicy, star: ClassTable, table: ClassTable
+    ) -> tuple[ClassTable, ClassTable]:
+        """`skald audit`, the classes counted (`star`: the all-"*" records' class, `table`:
+        the others): the classes as `policy` judges them."""
+        return star, table

@@ -8,7 +8,7 @@ register one of its own)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from airflow_skald.core.data.location import DataLocation
-    from airflow_skald.core.privacy import PrivacyPolicy
+    from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
     from airflow_skald.core.settings.secret import SecretRef
     from airflow_skald.core.transform.counted import (
         CountedRelease,
@@ -255,6 +255,59 @@ def judged_policy(
 def rechecks(release: JudgedRelease) -> tuple[Recheck, ...]:
     """The transformations' own re-checks of a release judged without a run."""
     return tuple(r for cls in TRANSFORMATIONS if (r := cls.recheck(release)) is not None)
+
+
+def kept_files(manifest: Mapping[str, Any]) -> tuple[str, ...]:
+    """The files a release keeps beside its parts as its manifest names them (registry
+    order), whatever the run's config: a table release copies them beside its rows."""
+    return tuple(
+        name
+        for cls in TRANSFORMATIONS
+        for key, name in cls.kept_files.items()
+        if isinstance(manifest.get(key), Mapping)
+    )
+
+
+def audited_config(config: Any, release: bool) -> tuple[Any, list[dict]]:
+    """`skald audit`: the config as a table as it is can be audited (each transformation
+    narrowing it in turn), and the models left out."""
+    return _narrowed(lambda cls, c: cls.audited_config(c, release), config)
+
+
+def audited_models(
+    manifest: Mapping[str, Any] | None, models: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], list[dict]]:
+    """`skald audit`: the models a release's classes together are judged by, and the others."""
+    return _narrowed(lambda cls, m: cls.audited_models(manifest, m), models)
+
+
+def _narrowed(step: Callable[[Any, Any], tuple[Any, list[dict]]], value: Any) -> tuple[Any, list]:
+    """`value` through each registered transformation's `step` in turn, and what each left
+    out (the models, each with the reason)."""
+    not_checked: list[dict] = []
+    for cls in TRANSFORMATIONS:
+        value, listed = step(cls, value)
+        not_checked += listed
+    return value, not_checked
+
+
+def audited_columns(
+    transformations: Sequence[Transformation], attributes: Sequence[str]
+) -> tuple[str, ...]:
+    """`skald audit`: the input's columns read for the counted `attributes`."""
+    columns = tuple(attributes)
+    for t in transformations:
+        columns = t.audited_columns(columns)
+    return columns
+
+
+def audited_classes(
+    policy: PrivacyPolicy, star: ClassTable, table: ClassTable
+) -> tuple[ClassTable, ClassTable]:
+    """`skald audit`: the counted classes as the policy judges them."""
+    for cls in TRANSFORMATIONS:
+        star, table = cls.audited_classes(policy, star, table)
+    return star, table
 
 
 def report_rows(manifest: Mapping[str, Any]) -> list[list[str]]:

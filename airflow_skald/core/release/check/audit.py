@@ -39,20 +39,17 @@ from airflow_skald.core.data.io import (
     schema_of,
 )
 from airflow_skald.core.data.location import DataLocation
-from airflow_skald.core.data.subset_keys import FLAG
 from airflow_skald.core.encode.domain import (
     check_types,
 )
 from airflow_skald.core.errors import DataError
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy, max_suppressed
-from airflow_skald.core.privacy.class_local import split_local
 from airflow_skald.core.privacy.sample_based import enforce
 from airflow_skald.core.release.check.release_reading import release_parts
 from airflow_skald.core.release.count.tuples import count_tuples
 from airflow_skald.core.release.write.commit import MANIFEST
 from airflow_skald.core.text import decimal_text
-from airflow_skald.core.transform.research_subset import audit as subset_audit
-from airflow_skald.core.transform.research_subset.classes import subset_view
+from airflow_skald.core.transform import registry
 
 log = logging.getLogger("airflow_skald")
 
@@ -74,9 +71,8 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
     log.info("audit: a %s of %d chunk(s) at its current QID values", kind, len(chunks))
     config, not_checked = _audited_models(config, manifest)
     qids, attributes = config.qid_names, config.counted_attributes
-    subset_columns = config.research_subset.input_columns if config.research_subset else ()
-    stored = [a for a in attributes if a not in (FLAG,)]  # the flag of keys is derived
-    _check_columns(config, chunks, [*qids, *stored, *subset_columns], release=manifest is not None)
+    read = registry.audited_columns(config.transformations, attributes)
+    _check_columns(config, chunks, [*qids, *read], release=manifest is not None)
     counted = count_tuples(config, chunks, manifest is not None, attributes)
     stats = counted.sensitive
     n_input = int(counted.counts.sum())
@@ -84,11 +80,7 @@ def audit(config: SkaldConfig, staged: Sequence[ChunkRef] = ()) -> dict:
         n_input = max(n_input, manifest["n_records"])
     # l above a distinct count, a hierarchy missing a value: exit 2
     policy = build_policy(config, stats, n_input)
-    star, table = counted.tables(len(qids), attributes)
-    if policy.subset is not None:  # a population table: judged as the subset's classes
-        column, flags = policy.subset.column, policy.subset.mask
-        star = subset_view(None, star, column, flags)[1]
-        table = subset_view(None, table, column, flags)[1]
+    star, table = registry.audited_classes(policy, *counted.tables(len(qids), attributes))
     claimed = manifest.get("n_suppressed") if manifest else None
     if (
         star.n_records
@@ -128,11 +120,10 @@ def _audit_database(config: SkaldConfig) -> dict:
 
 def _audited_models(config: SkaldConfig, manifest: dict | None) -> tuple[SkaldConfig, list[dict]]:
     """The config with only the criteria a table as it is can be audited for, and the others
-    listed with the reason (a research subset's release, DP's draws, label loss at a node, a
-    locally recoded release's per-step models)."""
-    not_checked = []
-    if config.research_subset is not None:  # docs/design.md §4e
-        config, not_checked = subset_audit.audited(config, release=manifest is not None)
+    listed with the reason: first the transformations' (a research subset's release, say),
+    then the models' own (DP's draws, label loss at a node), then those a release's classes
+    together cannot judge (a locally recoded release's per-step models, say)."""
+    config, not_checked = registry.audited_config(config, release=manifest is not None)
     # a randomised mechanism's draws (DP's sample and node) are no property of the records
     not_checked += [
         {**m.describe(), "reason": m.unverifiable} for m in config.privacy if m.unverifiable
@@ -142,20 +133,11 @@ def _audited_models(config: SkaldConfig, manifest: dict | None) -> tuple[SkaldCo
     not_checked += [
         {**m.describe(), "reason": NOT_AT_A_NODE} for m in config.privacy if m.reads_label_loss
     ]
-    config = replace(config, privacy=tuple(m for m in config.privacy if not m.reads_label_loss))
-    if manifest is not None and (manifest.get("local_recoding") or {}).get("steps"):
-        # docs/design.md §4f: a step judged them against its own records, not the whole release's
-        local, listed = split_local(config.privacy, BY_STEP)
-        not_checked += listed
-        config = replace(config, privacy=local)
-    return config, not_checked
+    models = tuple(m for m in config.privacy if not m.reads_label_loss)
+    models, listed = registry.audited_models(manifest, models)
+    return replace(config, privacy=models), not_checked + listed
 
 
-BY_STEP = (
-    "not checked: local recoding judged it per step against that step's records, which the "
-    "release's rows alone do not tell apart; skald verify re-checks every step from the "
-    "release's recoding_steps.json"
-)
 NOT_AT_A_NODE = (
     "not checked: profitability weighs each class by its labels' domain shares at a node of the "
     "hierarchies, which the table as it is does not have (the run's search judged it)"

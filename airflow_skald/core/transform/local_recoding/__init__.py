@@ -10,7 +10,9 @@ manifest key and schema (`manifest`), its settings as described (`described`), t
 a recoded release (`verify`: the run's, step by step, and `skald verify`'s from the steps the
 release keeps, `recorded`) and its report section (`report`). Read through the registry's
 hooks: the config's parse and overrides, its checks, DP's refusal, the manifest's schema,
-`skald verify`'s policy and re-check (`judged_policy`, `recheck`), the report's section.
+`skald verify`'s policy and re-check (`judged_policy`, `recheck`), `skald audit`'s models
+(`audited_models`), the file a table release copies beside its rows (`kept_files`), the
+report's section.
 
 Kept where they are, a floor above this one (ADR 0072, 0076): the settings table's rows
 (`settings/transformation.py`, which the CLI, the DAG params and the operators read below
@@ -40,7 +42,7 @@ from airflow_skald.core.transform.base import (
     Transformation,
 )
 from airflow_skald.core.transform.local_recoding.described import RecodingSettings
-from airflow_skald.core.transform.local_recoding.manifest import SCHEMA
+from airflow_skald.core.transform.local_recoding.manifest import RECODING_STEPS, SCHEMA
 from airflow_skald.core.transform.local_recoding.report import beyond_node, recoding_section
 
 if TYPE_CHECKING:
@@ -87,6 +89,7 @@ class LocalRecoding(Transformation):
             before="at_risk_classes",
         )
     }
+    kept_files: ClassVar[Mapping[str, str]] = {"recoding_steps": RECODING_STEPS}
 
     # ------------------------------------------------------------------- the settings
     @classmethod
@@ -182,6 +185,14 @@ class LocalRecoding(Transformation):
         from airflow_skald.core.transform.local_recoding.verify import recheck
 
         return recheck(release)
+
+    @classmethod
+    def audited_models(
+        cls, manifest: Mapping[str, Any] | None, models: tuple[Any, ...]
+    ) -> tuple[tuple[Any, ...], list[dict]]:
+        from airflow_skald.core.transform.local_recoding.verify import audited_models
+
+        return audited_models(manifest, models)
 
     # ------------------------------------------------------------------- phase 3
     @classmethod

@@ -1,11 +1,14 @@
 """The manifest's `local_recoding` key (docs/design.md §4f): its JSON Schema. The section holds the
 settings, the release's figures before and after the steps, and each step (its node, the
 records it searched and released, its objective's score); `search.decision.LocalRecoding`
-writes it from the run's decision."""
+writes it from the run's decision. `RECODING_STEPS`: the file the release keeps its steps in
+(`recorded`), named by the manifest's `recoding_steps` key."""
 
 from __future__ import annotations
 
 from typing import Any
+
+RECODING_STEPS = "recoding_steps.json"
 
 _INT0 = {"type": "integer", "minimum": 0}
 _FIGURES = {

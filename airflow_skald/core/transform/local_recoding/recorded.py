@@ -31,8 +31,7 @@ from airflow_skald.core.data.side_files import labels_digest, read_named
 from airflow_skald.core.errors import DataError, VerificationError
 from airflow_skald.core.privacy.value_order import code_of
 from airflow_skald.core.transform.counted import CountedClasses
-
-RECODING_STEPS = "recoding_steps.json"
+from airflow_skald.core.transform.local_recoding.manifest import RECODING_STEPS
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ a class by itself (k, l, k-map's k': `privacy.class_local`) over all classes at 
 that compare a class with a distribution or judge the classes together (t-closeness,
 b-likeness, d-disclosure, average risk) are judged here, step by step: by the run
 (`verify_steps`) and by `skald verify` from the steps the release keeps (`verify_recorded`,
-reached through the transformation's `judged_policy` and `recheck` hooks).
+reached through the transformation's `judged_policy` and `recheck` hooks). `skald audit` of a
+recoded release judges the class-local models only (`audited_models`).
 """
 
 from __future__ import annotations
@@ -199,6 +200,25 @@ def judged_policy(
         return policy, skipped  # every model judged over every record, as the run judged it
     _, listed = split_local(policy.models, STEP_RELATIVE)
     return class_local(policy), [*skipped, *listed]
+
+
+#: why `skald audit` leaves a step-relative model of a locally recoded release out
+BY_STEP = (
+    "not checked: local recoding judged it per step against that step's records, which the "
+    "release's rows alone do not tell apart; skald verify re-checks every step from the "
+    "release's recoding_steps.json"
+)
+
+
+def audited_models(
+    manifest: Mapping[str, Any] | None, models: tuple[Any, ...]
+) -> tuple[tuple[Any, ...], list[dict]]:
+    """`skald audit` of a release that took steps (docs/design.md §4f): the models that judge
+    a class alone; the others listed (`BY_STEP`), as each step judged them against its own
+    records, not the whole release's."""
+    if manifest is None or not (manifest.get("local_recoding") or {}).get("steps"):
+        return models, []
+    return split_local(models, BY_STEP)
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,10 @@ and no utility analysis, microaggregation or local recoding), the manifest's
 ``population_counts`` key and the file it names (`counts`: its format and how `skald verify`
 matches it with the release's classes), and the rules by which the passes see a node's
 classes as the subset's (`classes`: the flags, the subset's views of phase 2's counts, phase
-3's rows) and what `skald audit` judges with it (`audit`). The phases and the engines read the flag column through the typed accessors
-`SkaldConfig.research_subset` (this transformation) and `SkaldConfig.keyed_subset`.
+3's rows) and what `skald audit` judges with it (`audit`, through the hooks `audited_config`,
+`audited_columns` and `audited_classes`). The phases and the engines read the flag column
+through the typed accessors `SkaldConfig.research_subset` (this transformation) and
+`SkaldConfig.keyed_subset`.
 
 Kept where they are (ADR 0074): reading the flag a keyed subset derives
 (`data/subset_keys.py`, below `read_chunk`) and the engines' SQL for it
@@ -43,6 +45,7 @@ from airflow_skald.core.transform.local_recoding import LocalRecoding
 from airflow_skald.core.transform.research_subset.counts import POPULATION_COUNTS
 
 if TYPE_CHECKING:
+    from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
     from airflow_skald.core.transform.counted import KeptCounts
     from airflow_skald.core.transform.hooks_phases import Searched, Staged
 
@@ -71,6 +74,7 @@ class ResearchSubset(Transformation):
             before="recoding_steps",
         )
     }
+    kept_files: ClassVar[Mapping[str, str]] = {"population_counts": POPULATION_COUNTS}
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> ResearchSubset | None:
@@ -133,6 +137,33 @@ class ResearchSubset(Transformation):
         from airflow_skald.core.transform.research_subset.counts import read_population_counts
 
         return read_population_counts(path, manifest)
+
+    # ------------------------------------------------------------------- skald audit
+    @classmethod
+    def audited_config(cls, config: Any, release: bool) -> tuple[Any, list[dict]]:
+        """A release without its population-based models, a population table as it is
+        (`audit.audited`)."""
+        if config.transformation(cls) is None:
+            return config, []
+        from airflow_skald.core.transform.research_subset.audit import audited
+
+        return audited(config, release)
+
+    def audited_columns(self, attributes: Sequence[str]) -> tuple[str, ...]:
+        """The flag column, or the key columns in place of a keyed subset's derived flag."""
+        return (*(a for a in attributes if a != FLAG), *self.input_columns)
+
+    @classmethod
+    def audited_classes(
+        cls, policy: PrivacyPolicy, star: ClassTable, table: ClassTable
+    ) -> tuple[ClassTable, ClassTable]:
+        """A population table's classes judged as the subset's (`classes.subset_view`)."""
+        if policy.subset is None:
+            return star, table
+        from airflow_skald.core.transform.research_subset.classes import subset_view
+
+        column, flags = policy.subset.column, policy.subset.mask
+        return subset_view(None, star, column, flags)[1], subset_view(None, table, column, flags)[1]
 
     def check(self, config: Any) -> None:
         """The models it runs with (`check_subset_models`), then what needs every record of

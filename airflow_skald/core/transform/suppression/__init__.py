@@ -84,6 +84,7 @@ class Suppression(Transformation):
     name: ClassVar[str] = "suppression"
     setting_names: ClassVar[tuple[str, ...]] = tuple(SETTINGS)
     manifest_keys: ClassVar[Mapping[str, ManifestKey]] = MANIFEST_KEYS
+    kept_files: ClassVar[Mapping[str, str]] = {"sensitive_counts": SENSITIVE_COUNTS}
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any], ctx: ParseContext) -> Suppression:
