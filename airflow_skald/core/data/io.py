@@ -10,7 +10,7 @@ the data, `csv_errors`. The names other modules import from here are re-exported
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from functools import lru_cache
 
 import fsspec
@@ -33,6 +33,7 @@ __all__ = [
     "chunk_threads",
     "column_names",
     "count_rows",
+    "cut_chunks",
     "decode_dictionaries",
     "first_chunks",
     "file_version",
@@ -127,16 +128,38 @@ def _rel(path: str, root: str) -> list[str]:
 
 def list_chunks(location: DataLocation, chunk_rows: int) -> list[ChunkRef]:
     """Cut every input file into consecutive slices of at most `chunk_rows` rows."""
-    chunks: list[ChunkRef] = []
-    for file in list_input_files(location):
-        n = count_rows(location, file)
-        version = file_version(file)
-        for start in range(0, n, chunk_rows):
-            size = min(chunk_rows, n - start)
-            chunks.append(ChunkRef(len(chunks), file, start, size, version))
+    files = list_input_files(location)
+    whole = [
+        ChunkRef(i, f, 0, count_rows(location, f), file_version(f)) for i, f in enumerate(files)
+    ]
+    chunks = cut_chunks(whole, chunk_rows)
     if not chunks:
         raise DataError(f"the input at {location.path} has no records")
     return chunks
+
+
+def cut_chunks(chunks: Sequence[ChunkRef], chunk_rows: int) -> list[ChunkRef]:
+    """`chunks` cut into consecutive slices of at most `chunk_rows` rows, numbered in order
+    (an empty one left out): the chunk path's chunks of the same rows. A list whose chunks
+    hold at most `chunk_rows` rows each is returned as it is (the chunk path's own, a staged
+    extract's); an SQL engine's chunk of a whole file is cut as `list_chunks` cuts it."""
+    if all(0 < c.n_rows <= chunk_rows for c in chunks):
+        return list(chunks)
+    out: list[ChunkRef] = []
+    for c in chunks:
+        end = c.row_start + c.n_rows
+        for start in range(c.row_start, end, chunk_rows):
+            at = c.origin_row + start - c.row_start
+            out.append(
+                replace(
+                    c,
+                    chunk_id=len(out),
+                    row_start=start,
+                    origin_row=at,
+                    n_rows=min(chunk_rows, end - start),
+                )
+            )
+    return out
 
 
 def count_rows(location: DataLocation, file: str) -> int:

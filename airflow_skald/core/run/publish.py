@@ -101,7 +101,8 @@ def already_published(run: Run, own: bool = False) -> dict | None:
         # a randomised release (a DP run's draw): only the very run that drew it
         (not run.config.randomised or manifest.get("run_token") == run.token)
         and manifest.get("config_sha256") == run.config.fingerprint()
-        and manifest.get("input_fingerprint") == input_fingerprint(run.chunks())
+        and manifest.get("input_fingerprint")
+        == input_fingerprint(run.chunks(), run.config.chunk_rows)
         and manifest.get("node") == run.decision().levels
     )
     return manifest if same else None

@@ -101,33 +101,45 @@ def run_cli(tmp: Path, cfg: dict, name: str, capsys, *flags: str) -> tuple[int, 
     return code, capsys.readouterr().err
 
 
-def assert_same_release(engine_out: Path, chunks_out: Path) -> None:
-    """Every manifest figure (node, DM*, suppressed, classes, risk, quality, lattice, parts)
-    and the released rows as a multiset the same; only the run's own token, the output path
-    and so the settings' hash differ, and the engine that ran the passes (`engine`: excluded
-    here by name, it is what differs by design)."""
+#: the manifest keys that count the chunks: an SQL engine over files lists a chunk (and
+#: writes a part) per file, the chunk path cuts a file of more than `chunk_rows` rows
+CHUNKING = ("chunks", "parts")
+
+
+def assert_same_release(engine_out: Path, chunks_out: Path, cut: bool = False) -> None:
+    """Every manifest figure (node, DM*, suppressed, classes, risk, quality, lattice, parts,
+    input fingerprint) and the released rows as a multiset the same; only the run's own token,
+    the output path and so the settings' hash differ, and the engine that ran the passes
+    (`engine`: excluded here by name, it is what differs by design). `cut`: the chunk path cut
+    the input files into more chunks than the engine's one per file (`CHUNKING` differs)."""
     import json
 
     engine = json.loads((engine_out / "manifest.json").read_text())
     chunks = json.loads((chunks_out / "manifest.json").read_text())
+    ignored = ("settings", "config_sha256", "run_token", "engine", *(CHUNKING if cut else ()))
     for key in set(chunks) | set(engine):
-        if key not in ("settings", "config_sha256", "run_token", "engine"):
+        if key not in ignored:
             assert engine.get(key) == chunks.get(key), key
+    if cut:
+        assert engine["chunks"] == len(engine["parts"]) < chunks["chunks"]
     assert {**engine["settings"], "output": None} == {**chunks["settings"], "output": None}
     assert chunks["engine"] == "chunks" and engine["engine"] != "chunks"
     assert rows_multiset(engine_out) == rows_multiset(chunks_out)
     assert rows_multiset(engine_out)  # something was released
 
 
-def same_as_chunks(tmp: Path, capsys, inp: Path, execution: dict, **settings) -> None:
+def same_as_chunks(
+    tmp: Path, capsys, inp: Path, execution: dict, cut: bool = False, **settings
+) -> None:
     """`inp` released with `execution` and with `execution: chunks` under the same settings:
-    both runs succeed and `assert_same_release` holds."""
+    both runs succeed and `assert_same_release` holds (`cut`: files of more than
+    `chunk_rows` rows)."""
     out = {}
     for name, how in (("chunks", {"engine": "chunks"}), (execution["engine"], execution)):
         out[name] = tmp / f"out-{name}"
         code, err = run_cli(tmp, config(inp, out[name], execution=how, **settings), name, capsys)
         assert code == 0, err
-    assert_same_release(out[execution["engine"]], out["chunks"])
+    assert_same_release(out[execution["engine"]], out["chunks"], cut)
 
 
 #: the utility analysis the engines' comparisons run (a sample smaller than 300 records)
@@ -140,17 +152,18 @@ UTILITY = {
 }
 
 
-def same_utility_as_chunks(tmp: Path, capsys, fmt: str, execution: dict) -> dict:
-    """Two files of 150 records (`fmt` parquet or csv) released with `UTILITY` by `execution`
-    and by the chunk path: `same_as_chunks`; the engine's manifest."""
+def same_utility_as_chunks(tmp: Path, capsys, fmt: str, execution: dict, rows: int = 150) -> dict:
+    """Two files of `rows` records (`fmt` parquet or csv) released with `UTILITY` by
+    `execution` and by the chunk path: `same_as_chunks` (past 150 rows the chunk path cuts
+    each file into chunks of `chunk_rows`, the engine reads it whole); the engine's manifest."""
     from test_duckdb_csv import _csv, csv_files
 
     if fmt == "csv":
-        inp = csv_files(tmp / "in", 2, 150, 41)
+        inp = csv_files(tmp / "in", 2, rows, 41)
         more = {"input": _csv(inp)}
     else:
-        inp, more = write_files(tmp / "in", 2, 150, 41), {}
-    same_as_chunks(tmp, capsys, inp, execution, utility=UTILITY, **more)
+        inp, more = write_files(tmp / "in", 2, rows, 41), {}
+    same_as_chunks(tmp, capsys, inp, execution, rows > 150, utility=UTILITY, **more)
     return json.loads((tmp / f"out-{execution['engine']}" / "manifest.json").read_text())
 
 

@@ -21,6 +21,7 @@ import yaml
 from engine_compare import (
     CITIES,
     PROFIT,
+    UTILITY,
     assert_same_release,
     config,
     same_utility_as_chunks,
@@ -78,6 +79,21 @@ def test_duckdb_gathers_the_utility_analysis_of_the_chunk_path(tmp_path, capsys,
     manifest = same_utility_as_chunks(tmp_path, capsys, fmt, {"engine": "duckdb"})
     assert manifest["utility"]["sample"]["records"] == 200
     assert manifest["utility"]["classification"]["models"]
+
+
+def test_duckdb_samples_the_chunk_paths_records_of_files_it_does_not_cut(tmp_path, capsys):
+    """Two files of 300 records, `chunk_rows` 150: the chunk path reads four chunks, DuckDB
+    two files, numbered per file; the same sample of 200 of the 600 records, so the same
+    `utility` section, and every manifest key but the chunk count and the parts' names the
+    chunk path's, the input fingerprint too: DuckDB's run over the chunk path's release is an
+    identical rerun, replaced without --overwrite."""
+    manifest = same_utility_as_chunks(tmp_path, capsys, "parquet", {"engine": "duckdb"}, 300)
+    assert manifest["utility"]["sample"]["records"] == 200
+    cfg = config(tmp_path / "in", tmp_path / "out-chunks", execution={"engine": "duckdb"})
+    code, err = _run(tmp_path, {**cfg, "utility": UTILITY}, "rerun", capsys)
+    assert code == 0, err
+    rerun = _manifest(tmp_path / "out-chunks")
+    assert rerun["engine"] == "duckdb" and rerun["chunks"] == 2
 
 
 def _statements(monkeypatch) -> list[str]:

@@ -284,3 +284,12 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
         assert counts.root_counts(session, source, coding, plan).node == expected
     finally:
         session.close()
+
+
+def test_spark_samples_the_chunk_paths_records_of_files_it_does_not_cut(spark, tmp_path, capsys):
+    """Two files of 300 records, `chunk_rows` 150: the chunk path reads four chunks, Spark
+    two files, numbered per file (`_metadata.row_index`); the same sample of 200 of the 600
+    records, so the same `utility` section, and every manifest key but the chunk count and
+    the parts' names the chunk path's."""
+    manifest = same_utility_as_chunks(tmp_path, capsys, "parquet", LOCAL, 300)
+    assert manifest["utility"]["sample"]["records"] == 200

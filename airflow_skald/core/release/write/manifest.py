@@ -23,7 +23,7 @@ from airflow_skald import __version__
 from airflow_skald.core.config.policy import describe_privacy
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.source import is_staged
-from airflow_skald.core.data.io import ChunkRef
+from airflow_skald.core.data.io import ChunkRef, cut_chunks
 from airflow_skald.core.encode.dimensions import paper_notation
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.release.write.manifest_schema import Manifest
@@ -39,14 +39,16 @@ EFFECTIVE_JSON = "effective.json"  # the effective config (settings and hierarch
 CONFIG_YAML = "skald.yaml"  # the config file as written, when the run read one
 
 
-def input_fingerprint(chunks: Sequence[ChunkRef]) -> str:
+def input_fingerprint(chunks: Sequence[ChunkRef], chunk_rows: int) -> str:
     """Hash of what the run read: each chunk's file, offset and row count, and the version of
     its file (size, modification time, entity tag: `io.file_version`), so a rewritten input
-    does not pass for the one an existing release was made from. A database input's staged
+    does not pass for the one an existing release was made from. The chunks as the chunk path
+    cuts them (`io.cut_chunks`): an SQL engine's chunk of a whole file is hashed as the chunk
+    path's chunks of it, so a rerun by another engine is a rerun of the same input. A database input's staged
     chunk is named by its name in the staging folder (whose place follows the output's), its
     version the SHA-256 of its bytes: the fingerprint names the rows read, in their order,
     whatever the output (docs/design.md §2a)."""
-    body = json.dumps([_identity(c) for c in chunks], sort_keys=True)
+    body = json.dumps([_identity(c) for c in cut_chunks(chunks, chunk_rows)], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -211,7 +213,7 @@ def provenance_section(
         "settings": config.settings(),
         "config_sha256": config.fingerprint(),
         "input_files": list(files.values()),
-        "input_fingerprint": input_fingerprint(chunks),
+        "input_fingerprint": input_fingerprint(chunks, config.chunk_rows),
         "run_token": run_token,
         "engine": config.execution,
         "version": __version__,

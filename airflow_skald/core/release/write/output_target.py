@@ -55,7 +55,9 @@ class ReleaseIdentity:
         from airflow_skald.core.release.write.manifest import input_fingerprint
 
         dp = any(m.randomised for m in config.privacy)  # a random draw: never replaced
-        fingerprint = input_fingerprint(list(chunks)) if chunks is not None else None
+        fingerprint = None
+        if chunks is not None:
+            fingerprint = input_fingerprint(list(chunks), config.chunk_rows)
         return cls(token, config.fingerprint(), fingerprint, config.min_class_size, dp)
 
     def may_replace(self, existing: ReleaseIdentity) -> bool:
