@@ -52,19 +52,28 @@ def distinct_counts(session: SqlSession, source: SqlInput, column: str) -> pa.Ta
     return distinct_counts_of(session, source, [column])[column]
 
 
+#: engines that read only the columns a query names (DuckDB over Parquet): one GROUP BY per
+#: column costs them less than one scan of GROUPING SETS (DuckDB: ~4x less CPU, ADR 0081)
+COLUMNAR = {"duckdb"}
+
+
 def distinct_counts_of(
     session: SqlSession, source: SqlInput, columns: Sequence[str]
 ) -> dict[str, pa.Table]:
-    """Each column's distinct values and counts (`distinct_counts`) by one scan: GROUPING
-    SETS, one set per column, a row's set told by GROUPING() (its value may be a null)."""
+    """Each column's distinct values and counts (`distinct_counts`): a columnar engine
+    (`COLUMNAR`) by one GROUP BY per column, the others by one scan of GROUPING SETS, one set
+    per column, a row's set told by GROUPING() (its value may be a null)."""
     columns = list(dict.fromkeys(columns))
     if not columns:
         return {}
     table = D.table(source.relation)
-    if len(columns) == 1:
-        x = D.column(columns[0])
-        select = exp.select(x.as_("v"), D.count_star().as_("n")).from_(table).group_by(x)
-        return {columns[0]: session.query(select)}
+    if len(columns) == 1 or session.dialect in COLUMNAR:
+        out = {}
+        for c in columns:
+            x = D.column(c)
+            select = exp.select(x.as_("v"), D.count_star().as_("n")).from_(table).group_by(x)
+            out[c] = session.query(select)
+        return out
     xs = [D.column(c) for c in columns]
     values = [x.as_(f"v{i}") for i, x in enumerate(xs)]
     flags = [exp.Grouping(expressions=[x]).as_(f"g{i}") for i, x in enumerate(xs)]
