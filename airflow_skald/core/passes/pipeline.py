@@ -44,9 +44,8 @@ from airflow_skald.core.release.count.classes import ReleaseClasses
 from airflow_skald.core.release.count.parts import release_classes
 from airflow_skald.core.release.write.commit import part_name, write_part_atomic
 from airflow_skald.core.search.class_source import ClassesAtNode, ClassSource
-from airflow_skald.core.search.decide import search_lattice as _search_lattice
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.search.recoded import local_recoding
+from airflow_skald.core.search.phase_two import decide
 from airflow_skald.core.search.safepub.decide import dp_decision
 from airflow_skald.core.transform.differential_privacy.sampler import RowSample
 from airflow_skald.core.transform.microaggregation.aggregates import Aggregates
@@ -230,18 +229,16 @@ def search_lattice(
         return dp_decision(
             plan, counts, policy, config.quality, search_key, config.quality.objective_default
         )
-    decision = _search_lattice(
+    return decide(  # the node, then local recoding's steps when configured
+        config,
         plan,
         counts,
         policy,
-        config.priority_order(),
         source=source,
-        quality=config.quality,
         analysis=config.risk,
         first_rows=first_rows
         or (lambda node, keys: _first_rows(config, plan, list_chunks(config), node, keys)),
     )
-    return local_recoding(config, plan, counts, decision, policy)  # when configured
 
 
 def microaggregate(

@@ -26,9 +26,8 @@ from airflow_skald.core.passes.pipeline import (
 )
 from airflow_skald.core.privacy import ClassTable, PrivacyPolicy
 from airflow_skald.core.search.class_source import ClassSource, chunk_distribution
-from airflow_skald.core.search.decide import search_lattice
 from airflow_skald.core.search.decision import Decision
-from airflow_skald.core.search.recoded import local_recoding
+from airflow_skald.core.search.phase_two import decide
 
 
 def chunk_plan(plan: Plan, n_records: int) -> Plan:
@@ -158,17 +157,16 @@ def anonymise_chunk(
     for k in ks or [config.min_class_size]:
         t = time.perf_counter()
         policy = build_policy(config, own).with_thresholds(k=int(k))
-        decision = search_lattice(
+        # the chunk's node, then its suppressed records recoded (when the config asks)
+        decision = decide(
+            config,
             cplan,
             counts,
             policy,
-            config.priority_order(),
+            own,
             source=cache,
-            quality=config.quality,
             first_rows=lambda node, keys: first_rows(config, cplan, [chunk], node, keys),
         )
-        # the chunk's suppressed records, recoded (when the config recodes locally)
-        decision = local_recoding(config, cplan, counts, decision, policy, own)
         classes = released_classes(cplan, decision, cache, policy)
         seconds = {"histogram": t_hist, "search": time.perf_counter() - t}
         out.append(ChunkOutcome(chunk, policy, decision, classes, seconds, sensitive=own))
