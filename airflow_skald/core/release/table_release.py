@@ -61,11 +61,7 @@ def table_identity(manifest: dict, manifest_bytes: bytes) -> dict:
     """What the table's comment holds: the manifest's SHA-256 and the release's identity."""
     return {
         "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
-        "run_token": manifest.get("run_token"),
-        "config_sha256": manifest.get("config_sha256"),
-        "input_fingerprint": manifest.get("input_fingerprint"),
-        "k": manifest.get("k"),
-        **({"differential_privacy": True} if "differential_privacy" in manifest else {}),
+        **ReleaseIdentity.from_manifest(manifest).to_dict(),
     }
 
 

@@ -22,6 +22,9 @@ from airflow_skald.core.errors import DataError
 from airflow_skald.core.release.write.commit import COMMIT_MARKER, MANIFEST
 from airflow_skald.core.release.write.stores import fresh, is_local
 
+#: the manifest's key a differentially private release holds (never an identical rerun)
+DP_KEY = "differential_privacy"
+
 
 @dataclass(frozen=True)
 class ReleaseIdentity:
@@ -43,8 +46,18 @@ class ReleaseIdentity:
             config_sha256=manifest.get("config_sha256"),
             input_fingerprint=manifest.get("input_fingerprint"),
             k=manifest.get("k"),
-            dp="differential_privacy" in manifest,
+            dp=DP_KEY in manifest,
         )
+
+    def to_dict(self) -> dict:
+        """The identity as `from_manifest` reads it back (a table release's comment)."""
+        return {
+            "run_token": self.run_token,
+            "config_sha256": self.config_sha256,
+            "input_fingerprint": self.input_fingerprint,
+            "k": self.k,
+            **({DP_KEY: True} if self.dp else {}),
+        }
 
     @classmethod
     def of_run(
