@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.data.database.connection import resolve_uri
@@ -29,11 +30,7 @@ from airflow_skald.core.passes.store import (
     read_json,
     write_json,
 )
-from airflow_skald.core.privacy.differential_privacy import (
-    DP_KEY_MISSING,
-    DifferentialPrivacy,
-    dp_of,
-)
+from airflow_skald.core.privacy.differential_privacy import DP_KEY_MISSING
 from airflow_skald.core.release.table_release import (
     check_table_not_superseded,
     check_table_target,
@@ -55,16 +52,13 @@ from airflow_skald.core.release.write.output_target import (
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.settings import keyed
 from airflow_skald.core.transform import registry as transform_registry
-from airflow_skald.core.transform.differential_privacy import keys as dp_keys
-from airflow_skald.core.transform.differential_privacy.sampler import (
-    RowSample,
-    Sampler,
-    row_offsets,
-)
 from airflow_skald.core.transform.microaggregation.aggregates import (
     Aggregates,
     aggregates_from_bytes,
 )
+
+if TYPE_CHECKING:  # the sample's type only: the transformations draw it (`row_sample`)
+    from airflow_skald.core.transform.differential_privacy.sampler import RowSample
 
 
 @dataclass
@@ -92,11 +86,7 @@ class Run:
     def staging(self) -> str:
         return staging_path(self.config.output.path, self.token)
 
-    # ------------------------------------------------------------------ differential privacy
-    @property
-    def dp(self) -> DifferentialPrivacy | None:
-        return dp_of(self.config)
-
+    # ------------------------------------------------------------------ keyed draws (DP's)
     def secret(self) -> bytes:
         """The DP secret (ConfigError, one line, when there is none)."""
         if self.config.dp_key is None:
@@ -109,21 +99,18 @@ class Run:
         secrets = [
             ref.secret() for ref in transform_registry.secrets_of(self.config.transformations)
         ]
-        dp = self.secret() if self.dp is not None else None
+        dp = self.secret() if self.config.randomised else None  # the draws' key
         for secret in secrets:
             keyed.check_apart(secret, dp)
 
     def row_sample(self) -> RowSample | None:
-        """A DP run's sample: keyed by the secret and this run's token (a retry's too)."""
-        if self.dp is None:
-            return None
-        sampler = Sampler.of(self.secret(), self.token, self.dp.beta)
-        return RowSample(sampler, row_offsets(self.chunks()))
+        """The run's keyed sample of the input's rows (a DP run's), asked of the
+        transformations (`EngineHooks.row_sample`); None: every row."""
+        return transform_registry.row_sample(self)
 
     def search_key(self) -> int | None:
-        if self.dp is None:
-            return None
-        return dp_keys.stream_key(self.secret(), self.token, dp_keys.SEARCH)
+        """The key of the search's random stream (a DP run's), or None."""
+        return transform_registry.search_key(self)
 
     # ------------------------------------------------------------------ chunk layout
     def layout(self, chunks: Sequence[ChunkRef], chunks_per_group: int = 1) -> list[dict]:

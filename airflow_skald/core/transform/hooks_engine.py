@@ -12,17 +12,35 @@ When each hook is called:
   ``engine_refusal`` / ``supports_engine`` (why an engine cannot run it),
   ``per_chunk_refusal`` (why the per-chunk baseline cannot run a config),
   ``hides_input_facts`` (the manifest states no fact over every input record);
+- ``row_sample`` / ``search_key`` (phases 2 and 3, and phase 2's search): the run's keyed
+  draws, from the run's secret and token (`KeyedRun`): the rows a sample keeps and the
+  search's stream (None: the run draws nothing);
 - ``release_part`` (phase 3, each part): a part's table, after suppression, before the
   QIDs' labels.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # no pyarrow at import (DAG parsing imports the config)
     import pyarrow as pa
+
+
+class KeyedRun(Protocol):
+    """What a transformation reads of a run to key its draws (`passes.state.Run`)."""
+
+    config: Any
+    token: str
+
+    def secret(self) -> bytes:
+        """The run's key for its draws (ConfigError, one line, when there is none)."""
+        ...
+
+    def chunks(self) -> Sequence[Any]:
+        """The input's chunks, as phase 0 listed them."""
+        ...
 
 
 class EngineHooks:
@@ -66,6 +84,16 @@ class EngineHooks:
         """The manifest of `config`'s release states no fact over every input record (a
         built hierarchy's hash of its level-0 values, phase 1's flags of a date QID)."""
         return False
+
+    @classmethod
+    def row_sample(cls, run: KeyedRun) -> Any:
+        """The rows the run's keyed sample keeps (a `RowSample`), or None: every row."""
+        return None
+
+    @classmethod
+    def search_key(cls, run: KeyedRun) -> int | None:
+        """The key of the search's random stream, or None: the search draws nothing."""
+        return None
 
     def release_part(self, table: pa.Table) -> pa.Table:
         return table

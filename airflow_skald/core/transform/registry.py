@@ -39,6 +39,7 @@ if TYPE_CHECKING:
         Recheck,
     )
     from airflow_skald.core.transform.encoded import EncodedPlan
+    from airflow_skald.core.transform.hooks_engine import KeyedRun
     from airflow_skald.core.transform.hooks_phases import ChunkPart, Searched, Staged
 
 TRANSFORMATIONS: tuple[type[Transformation], ...] = (
@@ -135,6 +136,16 @@ def per_chunk_refusal(config: Any) -> str | None:
 def hides_input_facts(config: Any) -> bool:
     """A registered transformation keeps facts over every input record out of the manifest."""
     return any(cls.hides_input_facts(config) for cls in TRANSFORMATIONS)
+
+
+def row_sample(run: KeyedRun) -> Any:
+    """The run's keyed sample of the input's rows (a `RowSample`), or None: every row."""
+    return next((s for cls in TRANSFORMATIONS if (s := cls.row_sample(run)) is not None), None)
+
+
+def search_key(run: KeyedRun) -> int | None:
+    """The key of the run's search stream, or None: the search draws nothing."""
+    return next((k for cls in TRANSFORMATIONS if (k := cls.search_key(run)) is not None), None)
 
 
 def release_part(transformations: Sequence[Transformation], table: pa.Table) -> pa.Table:

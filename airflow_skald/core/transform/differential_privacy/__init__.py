@@ -33,6 +33,8 @@ from airflow_skald.core.transform.base import (
 )
 
 if TYPE_CHECKING:
+    from airflow_skald.core.transform.differential_privacy.sampler import RowSample
+    from airflow_skald.core.transform.hooks_engine import KeyedRun
     from airflow_skald.core.transform.hooks_phases import Staged
 
 #: its manifest key: the parameters and the search's result (before the node it chose)
@@ -82,6 +84,30 @@ class DifferentialPrivacySample(Transformation):
         tell of records the sample left out (its levels are stated), and so would phase 1's
         flags of a date QID (ADR 0027)."""
         return dp_of(config) is not None
+
+    @classmethod
+    def row_sample(cls, run: KeyedRun) -> RowSample | None:
+        """The run's β-sample: keyed by the secret and the run's token (a retry's too)."""
+        dp = dp_of(run.config)
+        if dp is None:
+            return None
+        from airflow_skald.core.transform.differential_privacy.sampler import (
+            RowSample,
+            Sampler,
+            row_offsets,
+        )
+
+        sampler = Sampler.of(run.secret(), run.token, dp.beta)
+        return RowSample(sampler, row_offsets(run.chunks()))
+
+    @classmethod
+    def search_key(cls, run: KeyedRun) -> int | None:
+        """SafePub's search stream: keyed by the secret and the run's token."""
+        if dp_of(run.config) is None:
+            return None
+        from airflow_skald.core.transform.differential_privacy import keys
+
+        return keys.stream_key(run.secret(), run.token, keys.SEARCH)
 
     @classmethod
     def released_rows(cls, manifest: Mapping[str, Any]) -> tuple[int | None, str] | None:
