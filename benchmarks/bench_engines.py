@@ -149,6 +149,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--engine", choices=["duckdb", "postgresql", "spark"], default="duckdb")
     parser.add_argument("--cases", default="engine,by_hand,chunks")  # postgresql, spark
+    parser.add_argument(
+        "--manifest",
+        help="postgresql, spark: an earlier engine run's manifest "
+        "on the same --rows/--files (the by-hand node): no warm-up run",
+    )
     parser.add_argument("--paper", help="folder of the paper table's generated parts")
     parser.add_argument("--parts", type=int, default=125)  # --paper: how many parts
     args = parser.parse_args()

@@ -263,14 +263,26 @@ def run(args, work: Path, files: list[str], base: dict, span) -> dict:
             admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
+def progress(case: str, measured: dict[str, float]) -> None:
+    """One measurement as a JSON line on stderr as soon as it is taken (a run cut short
+    keeps what it measured), with the load average and the time."""
+    line = {"case": case, **{k: round(v, 2) for k, v in measured.items()}}
+    line |= {"load": round(os.getloadavg()[0], 1), "utc": time.strftime("%H:%M:%S", time.gmtime())}
+    print(json.dumps(line), file=sys.stderr, flush=True)
+
+
 def _repeats(args, work, files, base, span, env, db) -> dict:
     skald = [sys.executable, "-m", "airflow_skald.cli", "run", "-q", "--overwrite"]
     paths = {}
     for case, cfg in configs(args.engine, work, base).items():
         paths[case] = work / f"{case}.yaml"
         paths[case].write_text(yaml.safe_dump(cfg))
-    first = measure([*skald, str(paths["engine"])], env, db)  # warm-up; its manifest
-    manifest = json.loads((work / "out-engine" / "manifest.json").read_text())
+    if args.manifest:  # an earlier engine run's on the same generated data: no warm-up
+        first, manifest = {}, json.loads(Path(args.manifest).read_text())
+    else:
+        first = measure([*skald, str(paths["engine"])], env, db)  # warm-up; its manifest
+        manifest = json.loads((work / "out-engine" / "manifest.json").read_text())
+        progress("warm_up_engine", first)
     hand = {"levels": manifest["root_node"], "node": manifest["node"], "top": manifest["top_node"]}
     if args.engine == "postgresql":
         sql = by_hand_sql(args.engine, "bench.people", hand)
@@ -288,7 +300,9 @@ def _repeats(args, work, files, base, span, env, db) -> dict:
     for _ in range(args.repeats):
         loads.append(round(os.getloadavg()[0], 1))
         for name, argv in cases.items():
-            for key, value in measure(argv, env, db).items():
+            measured = measure(argv, env, db)
+            progress(name, measured)
+            for key, value in measured.items():
                 results.setdefault(name, {}).setdefault(key, []).append(value)
 
     def ratios(a: str, b: str, what: str) -> str:
