@@ -57,6 +57,12 @@ if TYPE_CHECKING:
 NAME = "duckdb"
 
 
+def insertion_order(keep: bool) -> exp.Expression:
+    """SET preserve_insertion_order: whether DuckDB's threads keep the scan's row order."""
+    item = exp.EQ(this=exp.var("preserve_insertion_order"), expression=exp.Boolean(this=keep))
+    return exp.Set(expressions=[exp.SetItem(this=item)])
+
+
 def read_parquet(files: Sequence[str], rows: bool = False) -> exp.Expression:
     """read_parquet([files]) (`rows`: with each row's number in its file)."""
     args: list[exp.Expression] = [exp.Array(expressions=[D.text(f) for f in files])]
@@ -189,8 +195,13 @@ class DuckDBEngine(ParquetFilesEngine):
                 with passes.atomic_path(run.staging.rstrip("/") + "/" + name) as writing:
                     session.execute(copy_to_parquet(select, writing))
 
+            # a part's rows in any order (the release is a multiset of rows, §2b): DuckDB's
+            # threads write without keeping the file's order (~30 % less CPU, ADR 0081);
+            # kept again after (the utility sample numbers CSV rows by their order)
+            session.execute(insertion_order(False))
             aggregates = run.microaggregates()
             passes.write_parts(session, whole, parts, config, plan, decision, write, aggregates)
+            session.execute(insertion_order(True))
             # the written parts' classes, from DuckDB's GROUP BY of them (in this session)
             paths = [run.staging.rstrip("/") + "/" + n for n in names]
             qids, sensitive = class_columns(config)
