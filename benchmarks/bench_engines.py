@@ -27,6 +27,9 @@ Measured (ADR 0065, benchmarks/README.md "The engine path against DuckDB by hand
 in 10 files (2 repeats, load 11-13): 1.61-1.77 CPU (engine 23.3-24.0 s, by hand 13.6-14.4 s,
 chunks 5.7-7.4 s); with the grouped table at the estimated node (load 27): 1.38-1.90 at 10M,
 1.41 on the paper's table at 10 x 1M rows; issue 43's 1.5 not yet met in every repeat.
+The paper's 125 x 1M rows (`--paper DIR --parts 125 --repeats 2`, ADR 0081, load 1-2):
+engine / by hand 1.61-1.62 CPU (engine 278-297 s, by hand 173-184 s, chunks 69-72 s),
+2.04-2.05 wall; before ADR 0081 1.69-1.77 CPU (results/issue43/).
 """
 
 from __future__ import annotations
