@@ -67,7 +67,7 @@ class ReleaseIdentity:
         `chunks` None: before a database input is read, no input fingerprint yet)."""
         from airflow_skald.core.release.write.manifest import input_fingerprint
 
-        dp = any(m.randomised for m in config.privacy)  # a random draw: never replaced
+        dp = config.randomised  # a random draw: never replaced
         fingerprint = None
         if chunks is not None:
             fingerprint = input_fingerprint(list(chunks), config.chunk_rows)
