@@ -20,6 +20,19 @@ CHROMIUM = next(
     shutil.which("chromium") or shutil.which("chromium-browser"),
 )
 
+
+def require_chromium() -> str:
+    """The Chromium binary, or the test fails naming what to install (a browser test is never
+    skipped: `make test` installs Debian's chromium as root)."""
+    import pytest
+
+    if CHROMIUM is None:
+        pytest.fail(
+            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
+        )
+    return CHROMIUM
+
+
 PAGE_TEXT = "document.body ? document.body.innerText : ''"
 
 

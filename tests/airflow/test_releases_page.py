@@ -27,7 +27,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from helpers_browser import CHROMIUM, PAGE_TEXT, Browser
+from helpers_browser import CHROMIUM, PAGE_TEXT, Browser, require_chromium
 
 TESTS = Path(__file__).resolve().parents[1]
 REPO = TESTS.parent
@@ -299,10 +299,7 @@ def test_releases_page_fits_and_wraps_uris_between_words(width, tmp_path):
     or a "_"/"-" in a long name), never inside one, and a long URI does wrap at 1280."""
     from airflow_skald.plugin import render_releases
 
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     shots = Path(os.environ.get("SKALD_IT_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     page = tmp_path / "releases.html"
@@ -406,10 +403,7 @@ MENU_ENTRY = (  # the innermost element showing the nav entry's name (the menu i
 def test_releases_page_in_a_real_deployment(dep, dataset, tmp_path):
     if importlib.util.find_spec("asyncpg") is None:
         pytest.fail("asyncpg is not installed (Airflow's api-server needs it for PostgreSQL)")
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     shots = Path(os.environ.get("SKALD_IT_SHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     outs = {5: tmp_path / "releases" / "a", 12: tmp_path / "releases" / "b"}

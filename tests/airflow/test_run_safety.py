@@ -39,7 +39,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from deploy import Deployment, DeploymentError  # noqa: E402
-from helpers_browser import CHROMIUM, PAGE_TEXT, Browser  # noqa: E402
+from helpers_browser import CHROMIUM, PAGE_TEXT, Browser, require_chromium  # noqa: E402
 
 pytestmark = pytest.mark.deployment
 
@@ -692,10 +692,7 @@ def test_trigger_form_refuses_out_of_range_values_in_a_browser(dep, releases):
     """k=1 with suppression_limit=5, and k=2.5, typed into the real trigger form: the fields
     keep what was typed (no clamping to a bound), the trigger is refused with the rule shown on
     the page, and no run is made (issue 18 item 13)."""
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     SHOTS.mkdir(parents=True, exist_ok=True)
     out, config = releases["out"]["a"], str(releases["config"])
     before, n_runs = files(out), len(runs_of(dep, DAG_ID))
@@ -761,10 +758,7 @@ def test_trigger_form_refuses_a_non_number_and_empty_means_the_files_k(dep, rele
     are now fields that send what was typed (`Setting.param_schema`): the trigger refuses it
     with one line naming k (on the page, and the REST API for the very conf the form sent), no
     run is made and nothing is written. The same field emptied again means the file's k."""
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     SHOTS.mkdir(parents=True, exist_ok=True)
     out, config = workdir / "out" / "form-empty-k", str(releases["config"])
     line = "Invalid input for param k: 'k must be an integer >= 2' was expected"

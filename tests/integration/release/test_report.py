@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from helpers_browser import CHROMIUM, require_chromium
 from helpers_data import chart_labels
 
 from airflow_skald.core.progress import TerminalProgress, cli_progress, format_eta
@@ -25,12 +24,6 @@ from airflow_skald.core.release.report import (
     render_report,
     write_report,
 )
-
-CHROMIUM = next(
-    (p for p in ("/usr/bin/chromium", "/usr/bin/chromium-browser") if Path(p).exists()),
-    shutil.which("chromium") or shutil.which("chromium-browser"),
-)
-
 
 # --- in memory: hand-written manifests and run records ------------------------------------
 
@@ -199,16 +192,9 @@ def test_class_size_chart_is_in_numeric_order():
     assert chart_labels(html, "Time per phase") == list(RUN["timings_s"])
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("CI"),
-    reason="chromium not installed (`make test` installs it as root, else apt-get install chromium)",
-)
 @pytest.mark.browser
 def test_report_renders_in_headless_chromium(tmp_path):
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     page = Path(
         write_report(deterministic_manifest(privacy_models=MODELS), str(tmp_path), RUN) or ""
     )

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from helpers_browser import CHROMIUM, PAGE_TEXT, Browser
+from helpers_browser import CHROMIUM, PAGE_TEXT, Browser, require_chromium
 from skald_testdata import ADULT_CSV, adult_config, read_release, write_config
 
 from airflow_skald.cli import main
@@ -108,10 +108,6 @@ SHOW_SECTION = (
 )
 
 
-@pytest.mark.skipif(
-    CHROMIUM is None and not os.environ.get("CI"),
-    reason="chromium not installed (`make test` installs it as root, else apt-get install chromium)",
-)
 @pytest.mark.browser
 def test_chromium_shows_the_figures_the_chart_and_the_warning(runs, tmp_path):
     """The report as a privacy officer sees it: every model's accuracies and the baseline's in
@@ -120,10 +116,7 @@ def test_chromium_shows_the_figures_the_chart_and_the_warning(runs, tmp_path):
     from airflow_skald.core.release.report.utility import MODEL_SHORT, MODEL_WORDS
     from airflow_skald.core.text import fmt_int
 
-    if CHROMIUM is None:
-        pytest.fail(
-            "chromium is not installed: `make test` installs it as root, else apt-get install chromium"
-        )
+    require_chromium()
     tmp, a, _ = runs
     browser = Browser(CHROMIUM, width=1200, height=1000)
     try:
