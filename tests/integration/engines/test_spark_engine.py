@@ -262,7 +262,8 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
     inp = write_files(tmp_path / "in", 2, 150, 7)
     settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
     cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
-    expected = tuple(chunk_path(cfg, tmp_path / "chunks").counts.node)
+    chunks = chunk_path(cfg, tmp_path / "chunks").counts
+    expected = tuple(chunks.node)
     session = SparkSqlSession(spark_of("local[2]"))
     try:
         files = sorted(str(p) for p in inp.glob("*.parquet"))
@@ -281,7 +282,22 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
         for start in sorted({0, estimated, answer, len(chain) - 2}):
             *_, index = counts.judged(session, source, coding, plan, start)
             assert chain[index] == expected, start
-        assert counts.root_counts(session, source, coding, plan).node == expected
+        # ADR 0082: a start judged with the next node's table and its finer bins' bits: the
+        # counting node where the start does not fit (at the next node or rolled up past it),
+        # None where it fits (an estimate too high) or its step is not one arithmetic QID's
+        judged = []
+        for start in range(1, len(chain) - 1):
+            counted = counts.by_children(session, source, coding, plan, start)
+            placed = counts._child_place(coding, chain[start], chain[start + 1]) is not None
+            assert (counted is not None) == (placed and start < answer), start
+            if counted is not None:
+                judged.append(start)
+                assert chain[counted[2]] == expected, start
+        assert judged and min(judged) < answer - 1  # a roll-up past the next node too
+        counted = counts.root_counts(session, source, coding, plan)
+        assert counted.node == expected
+        assert (counted.classes.keys == chunks.classes.keys).all()
+        assert (counted.classes.counts == chunks.classes.counts).all()
     finally:
         session.close()
 
