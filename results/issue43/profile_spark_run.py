@@ -1,7 +1,9 @@
-"""Profile one Spark engine run in-process: per statement wall and CPU (python + JVM)."""
+"""One Spark engine run in-process (issue 43, ADR 0082): each statement's wall and CPU (this
+process and its JVM). `PYTHONPATH=. python results/issue43/profile_spark_run.py ROWS DIR`"""
 import json, os, sys, time
 from pathlib import Path
-sys.path.insert(0, "/work/wt-sparkspeed/benchmarks")
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import yaml
 import bench_engines as B
 
