@@ -309,3 +309,54 @@ def test_spark_samples_the_chunk_paths_records_of_files_it_does_not_cut(spark, t
     the parts' names the chunk path's."""
     manifest = same_utility_as_chunks(tmp_path, capsys, "parquet", LOCAL, 300)
     assert manifest["utility"]["sample"]["records"] == 200
+
+
+def test_spark_phase_1_is_one_scan_with_the_two_scans_answers(spark):
+    """ADR 0082: Spark's phase 1 (`domain.phase_1_scan`) computes the summaries beside the
+    distinct counts in one GROUP BY (GROUPING SETS with two columns), combined by the worker:
+    the same figures as the two scans (a null, NaN, infinities, fractions, negative zero;
+    and over no rows)."""
+    import pyarrow as pa
+
+    from airflow_skald.core.config.run_config import config_from_dict
+    from airflow_skald.core.engine.sql import domain
+    from airflow_skald.core.engine.sql.spark_session import SparkSqlSession, spark_of
+
+    doubles = [1.5, float("nan"), float("inf"), float("-inf"), -0.0, 2.0, None, 7.0]
+    table = pa.table(
+        {
+            "x": pa.array(doubles, pa.float64()),
+            "y": pa.array([5, -3, 9, None, 4, 4, 1, 2], pa.int64()),
+            "c": pa.array(["a", "b", None, "a", "b", "b", "a", "c"]),
+            "d": pa.array(["u", "u", "v", "v", "u", None, "u", "v"]),
+        }
+    )
+    numerical = {"type": "numerical", "min_width": 1}
+    qids = [{"name": n, **numerical} for n in ("x", "y")]
+    qids = config_from_dict(config("in", "out", quasi_identifiers=qids)).quasi_identifiers
+    session = SparkSqlSession(spark_of("local[2]"))
+    try:
+        for rows in (table, table.slice(0, 0)):
+            source = domain.SqlInput(session.send("odd", rows), rows.schema, "odd")
+            for columns in (["c"], ["c", "d"]):
+                summary, tables = domain.phase_1_scan(session, source, qids, columns)
+                expected = domain.summaries(session, source, qids)
+                assert _figures(summary) == _figures(expected), (rows.num_rows, columns)
+                for c in columns:
+                    got = tables[c].sort_by("v").to_pylist()
+                    assert (
+                        got == domain.distinct_counts(session, source, c).sort_by("v").to_pylist()
+                    )
+    finally:
+        session.close()
+
+
+def _figures(summary: dict) -> dict:
+    """Phase 1's summary figures, compared as values: NaN as a text (NaN equals no number); a
+    count over no rows (Spark's SUM of none is null) as 0."""
+    out = {}
+    for key, value in summary.items():
+        if key[:2] not in ("lo", "hi") and value is None:
+            value = 0
+        out[key] = "NaN" if isinstance(value, float) and value != value else value
+    return out

@@ -58,32 +58,39 @@ COLUMNAR = {"duckdb"}
 
 
 def distinct_counts_of(
-    session: SqlSession, source: SqlInput, columns: Sequence[str]
+    session: SqlSession,
+    source: SqlInput,
+    columns: Sequence[str],
+    extra: Sequence[exp.Expression] = (),
 ) -> dict[str, pa.Table]:
     """Each column's distinct values and counts (`distinct_counts`): a columnar engine
     (`COLUMNAR`) by one GROUP BY per column, the others by one scan of GROUPING SETS, one set
-    per column, a row's set told by GROUPING() (its value may be a null)."""
+    per column, a row's set told by GROUPING() (its value may be a null). `extra`: aliased
+    aggregates computed per row as well, columns of the first column's table
+    (`phase_1_scan`; one scan: not with a columnar engine)."""
     columns = list(dict.fromkeys(columns))
     if not columns:
         return {}
     table = D.table(source.relation)
     if len(columns) == 1 or session.dialect in COLUMNAR:
         out = {}
-        for c in columns:
+        for i, c in enumerate(columns):
             x = D.column(c)
-            select = exp.select(x.as_("v"), D.count_star().as_("n")).from_(table).group_by(x)
-            out[c] = session.query(select)
+            more = extra if not i else ()
+            select = exp.select(x.as_("v"), D.count_star().as_("n"), *more).from_(table)
+            out[c] = session.query(select.group_by(x))
         return out
     xs = [D.column(c) for c in columns]
     values = [x.as_(f"v{i}") for i, x in enumerate(xs)]
     flags = [exp.Grouping(expressions=[x]).as_(f"g{i}") for i, x in enumerate(xs)]
-    select = exp.select(*values, *flags, D.count_star().as_("n")).from_(table)
+    select = exp.select(*values, *flags, D.count_star().as_("n"), *extra).from_(table)
     sets = exp.GroupingSets(expressions=[D.paren(x) for x in xs])
     result = session.query(select.group_by(sets))
     out = {}
     for i, c in enumerate(columns):
         mine = result.filter(pc.equal(result.column(f"g{i}"), 0))
-        out[c] = pa.table({"v": mine.column(f"v{i}"), "n": mine.column("n")})
+        more = {e.alias: mine.column(e.alias) for e in extra} if not i else {}
+        out[c] = pa.table({"v": mine.column(f"v{i}"), "n": mine.column("n"), **more})
     return out
 
 
@@ -100,6 +107,47 @@ def summaries(session: SqlSession, source: SqlInput, qids: Sequence[QidSpec | No
     """One scan: the row count (n) and each plain numerical QID's (None: another QID) minimum,
     maximum, nulls and, for doubles, its non-finite and non-whole values, named by its index
     (`_numeric_summary` reads them)."""
+    parts = _summary_parts(source, qids)
+    return session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
+
+
+#: engines whose phase 1 is one scan (`phase_1_scan`): the summaries computed per distinct
+#: value of the first grouped column and combined by the worker (Spark: one job, not two, ADR 0082)
+ONE_SCAN = {"spark"}
+
+
+def phase_1_scan(
+    session: SqlSession, source: SqlInput, qids: Sequence[QidSpec | None], columns: Sequence[str]
+) -> tuple[dict, dict[str, pa.Table]]:
+    """`summaries` and `distinct_counts_of(columns)`: two scans, or in an engine of
+    `ONE_SCAN` with a column to group, one: the summaries' aggregates beside the distinct
+    counts (GROUPING SETS where several columns), the first set's rows combined (the least
+    minimum, the greatest maximum, the counts summed: each record is in one of its rows)."""
+    columns = list(dict.fromkeys(columns))
+    if session.dialect not in ONE_SCAN or not columns:
+        return summaries(session, source, qids), distinct_counts_of(session, source, columns)
+    parts = _summary_parts(source, qids)
+    tables = distinct_counts_of(session, source, columns, parts[1:])
+    first = tables[columns[0]]
+    summary = {"n": int(pc.sum(first.column("n")).as_py() or 0)}
+    for part in parts[1:]:
+        summary[part.alias] = _combined(part.alias, first.column(part.alias))
+    return summary, {c: t.select(["v", "n"]) for c, t in tables.items()}
+
+
+def _combined(name: str, values: pa.ChunkedArray):
+    """One summary figure over the whole input from its per-group figures: the least minimum
+    and the greatest maximum (NaN the greatest, as the engines order doubles), else a sum."""
+    if name.startswith("lo"):
+        return pc.min(values).as_py()  # NaN left out unless every group's is NaN
+    if name.startswith("hi"):
+        nan = pa.types.is_floating(values.type) and pc.any(pc.is_nan(values)).as_py()
+        return float("nan") if nan else pc.max(values).as_py()
+    return int(pc.sum(values).as_py() or 0)
+
+
+def _summary_parts(source: SqlInput, qids: Sequence[QidSpec | None]) -> list[exp.Expression]:
+    """`summaries`' aggregates, the row count (n) first."""
     parts = [D.count_star().as_("n")]
     for i, q in enumerate(qids):
         if q is None or not _numeric(source.type_of(q.name)):
@@ -118,7 +166,7 @@ def summaries(session: SqlSession, source: SqlInput, qids: Sequence[QidSpec | No
             whole = exp.NEQ(this=x, expression=exp.Floor(this=x))
             finite = exp.Between(this=x, low=D.double(-_DBL_MAX), high=D.double(_DBL_MAX))
             parts.append(_count_where(exp.and_(finite, whole)).as_(f"fractional{i}"))
-    return session.query(exp.select(*parts).from_(D.table(source.relation))).to_pylist()[0]
+    return parts
 
 
 def _nulls(name: str, table: pa.Table, source: SqlInput) -> None:

@@ -28,10 +28,10 @@ from airflow_skald.core.engine.sql.counts import root_counts
 from airflow_skald.core.engine.sql.domain import (
     SqlInput,
     distinct_counts_of,
+    phase_1_scan,
     plain_numerical,
     qid_stats,
     sensitive_stats,
-    summaries,
 )
 from airflow_skald.core.engine.sql.recoding import RecodedRelease, send_recoded
 from airflow_skald.core.engine.sql.release import send_tables
@@ -67,18 +67,17 @@ def relation_stats(
     checked: tuple[list[str], int, list[str]],
 ) -> DomainStats:
     """Phase 1's aggregates over `source`, whose schema was `checked` (its columns, bytes
-    per record and what it is read from, as `encode.domain.check_files` returns them): two
-    scans, the plain numerical QIDs' summaries with the row count, and every other QID's and
-    counted attribute's distinct values (GROUPING SETS)."""
+    per record and what it is read from, as `encode.domain.check_files` returns them): the
+    plain numerical QIDs' summaries with the row count, and every other QID's and counted
+    attribute's distinct values (GROUPING SETS); two scans, one in Spark (`phase_1_scan`)."""
     columns, bpr, files = checked
     source = subset.flagged(session, source, config)
     qs = config.quasi_identifiers
-    summary = summaries(session, source, [q if plain_numerical(q) else None for q in qs])
-    n = int(summary["n"])
     counted = list(config.counted_attributes)
-    tables = distinct_counts_of(
-        session, source, [q.name for q in qs if not plain_numerical(q)] + counted
-    )
+    plain = [q if plain_numerical(q) else None for q in qs]
+    grouped = [q.name for q in qs if not plain_numerical(q)] + counted
+    summary, tables = phase_1_scan(session, source, plain, grouped)
+    n = int(summary["n"])
     chunk = ChunkRef(0, source.where, 0, n, origin=source.where)
     qids = {
         q.name: qid_stats(source, q, chunk, summary, i, tables.get(q.name))
