@@ -7,10 +7,13 @@ again from the first node). Real DuckDB, in memory; the chunk path's node as the
 from __future__ import annotations
 
 from engine_compare import chunk_path, config, write_files
+from sqlglot import exp
 from test_duckdb_passes import _open
 
 from airflow_skald.core.config.run_config import config_from_dict
-from airflow_skald.core.engine.sql import counts, passes, subset
+from airflow_skald.core.engine.sql import class_sample, counts, passes, subset
+from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.coding import INPUT
 from airflow_skald.core.passes import pipeline as P
 
 
@@ -62,15 +65,60 @@ def test_phase_1_bounds_decide_nodes_as_the_exact_counts_and_skip_the_estimate(t
         session.close()
 
 
-def _estimates(session, source, coding, plan) -> int:
-    """`estimated_start` run on the real session: the scans of approximate counts it asked."""
-    from sqlglot import exp
+def test_the_class_sample_holds_whole_classes_and_counts_exactly_at_rate_1(tmp_path, monkeypatch):
+    """`class_sample` (ADR 0082): at rate 1 its estimates are every chain node's exact
+    COUNT(DISTINCT); at rate 3 the sample holds each class of its top node with all the
+    input's rows of it or none, some classes and not all, whether a mapped QID above level 0
+    is left out of the hash (enough classes without it) or hashed by its code (a join), and
+    a mapped QID at level 0 is hashed by its raw value (no join)."""
+    inp = write_files(tmp_path / "in", 2, 150, 7)
+    settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
+    cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
+    session, source = _open(sorted(str(p) for p in inp.glob("*.parquet")))
+    try:
+        plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
+        source = subset.flagged(session, source, cfg)
+        coding = passes.coding_of(session, source, plan, cfg)
+        chain = [tuple(node) for node in plan.counting_chain()]
+        keys = [counts._bin_keys(coding, plan, node) for node in chain]
+        exact = [
+            session.query(counts.chain_select(source, coding, plan, node)).column("n")[0].as_py()
+            for node in chain
+        ]
+        assert class_sample.estimates(session, source, coding, keys, chain[-1], 1) == exact
+        read = class_sample.class_hash(coding, chain[0], 3)
+        assert {c.table for t in read for c in t.find_all(exp.Column)} == {INPUT}  # city, zip raw
+        top = (1, 1, 1, 3)  # city and zip (mapped) above level 0; age x income 147k classes
+        for least, joined in ((1, set()), (10**9, {"m0", "m2"})):
+            monkeypatch.setattr(class_sample, "MIN_CLASSES", least)
+            terms = class_sample.class_hash(coding, top, 3)
+            assert {c.table for t in terms for c in t.find_all(exp.Column)} - {INPUT} == joined
+            whole = _classes(session, source, coding, plan, top)
+            sample = class_sample.sampled(session, source, coding, top, 3)
+            kept = _classes(session, sample, coding, plan, top)
+            assert 0 < len(kept) < len(whole)
+            assert all(whole[k] == n for k, n in kept.items())
+    finally:
+        session.close()
 
+
+def _classes(session, source, coding, plan, node) -> dict[int, int]:
+    """The records of each class of `node` in `source`."""
+    key = coding.key(plan, node)
+    select = coding.relation(source, key).select(key.as_("k"), D.count_star().as_("n"))
+    table = session.query(select.group_by(key))
+    return dict(zip(table.column("k").to_pylist(), table.column("n").to_pylist(), strict=True))
+
+
+def _estimates(session, source, coding, plan) -> int:
+    """`estimated_start` run on the real session: the estimating scans it asked (DuckDB's:
+    the distinct counts over the sample view of classes, `class_sample`)."""
     asked = []
     query = session.query
 
     def recorded(statement, *args):
-        asked.append(statement.find(exp.ApproxDistinct) is not None)
+        read = {t.name for t in statement.find_all(exp.Table)}
+        asked.append(any(name.startswith("skald_sample_") for name in read))
         return query(statement, *args)
 
     session.query = recorded

@@ -20,6 +20,7 @@ from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.dimensions import CategoricalDimension, NumericalDimension
 from airflow_skald.core.encode.plan import Plan
+from airflow_skald.core.engine.sql import class_sample
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
@@ -149,9 +150,10 @@ def counting_node(
 #: APPROX_COUNT_DISTINCT) chooses where the grouped table is built (never which node is
 #: counted: every node is judged by exact counts); PostgreSQL has none
 ESTIMATING = {"duckdb", "spark"}
-#: how far above the exact count an estimate may be taken to be (5 %); DuckDB's HyperLogLog
-#: is sometimes further off (16 % high at 20M rows of the paper's table, ADR 0081): a start
-#: too late is then stepped back by one node (`judged`)
+#: how far above the exact count an approximate count may be taken to be (5 %); DuckDB's
+#: HyperLogLog was sometimes further off (16 % high at 20M rows of the paper's table, ADR
+#: 0081): a start too late is then stepped back by one node (`judged`). DuckDB now samples
+#: (`class_sample`, ADR 0082); Spark still approximates
 ESTIMATE_ERROR = 0.05
 
 
@@ -187,8 +189,9 @@ def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan:
     """The chain node to group the input at: the one before the first whose non-empty bins
     fit N_RAM, so the grouped table is about N_RAM rows, not one per record (0 where the
     engine does not estimate). Where phase 1's bounds settle a node (`sure_fits`) it is not
-    estimated; the nodes in doubt are, by one scan of APPROX_COUNT_DISTINCTs (5 % margin),
-    and none when none is in doubt. An estimate only places the grouped table: `judged`
+    estimated; the nodes in doubt are, by one scan, and none when none is in doubt: DuckDB
+    counts them exactly over a hash sample of classes (`class_sample`, 2 % margin), Spark by
+    APPROX_COUNT_DISTINCTs (5 % margin). An estimate only places the grouped table: `judged`
     decides by exact counts."""
     chain = plan.counting_chain()
     if session.dialect not in ESTIMATING:
@@ -197,18 +200,29 @@ def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan:
     doubt = [i for i, v in enumerate(sure) if v is None]
     fit = {i: bool(v) for i, v in enumerate(sure) if v is not None}
     if doubt:
-        estimates = [
-            D.total([exp.ApproxDistinct(this=k) for k in _bin_keys(coding, plan, tuple(chain[i]))])
-            for i in doubt
-        ]
-        columns = [e.as_(f"e{i}") for i, e in zip(doubt, estimates, strict=True)]
-        row = session.query(coding.relation(source, *columns).select(*columns))
-        low = 1 - ESTIMATE_ERROR
-        fit.update({i: row.column(f"e{i}")[0].as_py() * low <= plan.n_ram - 1 for i in doubt})
+        keys = [_bin_keys(coding, plan, tuple(chain[i])) for i in doubt]
+        if session.dialect in class_sample.SAMPLING:
+            rate, top = class_sample.sample_rate(plan), tuple(chain[doubt[-1]])
+            found = class_sample.estimates(session, source, coding, keys, top, rate)
+            low = 1 - class_sample.SAMPLED_ERROR
+        else:
+            found = _approximate(session, source, coding, keys)
+            low = 1 - ESTIMATE_ERROR
+        fit.update({i: e * low <= plan.n_ram - 1 for i, e in zip(doubt, found, strict=True)})
     for i in range(len(chain)):
         if fit[i]:
             return max(i - 1, 0)
     return len(chain) - 2
+
+
+def _approximate(
+    session: SqlSession, source: SqlInput, coding: Coding, keys: list[list[exp.Expression]]
+) -> list[float]:
+    """Per node (its bin keys), its non-empty bins by APPROX_COUNT_DISTINCT: one scan."""
+    estimates = [D.total([exp.ApproxDistinct(this=k) for k in node]) for node in keys]
+    columns = [e.as_(f"e{i}") for i, e in enumerate(estimates)]
+    row = session.query(coding.relation(source, *columns).select(*columns))
+    return [float(row.column(f"e{i}")[0].as_py()) for i in range(len(keys))]
 
 
 def _drop(session: SqlSession, table: str) -> None:
