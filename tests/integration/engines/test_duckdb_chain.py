@@ -6,18 +6,26 @@ again from the first node). Real DuckDB, in memory; the chunk path's node as the
 
 from __future__ import annotations
 
+import pyarrow as pa
 from engine_compare import chunk_path, config, write_files
 from sqlglot import exp
 from test_duckdb_passes import _open
 
 from airflow_skald.core.config.run_config import config_from_dict
-from airflow_skald.core.engine.sql import class_sample, counts, passes, subset
+from airflow_skald.core.engine.sql import chain_estimate, class_sample, counts, passes, subset
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT
+from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.passes import pipeline as P
 
 
-def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path):
+def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path, monkeypatch):
+    """`judged` from every start, and `stepped` (ADR 0083) grouping at chain nodes before,
+    at and past the answer: with the bits of the node before (`coded_place`: their sum the
+    node before's exact COUNT(DISTINCT)), and without (`_MASK_BITS` 1, `PLACED_CODES` 0: no
+    step has a place, the node before judged by its own table); `root_counts` (DuckDB:
+    `stepped` at the estimated fit) the chunk path's node. A mapped QID's step (city, zip)
+    placed by its codes modulo `_MASK_BITS` (2 here): the bits count the finer node exactly."""
     inp = write_files(tmp_path / "in", 2, 150, 7)
     settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
     cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
@@ -30,11 +38,32 @@ def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path):
         assert 0 < answer < len(chain) - 1  # starts before, at and past the answer
         source = subset.flagged(session, source, cfg)
         coding = passes.coding_of(session, source, plan, cfg)
-        estimated = counts.estimated_start(session, source, coding, plan)
+        estimated = chain_estimate.estimated_start(session, source, coding, plan)
         assert estimated <= answer  # 150 x 2 records: the estimates are exact here
         for start in sorted({0, answer - 1, answer, answer + 1, len(chain) - 2}):
             *_, index = counts.judged(session, source, coding, plan, start)
             assert chain[index] == expected, start
+        for at in sorted({1, answer - 1, answer, answer + 1, len(chain) - 1}):
+            place = counts.coded_place(coding, chain[at - 1], chain[at])
+            table, _ = counts._base_table(session, source, coding, plan, chain[at], False, place)
+            finer = counts._sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
+            exact = counts.chain_select(source, coding, plan, chain[at - 1])
+            assert finer == session.query(exact).column("n")[0].as_py(), at
+        for bits, codes in ((counts._MASK_BITS, counts.PLACED_CODES), (1, 0)):  # (1, 0): none
+            monkeypatch.setattr(counts, "_MASK_BITS", bits)
+            monkeypatch.setattr(counts, "PLACED_CODES", codes)
+            for at in sorted({0, answer - 1, answer, answer + 2, len(chain) - 1}):
+                *_, index = counts.stepped(session, source, coding, plan, at)
+                assert chain[index] == expected, (codes, at)
+        monkeypatch.setattr(counts, "PLACED_CODES", 1 << 24)
+        monkeypatch.setattr(counts, "_MASK_BITS", 2)  # city's and zip's codes modulo 2
+        for finer, coarser in (((0, 1, 0, 3), (1, 1, 0, 3)), ((0, 1, 0, 3), (0, 1, 1, 3))):
+            place = counts.coded_place(coding, finer, coarser)
+            assert isinstance(place, exp.Mod), coarser  # mapped QIDs: their codes' place
+            table, _ = counts._base_table(session, source, coding, plan, coarser, False, place)
+            bits = counts._sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
+            exact = counts.chain_select(source, coding, plan, finer)
+            assert bits == session.query(exact).column("n")[0].as_py(), coarser
         assert counts.root_counts(session, source, coding, plan).node == expected
     finally:
         session.close()
@@ -53,7 +82,7 @@ def test_phase_1_bounds_decide_nodes_as_the_exact_counts_and_skip_the_estimate(t
             plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
             flagged = subset.flagged(session, source, cfg)
             coding = passes.coding_of(session, flagged, plan, cfg)
-            sure = counts.sure_fits(plan, len(coding.values))
+            sure = chain_estimate.sure_fits(plan, len(coding.values))
             for node, decided in zip(plan.counting_chain(), sure, strict=True):
                 select = counts.chain_select(flagged, coding, plan, tuple(node))
                 n = session.query(select).column("n")[0].as_py()
@@ -66,7 +95,7 @@ def test_phase_1_bounds_decide_nodes_as_the_exact_counts_and_skip_the_estimate(t
 
 
 def test_the_class_sample_holds_whole_classes_and_counts_exactly_at_rate_1(tmp_path, monkeypatch):
-    """`class_sample` (ADR 0082): at rate 1 its estimates are every chain node's exact
+    """`class_sample` (ADR 0083): at rate 1 its estimates are every chain node's exact
     COUNT(DISTINCT); at rate 3 the sample holds each class of its top node with all the
     input's rows of it or none, some classes and not all, whether a mapped QID above level 0
     is left out of the hash (enough classes without it) or hashed by its code (a join), and
@@ -80,7 +109,7 @@ def test_the_class_sample_holds_whole_classes_and_counts_exactly_at_rate_1(tmp_p
         source = subset.flagged(session, source, cfg)
         coding = passes.coding_of(session, source, plan, cfg)
         chain = [tuple(node) for node in plan.counting_chain()]
-        keys = [counts._bin_keys(coding, plan, node) for node in chain]
+        keys = [coding.bin_keys(plan, node) for node in chain]
         exact = [
             session.query(counts.chain_select(source, coding, plan, node)).column("n")[0].as_py()
             for node in chain
@@ -123,7 +152,7 @@ def _estimates(session, source, coding, plan) -> int:
 
     session.query = recorded
     try:
-        counts.estimated_start(session, source, coding, plan)
+        chain_estimate.estimated_start(session, source, coding, plan)
     finally:
         del session.query
     return sum(asked)

@@ -255,7 +255,7 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
     from sqlglot import exp
 
     from airflow_skald.core.config.run_config import config_from_dict
-    from airflow_skald.core.engine.sql import counts, passes, spark_input, subset
+    from airflow_skald.core.engine.sql import chain_estimate, counts, passes, spark_input, subset
     from airflow_skald.core.engine.sql.spark_session import SparkSqlSession, spark_of
     from airflow_skald.core.passes import pipeline as P
 
@@ -274,7 +274,7 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
         coding = passes.coding_of(session, source, plan, cfg)
         asked, query = [], session.query
         session.query = lambda s, *a: asked.append(s.find(exp.ApproxDistinct)) or query(s, *a)
-        estimated = counts.estimated_start(session, source, coding, plan)
+        estimated = chain_estimate.estimated_start(session, source, coding, plan)
         del session.query
         assert any(a is not None for a in asked)  # the estimating scan ran
         answer = chain.index(expected)

@@ -1,4 +1,4 @@
-"""Where DuckDB groups its input (docs/design.md §2b, ADR 0082): each chain node's non-empty
+"""Where DuckDB groups its input (docs/design.md §2b, ADR 0083): each chain node's non-empty
 bins estimated by exact distinct counts over a hash sample of whole classes.
 
 The input's rows are kept when the hash of their class at a node `top` (the coarsest node

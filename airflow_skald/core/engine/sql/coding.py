@@ -74,6 +74,17 @@ class Coding:
         ]
         return D.total(terms)
 
+    def bin_keys(self, plan: Plan, node: tuple[int, ...]) -> list[exp.Expression]:
+        """The keys whose non-empty bins N_RAM bounds at `node`: (class, value) per
+        attribute, or the class."""
+        key = self.key(plan, node)
+        if not self.values:
+            return [key]
+        return [
+            exp.Add(this=D.times(D.paren(key), m), expression=code)
+            for code, m in self.values.values()
+        ]
+
     def relation(self, source: SqlInput, *used: exp.Expression) -> exp.Select:
         """FROM the input with the joins the expressions `used` read (every join if none is
         given); the caller adds the select list. A mapping table holds every value of the

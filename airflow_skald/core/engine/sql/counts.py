@@ -6,9 +6,10 @@ counts up the chain whenever their non-empty bins outgrow N_RAM, and ends at the
 node whose bins over all the data fit (a subset never has more); here the engine counts the
 distinct bins of every chain node at once (COUNT(DISTINCT key)) and groups at that node.
 The counts are those `run.pipeline.count_histogram` sums over the chunks: the same codes
-(`coding`), the same keys (mixed radix, value code innermost), the same node. DuckDB first
-estimates where to group (`estimated_start`), only for the chain nodes phase 1's bounds leave
-in doubt (`sure_fits`, ADR 0077); so does Spark."""
+(`coding`), the same keys (mixed radix, value code innermost), the same node. DuckDB and
+Spark first estimate where to group (`chain_estimate`), only for the chain nodes phase 1's
+bounds leave in doubt (ADR 0077); DuckDB then groups once at the node estimated to fit, its
+table judging it and the node before exactly (`stepped`, ADR 0083)."""
 
 from __future__ import annotations
 
@@ -18,25 +19,13 @@ from sqlglot import exp
 
 from airflow_skald.core.count.histogram import Histogram
 from airflow_skald.core.count.root_counts import RootCounts
-from airflow_skald.core.encode.dimensions import CategoricalDimension, NumericalDimension
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import class_sample
 from airflow_skald.core.engine.sql import dialect as D
+from airflow_skald.core.engine.sql.chain_estimate import estimated_fit, estimated_start
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession, drop
-
-
-def _bin_keys(coding: Coding, plan: Plan, node: tuple[int, ...]) -> list[exp.Expression]:
-    """The keys whose non-empty bins N_RAM bounds at `node`: (class, value) per attribute,
-    or the class."""
-    key = coding.key(plan, node)
-    if not coding.values:
-        return [key]
-    return [
-        exp.Add(this=D.times(D.paren(key), m), expression=code)
-        for code, m in coding.values.values()
-    ]
 
 
 def _base_table(
@@ -108,9 +97,7 @@ class RolledCode:
 
 def chain_select(source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, ...]) -> exp.Select:
     """The non-empty bins N_RAM bounds at `node` (a column n)."""
-    distinct = [
-        exp.Count(this=exp.Distinct(expressions=[k])) for k in _bin_keys(coding, plan, node)
-    ]
+    distinct = [exp.Count(this=exp.Distinct(expressions=[k])) for k in coding.bin_keys(plan, node)]
     return coding.relation(source, *distinct).select(D.total(distinct).as_("n"))
 
 
@@ -144,85 +131,6 @@ def counting_node(
         else:
             lo = mid + 1
     return lo
-
-
-#: engines whose approximate distinct count (HyperLogLog: DuckDB's and Spark's
-#: APPROX_COUNT_DISTINCT) chooses where the grouped table is built (never which node is
-#: counted: every node is judged by exact counts); PostgreSQL has none
-ESTIMATING = {"duckdb", "spark"}
-#: how far above the exact count an approximate count may be taken to be (5 %); DuckDB's
-#: HyperLogLog was sometimes further off (16 % high at 20M rows of the paper's table, ADR
-#: 0081): a start too late is then stepped back by one node (`judged`). DuckDB now samples
-#: (`class_sample`, ADR 0082); Spark still approximates
-ESTIMATE_ERROR = 0.05
-
-
-def _every_code_seen(dim) -> bool:
-    """Whether each of the QID's codes at every level holds a record (phase 1's observed
-    labels or ranks), so its cards are exact counts of non-empty codes, not bounds."""
-    if isinstance(dim, CategoricalDimension):
-        return True
-    return isinstance(dim, NumericalDimension) and dim.encoded_values is not None
-
-
-def sure_fits(plan: Plan, counted: int) -> list[bool | None]:
-    """Per chain node, whether its non-empty bins fit N_RAM whatever the data shows: True
-    when an upper bound fits (at most one bin per record and counted attribute, and at most
-    the product of the QIDs' codes: `_first_fits`' bound), False when a lower bound does not
-    (with no counted attribute: a class per non-empty code of the QID with most, where phase
-    1's codes are exact), None when only the data can tell. Bins never grow along the chain,
-    so a node after one that fits fits, and one before one that does not does not."""
-    chain = plan.counting_chain()
-    budget = plan.n_ram - 1
-    out: list[bool | None] = []
-    for node in chain:
-        upper = min(plan.stats.n_rows * max(counted, 1), plan.bins(tuple(node)) - 1)
-        exact = [d.cards[lv] for d, lv in zip(plan.dims, node, strict=True) if _every_code_seen(d)]
-        lower = max(exact, default=1) if not counted else 0
-        out.append(True if upper <= budget else (False if lower > budget else None))
-    last_fails = max((i for i, v in enumerate(out) if v is False), default=-1)
-    first_fits = min((i for i, v in enumerate(out) if v is True), default=len(out))
-    return [i >= first_fits if not last_fails < i < first_fits else None for i in range(len(out))]
-
-
-def estimated_start(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> int:
-    """The chain node to group the input at: the one before the first whose non-empty bins
-    fit N_RAM, so the grouped table is about N_RAM rows, not one per record (0 where the
-    engine does not estimate). Where phase 1's bounds settle a node (`sure_fits`) it is not
-    estimated; the nodes in doubt are, by one scan, and none when none is in doubt: DuckDB
-    counts them exactly over a hash sample of classes (`class_sample`, 2 % margin), Spark by
-    APPROX_COUNT_DISTINCTs (5 % margin). An estimate only places the grouped table: `judged`
-    decides by exact counts."""
-    chain = plan.counting_chain()
-    if session.dialect not in ESTIMATING:
-        return 0
-    sure = sure_fits(plan, len(coding.values))
-    doubt = [i for i, v in enumerate(sure) if v is None]
-    fit = {i: bool(v) for i, v in enumerate(sure) if v is not None}
-    if doubt:
-        keys = [_bin_keys(coding, plan, tuple(chain[i])) for i in doubt]
-        if session.dialect in class_sample.SAMPLING:
-            rate, top = class_sample.sample_rate(plan), tuple(chain[doubt[-1]])
-            found = class_sample.estimates(session, source, coding, keys, top, rate)
-            low = 1 - class_sample.SAMPLED_ERROR
-        else:
-            found = _approximate(session, source, coding, keys)
-            low = 1 - ESTIMATE_ERROR
-        fit.update({i: e * low <= plan.n_ram - 1 for i, e in zip(doubt, found, strict=True)})
-    for i in range(len(chain)):
-        if fit[i]:
-            return max(i - 1, 0)
-    return len(chain) - 2
-
-
-def _approximate(
-    session: SqlSession, source: SqlInput, coding: Coding, keys: list[list[exp.Expression]]
-) -> list[float]:
-    """Per node (its bin keys), its non-empty bins by APPROX_COUNT_DISTINCT: one scan."""
-    estimates = [D.total([exp.ApproxDistinct(this=k) for k in node]) for node in keys]
-    columns = [e.as_(f"e{i}") for i, e in enumerate(estimates)]
-    row = session.query(coding.relation(source, *columns).select(*columns))
-    return [float(row.column(f"e{i}")[0].as_py()) for i in range(len(keys))]
 
 
 def _drop(session: SqlSession, table: str) -> None:
@@ -332,16 +240,88 @@ def by_children(
     table, rolled = _base_table(
         session, source, coding, plan, tuple(chain[start + 1]), False, children
     )
-    bits = exp.Sum(this=exp.BitwiseCount(this=D.column(CHILDREN)))
-    select = exp.select(D.count_star().as_("n"), bits.as_("finer")).from_(D.table(table))
-    row = session.query(select).to_pylist()[0]
-    if int(row["finer"] or 0) <= plan.n_ram - 1:
+    grouped = SqlInput(table, pa.schema([]), source.where)
+    rows, finer = _sizes(session, grouped, True)
+    if finer <= plan.n_ram - 1:
         _drop(session, table)
         return None
-    grouped = SqlInput(table, pa.schema([]), source.where)
-    if int(row["n"]) <= plan.n_ram - 1:
+    if rows <= plan.n_ram - 1:
         return grouped, rolled, start + 1
     return _rolled_up(session, grouped, rolled, plan, start + 1)
+
+
+def _sizes(session: SqlSession, grouped: SqlInput, bits: bool) -> tuple[int, int]:
+    """A grouped table's rows (its node's non-empty bins) and, with `bits` (a column
+    `CHILDREN`), the sum of its rows' bits (the node before's non-empty bins; else -1)."""
+    columns = [D.count_star().as_("n")]
+    if bits:
+        columns.append(exp.Sum(this=exp.BitwiseCount(this=D.column(CHILDREN))).as_("f"))
+    row = session.query(exp.select(*columns).from_(D.table(grouped.relation))).to_pylist()[0]
+    return int(row["n"]), (int(row["f"] or 0) if bits else -1)
+
+
+#: a QID's codes at a level, at most, whose parents `coded_place` checks in the worker
+PLACED_CODES = 1 << 24
+
+
+def coded_place(coding: Coding, finer: tuple[int, ...], coarser: tuple[int, ...]):
+    """`_child_place` for any QID (a mapped one too: a categorical, encoded or rule-built
+    QID's code from its mapping table): the finer code itself where its level has at most
+    `_MASK_BITS` codes, else the code modulo `_MASK_BITS` where that tells apart the codes
+    of every parent (checked on the level map in the worker: numerical levels, whose
+    children are consecutive codes), else None."""
+    place = _child_place(coding, finer, coarser)
+    moved = [i for i, (a, b) in enumerate(zip(finer, coarser, strict=True)) if a != b]
+    if place is not None or len(moved) != 1:
+        return place
+    q, lo, hi = coding.qids[moved[0]], int(finer[moved[0]]), int(coarser[moved[0]])
+    cards = int(q.dim.cards[lo])
+    if cards <= _MASK_BITS:
+        return q.at(lo)
+    if cards > PLACED_CODES:
+        return None
+    parents = q.dim.level_map(lo, hi).astype(np.int64)
+    bits = np.arange(cards, dtype=np.int64) % _MASK_BITS
+    if len(np.unique(parents * _MASK_BITS + bits)) < cards:
+        return None
+    return exp.Mod(this=D.paren(q.at(lo)), expression=D.number(_MASK_BITS))
+
+
+def stepped(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, at: int
+) -> tuple[SqlInput, Coding, int, int]:
+    """`judged`'s answer for an estimate near the exact counts (DuckDB's `class_sample`, at
+    most one counted attribute, ADR 0083): the input grouped at chain node `at` (the first
+    estimated to fit) with its rows' bits of the node before (`coded_place`), so its
+    table's COUNT(*) judges `at` and its bits the node before, in one scan. `at` fits and
+    the node before does not: `at` is the counting node and its table the histogram. `at`
+    does not fit: the table is rolled up (`_rolled_up`). Both fit (an estimate too high):
+    the same from the node before (one scan per step back; where no bits tell the node
+    before, its own table does, and the table of `at` is kept until it has). Any `at` gives
+    the same counting node."""
+    chain, budget = plan.counting_chain(), plan.n_ram - 1
+    kept: tuple[SqlInput, Coding] | None = None  # the node after `at`'s table: it fits
+    while True:
+        place = coded_place(coding, tuple(chain[at - 1]), tuple(chain[at])) if at else None
+        table, rolled = _base_table(session, source, coding, plan, tuple(chain[at]), False, place)
+        grouped = SqlInput(table, pa.schema([]), source.where)
+        rows, finer = _sizes(session, grouped, place is not None)
+        if rows > budget and kept is not None:  # the node after fits, this one does not
+            _drop(session, table)
+            return kept[0], kept[1], at + 1, at + 1
+        if rows > budget:
+            grouped, rolled, index = _rolled_up(session, grouped, rolled, plan, at)
+            return grouped, rolled, index, index
+        if kept is not None:
+            _drop(session, kept[0].relation)
+            kept = None
+        if at == 0 or finer > budget:
+            return grouped, rolled, at, at
+        if place is None:
+            kept = (grouped, rolled)
+        else:
+            _drop(session, table)
+        at -= 1
 
 
 def grouped_select(
@@ -378,6 +358,21 @@ def _first_fits(plan: Plan, counted: int) -> bool:
     return bound <= plan.n_ram - 1
 
 
+def _on_chain(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
+) -> tuple[SqlInput, Coding, int, int]:
+    """The input grouped on the chain, where the estimate places it (`chain_estimate`), and
+    the counting node judged exactly: DuckDB at the node estimated to fit (`stepped`);
+    Spark from the node before it (`by_children`, else `judged`); `judged` otherwise."""
+    if session.dialect in class_sample.SAMPLING and len(coding.values) <= 1:
+        return stepped(session, source, coding, plan, estimated_fit(session, source, coding, plan))
+    start = estimated_start(session, source, coding, plan)
+    counted = by_children(session, source, coding, plan, start) if start else None
+    if counted is not None:
+        return counted[0], counted[1], counted[2], counted[2]
+    return judged(session, source, coding, plan, start)
+
+
 def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Plan) -> RootCounts:
     """Records per class of the counting node and, per counted attribute, per (class, value).
     On a chain (adaptive mode) the input is scanned once, grouped at a chain node in the
@@ -387,13 +382,7 @@ def root_counts(session: SqlSession, source: SqlInput, coding: Coding, plan: Pla
     chain = plan.counting_chain()
     how, node = "rows", tuple(chain[0])
     if len(chain) > 1 and not _first_fits(plan, len(coding.values)):
-        start = estimated_start(session, source, coding, plan)
-        counted = by_children(session, source, coding, plan, start) if start else None
-        if counted is not None:
-            source, coding, index = counted
-            grouped_at = index
-        else:
-            source, coding, grouped_at, index = judged(session, source, coding, plan, start)
+        source, coding, grouped_at, index = _on_chain(session, source, coding, plan)
         node = tuple(chain[index])
         first = index == grouped_at and len(coding.values) <= 1
         how = "grouped" if first else "weighted"
