@@ -248,9 +248,9 @@ def test_spark_gathers_the_utility_analysis_of_the_chunk_path(spark, tmp_path, c
 
 
 def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, tmp_path):
-    """Spark's APPROX_COUNT_DISTINCT places the grouped table (`counts.ESTIMATING`, as
-    DuckDB's, tests/integration/engines/test_duckdb_chain.py): the estimating scan runs for the
-    nodes in doubt, and from any start the counting node is the chunk path's."""
+    """Spark's APPROX_COUNT_DISTINCT places the grouped table (`chain_estimate.ESTIMATING`;
+    DuckDB's sampled estimate: tests/integration/engines/test_duckdb_chain.py): the estimating
+    scan runs for the nodes in doubt, and from any start the counting node is the chunk path's."""
     from engine_compare import chunk_path
     from sqlglot import exp
 

@@ -16,9 +16,10 @@ from airflow_skald.core.engine.sql.coding import Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
 
-#: engines whose approximate distinct count (HyperLogLog: DuckDB's and Spark's
-#: APPROX_COUNT_DISTINCT) chooses where the grouped table is built (never which node is
-#: counted: every node is judged by exact counts); PostgreSQL has none
+#: engines whose estimate of the chain's non-empty bins chooses where the grouped table is
+#: built (never which node is counted: every node is judged by exact counts): DuckDB's exact
+#: counts over a hash sample of classes (`class_sample`, ADR 0083), Spark's HyperLogLog
+#: (APPROX_COUNT_DISTINCT); PostgreSQL has neither
 ESTIMATING = {"duckdb", "spark"}
 #: how far above the exact count an approximate count may be taken to be (5 %); DuckDB's
 #: HyperLogLog was sometimes further off (16 % high at 20M rows of the paper's table, ADR
