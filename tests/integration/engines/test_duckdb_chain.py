@@ -99,7 +99,8 @@ def test_the_class_sample_holds_whole_classes_and_counts_exactly_at_rate_1(tmp_p
     COUNT(DISTINCT); at rate 3 the sample holds each class of its top node with all the
     input's rows of it or none, some classes and not all, whether a mapped QID above level 0
     is left out of the hash (enough classes without it) or hashed by its code (a join), and
-    a mapped QID at level 0 is hashed by its raw value (no join)."""
+    a mapped QID at level 0 is hashed by its raw value (no join); a top node of one class is
+    not sampled (its estimates exact whatever the rate)."""
     inp = write_files(tmp_path / "in", 2, 150, 7)
     settings = {"memory": {"histogram_bins": 300, "root": "adaptive"}}
     cfg = config_from_dict(config(inp, tmp_path / "out", **settings))
@@ -115,6 +116,8 @@ def test_the_class_sample_holds_whole_classes_and_counts_exactly_at_rate_1(tmp_p
             for node in chain
         ]
         assert class_sample.estimates(session, source, coding, keys, chain[-1], 1) == exact
+        tops = tuple(d.top for d in plan.dims)  # one class: nothing to hash, every row counted
+        assert class_sample.estimates(session, source, coding, keys, tops, 3) == exact
         read = class_sample.class_hash(coding, chain[0], 3)
         assert {c.table for t in read for c in t.find_all(exp.Column)} == {INPUT}  # city, zip raw
         top = (1, 1, 1, 3)  # city and zip (mapped) above level 0; age x income 147k classes

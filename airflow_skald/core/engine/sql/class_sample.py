@@ -93,7 +93,9 @@ def estimates(
     rate: int,
 ) -> list[float]:
     """Per node (its bin keys `keys`, every node at or below `top`): its non-empty bins
-    estimated as `rate` times the sample's, by one scan of the input (the sample)."""
+    estimated as `rate` times the sample's, by one scan of the input (the sample; every
+    row, at rate 1, when `top` is one class: nothing to hash)."""
+    rate = rate if class_hash(coding, top, rate) else 1
     sample = sampled(session, source, coding, top, rate)
     counts = [
         D.total([exp.Count(this=exp.Distinct(expressions=[k])) for k in node]) for node in keys
