@@ -19,6 +19,11 @@ from airflow_skald.core.encode.dimensions import CategoricalDimension, Dimension
 from airflow_skald.core.quality.exact import Component
 from airflow_skald.core.settings.quality import QualitySettings
 
+#: classes (or root bins) a figure's vector steps take at a time: their scratch arrays stay
+#: this size whatever the number of classes (a chosen node's classes grow with the input's
+#: records, issue 43), the per-class results alone are whole
+BLOCK = 1 << 18
+
 #: why a DP release's manifest and report have no Loss for such QIDs (ADR 0027)
 LOSS_LEFT_OUT = (
     "Loss is left out for QIDs whose hierarchy a rule built (and so the aggregate Loss): it "
@@ -104,8 +109,12 @@ class QualityContext:
 
     def codes(self, keys: np.ndarray, node: Sequence[int]) -> list[np.ndarray]:
         """Each QID's label code of class keys at `node` (mixed radix, first QID first)."""
+        return [self.code(keys, node, i) for i in range(len(self.dims))]
+
+    def code(self, keys: np.ndarray, node: Sequence[int], i: int) -> np.ndarray:
+        """QID i's label code of class keys at `node` (one QID's: `codes` holds them all)."""
         radices = [d.cards[lv] for d, lv in zip(self.dims, node, strict=True)]
-        return [(keys // s) % r for s, r in zip(strides_of(radices), radices, strict=True)]
+        return (keys // strides_of(radices)[i]) % radices[i]
 
     def labels(self, i: int, level: int) -> int:
         """Labels of QID i at `level` that hold records."""
@@ -113,12 +122,15 @@ class QualityContext:
 
 
 def _marginals(keys: np.ndarray, counts: np.ndarray, radices: Sequence[int]) -> list[np.ndarray]:
-    out = []
-    for s, r in zip(strides_of(radices), radices, strict=True):
-        codes = (keys // s) % r if keys.size else keys
-        m = np.bincount(codes, weights=counts, minlength=int(r)) if keys.size else np.zeros(r)
-        out.append(np.rint(m).astype(np.int64))
-    return out
+    """Records per root code of each QID, `BLOCK` bins at a time (float sums of integer
+    counts: exact, in any grouping, below 2^53 records)."""
+    out = [np.zeros(int(r)) for r in radices]
+    strides = strides_of(radices)
+    for lo in range(0, keys.size, BLOCK):
+        part, weights = keys[lo : lo + BLOCK], counts[lo : lo + BLOCK]
+        for m, s, r in zip(out, strides, radices, strict=True):
+            m += np.bincount((part // s) % r, weights=weights, minlength=int(r))
+    return [np.rint(m).astype(np.int64) for m in out]
 
 
 def _domain_shares(dim: Dimension) -> tuple[int, list[np.ndarray], bool]:

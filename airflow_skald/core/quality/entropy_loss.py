@@ -20,7 +20,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from airflow_skald.core.privacy.model import PrivacyModel
-from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.context import BLOCK, QualityContext
 
 
 def max_loss(ctx: QualityContext) -> float:
@@ -57,11 +57,17 @@ class ClassLoss:
         top = self.top
         if top == 0 or math.isnan(top) or math.isinf(top):
             return np.zeros(keys.size, dtype=np.float64)
-        product = np.ones(keys.size, dtype=np.float64)
-        for i, (codes, level) in enumerate(zip(self.ctx.codes(keys, node), node, strict=True)):
-            product *= self._share(i, level)[codes]
-        with np.errstate(divide="ignore"):
-            loss = np.log10(product) / top + 1.0
+        loss = np.empty(keys.size, dtype=np.float64)
+        for lo in range(0, keys.size, BLOCK):  # the codes' scratch one block of classes long
+            part = keys[lo : lo + BLOCK]
+            product = loss[lo : lo + BLOCK]
+            product.fill(1.0)
+            for i, level in enumerate(node):
+                product *= self._share(i, level)[self.ctx.code(part, node, i)]
+            with np.errstate(divide="ignore"):
+                np.log10(product, out=product)
+            product /= top
+            product += 1.0
         return np.clip(loss, 0.0, 1.0, out=loss)
 
 

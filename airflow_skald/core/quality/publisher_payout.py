@@ -20,6 +20,7 @@ node's classes (`lower_bound`) or, before any roll-up, from the labels' records 
 
 from __future__ import annotations
 
+import itertools
 import math
 from typing import Any
 
@@ -28,7 +29,7 @@ import numpy as np
 from airflow_skald.core.lattice import HEIGHT_FIRST, Lattice
 from airflow_skald.core.privacy.model import ClassTable
 from airflow_skald.core.privacy.profitability import success_probability
-from airflow_skald.core.quality.context import QualityContext
+from airflow_skald.core.quality.context import BLOCK, QualityContext
 from airflow_skald.core.quality.entropy_loss import class_loss, level_loss, max_loss
 from airflow_skald.core.quality.exact import round_down
 from airflow_skald.core.quality.metric import Metric, Scored
@@ -57,17 +58,28 @@ class PublisherPayout(Metric):
 
     def value(self, scored: Scored) -> float:
         table = scored.table
-        loss = self._loss(table, scored)
-        if loss is None:
+        if table.label_loss is None and (scored.keys is None):
             raise ValueError("publisher payout needs the classes' keys")
+        terms = (memoryview(self._terms(scored, lo)) for lo in range(0, table.n_classes, BLOCK))
+        # rounded once (the same terms, the same figure), summed as each block's terms come
+        return math.fsum(itertools.chain.from_iterable(terms))
+
+    def _terms(self, scored: Scored, lo: int) -> np.ndarray:
+        """The terms of the `BLOCK` classes from `lo` (each class's alone)."""
+        table, part = scored.table, slice(lo, lo + BLOCK)
+        if table.label_loss is not None:
+            loss = table.label_loss[part]
+        else:
+            loss = class_loss(self.ctx, scored.keys[part], scored.node)
+        population = None if table.population is None else table.population[part]
+        block = ClassTable(table.sizes[part], population=population)
         journalist = self.journalist and table.population is not None
-        payout = self.cost.payout(loss, success_probability(table, journalist))
-        sizes = table.sizes.astype(np.float64)
-        kept = scored.judgement.kept
-        terms = np.where(
+        payout = self.cost.payout(loss, success_probability(block, journalist))
+        sizes = block.sizes.astype(np.float64)
+        kept = scored.judgement.kept[part]
+        return np.where(
             kept, self.g * sizes * (self.benefit - payout), self.s * sizes * self.benefit
         )
-        return math.fsum(terms.tolist())  # rounded once: the same terms, the same figure
 
     def payout(self, scored: Scored) -> float:
         """ARX's "Publisher payout": the kept records' payout."""

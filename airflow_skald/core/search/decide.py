@@ -91,6 +91,7 @@ def search_lattice(
         raise _nothing_passes(source, policy, lattice.upper, n, losses)
     best = lattice.node(outcome.best)
     chosen = _chosen(source, best, objective, policy, lattice.upper, first_rows, losses)
+    del source  # its roll-ups (ours, or the caller's to keep) not held under the figures
     searched = LatticeCounts(
         len(lattice),
         outcome.evaluated,
