@@ -15,7 +15,8 @@ from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.duckdb_session import DuckDBSession
-from airflow_skald.core.engine.sql.release import classes_of, copy_to_parquet, grouped_release
+from airflow_skald.core.engine.sql.grouped_classes import classes_of
+from airflow_skald.core.engine.sql.release import copy_to_parquet, grouped_release
 from airflow_skald.core.passes import pipeline as P
 
 
@@ -132,3 +133,8 @@ def test_duckdb_passes_equal_the_chunk_path(tmp_path, seed, n_files, rows, setti
     classes = classes_of(grouped, cfg.qid_names, list(cfg.criteria_attributes))
     assert classes.named() == expected_classes.named()
     assert classes.n_rows == expected_classes.n_rows
+    # as a cursor delivers it, batch by batch (PostgreSQL's): labels met in later batches
+    batches = iter(grouped.to_batches(max_chunksize=3))
+    streamed = classes_of(batches, cfg.qid_names, list(cfg.criteria_attributes))
+    assert streamed.labels == classes.labels
+    assert streamed.named() == expected_classes.named()

@@ -39,10 +39,10 @@ from airflow_skald.core.engine.sql.duckdb_session import (
     _duckdb,
     memory_budget,
 )
+from airflow_skald.core.engine.sql.grouped_classes import classes_of
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
 from airflow_skald.core.engine.sql.release import (
     class_columns,
-    classes_of,
     copy_to_parquet,
     grouped_release,
 )

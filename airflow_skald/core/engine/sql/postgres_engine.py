@@ -39,11 +39,11 @@ from airflow_skald.core.engine.base import Engine
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes
 from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.grouped_classes import classes_of
 from airflow_skald.core.engine.sql.postgres_session import PostgresSession, _driver
 from airflow_skald.core.engine.sql.pseudonyms import check_hashable
 from airflow_skald.core.engine.sql.release import (
     class_columns,
-    classes_of,
     grouped_release,
     released_select,
 )
@@ -182,7 +182,11 @@ class PostgresEngine(Engine):
                 # its statistics: the check's GROUP BY hashes the classes (a fresh table's
                 # planner guess sorts every row of it, spilling to disk)
                 session.execute(exp.Analyze(tables=[new]))
-                grouped = session.query(grouped_release(new, [*qids, *sensitive]))
+                select = grouped_release(new, [*qids, *sensitive])
+                # the class table read as the cursor delivers it, unless the utility
+                # analysis reads the grouped rows too (issue 43: its rows grow with the input's)
+                grouped = session.query(select) if config.utility is not None else None
+                classes = classes_of(grouped or session.batches(select), qids, sensitive)
                 pseudonyms_well_formed(session, new, config, target.qualified)
                 columns = session.query(exp.select(exp.Star()).from_(new).limit(0)).schema.names
                 utility = None
@@ -193,7 +197,6 @@ class PostgresEngine(Engine):
                 session.execute(exp.Drop(tables=[new], kind="TABLE", exists=True))
                 raise
         names = [part_name(c.chunk_id, config.output.format) for c in run.chunks()]
-        classes = classes_of(grouped, qids, sensitive)
         return Written(names, classes, utility, table_columns=list(columns))
 
 

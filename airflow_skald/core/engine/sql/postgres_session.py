@@ -8,7 +8,7 @@ no value and no secret is in it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import pyarrow as pa
 from sqlglot import exp
@@ -55,6 +55,14 @@ class PostgresSession(TemporaryRelations):
             table = cur.fetch_arrow_table()
         self.received += table.nbytes
         return table
+
+    def batches(self, statement: exp.Expression, params: Sequence = ()) -> Iterator[pa.RecordBatch]:
+        """`query`'s result as the cursor delivers it, batch by batch (none held after)."""
+        with self.db.cursor() as cur:
+            cur.execute(self._text(statement), list(params) or None)
+            for batch in cur.fetch_record_batch():
+                self.received += batch.nbytes
+                yield batch
 
     def execute(self, statement: exp.Expression, params: Sequence = ()) -> None:
         with self.db.cursor() as cur:

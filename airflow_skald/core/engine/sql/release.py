@@ -14,22 +14,17 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
 from airflow_skald.core.config.run_config import SkaldConfig
 from airflow_skald.core.count.histogram import strides_of
 from airflow_skald.core.encode.dimensions import TOP
-from airflow_skald.core.encode.domain import dictionary_of
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT, Coding, present_codes
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession
-from airflow_skald.core.errors import VerificationError
 from airflow_skald.core.generalise.part import bin_labels, released_columns
-from airflow_skald.core.release.count.classes import ReleaseClasses, distinct_classes
-from airflow_skald.core.release.count.parts import value_dictionary
 from airflow_skald.core.search.decision import Decision
 from airflow_skald.core.transform.pseudonyms import Pseudonyms
 
@@ -211,28 +206,6 @@ def copy_to_parquet(select: exp.Select, path: str) -> exp.Expression:
     """COPY (select) TO path (FORMAT PARQUET): DuckDB writes the part itself."""
     params = [exp.CopyParameter(this=exp.Var(this="FORMAT"), expression=exp.Var(this="PARQUET"))]
     return exp.Copy(this=exp.Subquery(this=select), kind=False, files=[D.text(path)], params=params)
-
-
-def classes_of(table: pa.Table, qids: list[str], sensitive: list[str]) -> ReleaseClasses:
-    """The release's classes from the engine's GROUP BY of its (QID, sensitive) tuples (a
-    column `n` of counts): as `release_classes` counts them from the parts' rows."""
-    n_rows = int(pc.sum(table.column("n")).as_py() or 0)
-    if not table.num_rows:
-        return ReleaseClasses.empty(len(qids) + len(sensitive), n_rows)
-    labels, codes = [], []
-    for name in [*qids, *sensitive]:
-        enc = dictionary_of(table.column(name)) if name in qids else value_dictionary(table, name)
-        local, index = enc.dictionary.to_pylist(), enc.indices
-        if any(v is None for v in local) or index.null_count:
-            if name in qids:
-                raise VerificationError(f"release column '{name}' has empty values")
-            local, index = [*local, None], index.fill_null(len(local))
-        labels.append(local)
-        codes.append(index.to_numpy(zero_copy_only=False))
-    radices = [max(len(x), 1) for x in labels]
-    weights = table.column("n").to_numpy().astype(np.int64)
-    classes, counts = distinct_classes(codes, radices, weights)
-    return ReleaseClasses(labels, classes, counts, n_rows)
 
 
 def class_columns(config: SkaldConfig) -> tuple[list[str], list[str]]:

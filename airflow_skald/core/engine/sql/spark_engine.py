@@ -31,8 +31,9 @@ from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql import passes, spark_input
 from airflow_skald.core.engine.sql.domain import SqlInput
+from airflow_skald.core.engine.sql.grouped_classes import classes_of
 from airflow_skald.core.engine.sql.parquet_files import ParquetFilesEngine
-from airflow_skald.core.engine.sql.release import class_columns, classes_of, grouped_release
+from airflow_skald.core.engine.sql.release import class_columns, grouped_release
 from airflow_skald.core.engine.sql.spark_session import (
     CONNECT_SCHEMES,
     SparkSqlSession,

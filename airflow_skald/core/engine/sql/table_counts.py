@@ -78,7 +78,8 @@ def _counted(
     attributes: list[str],
     pseudonymised: Sequence[str],
 ) -> TableCounts:
-    from airflow_skald.core.engine.sql.release import classes_of, grouped_release
+    from airflow_skald.core.engine.sql.grouped_classes import classes_of
+    from airflow_skald.core.engine.sql.release import grouped_release
     from airflow_skald.core.engine.sql.table_checks import not_pseudonyms
 
     table = D.table(target.name, target.schema)

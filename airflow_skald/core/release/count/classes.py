@@ -43,7 +43,7 @@ class ReleaseClasses:
     of classes at a few bytes each, not Python tuples."""
 
     labels: list[list[str]]
-    codes: np.ndarray  # (classes, QIDs) int64
+    codes: np.ndarray  # (classes, QIDs) int64 (int32: an engine's class table, issue 43)
     sizes: np.ndarray  # int64
     n_rows: int
 
@@ -141,21 +141,30 @@ class ReleaseClasses:
 
 
 def distinct_classes(
-    codes: Sequence[np.ndarray], radices: Sequence[int], weights: np.ndarray | None = None
+    codes: Sequence[np.ndarray],
+    radices: Sequence[int],
+    weights: np.ndarray | None = None,
+    *,
+    dtype: type = np.int64,
+    owned: bool = False,
 ) -> tuple[np.ndarray, np.ndarray]:
     """The distinct tuples of per-column `codes` in mixed-radix key order, as a (classes,
-    columns) int64 array with each column contiguous (a merge reads them column by column),
-    and their summed `weights` (1 per row when None). A column with one label (radix 1) is all
-    zeros: it takes no part in the key (the order is the same)."""
+    columns) array of `dtype` (int64; int32 where every radix fits) with each column contiguous
+    (a merge reads them column by column), and their summed `weights` (1 per row when None). A
+    column with one label (radix 1) is all zeros: it takes no part in the key (the order is the
+    same). `owned`: `codes` is a list this may empty once the keys are made (freed early)."""
     live = [j for j, r in enumerate(radices) if r > 1]
     if live:
         keys = keys_of([codes[j] for j in live], [radices[j] for j in live])
     else:
         keys = np.zeros(len(codes[0]), dtype=np.int64)
+    if owned:
+        codes.clear()  # type: ignore[attr-defined]
     keys, counts = grouped(keys, weights, math.prod(radices[j] for j in live), owned=True)
-    out = np.zeros((len(radices), keys.size), dtype=np.int64)
-    for j in reversed(live):
-        keys, out[j] = np.divmod(keys, radices[j])
+    out = np.zeros((len(radices), keys.size), dtype=dtype)
+    for j in reversed(live):  # in place: one scratch array of the classes
+        out[j] = keys % radices[j]
+        keys //= radices[j]
     return out.T, counts
 
 

@@ -126,7 +126,11 @@ class _ClassCounter:
 def value_dictionary(table: pa.Table, name: str) -> pa.DictionaryArray:
     """A sensitive column dictionary-encoded with its own values: numbers stay numbers (the
     run's value codes are keyed by them); a CSV release's columns are text."""
-    column = table.column(name)
+    return column_dictionary(table.column(name))
+
+
+def column_dictionary(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
+    """`value_dictionary` of one column."""
     if pa.types.is_dictionary(column.type):
         return dictionary_of(column)
     return pc.dictionary_encode(single_array(column))
