@@ -52,9 +52,11 @@ def class_tables(
         values[a] = lookup[codes[:, n_qids + j]] if lookup.size else NONE
 
     def table(select: np.ndarray) -> ClassTable:
+        if cls is None and not attributes:  # one tuple per class: its size is the class's
+            return ClassTable(sizes[select].astype(np.int64), {})
         renumber = np.full(uniq.size, -1, dtype=np.int64)
         renumber[select] = np.arange(int(select.sum()))
-        c = renumber[cls.reshape(-1)]
+        c = renumber[cls.reshape(-1)] if cls is not None else renumber
         rows = c >= 0
         n = int(select.sum())
         w = sizes[rows]
@@ -66,9 +68,10 @@ def class_tables(
     return table(star), table(~star)
 
 
-def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """`np.unique(keys, return_inverse=True)`; without its sort and copies when the keys are
-    already distinct and in order (a class table's tuples of QIDs alone, as counted)."""
+def _distinct(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """`np.unique(keys, return_inverse=True)`; the inverse None (each tuple its own class,
+    in order) when the keys are already distinct and in order (a class table's tuples of
+    QIDs alone, as counted): no sort, no copies."""
     if keys.size > 1 and bool((keys[1:] > keys[:-1]).all()):
-        return keys, np.arange(keys.size)
+        return keys, None
     return np.unique(keys, return_inverse=True)
