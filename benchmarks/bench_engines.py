@@ -160,6 +160,11 @@ def main() -> None:
         help="postgresql, spark: an earlier engine run's manifest "
         "on the same --rows/--files (the by-hand node): no warm-up run",
     )
+    parser.add_argument(
+        "--database",
+        help="postgresql: a database on 127.0.0.1:5432 already holding bench.people of the "
+        "same --rows/--files (loaded by an earlier run's load_postgres): not loaded, not dropped",
+    )
     parser.add_argument("--paper", help="folder of the paper table's generated parts")
     parser.add_argument("--parts", type=int, default=125)  # --paper: how many parts
     args = parser.parse_args()

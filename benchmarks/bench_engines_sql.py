@@ -6,7 +6,9 @@ ADR 0069): the engine's whole run against the same engine by hand, the chunk pat
 
 The table `bench_engines.write_input` generates is loaded once: for PostgreSQL into a database
 of its own on 127.0.0.1:5432 (`bench.people`, keyed by `patient_id`; dropped at the end), for
-Spark kept as the Parquet files. Then, interleaved per repeat, each as a whole process:
+Spark kept as the Parquet files (`--database NAME`: a database already holding `bench.people`
+of the same --rows/--files, e.g. loaded by `load_postgres` once for several runs: not loaded,
+not dropped). Then, interleaved per repeat, each as a whole process:
 
 - ``engine``: ``skald run`` with ``execution: {engine: postgresql}`` (the table in, a table
   out) or ``{engine: spark, connection: "local[2]"}`` (the files in, a folder out);
@@ -252,18 +254,20 @@ def run(args, work: Path, files: list[str], base: dict, span) -> dict:
     subreaper()
     engine, db = args.engine, None
     env = dict(os.environ)
+    loaded = engine == "postgresql" and args.database is not None  # kept: no load, no drop
     if engine == "postgresql":
-        db = f"skald_bench_{uuid.uuid4().hex[:10]}"
-        admin(f'CREATE DATABASE "{db}"')
+        db = args.database or f"skald_bench_{uuid.uuid4().hex[:10]}"
+        if not loaded:
+            admin(f'CREATE DATABASE "{db}"')
         env[ENV] = f"{SERVER}/{db}"
     try:
         t0 = time.perf_counter()
-        if db:
+        if db and not loaded:
             load_postgres(env[ENV], files)
         load_s = time.perf_counter() - t0
         return _repeats(args, work, files, base, span, env, db) | {"load_s": round(load_s, 1)}
     finally:
-        if db:
+        if db and not loaded:
             admin(f'DROP DATABASE IF EXISTS "{db}" WITH (FORCE)')
 
 
