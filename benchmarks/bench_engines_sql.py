@@ -24,7 +24,8 @@ CPU for the bench database (``server_cpu_s``): every backend whose command line 
 database, and each parallel worker of one, sampled from /proc/<pid>/stat every 50 ms (the
 last sample of each process; a backend's last < 50 ms is missed). ``*_total_cpu`` ratios
 compare process + server CPU. ``peak_rss_mb``: the process's peak RSS (wait4's ru_maxrss,
-its largest descendant's if larger), the worker's memory.
+its largest descendant's if larger): never below the bench's own peak (~300 MB after writing
+the files; `OwnPeak`); ``own_peak_rss_mb``: the process's own (its VmHWM), the worker's memory.
 
 Measured (ADR 0061, ADR 0069, results/issue43/*-2026-12-03.*): Spark `local[2]` at 10M rows,
 engine / by hand 2.44x CPU (36c8677) and 2.02x with Spark's chain estimate (088e431); the
@@ -176,6 +177,38 @@ def subreaper() -> None:
     libc.prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
 
 
+class OwnPeak:
+    """The process's own peak RSS: its VmHWM in /proc, read every `every` seconds until it
+    ends (the last `every` of its life unseen). wait4's ru_maxrss is never below the bench's
+    own peak: the child is spawned by vfork, and exec keeps the old (the bench's) address
+    space's high-water mark (Linux `exec_mmap`), ~300 MB after writing 1M-row files."""
+
+    def __init__(self, pid: int, every: float = 0.02):
+        self.path, self.every, self.kb = f"/proc/{pid}/status", every, 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    @property
+    def mb(self) -> float:
+        return self.kb / 1024
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.every):
+            try:
+                with open(self.path) as fh:
+                    text = fh.read()
+            except OSError:
+                return
+            for line in text.splitlines():
+                if line.startswith("VmHWM:"):
+                    self.kb = max(self.kb, int(line.split()[1]))
+
+
 def measure(argv: list[str], env: dict, db: str | None) -> dict[str, float]:
     """Wall, CPU (user + sys, descendants included), peak RSS (MB) of one whole process,
     and the server's CPU for database `db`."""
@@ -184,8 +217,10 @@ def measure(argv: list[str], env: dict, db: str | None) -> dict[str, float]:
         server.__enter__()
     t0 = time.perf_counter()
     proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL)
+    own = OwnPeak(proc.pid)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - t0
+    own.stop()
     proc.returncode = os.waitstatus_to_exitcode(status)
     cpu, rss = usage.ru_utime + usage.ru_stime, usage.ru_maxrss
     while True:  # the orphans this subreaper adopted (a JVM ends when its stdin closes)
@@ -199,7 +234,7 @@ def measure(argv: list[str], env: dict, db: str | None) -> dict[str, float]:
         server.__exit__(None, None, None)
     if proc.returncode:
         raise SystemExit(f"{argv[:4]} exited {proc.returncode}")
-    out = {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss / 1024}
+    out = {"wall_s": wall, "cpu_s": cpu, "peak_rss_mb": rss / 1024, "own_peak_rss_mb": own.mb}
     if server:
         out["server_cpu_s"] = server.seconds
         out["total_cpu_s"] = cpu + server.seconds
