@@ -249,7 +249,8 @@ def sql_engine(args: argparse.Namespace) -> None:
 
     work = Path(tempfile.mkdtemp(prefix=f"bench-{args.engine}-"))
     try:
-        files = write_input(work / "in", args.rows, args.files)
+        # an already loaded database: no files to write (nor the bench's memory for them)
+        files = [] if args.database else write_input(work / "in", args.rows, args.files)
         base = config(work / "in", work / "out", "chunks")
         report = bench_engines_sql.run(args, work, files, base, span)
         print(json.dumps(report, indent=2))
