@@ -22,7 +22,12 @@ from airflow_skald.core.count.root_counts import RootCounts
 from airflow_skald.core.encode.plan import Plan
 from airflow_skald.core.engine.sql import class_sample
 from airflow_skald.core.engine.sql import dialect as D
-from airflow_skald.core.engine.sql.chain_estimate import estimated_fit, estimated_start
+from airflow_skald.core.engine.sql.chain_estimate import (
+    ESTIMATE_ERROR,
+    estimated_fit,
+    estimated_start,
+    sure_fits,
+)
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
 from airflow_skald.core.engine.sql.session import SqlSession, drop
@@ -324,6 +329,24 @@ def stepped(
         at -= 1
 
 
+def _first_sure(
+    session: SqlSession, source: SqlInput, coding: Coding, plan: Plan
+) -> tuple[SqlInput, Coding, int] | None:
+    """Before any estimate (`CHILD_COUNTING`): where the chain's first node that fits
+    whatever the data (`sure_fits`) follows one in doubt whose bins, were the records spread
+    evenly, would not fit (n records fill B bins' B(1 - e^(-n/B)) on average: large inputs),
+    that node's table judged by `by_children` (no estimating scan when the one before does
+    not fit); None otherwise, or where the one before fits."""
+    sure = sure_fits(plan, len(coding.values))
+    x = sure.index(True) if True in sure else 0
+    if session.dialect not in CHILD_COUNTING or x == 0 or sure[x - 1] is not None:
+        return None
+    bins = plan.bins(tuple(plan.counting_chain()[x - 1])) - 1
+    records = plan.stats.n_rows * max(len(coding.values), 1)
+    spread = bins * -np.expm1(-records / bins) * (1 - ESTIMATE_ERROR)
+    return by_children(session, source, coding, plan, x - 1) if spread > plan.n_ram - 1 else None
+
+
 def grouped_select(
     source: SqlInput, coding: Coding, key: exp.Expression, weighted: bool = False
 ) -> exp.Select:
@@ -366,11 +389,14 @@ def _on_chain(
 ) -> tuple[SqlInput, Coding, int, int]:
     """The input grouped on the chain, where the estimate places it (`chain_estimate`), and
     the counting node judged exactly: DuckDB at the node estimated to fit (`stepped`);
-    Spark from the node before it (`by_children`, else `judged`); `judged` otherwise."""
+    Spark from the node before it (`by_children`; first, without an estimate, from the node
+    before the first that surely fits, `_first_sure`; else `judged`); `judged` otherwise."""
     if session.dialect in class_sample.SAMPLING and len(coding.values) <= 1:
         return stepped(session, source, coding, plan, estimated_fit(session, source, coding, plan))
-    start = estimated_start(session, source, coding, plan)
-    counted = by_children(session, source, coding, plan, start) if start else None
+    counted = _first_sure(session, source, coding, plan)  # large inputs: no estimate
+    if counted is None:
+        start = estimated_start(session, source, coding, plan)
+        counted = by_children(session, source, coding, plan, start) if start else None
     if counted is not None:
         return counted[0], counted[1], counted[2], counted[2]
     return judged(session, source, coding, plan, start)
