@@ -27,8 +27,9 @@ compare process + server CPU. ``peak_rss_mb``: the process's peak RSS (wait4's r
 its largest descendant's if larger): never below the bench's own peak (~300 MB after writing
 the files; `OwnPeak`); ``own_peak_rss_mb``: the process's own (its VmHWM), the worker's memory.
 
-Measured (ADR 0061, ADR 0069, results/issue43/*-2026-12-03.*): Spark `local[2]` at 10M rows,
-engine / by hand 2.44x CPU (36c8677) and 2.02x with Spark's chain estimate (088e431); the
+Measured (ADR 0061, ADR 0069, ADR 0082, results/issue43/*-2026-12-03*): Spark `local[2]` at
+10M rows, engine / by hand 2.44x CPU (36c8677) and 2.02x with Spark's chain estimate (088e431);
+1.09-1.21x with ADR 0082 (engine 131-136 CPU s, by hand 112-120; spark-10M-2026-12-03b.txt); the
 PostgreSQL worker's peak RSS 303 MB at 10M rows and 437 MB at 100M (one session).
 """
 
