@@ -30,7 +30,9 @@ the files; `OwnPeak`); ``own_peak_rss_mb``: the process's own (its VmHWM), the w
 Measured (ADR 0061, ADR 0069, ADR 0082, results/issue43/*-2026-12-03*): Spark `local[2]` at
 10M rows, engine / by hand 2.44x CPU (36c8677) and 2.02x with Spark's chain estimate (088e431);
 1.09-1.21x with ADR 0082 (engine 131-136 CPU s, by hand 112-120; spark-10M-2026-12-03b.txt); the
-PostgreSQL worker's peak RSS 303 MB at 10M rows and 437 MB at 100M (one session).
+PostgreSQL worker's peak RSS 303 MB at 10M rows and 437 MB at 100M (one session; the bench's
+``peak_rss_mb``), its own peak (``own_peak_rss_mb``) 266 MiB and 273 MiB with ADR 0084
+(postgresql-rss-10M-100M-2026-12-03b.txt).
 """
 
 from __future__ import annotations
