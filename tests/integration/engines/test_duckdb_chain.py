@@ -12,7 +12,14 @@ from sqlglot import exp
 from test_duckdb_passes import _open
 
 from airflow_skald.core.config.run_config import config_from_dict
-from airflow_skald.core.engine.sql import chain_estimate, class_sample, counts, passes, subset
+from airflow_skald.core.engine.sql import (
+    chain_estimate,
+    class_sample,
+    counts,
+    grouped_table,
+    passes,
+    subset,
+)
 from airflow_skald.core.engine.sql import dialect as D
 from airflow_skald.core.engine.sql.coding import INPUT
 from airflow_skald.core.engine.sql.domain import SqlInput
@@ -44,24 +51,31 @@ def test_every_start_on_the_chain_gives_the_chunk_paths_node(tmp_path, monkeypat
             *_, index = counts.judged(session, source, coding, plan, start)
             assert chain[index] == expected, start
         for at in sorted({1, answer - 1, answer, answer + 1, len(chain) - 1}):
-            place = counts.coded_place(coding, chain[at - 1], chain[at])
-            table, _ = counts._base_table(session, source, coding, plan, chain[at], False, place)
-            finer = counts._sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
+            place = grouped_table.coded_place(coding, chain[at - 1], chain[at])
+            table, _ = grouped_table.base_table(
+                session, source, coding, plan, chain[at], False, place
+            )
+            finer = grouped_table.sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
             exact = counts.chain_select(source, coding, plan, chain[at - 1])
             assert finer == session.query(exact).column("n")[0].as_py(), at
-        for bits, codes in ((counts._MASK_BITS, counts.PLACED_CODES), (1, 0)):  # (1, 0): none
-            monkeypatch.setattr(counts, "_MASK_BITS", bits)
-            monkeypatch.setattr(counts, "PLACED_CODES", codes)
+        for bits, codes in (
+            (grouped_table.MASK_BITS, grouped_table.PLACED_CODES),
+            (1, 0),
+        ):  # (1, 0): none
+            monkeypatch.setattr(grouped_table, "MASK_BITS", bits)
+            monkeypatch.setattr(grouped_table, "PLACED_CODES", codes)
             for at in sorted({0, answer - 1, answer, answer + 2, len(chain) - 1}):
                 *_, index = counts.stepped(session, source, coding, plan, at)
                 assert chain[index] == expected, (codes, at)
-        monkeypatch.setattr(counts, "PLACED_CODES", 1 << 24)
-        monkeypatch.setattr(counts, "_MASK_BITS", 2)  # city's and zip's codes modulo 2
+        monkeypatch.setattr(grouped_table, "PLACED_CODES", 1 << 24)
+        monkeypatch.setattr(grouped_table, "MASK_BITS", 2)  # city's and zip's codes modulo 2
         for finer, coarser in (((0, 1, 0, 3), (1, 1, 0, 3)), ((0, 1, 0, 3), (0, 1, 1, 3))):
-            place = counts.coded_place(coding, finer, coarser)
+            place = grouped_table.coded_place(coding, finer, coarser)
             assert isinstance(place, exp.Mod), coarser  # mapped QIDs: their codes' place
-            table, _ = counts._base_table(session, source, coding, plan, coarser, False, place)
-            bits = counts._sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
+            table, _ = grouped_table.base_table(
+                session, source, coding, plan, coarser, False, place
+            )
+            bits = grouped_table.sizes(session, SqlInput(table, pa.schema([]), ""), True)[1]
             exact = counts.chain_select(source, coding, plan, finer)
             assert bits == session.query(exact).column("n")[0].as_py(), coarser
         assert counts.root_counts(session, source, coding, plan).node == expected

@@ -255,7 +255,14 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
     from sqlglot import exp
 
     from airflow_skald.core.config.run_config import config_from_dict
-    from airflow_skald.core.engine.sql import chain_estimate, counts, passes, spark_input, subset
+    from airflow_skald.core.engine.sql import (
+        chain_estimate,
+        counts,
+        grouped_table,
+        passes,
+        spark_input,
+        subset,
+    )
     from airflow_skald.core.engine.sql.spark_session import SparkSqlSession, spark_of
     from airflow_skald.core.passes import pipeline as P
 
@@ -288,7 +295,7 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
         judged = []
         for start in range(1, len(chain) - 1):
             counted = counts.by_children(session, source, coding, plan, start)
-            placed = counts._child_place(coding, chain[start], chain[start + 1]) is not None
+            placed = grouped_table.child_place(coding, chain[start], chain[start + 1]) is not None
             assert (counted is not None) == (placed and start < answer), start
             if counted is not None:
                 judged.append(start)

@@ -30,74 +30,16 @@ from airflow_skald.core.engine.sql.chain_estimate import (
 )
 from airflow_skald.core.engine.sql.coding import INPUT, Coding
 from airflow_skald.core.engine.sql.domain import SqlInput
-from airflow_skald.core.engine.sql.session import SqlSession, drop
-
-
-def _base_table(
-    session: SqlSession,
-    source: SqlInput,
-    coding: Coding,
-    plan: Plan,
-    base: tuple[int, ...],
-    weighted: bool = False,
-    children: exp.Expression | None = None,
-) -> tuple[str, Coding]:
-    """One scan of the input: its records grouped by their codes at the chain node `base`
-    (and value codes), kept in the engine as a temporary table; and the codes of any
-    coarser node over that table (`RolledCode`: the same level maps the chunk path rolls
-    its counts up with). `weighted`: `source` is such a table of a finer node, its counts
-    `n` summed (a roll-up, no scan of the input). `children` (`_child_place`): each row's
-    bits (`CHILDREN`) of the places its records' finer bins take in its bin."""
-    columns = [
-        q.at(level).as_(f"q{i}") for i, (q, level) in enumerate(zip(coding.qids, base, strict=True))
-    ]
-    for j, (code, _) in enumerate(coding.values.values()):
-        columns.append(code.as_(f"a{j}"))
-    count = D.bigint(exp.Sum(this=D.column("n", INPUT))) if weighted else D.count_star()
-    aggregates = [count.as_("n")]
-    if children is not None:
-        bit = exp.BitwiseLeftShift(this=D.bigint(D.number(1)), expression=children)
-        aggregates.append(exp.BitwiseOrAgg(this=bit).as_(CHILDREN))
-    select = coding.relation(source, *columns, *aggregates).select(*columns, *aggregates)
-    # a QID at its top is a constant (not grouped: a number in GROUP BY is a position)
-    keys = [D.paren(c.this) for c in columns if not isinstance(c.this, exp.Literal)]
-    select = select.group_by(*keys) if keys else select
-    table = session.create(select, "base")
-    qids, joins = [], []
-    for i, (q, level) in enumerate(zip(coding.qids, base, strict=True)):
-        rolled = RolledCode(q.dim, level, D.column(f"q{i}", INPUT), q.mapped)
-        if q.mapped is not None and level < q.dim.top:
-            levels = range(level + 1, q.dim.top + 1)
-            maps = {f"d{lv}": q.dim.level_map(level, lv) for lv in levels}
-            codes = np.arange(q.dim.cards[level], dtype=np.int64)
-            name = session.send("roll", pa.table({"c": codes, **maps}))
-            on = exp.EQ(this=D.column(f"q{i}", INPUT), expression=D.column("c", f"r{i}"))
-            joins.append((name, f"r{i}", on, "inner"))
-            rolled.alias = f"r{i}"
-        qids.append(rolled)
-    values = {
-        a: (D.column(f"a{j}", INPUT), m) for j, (a, (_, m)) in enumerate(coding.values.items())
-    }
-    return table, Coding(qids, values, joins)
-
-
-class RolledCode:
-    """A QID's code at a level at or above `base`, from its code at `base` (a column)."""
-
-    def __init__(self, dim, base: int, column: exp.Expression, mapped=None):
-        self.dim, self.base, self.column = dim, base, column
-        self.alias: str | None = None  # a mapped QID's level-map table
-        self.mapped = mapped  # a mapped QID's codes (rolled by level maps, not arithmetic)
-
-    def at(self, level: int) -> exp.Expression:
-        if level == self.base:
-            return self.column
-        if self.alias is not None:
-            return D.column(f"d{level}", self.alias)
-        if level == self.dim.top:
-            return D.number(0)
-        scaled = D.times(D.paren(self.column), self.dim.widths[self.base])
-        return D.int_div(D.paren(scaled), self.dim.widths[level])
+from airflow_skald.core.engine.sql.grouped_table import (
+    base_table,
+    child_place,
+    coded_place,
+    drop_table,
+    fits_rows,
+    rolled_up,
+    sizes,
+)
+from airflow_skald.core.engine.sql.session import SqlSession
 
 
 def chain_select(source: SqlInput, coding: Coding, plan: Plan, node: tuple[int, ...]) -> exp.Select:
@@ -138,33 +80,6 @@ def counting_node(
     return lo
 
 
-def _drop(session: SqlSession, table: str) -> None:
-    session.execute(drop(table))
-    session.temporaries.remove(table)
-
-
-def _fits_rows(session: SqlSession, grouped: SqlInput, plan: Plan) -> bool:
-    """Whether a grouped table's rows (its node's non-empty bins) fit N_RAM."""
-    select = exp.select(D.count_star().as_("n")).from_(D.table(grouped.relation))
-    return session.query(select).column("n")[0].as_py() <= plan.n_ram - 1
-
-
-def _rolled_up(
-    session: SqlSession, grouped: SqlInput, rolled: Coding, plan: Plan, at: int
-) -> tuple[SqlInput, Coding, int]:
-    """From the grouped table of chain node `at` (rows one per bin: at most one counted
-    attribute), the chain's first node from there whose bins fit N_RAM (the last if none
-    does) and its grouped table: each node judged by its table's COUNT(*), and while it does
-    not fit, its table rolled up to the next node's by a GROUP BY of the table (the tables
-    shrink along the chain; the last one is the histogram, no further GROUP BY)."""
-    chain = plan.counting_chain()
-    while at < len(chain) - 1 and not _fits_rows(session, grouped, plan):
-        table, rolled = _base_table(session, grouped, rolled, plan, tuple(chain[at + 1]), True)
-        _drop(session, grouped.relation)
-        grouped, at = SqlInput(table, pa.schema([]), grouped.where), at + 1
-    return grouped, rolled, at
-
-
 def judged(
     session: SqlSession, source: SqlInput, coding: Coding, plan: Plan, start: int
 ) -> tuple[SqlInput, Coding, int, int]:
@@ -172,27 +87,27 @@ def judged(
     counting node: the input grouped at chain node `start` (`estimated_start`), whose node
     is judged exactly. With at most one counted attribute and `start` after the first node
     (an engine that estimates): if it does not fit, the chain after it is rolled up from the
-    table (`_rolled_up`); if it fits (an estimate too high) and the node before does not
+    table (`rolled_up`); if it fits (an estimate too high) and the node before does not
     (a table grouped there: one more scan), it is the counting node. Otherwise the chain
     after `start` is judged by bisection over its table, or, if `start` fits, the chain up to
     it over a table grouped at the first node. Any `start` gives the same counting node."""
     chain = plan.counting_chain()
-    table, rolled = _base_table(session, source, coding, plan, tuple(chain[start]))
+    table, rolled = base_table(session, source, coding, plan, tuple(chain[start]))
     grouped = SqlInput(table, pa.schema([]), source.where)
     if start > 0 and len(coding.values) <= 1:
-        if not _fits_rows(session, grouped, plan):
-            grouped, rolled, index = _rolled_up(session, grouped, rolled, plan, start)
+        if not fits_rows(session, grouped, plan):
+            grouped, rolled, index = rolled_up(session, grouped, rolled, plan, start)
             return grouped, rolled, index, index
         # an estimate too high: if the node before does not fit, the counting node is `start`
-        before, _ = _base_table(session, source, coding, plan, tuple(chain[start - 1]))
-        if not _fits_rows(session, SqlInput(before, pa.schema([]), source.where), plan):
-            _drop(session, before)
+        before, _ = base_table(session, source, coding, plan, tuple(chain[start - 1]))
+        if not fits_rows(session, SqlInput(before, pa.schema([]), source.where), plan):
+            drop_table(session, before)
             return grouped, rolled, start, start
-        _drop(session, before)
+        drop_table(session, before)
     index = counting_node(session, grouped, rolled, plan, start)
     if index == start and start > 0:
-        _drop(session, table)
-        table, rolled = _base_table(session, source, coding, plan, tuple(chain[0]))
+        drop_table(session, table)
+        table, rolled = base_table(session, source, coding, plan, tuple(chain[0]))
         grouped = SqlInput(table, pa.schema([]), source.where)
         start, index = 0, counting_node(session, grouped, rolled, plan, 0, start)
     return grouped, rolled, start, index
@@ -202,28 +117,6 @@ def judged(
 #: that node (`by_children`): Spark, whose GROUP BY of millions of bins costs as much as its
 #: scan (ADR 0082)
 CHILD_COUNTING = {"spark"}
-CHILDREN = "b"
-_MASK_BITS = 63  # the places a BIGINT's bits hold
-
-
-def _child_place(
-    coding: Coding, finer: tuple[int, ...], coarser: tuple[int, ...]
-) -> exp.Expression | None:
-    """A record's finer bin's place (below `_MASK_BITS`) in its bin at the next chain node
-    `coarser`, where the two nodes differ in one arithmetic QID (`QidCode.at`: its code at
-    a level is its units' integer quotient by the level's width) whose bins split into at
-    most `_MASK_BITS`; None otherwise."""
-    moved = [i for i, (a, b) in enumerate(zip(finer, coarser, strict=True)) if a != b]
-    if len(moved) != 1 or coding.qids[moved[0]].table is not None:
-        return None
-    q = coding.qids[moved[0]]
-    dim, lo, hi = q.dim, int(finer[moved[0]]), int(coarser[moved[0]])
-    if hi == dim.top:  # one bin: the place is the finer code
-        return q.at(lo) if dim.cards[lo] <= _MASK_BITS else None
-    ratio, rest = divmod(dim.widths[hi], dim.widths[lo])
-    if rest or ratio > _MASK_BITS:
-        return None
-    return exp.Sub(this=q.at(lo), expression=D.times(D.paren(q.at(hi)), ratio))
 
 
 def by_children(
@@ -231,65 +124,28 @@ def by_children(
 ) -> tuple[SqlInput, Coding, int] | None:
     """Where the estimate places chain node `start` before the counting node (an engine in
     `CHILD_COUNTING`, at most one counted attribute): the input grouped at the next node
-    with each row's finer bins as bits (`_child_place`), so one GROUP BY judges both nodes
+    with each row's finer bins as bits (`child_place`), so one GROUP BY judges both nodes
     exactly: the next node's bins are the table's rows, `start`'s the sum of its rows' bits.
     If `start` does not fit, the counting node is the next one or after it (rolled up from
-    the table, `_rolled_up`): the grouped table, its coding and the counting node's index.
+    the table, `rolled_up`): the grouped table, its coding and the counting node's index.
     None where this does not apply or `start` fits (the estimate was high: `judged` then)."""
     chain = plan.counting_chain()
     if session.dialect not in CHILD_COUNTING or len(coding.values) > 1 or start + 1 >= len(chain):
         return None
-    children = _child_place(coding, tuple(chain[start]), tuple(chain[start + 1]))
+    children = child_place(coding, tuple(chain[start]), tuple(chain[start + 1]))
     if children is None:
         return None
-    table, rolled = _base_table(
+    table, rolled = base_table(
         session, source, coding, plan, tuple(chain[start + 1]), False, children
     )
     grouped = SqlInput(table, pa.schema([]), source.where)
-    rows, finer = _sizes(session, grouped, True)
+    rows, finer = sizes(session, grouped, True)
     if finer <= plan.n_ram - 1:
-        _drop(session, table)
+        drop_table(session, table)
         return None
     if rows <= plan.n_ram - 1:
         return grouped, rolled, start + 1
-    return _rolled_up(session, grouped, rolled, plan, start + 1)
-
-
-def _sizes(session: SqlSession, grouped: SqlInput, bits: bool) -> tuple[int, int]:
-    """A grouped table's rows (its node's non-empty bins) and, with `bits` (a column
-    `CHILDREN`), the sum of its rows' bits (the node before's non-empty bins; else -1)."""
-    columns = [D.count_star().as_("n")]
-    if bits:
-        columns.append(exp.Sum(this=exp.BitwiseCount(this=D.column(CHILDREN))).as_("f"))
-    row = session.query(exp.select(*columns).from_(D.table(grouped.relation))).to_pylist()[0]
-    return int(row["n"]), (int(row["f"] or 0) if bits else -1)
-
-
-#: a QID's codes at a level, at most, whose parents `coded_place` checks in the worker
-PLACED_CODES = 1 << 24
-
-
-def coded_place(coding: Coding, finer: tuple[int, ...], coarser: tuple[int, ...]):
-    """`_child_place` for any QID (a mapped one too: a categorical, encoded or rule-built
-    QID's code from its mapping table): the finer code itself where its level has at most
-    `_MASK_BITS` codes, else the code modulo `_MASK_BITS` where that tells apart the codes
-    of every parent (checked on the level map in the worker: numerical levels, whose
-    children are consecutive codes), else None."""
-    place = _child_place(coding, finer, coarser)
-    moved = [i for i, (a, b) in enumerate(zip(finer, coarser, strict=True)) if a != b]
-    if place is not None or len(moved) != 1:
-        return place
-    q, lo, hi = coding.qids[moved[0]], int(finer[moved[0]]), int(coarser[moved[0]])
-    cards = int(q.dim.cards[lo])
-    if cards <= _MASK_BITS:
-        return q.at(lo)
-    if cards > PLACED_CODES:
-        return None
-    parents = q.dim.level_map(lo, hi).astype(np.int64)
-    bits = np.arange(cards, dtype=np.int64) % _MASK_BITS
-    if len(np.unique(parents * _MASK_BITS + bits)) < cards:
-        return None
-    return exp.Mod(this=D.paren(q.at(lo)), expression=D.number(_MASK_BITS))
+    return rolled_up(session, grouped, rolled, plan, start + 1)
 
 
 def stepped(
@@ -300,7 +156,7 @@ def stepped(
     estimated to fit) with its rows' bits of the node before (`coded_place`), so its
     table's COUNT(*) judges `at` and its bits the node before, in one scan. `at` fits and
     the node before does not: `at` is the counting node and its table the histogram. `at`
-    does not fit: the table is rolled up (`_rolled_up`). Both fit (an estimate too high):
+    does not fit: the table is rolled up (`rolled_up`). Both fit (an estimate too high):
     the same from the node before (one scan per step back; where no bits tell the node
     before, its own table does, and the table of `at` is kept until it has). Any `at` gives
     the same counting node."""
@@ -308,24 +164,24 @@ def stepped(
     kept: tuple[SqlInput, Coding] | None = None  # the node after `at`'s table: it fits
     while True:
         place = coded_place(coding, tuple(chain[at - 1]), tuple(chain[at])) if at else None
-        table, rolled = _base_table(session, source, coding, plan, tuple(chain[at]), False, place)
+        table, rolled = base_table(session, source, coding, plan, tuple(chain[at]), False, place)
         grouped = SqlInput(table, pa.schema([]), source.where)
-        rows, finer = _sizes(session, grouped, place is not None)
+        rows, finer = sizes(session, grouped, place is not None)
         if rows > budget and kept is not None:  # the node after fits, this one does not
-            _drop(session, table)
+            drop_table(session, table)
             return kept[0], kept[1], at + 1, at + 1
         if rows > budget:
-            grouped, rolled, index = _rolled_up(session, grouped, rolled, plan, at)
+            grouped, rolled, index = rolled_up(session, grouped, rolled, plan, at)
             return grouped, rolled, index, index
         if kept is not None:
-            _drop(session, kept[0].relation)
+            drop_table(session, kept[0].relation)
             kept = None
         if at == 0 or finer > budget:
             return grouped, rolled, at, at
         if place is None:
             kept = (grouped, rolled)
         else:
-            _drop(session, table)
+            drop_table(session, table)
         at -= 1
 
 
