@@ -16,6 +16,9 @@ not dropped). Then, interleaved per repeat, each as a whole process:
   (fetched as Arrow) and one write of the released rows at the chosen node (every QID's
   label by arithmetic, read from the engine run's manifest): ``CREATE TABLE AS`` in
   PostgreSQL, a Parquet write in Spark (local[2], its default partitions);
+- ``by_hand_tuned`` (Spark): the same with the shuffle partitions the engine gives a local
+  Spark it starts (`spark_session.PARTITIONS_PER_CORE` per core: 8 at local[2]), so the
+  engine's own tuning is not counted as its gain;
 - ``chunks``: ``skald run`` with ``execution: chunks`` on the same table / files.
 
 CPU: the process's user + sys with every descendant's (the bench is a child subreaper, so a
@@ -49,6 +52,8 @@ from pathlib import Path
 
 import yaml
 
+from airflow_skald.core.engine.sql.spark_session import PARTITIONS_PER_CORE
+
 SERVER = "postgresql://postgres@127.0.0.1:5432"
 ENV = "SKALD_BENCH_PG"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -69,12 +74,14 @@ con.close()
 SPARK_BY_HAND = r"""
 import json, sys
 from pyspark.sql import SparkSession
-files, out, grouped, released = json.loads(sys.argv[1]), *sys.argv[2:]
-spark = (
+files, out, grouped, released = json.loads(sys.argv[1]), *sys.argv[2:5]
+builder = (
     SparkSession.builder.master("local[2]").appName("by-hand")
     .config("spark.ui.enabled", "false").config("spark.ui.showConsoleProgress", "false")
-    .getOrCreate()
 )
+if len(sys.argv) > 5:  # by_hand_tuned: the shuffle partitions the engine gives a local Spark
+    builder = builder.config("spark.sql.shuffle.partitions", sys.argv[5])
+spark = builder.getOrCreate()
 spark.read.parquet(*files).createOrReplaceTempView("t")
 spark.sql(grouped).toArrow()
 spark.sql(released).write.mode("overwrite").parquet(out)
@@ -338,6 +345,8 @@ def _repeats(args, work, files, base, span, env, db) -> dict:
         out = str(work / "by-hand")
         by_hand = [sys.executable, "-c", SPARK_BY_HAND, json.dumps(files), out, *sql]
     cases = {"engine": [*skald, str(paths["engine"])], "by_hand": by_hand}
+    if args.engine == "spark":  # by hand with the engine's shuffle partitions (ADR 0082)
+        cases["by_hand_tuned"] = [*by_hand, str(PARTITIONS_PER_CORE * 2)]
     if "chunks" in args.cases:
         cases["chunks"] = [*skald, str(paths["chunks"])]
     cases = {k: v for k, v in cases.items() if k in args.cases}
@@ -366,7 +375,7 @@ def _repeats(args, work, files, base, span, env, db) -> dict:
         "load_before_each_repeat": loads,
     }
     measures = ["wall_s", "cpu_s"] + (["total_cpu_s"] if db else [])
-    for other in ("by_hand", "chunks"):
+    for other in ("by_hand", "by_hand_tuned", "chunks"):
         if other in results and "engine" in results:
             for what in measures:
                 suffix = {"wall_s": "", "cpu_s": "_cpu", "total_cpu_s": "_total_cpu"}[what]
