@@ -305,12 +305,16 @@ def test_spark_estimates_where_to_group_and_counts_the_chunk_paths_node(spark, t
         assert counted.node == expected
         assert (counted.classes.keys == chunks.classes.keys).all()
         assert (counted.classes.counts == chunks.classes.counts).all()
-        for bins in (300, 151):  # the first node that surely fits judged before any estimate
-            # (`by_children` of the node before it: where it runs, the chunk path's node)
+        # the first node that surely fits judged before any estimate (`_first_sure`: the
+        # node before it by `by_children`): with 60 bins 300 records spread evenly would
+        # overfill that node, so it runs and gives the chunk path's node; with 151 they would
+        # not, and the estimate decides as above
+        for bins, runs in ((60, True), (151, False)):
             cfg = config_from_dict(config(inp, tmp_path / "out", memory={"histogram_bins": bins}))
             plan = P.plan_root(cfg, passes.domain_stats(session, source, cfg, []))
             coding = passes.coding_of(session, source, plan, cfg)
             first = counts._first_sure(session, source, coding, plan)
+            assert (first is not None) == runs, bins
             expected = tuple(chunk_path(cfg, tmp_path / f"chunks-{bins}").counts.node)
             assert first is None or tuple(plan.counting_chain()[first[2]]) == expected
     finally:
