@@ -49,16 +49,19 @@ class PublisherPayout(Metric):
         self.g, self.s = float(s.g_factor), float(s.s_factor)
         self.benefit = float(self.cost.publisher_benefit)
 
-    def _loss(self, table: ClassTable, scored: Scored | None = None) -> np.ndarray | None:
+    def _loss(
+        self, table: ClassTable, scored: Scored | None = None, part: slice = slice(None)
+    ) -> np.ndarray | None:
+        """The classes' losses (those of `part`), None without labels' losses or keys."""
         if table.label_loss is not None:
-            return table.label_loss
+            return table.label_loss[part]
         if scored is None or scored.keys is None:
             return None
-        return class_loss(self.ctx, scored.keys, scored.node)
+        return class_loss(self.ctx, scored.keys[part], scored.node)
 
     def value(self, scored: Scored) -> float:
         table = scored.table
-        if table.label_loss is None and (scored.keys is None):
+        if table.label_loss is None and scored.keys is None:
             raise ValueError("publisher payout needs the classes' keys")
         terms = (memoryview(self._terms(scored, lo)) for lo in range(0, table.n_classes, BLOCK))
         # rounded once (the same terms, the same figure), summed as each block's terms come
@@ -67,10 +70,7 @@ class PublisherPayout(Metric):
     def _terms(self, scored: Scored, lo: int) -> np.ndarray:
         """The terms of the `BLOCK` classes from `lo` (each class's alone)."""
         table, part = scored.table, slice(lo, lo + BLOCK)
-        if table.label_loss is not None:
-            loss = table.label_loss[part]
-        else:
-            loss = class_loss(self.ctx, scored.keys[part], scored.node)
+        loss = self._loss(table, scored, part)
         population = None if table.population is None else table.population[part]
         block = ClassTable(table.sizes[part], population=population)
         journalist = self.journalist and table.population is not None

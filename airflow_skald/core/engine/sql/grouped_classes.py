@@ -54,6 +54,7 @@ class _Labels:
         self.known: pa.Array | None = None
         self.parts: list[np.ndarray] = []
         self.nulls = False
+        self._none = -1  # the code of an empty value (set by `labels`)
 
     def add(self, column: pa.Array) -> None:
         enc = dictionary_of(column) if self.qid else column_dictionary(column)

@@ -186,7 +186,8 @@ class PostgresEngine(Engine):
                 # the class table read as the cursor delivers it, unless the utility
                 # analysis reads the grouped rows too (issue 43: its rows grow with the input's)
                 grouped = session.query(select) if config.utility is not None else None
-                classes = classes_of(grouped or session.batches(select), qids, sensitive)
+                rows = grouped if grouped is not None else session.batches(select)
+                classes = classes_of(rows, qids, sensitive)
                 pseudonyms_well_formed(session, new, config, target.qualified)
                 columns = session.query(exp.select(exp.Star()).from_(new).limit(0)).schema.names
                 utility = None
